@@ -1,0 +1,37 @@
+import { readFileSync } from 'node:fs';
+
+const swc = JSON.parse(readFileSync(new URL('./.swcrc', import.meta.url), 'utf8'));
+
+/**
+ * Native ESM mode (the NestJS 12 packages are ES modules only). The HTTP and database
+ * tests run twice: once on the embedded SQLite and once on PostgreSQL.
+ */
+const common = {
+  rootDir: '.',
+  extensionsToTreatAsEsm: ['.ts'],
+  moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
+  transform: { '^.+\\.ts$': ['@swc/jest', { ...swc, swcrc: false }] },
+  testEnvironment: 'node',
+};
+
+export default {
+  testTimeout: 60000,
+  maxWorkers: 2,
+  projects: [
+    { ...common, displayName: 'unit', roots: ['<rootDir>/src'], testMatch: ['**/*.spec.ts'] },
+    {
+      ...common,
+      displayName: 'sqlite',
+      roots: ['<rootDir>/test'],
+      testMatch: ['**/*.e2e-spec.ts'],
+      setupFiles: ['<rootDir>/test/setup/sqlite.ts'],
+    },
+    {
+      ...common,
+      displayName: 'postgres',
+      roots: ['<rootDir>/test'],
+      testMatch: ['**/*.e2e-spec.ts'],
+      setupFiles: ['<rootDir>/test/setup/postgres.ts'],
+    },
+  ],
+};

@@ -1,0 +1,37 @@
+import { Module, type DynamicModule } from '@nestjs/common';
+import { APP_FILTER } from '@nestjs/core';
+import { AuthModule } from './auth/auth.module.js';
+import { BranchesModule } from './branches/branches.module.js';
+import { ClientsModule } from './clients/clients.module.js';
+import { ProblemFilter } from './common/problem.filter.js';
+import { AppConfig } from './config/app-config.js';
+import { ConfigModule } from './config/config.module.js';
+import { DatabaseModule } from './database/database.module.js';
+import { DemoModule } from './demo/demo.module.js';
+import { HealthModule } from './health/health.module.js';
+import { LoggingModule } from './logging/logging.module.js';
+import { MenusModule } from './menus/menus.module.js';
+import { VisitsModule } from './visits/visits.module.js';
+
+/** The whole service: the HTTP application and the operator CLI share it. */
+@Module({})
+export class AppModule {
+  static forRoot(config: AppConfig): DynamicModule {
+    return {
+      module: AppModule,
+      imports: [
+        ConfigModule.forRoot(config),
+        LoggingModule,
+        DatabaseModule,
+        HealthModule,
+        ClientsModule,
+        BranchesModule,
+        VisitsModule,
+        MenusModule,
+        AuthModule,
+        DemoModule,
+      ],
+      providers: [{ provide: APP_FILTER, useClass: ProblemFilter }],
+    };
+  }
+}

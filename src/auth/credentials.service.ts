@@ -1,0 +1,131 @@
+import { Injectable } from '@nestjs/common';
+import { ClientsRepository } from '../clients/clients.repository.js';
+import { OperatorError } from '../common/operator-error.js';
+import { AppConfig } from '../config/app-config.js';
+import { VisitsRepository } from '../visits/visits.repository.js';
+import { CredentialsRepository } from './credentials.repository.js';
+import { Credential } from './entities/credential.entity.js';
+import { isScope, Scope } from './scopes.js';
+import { hashApiKey, hashSecret, newApiKey, newClientId, randomToken } from './secrets.js';
+
+export interface NewCredentialInput {
+  clients: number[];
+  scopes: string[];
+  brands?: number[];
+  visitTypes?: string[];
+  name?: string;
+}
+
+/** Shown once when a credential is created; only hashes are stored. */
+export interface IssuedCredential {
+  clientId: string;
+  clientSecret: string;
+  apiKey: string;
+}
+
+export interface CredentialSummary {
+  clientId: string;
+  name: string | null;
+  scopes: string[];
+  clients: number[];
+  brands: number[] | null;
+  visitTypes: string[] | null;
+  disabled: boolean;
+  createdAt: string;
+  keys: { prefix: string; revoked: boolean; createdAt: string }[];
+}
+
+export const splitList = (text: string | null): string[] => (text ?? '').split(/[\s,]+/).filter(Boolean);
+
+/** Provisioning of partner credentials and their API keys (operator CLI). */
+@Injectable()
+export class CredentialsService {
+  constructor(
+    private readonly repo: CredentialsRepository,
+    private readonly clients: ClientsRepository,
+    private readonly visits: VisitsRepository,
+    private readonly config: AppConfig,
+  ) {}
+
+  async add(input: NewCredentialInput): Promise<IssuedCredential> {
+    if (input.clients.length === 0) throw new OperatorError('--clients needs at least one client id');
+    for (const id of input.clients) {
+      if (!(await this.clients.findClient(id))) throw new OperatorError(`client ${id} does not exist`);
+    }
+    const unknown = input.scopes.filter((s) => !isScope(s));
+    if (unknown.length > 0) throw new OperatorError(`unknown scope(s): ${unknown.join(', ')}`);
+    const scopes = [...new Set([Scope.Api, ...input.scopes])];
+    for (const brandId of input.brands ?? []) {
+      const brand = await this.clients.findBrand(brandId);
+      if (!brand || !input.clients.includes(brand.clientId)) {
+        throw new OperatorError(`brand ${brandId} is not a brand of client(s) ${input.clients.join(', ')}`);
+      }
+    }
+    const knownTypes = await this.visits.visitTypeCodes();
+    const visitTypes = input.visitTypes?.map((t) => t.toUpperCase());
+    const badTypes = (visitTypes ?? []).filter((t) => !knownTypes.has(t));
+    if (badTypes.length > 0) throw new OperatorError(`unknown visit type(s): ${badTypes.join(', ')}`);
+
+    const clientSecret = randomToken(32);
+    const { apiKey, prefix } = newApiKey();
+    const credential = Object.assign(new Credential(), {
+      clientId: newClientId(),
+      name: input.name ?? null,
+      secretHash: await hashSecret(clientSecret),
+      scopes: scopes.join(' '),
+      clientIds: input.clients.join(','),
+      brandIds: input.brands && input.brands.length > 0 ? input.brands.join(',') : null,
+      visitTypes: visitTypes && visitTypes.length > 0 ? visitTypes.join(',') : null,
+      disabled: false,
+    });
+    await this.repo.createCredential(credential, { prefix, hash: hashApiKey(apiKey, this.config.API_KEY_HASH_KEY) });
+    return { clientId: credential.clientId, clientSecret, apiKey };
+  }
+
+  async list(): Promise<CredentialSummary[]> {
+    const keys = await this.repo.listKeys();
+    return (await this.repo.listCredentials()).map((c) => ({
+      clientId: c.clientId,
+      name: c.name,
+      scopes: splitList(c.scopes),
+      clients: splitList(c.clientIds).map(Number),
+      brands: c.brandIds === null ? null : splitList(c.brandIds).map(Number),
+      visitTypes: c.visitTypes === null ? null : splitList(c.visitTypes),
+      disabled: c.disabled,
+      createdAt: c.createdAt.toISOString(),
+      keys: keys
+        .filter((k) => k.credentialId === c.clientId)
+        .map((k) => ({ prefix: k.prefix, revoked: k.revoked, createdAt: k.createdAt.toISOString() })),
+    }));
+  }
+
+  private async requireCredential(clientId: string): Promise<Credential> {
+    const credential = await this.repo.findCredential(clientId);
+    if (!credential) throw new OperatorError(`credential '${clientId}' does not exist`);
+    return credential;
+  }
+
+  async disable(clientId: string): Promise<void> {
+    await this.requireCredential(clientId);
+    await this.repo.setDisabled(clientId, true);
+  }
+
+  async enable(clientId: string): Promise<void> {
+    await this.requireCredential(clientId);
+    await this.repo.setDisabled(clientId, false);
+  }
+
+  /** A further key for the same credential, so a partner can rotate without downtime. */
+  async addKey(clientId: string): Promise<{ clientId: string; apiKey: string; prefix: string }> {
+    await this.requireCredential(clientId);
+    const { apiKey, prefix } = newApiKey();
+    await this.repo.addKey(clientId, { prefix, hash: hashApiKey(apiKey, this.config.API_KEY_HASH_KEY) });
+    return { clientId, apiKey, prefix };
+  }
+
+  async revokeKey(prefix: string): Promise<void> {
+    const key = await this.repo.findKeyByPrefix(prefix);
+    if (!key) throw new OperatorError(`no API key has the prefix '${prefix}'`);
+    await this.repo.revokeKey(prefix);
+  }
+}

@@ -1,0 +1,11 @@
+import { Module } from '@nestjs/common';
+import { ClientsModule } from '../clients/clients.module.js';
+import { BranchesRepository } from './branches.repository.js';
+import { BranchesService } from './branches.service.js';
+
+@Module({
+  imports: [ClientsModule],
+  providers: [BranchesRepository, BranchesService],
+  exports: [BranchesService, BranchesRepository],
+})
+export class BranchesModule {}

@@ -1,0 +1,31 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource, In } from 'typeorm';
+import { Branch } from './entities/branch.entity.js';
+
+@Injectable()
+export class BranchesRepository {
+  constructor(@InjectDataSource() private readonly db: DataSource) {}
+
+  /** The client's branches in id order: the GET /branches payload. */
+  listForClient(clientId: number): Promise<Pick<Branch, 'id' | 'name' | 'branchCode'>[]> {
+    return this.db.getRepository(Branch).find({
+      select: { id: true, name: true, branchCode: true },
+      where: { clientId },
+      order: { id: 'ASC' },
+    });
+  }
+
+  findByIds(ids: string[]): Promise<Branch[]> {
+    return ids.length === 0 ? Promise.resolve([]) : this.db.getRepository(Branch).findBy({ id: In(ids) });
+  }
+
+  /** Inserts or updates the branches in one transaction. */
+  async upsertMany(branches: Branch[]): Promise<void> {
+    await this.db.transaction(async (tx) => {
+      for (let i = 0; i < branches.length; i += 500) {
+        await tx.getRepository(Branch).upsert(branches.slice(i, i + 500), ['id']);
+      }
+    });
+  }
+}

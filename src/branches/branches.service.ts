@@ -1,0 +1,66 @@
+import { Injectable } from '@nestjs/common';
+import { ClientsService } from '../clients/clients.service.js';
+import type { ImportReport } from '../common/import-report.js';
+import { readAllRecords } from '../common/record-file.js';
+import { RecordReader } from '../common/record-reader.js';
+import { BranchesRepository } from './branches.repository.js';
+import { Branch } from './entities/branch.entity.js';
+
+@Injectable()
+export class BranchesService {
+  constructor(
+    private readonly repo: BranchesRepository,
+    private readonly clients: ClientsService,
+  ) {}
+
+  listForClient(clientId: number): Promise<Pick<Branch, 'id' | 'name' | 'branchCode'>[]> {
+    return this.repo.listForClient(clientId);
+  }
+
+  /**
+   * Imports a client's branches (JSON array, NDJSON or CSV with id, name, branchCode,
+   * brandId). Valid records are written together; each invalid one is reported by line.
+   */
+  async importFile(clientId: number, path: string): Promise<ImportReport> {
+    await this.clients.requireClient(clientId);
+    const brandIds = new Set((await this.clients.listBrands(clientId)).map((b) => b.id));
+    const existing = new Map<string, Branch>();
+    const report: ImportReport = { file: path, imported: 0, rejected: [] };
+    const valid: Branch[] = [];
+    const records = await readAllRecords(path);
+    const seen = new Set<string>();
+    const ids = records.flatMap((r) => {
+      const id = r.error === undefined ? (r.value as { id?: unknown } | null)?.id : undefined;
+      return typeof id === 'string' || typeof id === 'number' ? [String(id)] : [];
+    });
+    for (const branch of await this.repo.findByIds(ids)) existing.set(branch.id, branch);
+
+    for (const record of records) {
+      if (record.error !== undefined) {
+        report.rejected.push({ line: record.line, errors: [record.error] });
+        continue;
+      }
+      const r = new RecordReader(record.value);
+      const rawId = r.raw('id');
+      const id = typeof rawId === 'number' ? String(rawId) : r.string('id', { max: 64 });
+      const name = r.string('name', { max: 200 });
+      const branchCode = r.string('branchCode', { max: 100, required: false });
+      const brandId = r.int('brandId', { min: 1, required: false });
+      if (brandId !== null && !brandIds.has(brandId)) r.errors.push(`'brandId' ${brandId} is not a brand of client ${clientId}.`);
+      if (id !== null) {
+        const other = existing.get(id);
+        if (other && other.clientId !== clientId) r.errors.push(`branch '${id}' belongs to client ${other.clientId}.`);
+        if (seen.has(id)) r.errors.push(`branch '${id}' appears more than once in the file.`);
+        seen.add(id);
+      }
+      if (!r.ok || id === null || name === null) {
+        report.rejected.push({ line: record.line, errors: r.errors });
+        continue;
+      }
+      valid.push(Object.assign(new Branch(), { id, clientId, name, branchCode, brandId }));
+    }
+    await this.repo.upsertMany(valid);
+    report.imported = valid.length;
+    return report;
+  }
+}

@@ -1,0 +1,40 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
+import { Brand } from './entities/brand.entity.js';
+import { Client } from './entities/client.entity.js';
+
+@Injectable()
+export class ClientsRepository {
+  constructor(@InjectDataSource() private readonly db: DataSource) {}
+
+  findClient(id: number): Promise<Client | null> {
+    return this.db.getRepository(Client).findOneBy({ id });
+  }
+
+  listClients(): Promise<Client[]> {
+    return this.db.getRepository(Client).find({ order: { id: 'ASC' } });
+  }
+
+  countClients(): Promise<number> {
+    return this.db.getRepository(Client).count();
+  }
+
+  async saveClient(id: number, name: string): Promise<Client> {
+    await this.db.getRepository(Client).upsert({ id, name }, ['id']);
+    return (await this.findClient(id))!;
+  }
+
+  findBrand(id: number): Promise<Brand | null> {
+    return this.db.getRepository(Brand).findOneBy({ id });
+  }
+
+  listBrands(clientId: number): Promise<Brand[]> {
+    return this.db.getRepository(Brand).find({ where: { clientId }, order: { id: 'ASC' } });
+  }
+
+  async saveBrand(brand: Pick<Brand, 'id' | 'clientId' | 'name'>): Promise<Brand> {
+    await this.db.getRepository(Brand).upsert(brand, ['id']);
+    return (await this.findBrand(brand.id))!;
+  }
+}

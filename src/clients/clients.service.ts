@@ -1,0 +1,42 @@
+import { Injectable } from '@nestjs/common';
+import { OperatorError } from '../common/operator-error.js';
+import { ClientsRepository } from './clients.repository.js';
+import type { Brand } from './entities/brand.entity.js';
+import type { Client } from './entities/client.entity.js';
+
+/** Provisioning of clients and brands (operator CLI). */
+@Injectable()
+export class ClientsService {
+  constructor(private readonly repo: ClientsRepository) {}
+
+  async addClient(id: number, name: string): Promise<Client> {
+    if (!Number.isSafeInteger(id) || id <= 0) throw new OperatorError(`client id must be an integer greater than 0: '${id}'`);
+    if (!name.trim() || name.length > 200) throw new OperatorError('client name must be 1 to 200 characters');
+    return this.repo.saveClient(id, name.trim());
+  }
+
+  listClients(): Promise<Client[]> {
+    return this.repo.listClients();
+  }
+
+  async requireClient(id: number): Promise<Client> {
+    const client = await this.repo.findClient(id);
+    if (!client) throw new OperatorError(`client ${id} does not exist; add it with 'clients add'`);
+    return client;
+  }
+
+  async addBrand(clientId: number, id: number, name: string): Promise<Brand> {
+    await this.requireClient(clientId);
+    if (!Number.isSafeInteger(id) || id <= 0) throw new OperatorError(`brand id must be an integer greater than 0: '${id}'`);
+    if (!name.trim() || name.length > 200) throw new OperatorError('brand name must be 1 to 200 characters');
+    const existing = await this.repo.findBrand(id);
+    if (existing && existing.clientId !== clientId) {
+      throw new OperatorError(`brand ${id} belongs to client ${existing.clientId}, not ${clientId}`);
+    }
+    return this.repo.saveBrand({ id, clientId, name: name.trim() });
+  }
+
+  listBrands(clientId: number): Promise<Brand[]> {
+    return this.repo.listBrands(clientId);
+  }
+}

@@ -1,0 +1,34 @@
+/**
+ * Local wall-clock dates in the service's time zone (RESULTS_TIMEZONE). The interface's
+ * date-times carry no offset: they are the venue's local time.
+ */
+export function localDateTime(zone: string, at: Date = new Date()): string {
+  const parts = new Intl.DateTimeFormat('en-CA', {
+    timeZone: zone,
+    year: 'numeric',
+    month: '2-digit',
+    day: '2-digit',
+    hour: '2-digit',
+    minute: '2-digit',
+    second: '2-digit',
+    hourCycle: 'h23',
+  }).formatToParts(at);
+  const get = (type: string): string => parts.find((p) => p.type === type)?.value ?? '00';
+  return `${get('year')}-${get('month')}-${get('day')}T${get('hour')}:${get('minute')}:${get('second')}`;
+}
+
+export function localDate(zone: string, at: Date = new Date()): string {
+  return localDateTime(zone, at).slice(0, 10);
+}
+
+/** Adds whole days to a `yyyy-mm-dd` date. */
+export function addDays(date: string, days: number): string {
+  const d = new Date(`${date}T00:00:00Z`);
+  d.setUTCDate(d.getUTCDate() + days);
+  return d.toISOString().slice(0, 10);
+}
+
+/** Whole days from `from` to `to` (`yyyy-mm-dd`). */
+export function daysBetween(from: string, to: string): number {
+  return Math.round((Date.parse(`${to}T00:00:00Z`) - Date.parse(`${from}T00:00:00Z`)) / 86_400_000);
+}

@@ -1,0 +1,100 @@
+import { ArgumentsHost, Catch, HttpException, Logger, type ExceptionFilter } from '@nestjs/common';
+import type { Request, Response } from 'express';
+import {
+  BAD_REQUEST_DETAIL,
+  newInstance,
+  PROBLEM_CONTENT_TYPE,
+  ProblemException,
+  statusTitle,
+  type ProblemBody,
+} from './problem.js';
+
+/** Whatever else an error may carry that the response should see. */
+interface RenderedError {
+  status: number;
+  detail: string;
+  errors?: string[];
+  headers: Record<string, string>;
+}
+
+const DEFAULT_DETAILS: Record<number, string> = {
+  400: BAD_REQUEST_DETAIL,
+  401: 'Authentication is required: send a valid svc-api-key header and bearer token.',
+  403: 'The credentials do not entitle the caller to this request.',
+  404: 'No resource exists at this address.',
+  405: 'The method is not allowed on this resource.',
+  413: 'The request body is larger than the service accepts.',
+  415: 'The request body has a media type the endpoint does not accept.',
+  429: 'Too many requests; retry after the time in Retry-After.',
+  500: 'An internal error occurred. Quote the instance id when reporting it.',
+  503: 'The service is temporarily unavailable; retry after the time in Retry-After.',
+};
+
+function render(exception: unknown): RenderedError {
+  if (exception instanceof ProblemException) {
+    return {
+      status: exception.getStatus(),
+      detail: exception.detail,
+      errors: exception.errors,
+      headers: exception.headers,
+    };
+  }
+  if (exception instanceof HttpException) {
+    const status = exception.getStatus();
+    // Framework errors (unknown route, body parser, multer) carry messages meant for people.
+    const response = exception.getResponse();
+    const message =
+      typeof response === 'object' && response !== null && 'message' in response
+        ? (response).message
+        : response;
+    const text = Array.isArray(message) ? message.join('; ') : typeof message === 'string' ? message : '';
+    if (status === 400) return { status, detail: BAD_REQUEST_DETAIL, errors: [text || 'The request is malformed.'], headers: {} };
+    const detail = status >= 500 ? DEFAULT_DETAILS[500] : text || DEFAULT_DETAILS[status] || statusTitle(status);
+    return { status, detail: detail ?? statusTitle(status), headers: {} };
+  }
+  // Body parser errors are plain errors with a status (e.g. malformed JSON, entity too large).
+  if (typeof exception === 'object' && exception !== null && 'status' in exception) {
+    const status = Number((exception).status);
+    if (status >= 400 && status < 500) {
+      const detail = DEFAULT_DETAILS[status] ?? statusTitle(status);
+      return status === 400
+        ? { status, detail: BAD_REQUEST_DETAIL, errors: ['The request body is malformed.'], headers: {} }
+        : { status, detail, headers: {} };
+    }
+  }
+  return { status: 500, detail: DEFAULT_DETAILS[500] ?? 'Internal error', headers: {} };
+}
+
+/**
+ * Turns every error into `application/problem+json` (RFC 9457) with a fresh instance
+ * URN, which is logged with the request so an operator can find a partner's failed call.
+ * Nothing internal reaches the body of a 500.
+ */
+@Catch()
+export class ProblemFilter implements ExceptionFilter {
+  private readonly logger = new Logger('Problem');
+
+  catch(exception: unknown, host: ArgumentsHost): void {
+    const http = host.switchToHttp();
+    const response = http.getResponse<Response>();
+    const request = http.getRequest<Request>();
+    const { status, detail, errors, headers } = render(exception);
+    const instance = newInstance();
+    const body: ProblemBody = { title: statusTitle(status), status, detail, instance };
+    if (errors && errors.length > 0) body.errors = errors;
+
+    // The request logger picks this up for its one line per request.
+    response.locals.problemInstance = instance;
+    if (status >= 500) {
+      this.logger.error({ err: exception, instance, method: request.method, url: request.originalUrl }, 'request failed');
+    } else {
+      this.logger.debug({ instance, status, errors }, detail);
+    }
+    if (response.headersSent) {
+      response.end();
+      return;
+    }
+    for (const [name, value] of Object.entries(headers)) response.setHeader(name, value);
+    response.status(status).type(PROBLEM_CONTENT_TYPE).send(JSON.stringify(body));
+  }
+}

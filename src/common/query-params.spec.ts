@@ -1,0 +1,65 @@
+import { Transform } from 'class-transformer';
+import { IsDefined, IsInt, IsOptional, Matches, Min } from 'class-validator';
+import { ProblemException } from './problem.js';
+import { parseQuery } from './query-params.js';
+
+const toInt = ({ value }: { value: unknown }): unknown =>
+  typeof value === 'string' && /^-?\d+$/.test(value) ? Number(value) : value === '' ? undefined : value;
+
+class SampleQuery {
+  @Transform(toInt)
+  @IsDefined({ message: "'SvcClientId' must not be empty." })
+  @IsInt({ message: (a) => `'SvcClientId' must be an integer: '${String(a.value)}'.` })
+  @Min(1, { message: "'SvcClientId' must be greater than '0'." })
+  SvcClientId!: number;
+
+  @IsOptional()
+  @Matches(/^[A-Za-z]{2}$/, { message: (a) => `'VisitTypes' must be 2 alpha characters: '${String(a.value)}'.` })
+  VisitTypes?: string;
+}
+
+function errorsOf(query: string): string[] {
+  try {
+    parseQuery(SampleQuery, query);
+  } catch (error) {
+    expect(error).toBeInstanceOf(ProblemException);
+    expect((error as ProblemException).getStatus()).toBe(400);
+    return (error as ProblemException).errors ?? [];
+  }
+  throw new Error('expected a 400');
+}
+
+describe('parseQuery', () => {
+  it('matches parameter names case-insensitively', () => {
+    expect(parseQuery(SampleQuery, 'svcclientid=7&VISITTYPES=MV')).toEqual({ SvcClientId: 7, VisitTypes: 'MV' });
+    expect(parseQuery(SampleQuery, 'SvcClientId=8')).toEqual({ SvcClientId: 8 });
+  });
+
+  it('ignores unknown parameters', () => {
+    expect(parseQuery(SampleQuery, 'SvcClientId=8&debug=1&utm_source=x')).toEqual({ SvcClientId: 8 });
+  });
+
+  it('refuses a parameter given twice, whatever the case of its name', () => {
+    expect(errorsOf('SvcClientId=1&svcclientid=2')).toEqual(["'SvcClientId' must be given only once."]);
+  });
+
+  it('reports every violated rule at once, in declaration order', () => {
+    expect(errorsOf('VisitTypes=MV1&SvcClientId=abc')).toEqual([
+      "'SvcClientId' must be an integer: 'abc'.",
+      "'VisitTypes' must be 2 alpha characters: 'MV1'.",
+    ]);
+  });
+
+  it('reports a missing or empty required parameter as empty', () => {
+    expect(errorsOf('')).toEqual(["'SvcClientId' must not be empty."]);
+    expect(errorsOf('SvcClientId=')).toEqual(["'SvcClientId' must not be empty."]);
+  });
+
+  it('reports only the first broken rule of a parameter', () => {
+    expect(errorsOf('SvcClientId=0')).toEqual(["'SvcClientId' must be greater than '0'."]);
+  });
+
+  it('decodes percent-encoding and plus signs', () => {
+    expect(errorsOf('SvcClientId=1&VisitTypes=M%2CV')).toEqual(["'VisitTypes' must be 2 alpha characters: 'M,V'."]);
+  });
+});

@@ -1,0 +1,94 @@
+import { createParamDecorator, type ExecutionContext } from '@nestjs/common';
+import { plainToInstance } from 'class-transformer';
+import { getMetadataStorage, validateSync, type ValidationError } from 'class-validator';
+import type { Request } from 'express';
+import { ValidationProblem } from './problem.js';
+
+type DtoClass<T> = new () => T;
+
+const namesCache = new WeakMap<Function, Map<string, string>>();
+
+/** The DTO's declared parameters, keyed by their lower-case name. */
+function parameterNames(dto: Function): Map<string, string> {
+  let names = namesCache.get(dto);
+  if (!names) {
+    names = new Map();
+    for (const meta of getMetadataStorage().getTargetValidationMetadatas(dto, '', true, false)) {
+      names.set(meta.propertyName.toLowerCase(), meta.propertyName);
+    }
+    namesCache.set(dto, names);
+  }
+  return names;
+}
+
+/** The query string exactly as sent, without Express's own parsing (which nests and merges). */
+function rawQueryString(request: Request): string {
+  const url = request.originalUrl ?? request.url ?? '';
+  const at = url.indexOf('?');
+  return at < 0 ? '' : url.slice(at + 1);
+}
+
+/**
+ * One message per parameter: a missing value if it is missing, else the rule declared first
+ * (top-most decorator) among those it broke. class-validator checks presence first and runs
+ * the other decorators bottom-up, so that is the last constraint listed.
+ */
+function firstMessage(constraints: Record<string, string> = {}): string | undefined {
+  return constraints.isDefined ?? Object.values(constraints).at(-1);
+}
+
+function firstMessages(errors: ValidationError[], order: string[]): string[] {
+  const byProperty = new Map(errors.map((e) => [e.property, firstMessage(e.constraints)]));
+  return order.flatMap((property) => byProperty.get(property) ?? []);
+}
+
+/**
+ * Reads the query string into the DTO: parameter names match case-insensitively, a
+ * parameter given twice is a violation, unknown parameters are ignored. Every violated
+ * rule is reported at once in one 400 problem.
+ */
+export function parseQuery<T extends object>(dto: DtoClass<T>, queryString: string): T {
+  const names = parameterNames(dto);
+  const raw: Record<string, string> = {};
+  const problems: string[] = [];
+  let search: URLSearchParams;
+  try {
+    search = new URLSearchParams(queryString);
+  } catch {
+    throw new ValidationProblem(['The query string is malformed.']);
+  }
+  const seen = new Set<string>();
+  for (const [key, value] of search) {
+    const name = names.get(key.toLowerCase());
+    if (name === undefined) continue;
+    if (seen.has(name)) {
+      if (!problems.includes(`'${name}' must be given only once.`)) problems.push(`'${name}' must be given only once.`);
+      continue;
+    }
+    seen.add(name);
+    raw[name] = value;
+  }
+  const instance = plainToInstance(dto, raw);
+  const errors = validateSync(instance, { forbidUnknownValues: false });
+  const order = [...names.values()].filter((name) => !problems.some((p) => p.startsWith(`'${name}'`)));
+  problems.push(...firstMessages(errors, order));
+  if (problems.length > 0) throw new ValidationProblem(problems);
+  return instance;
+}
+
+const QueryFor = createParamDecorator((dto: DtoClass<object>, context: ExecutionContext) =>
+  parseQuery(dto, rawQueryString(context.switchToHttp().getRequest<Request>())),
+);
+
+/**
+ * Parameter decorator: the handler's parameter type (a class-validator DTO) names the
+ * query parameters and their rules. Use instead of `@Query()` everywhere.
+ */
+export function QueryParams(): ParameterDecorator {
+  return (target, key, index) => {
+    const types = Reflect.getMetadata('design:paramtypes', target, key as string) as Function[];
+    const dto = types[index];
+    if (!dto) throw new Error(`@QueryParams() on ${String(key)} needs a DTO class type`);
+    QueryFor(dto as DtoClass<object>)(target, key, index);
+  };
+}

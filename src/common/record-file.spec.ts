@@ -1,0 +1,48 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { readAllRecords, RecordFileError } from './record-file.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'records-'));
+function file(name: string, text: string): string {
+  const path = join(dir, name);
+  writeFileSync(path, text);
+  return path;
+}
+
+describe('readAllRecords', () => {
+  it('reads a JSON array and reports the line each element starts on', async () => {
+    const path = file('a.json', '[\n  {"id": 1},\n  {\n    "id": "x,]"\n  },\n  3\n]\n');
+    expect(await readAllRecords(path)).toEqual([
+      { line: 2, value: { id: 1 } },
+      { line: 3, value: { id: 'x,]' } },
+      { line: 6, value: 3 },
+    ]);
+  });
+
+  it('refuses a JSON file that does not parse, naming the file', async () => {
+    const path = file('bad.json', '[{"id": 1},');
+    await expect(readAllRecords(path)).rejects.toThrow(RecordFileError);
+  });
+
+  it('reads NDJSON line by line, reporting a malformed line without losing the others', async () => {
+    const path = file('v.ndjson', '{"id":1}\n\n{"id":\n{"id":3}\n');
+    const records = await readAllRecords(path);
+    expect(records[0]).toEqual({ line: 1, value: { id: 1 } });
+    expect(records[1]).toMatchObject({ line: 3, error: expect.stringMatching(/^not valid JSON/) });
+    expect(records[2]).toEqual({ line: 4, value: { id: 3 } });
+  });
+
+  it('sniffs NDJSON in a file without the extension', async () => {
+    const path = file('v.txt', '{"id":1}\n{"id":2}\n');
+    expect((await readAllRecords(path)).map((r) => r.line)).toEqual([1, 2]);
+  });
+
+  it('reads CSV with a header row, trimmed, with line numbers', async () => {
+    const path = file('b.csv', 'id,name,branchCode\nB1, Leeds ,LDS\n"B2","York, North",\n');
+    expect(await readAllRecords(path)).toEqual([
+      { line: 2, value: { id: 'B1', name: 'Leeds', branchCode: 'LDS' } },
+      { line: 3, value: { id: 'B2', name: 'York, North', branchCode: '' } },
+    ]);
+  });
+});

@@ -1,0 +1,123 @@
+import { createReadStream } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { extname } from 'node:path';
+import { createInterface } from 'node:readline';
+import { parse as parseCsv } from 'csv-parse';
+
+/** One record of an import file, or why it could not be read, with its line number. */
+export type FileRecord = { line: number; value: unknown; error?: undefined } | { line: number; error: string };
+
+export type RecordFormat = 'json' | 'ndjson' | 'csv';
+
+export class RecordFileError extends Error {}
+
+async function sniff(path: string): Promise<RecordFormat> {
+  const ext = extname(path).toLowerCase();
+  if (ext === '.csv') return 'csv';
+  if (ext === '.ndjson' || ext === '.jsonl') return 'ndjson';
+  const head = await readHead(path);
+  const first = head.trimStart()[0];
+  if (first === '[') return 'json';
+  if (first === '{') return ext === '.json' && !/\}\s*\n\s*\{/.test(head) ? 'json' : 'ndjson';
+  if (ext === '.json') return 'json';
+  return 'csv';
+}
+
+async function readHead(path: string): Promise<string> {
+  const stream = createReadStream(path, { encoding: 'utf8', start: 0, end: 65535 });
+  let text = '';
+  for await (const chunk of stream) text += chunk as string;
+  return text;
+}
+
+/**
+ * Finds where each element of a top-level JSON array starts, so a bad record can be
+ * reported by its line. Only called on text JSON.parse already accepted.
+ */
+function arrayElementLines(text: string): number[] {
+  const lines: number[] = [];
+  let depth = 0;
+  let line = 1;
+  let inString = false;
+  let expectValue = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    if (c === '\n') line++;
+    if (inString) {
+      if (c === '\\') i++;
+      else if (c === '"') inString = false;
+      continue;
+    }
+    if (c === ' ' || c === '\t' || c === '\r' || c === '\n') continue;
+    if (depth === 1 && expectValue && c !== ']') {
+      lines.push(line);
+      expectValue = false;
+    }
+    if (c === '"') inString = true;
+    else if (c === '[' || c === '{') {
+      depth++;
+      if (depth === 1) expectValue = true;
+    } else if (c === ']' || c === '}') depth--;
+    else if (c === ',' && depth === 1) expectValue = true;
+  }
+  return lines;
+}
+
+async function* jsonArray(path: string): AsyncGenerator<FileRecord> {
+  const text = await readFile(path, 'utf8');
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (error) {
+    throw new RecordFileError(`${path} is not valid JSON: ${(error as Error).message}`);
+  }
+  const items = Array.isArray(parsed) ? parsed : [parsed];
+  const lines = Array.isArray(parsed) ? arrayElementLines(text) : [1];
+  for (let i = 0; i < items.length; i++) yield { line: lines[i] ?? i + 1, value: items[i] };
+}
+
+async function* ndjson(path: string): AsyncGenerator<FileRecord> {
+  const input = createInterface({ input: createReadStream(path, { encoding: 'utf8' }), crlfDelay: Infinity });
+  let line = 0;
+  for await (const text of input) {
+    line++;
+    if (text.trim() === '') continue;
+    try {
+      yield { line, value: JSON.parse(text) as unknown };
+    } catch (error) {
+      yield { line, error: `not valid JSON: ${(error as Error).message}` };
+    }
+  }
+}
+
+async function* csv(path: string): AsyncGenerator<FileRecord> {
+  const parser = createReadStream(path).pipe(
+    parseCsv({ columns: true, bom: true, skip_empty_lines: true, trim: true, info: true, relax_column_count: false }),
+  );
+  try {
+    for await (const row of parser as AsyncIterable<{ record: Record<string, string>; info: { lines: number } }>) {
+      yield { line: row.info.lines, value: row.record };
+    }
+  } catch (error) {
+    const err = error as Error & { lines?: number };
+    yield { line: err.lines ?? 0, error: `not valid CSV: ${err.message}` };
+  }
+}
+
+/**
+ * Reads the records of an import file: a JSON array (or one object), NDJSON, or CSV with
+ * a header row. The format follows the extension, else the first character.
+ */
+export async function* readRecords(path: string, format?: RecordFormat): AsyncGenerator<FileRecord> {
+  const kind = format ?? (await sniff(path));
+  if (kind === 'json') yield* jsonArray(path);
+  else if (kind === 'ndjson') yield* ndjson(path);
+  else yield* csv(path);
+}
+
+/** Reads every record into memory (for small files such as branch or menu lists). */
+export async function readAllRecords(path: string): Promise<FileRecord[]> {
+  const all: FileRecord[] = [];
+  for await (const record of readRecords(path)) all.push(record);
+  return all;
+}

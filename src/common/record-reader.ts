@@ -1,0 +1,178 @@
+/**
+ * Reads fields of one untrusted record (an import line, a JSON form part), collecting
+ * one message per violated rule instead of stopping at the first.
+ */
+export class RecordReader {
+  readonly errors: string[] = [];
+  private readonly data: Record<string, unknown>;
+
+  constructor(value: unknown, private readonly prefix = '') {
+    if (typeof value === 'object' && value !== null && !Array.isArray(value)) {
+      this.data = value as Record<string, unknown>;
+    } else {
+      this.data = {};
+      this.errors.push(`${prefix || 'the record'} must be a JSON object.`);
+    }
+  }
+
+  get ok(): boolean {
+    return this.errors.length === 0;
+  }
+
+  has(field: string): boolean {
+    const v = this.data[field];
+    return v !== undefined && v !== null && v !== '';
+  }
+
+  raw(field: string): unknown {
+    return this.data[field];
+  }
+
+  private name(field: string): string {
+    return `'${this.prefix}${field}'`;
+  }
+
+  private missing(field: string, required: boolean): boolean {
+    if (this.has(field)) return false;
+    if (required) this.errors.push(`${this.name(field)} must not be empty.`);
+    return true;
+  }
+
+  /** An integer; numeric strings (CSV) are accepted. */
+  int(field: string, opts: { min?: number; max?: number; required?: boolean } = {}): number | null {
+    const required = opts.required ?? true;
+    if (this.missing(field, required)) return null;
+    const v = this.data[field];
+    const n = typeof v === 'string' && /^-?\d+$/.test(v.trim()) ? Number(v) : v;
+    if (typeof n !== 'number' || !Number.isSafeInteger(n)) {
+      this.errors.push(`${this.name(field)} must be an integer: '${String(v)}'.`);
+      return null;
+    }
+    if (opts.min !== undefined && n < opts.min) {
+      this.errors.push(`${this.name(field)} must be greater than or equal to '${opts.min}'.`);
+      return null;
+    }
+    if (opts.max !== undefined && n > opts.max) {
+      this.errors.push(`${this.name(field)} must be less than or equal to '${opts.max}'.`);
+      return null;
+    }
+    return n;
+  }
+
+  number(field: string, opts: { required?: boolean; min?: number; max?: number } = {}): number | null {
+    const required = opts.required ?? true;
+    if (this.missing(field, required)) return null;
+    const v = this.data[field];
+    const n = typeof v === 'string' && v.trim() !== '' ? Number(v) : v;
+    if (typeof n !== 'number' || !Number.isFinite(n)) {
+      this.errors.push(`${this.name(field)} must be a number: '${String(v)}'.`);
+      return null;
+    }
+    if ((opts.min !== undefined && n < opts.min) || (opts.max !== undefined && n > opts.max)) {
+      this.errors.push(`${this.name(field)} must be between '${opts.min}' and '${opts.max}'.`);
+      return null;
+    }
+    return n;
+  }
+
+  string(field: string, opts: { max?: number; required?: boolean; pattern?: RegExp; patternText?: string } = {}): string | null {
+    const required = opts.required ?? true;
+    const v = this.data[field];
+    if (v !== undefined && v !== null && typeof v !== 'string') {
+      this.errors.push(`${this.name(field)} must be a string.`);
+      return null;
+    }
+    if (this.missing(field, required)) return null;
+    const s = v as string;
+    if (opts.max !== undefined && s.length > opts.max) {
+      this.errors.push(`${this.name(field)} must be at most ${opts.max} characters.`);
+      return null;
+    }
+    if (opts.pattern && !opts.pattern.test(s)) {
+      this.errors.push(`${this.name(field)} ${opts.patternText ?? 'is not in the expected format'}: '${s}'.`);
+      return null;
+    }
+    return s;
+  }
+
+  boolean(field: string, opts: { required?: boolean } = {}): boolean | null {
+    const v = this.data[field];
+    if (v === undefined || v === null || v === '') {
+      if (opts.required) this.errors.push(`${this.name(field)} must not be empty.`);
+      return null;
+    }
+    if (typeof v === 'boolean') return v;
+    if (v === 'true' || v === 'false') return v === 'true';
+    this.errors.push(`${this.name(field)} must be true, false or null.`);
+    return null;
+  }
+
+  /** A calendar date `yyyy-mm-dd` that exists. */
+  date(field: string, opts: { required?: boolean } = {}): string | null {
+    const s = this.string(field, { required: opts.required ?? true });
+    if (s === null) return null;
+    if (!isCalendarDate(s)) {
+      this.errors.push(`${this.name(field)} is not in the expected format yyyy-mm-dd: '${s}'.`);
+      return null;
+    }
+    return s;
+  }
+
+  /** A wall-clock date-time `yyyy-mm-ddThh:mm:ss` with no zone. */
+  localDateTime(field: string, opts: { required?: boolean } = {}): string | null {
+    const s = this.string(field, { required: opts.required ?? true });
+    if (s === null) return null;
+    if (!isLocalDateTime(s)) {
+      this.errors.push(`${this.name(field)} is not in the expected format yyyy-mm-ddThh:mm:ss: '${s}'.`);
+      return null;
+    }
+    return s;
+  }
+
+  /** An ISO-8601 instant with a zone (`2024-05-01T10:00:00Z`). */
+  instant(field: string, opts: { required?: boolean } = {}): Date | null {
+    const s = this.string(field, { required: opts.required ?? false });
+    if (s === null) return null;
+    const d = new Date(s);
+    if (!/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})$/.test(s) || Number.isNaN(d.getTime())) {
+      this.errors.push(`${this.name(field)} must be an ISO 8601 date-time with a zone: '${s}'.`);
+      return null;
+    }
+    return d;
+  }
+
+  array(field: string, opts: { required?: boolean } = {}): unknown[] | null {
+    const v = this.data[field];
+    if (v === undefined || v === null) {
+      if (opts.required ?? true) this.errors.push(`${this.name(field)} must not be empty.`);
+      return null;
+    }
+    if (!Array.isArray(v)) {
+      this.errors.push(`${this.name(field)} must be an array.`);
+      return null;
+    }
+    return v as unknown[];
+  }
+
+  /** Reads a nested object with its own reader; its messages join this one's. */
+  nested(value: unknown, prefix: string): RecordReader {
+    return new RecordReader(value, `${this.prefix}${prefix}`);
+  }
+
+  adopt(other: RecordReader): void {
+    this.errors.push(...other.errors);
+  }
+}
+
+export function isCalendarDate(s: string): boolean {
+  const m = /^(\d{4})-(\d{2})-(\d{2})$/.exec(s);
+  if (!m) return false;
+  const [y, mo, d] = [Number(m[1]), Number(m[2]), Number(m[3])];
+  const date = new Date(Date.UTC(y, mo - 1, d));
+  return date.getUTCFullYear() === y && date.getUTCMonth() === mo - 1 && date.getUTCDate() === d;
+}
+
+export function isLocalDateTime(s: string): boolean {
+  const m = /^(\d{4}-\d{2}-\d{2})T(\d{2}):(\d{2}):(\d{2})$/.exec(s);
+  return m !== null && isCalendarDate(m[1]) && Number(m[2]) < 24 && Number(m[3]) < 60 && Number(m[4]) < 60;
+}

@@ -1,0 +1,70 @@
+import { ConfigError, loadConfig } from './app-config.js';
+
+function problemsOf(env: Record<string, string>): string[] {
+  try {
+    loadConfig(env);
+  } catch (error) {
+    if (error instanceof ConfigError) return error.problems;
+    throw error;
+  }
+  throw new Error('expected the configuration to be refused');
+}
+
+describe('loadConfig', () => {
+  it('uses the documented defaults when nothing is set', () => {
+    const config = loadConfig({});
+    expect(config.PORT).toBe(3000);
+    expect(config.DATABASE_URL).toBeUndefined();
+    expect(config.usesPostgres).toBe(false);
+    expect(config.DATA_DIR).toBe('./data');
+    expect(config.RESULTS_TIMEZONE).toBe('Europe/London');
+    expect(config.VISITS_TAKE_MAX).toBe(1000);
+    expect(config.VISITS_MAX_RANGE_DAYS).toBe(31);
+    expect(config.LOG_LEVEL).toBe('info');
+    expect(config.SEED_DEMO).toBe(true);
+    expect(config.baseUrl).toBe('http://localhost:3000');
+  });
+
+  it('reads and converts every kind of value', () => {
+    const config = loadConfig({
+      PORT: '8080',
+      DATABASE_URL: 'postgres://u@db:5432/results',
+      REDIS_URL: 'redis://cache:6379',
+      RESULTS_TIMEZONE: 'America/New_York',
+      VISITS_TAKE_MAX: '500',
+      SEED_DEMO: 'false',
+      LOG_LEVEL: 'debug',
+      PUBLIC_BASE_URL: 'https://results.example.com/',
+    });
+    expect(config).toMatchObject({ PORT: 8080, VISITS_TAKE_MAX: 500, SEED_DEMO: false, LOG_LEVEL: 'debug' });
+    expect(config.usesPostgres).toBe(true);
+    expect(config.baseUrl).toBe('https://results.example.com');
+  });
+
+  it('treats empty values as unset', () => {
+    expect(loadConfig({ PORT: '', DATABASE_URL: '  ' }).PORT).toBe(3000);
+  });
+
+  it('names each wrong variable and what it expected, all at once', () => {
+    const problems = problemsOf({ PORT: 'eighty', VISITS_TAKE_MAX: '0', SEED_DEMO: 'maybe', DATABASE_URL: 'mysql://x' });
+    expect(problems).toEqual(
+      expect.arrayContaining([
+        'PORT="eighty": expected an integer from 0 to 65535',
+        'VISITS_TAKE_MAX="0": expected an integer from 1 to 100000',
+        'SEED_DEMO="maybe": expected true or false',
+        'DATABASE_URL="mysql://x": expected a postgres:// or postgresql:// URL',
+      ]),
+    );
+    expect(problems).toHaveLength(4);
+  });
+
+  it('refuses a time zone that is not an IANA name', () => {
+    expect(problemsOf({ RESULTS_TIMEZONE: 'Mars/Olympus' })).toEqual([
+      'RESULTS_TIMEZONE="Mars/Olympus": expected an IANA time zone name such as Europe/London',
+    ]);
+  });
+
+  it('refuses an unknown log level', () => {
+    expect(problemsOf({ LOG_LEVEL: 'loud' })[0]).toMatch(/^LOG_LEVEL="loud": expected one of fatal, error/);
+  });
+});

@@ -1,0 +1,182 @@
+import 'reflect-metadata';
+import { plainToInstance, Transform } from 'class-transformer';
+import {
+  IsBoolean,
+  IsIn,
+  IsInt,
+  IsOptional,
+  IsString,
+  Matches,
+  Max,
+  Min,
+  validateSync,
+  type ValidationError,
+} from 'class-validator';
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+function toInt({ value }: { value: unknown }): unknown {
+  return typeof value === 'string' && /^-?\d+$/.test(value.trim()) ? Number(value) : value;
+}
+
+function toBool({ value }: { value: unknown }): unknown {
+  if (typeof value !== 'string') return value;
+  const v = value.trim().toLowerCase();
+  if (['true', '1', 'yes', 'on'].includes(v)) return true;
+  if (['false', '0', 'no', 'off'].includes(v)) return false;
+  return value;
+}
+
+function isIanaTimeZone(zone: string): boolean {
+  try {
+    new Intl.DateTimeFormat('en-GB', { timeZone: zone });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Every setting the service reads from its environment. Validated once at boot
+ * (see {@link loadConfig}); nothing else in the code reads `process.env`.
+ */
+export class AppConfig {
+  /** TCP port of the public HTTP listener. */
+  @Transform(toInt)
+  @IsInt({ message: 'an integer from 0 to 65535' })
+  @Min(0, { message: 'an integer from 0 to 65535' })
+  @Max(65535, { message: 'an integer from 0 to 65535' })
+  PORT = 3000;
+
+  /** Interface to bind to. */
+  @IsString({ message: 'a host name or address' })
+  HOST = '0.0.0.0';
+
+  /** PostgreSQL connection URL; unset means the embedded SQLite file under DATA_DIR. */
+  @IsOptional()
+  @Matches(/^postgres(ql)?:\/\/.+/, { message: 'a postgres:// or postgresql:// URL' })
+  DATABASE_URL?: string;
+
+  /** PostgreSQL schema holding the service's tables. */
+  @Matches(/^[a-z_][a-z0-9_]{0,62}$/, { message: 'a lower-case SQL identifier' })
+  DATABASE_SCHEMA = 'public';
+
+  /** PostgreSQL pool size per process. */
+  @Transform(toInt)
+  @IsInt({ message: 'an integer from 1 to 200' })
+  @Min(1, { message: 'an integer from 1 to 200' })
+  @Max(200, { message: 'an integer from 1 to 200' })
+  DATABASE_POOL_SIZE = 10;
+
+  /** Folder for the embedded database, generated keys and demo credentials. */
+  @IsString({ message: 'a folder path' })
+  @Matches(/\S/, { message: 'a folder path' })
+  DATA_DIR = './data';
+
+  /** Redis URL for shared rate-limit counters; unset keeps counters in the process. */
+  @IsOptional()
+  @Matches(/^rediss?:\/\/.+/, { message: 'a redis:// or rediss:// URL' })
+  REDIS_URL?: string;
+
+  /** IANA time zone in which "today" is judged for visit date rules. */
+  @IsString({ message: 'an IANA time zone name such as Europe/London' })
+  @Matches(/^[A-Za-z_+\-/0-9]+$/, { message: 'an IANA time zone name such as Europe/London' })
+  RESULTS_TIMEZONE = 'Europe/London';
+
+  /** Largest Take accepted by the visits endpoints. */
+  @Transform(toInt)
+  @IsInt({ message: 'an integer from 1 to 100000' })
+  @Min(1, { message: 'an integer from 1 to 100000' })
+  @Max(100000, { message: 'an integer from 1 to 100000' })
+  VISITS_TAKE_MAX = 1000;
+
+  /** Largest FromDate..ToDate range, in days, accepted by the visits endpoints. */
+  @Transform(toInt)
+  @IsInt({ message: 'an integer from 1 to 3660' })
+  @Min(1, { message: 'an integer from 1 to 3660' })
+  @Max(3660, { message: 'an integer from 1 to 3660' })
+  VISITS_MAX_RANGE_DAYS = 31;
+
+  /** Log level of the JSON logs. */
+  @IsIn(LOG_LEVELS, { message: `one of ${LOG_LEVELS.join(', ')}` })
+  LOG_LEVEL: (typeof LOG_LEVELS)[number] = 'info';
+
+  /** Seed the demo data set into an empty database at start. */
+  @Transform(toBool)
+  @IsBoolean({ message: 'true or false' })
+  SEED_DEMO = true;
+
+  /** Run pending migrations at start (the embedded default); production runs them as a Job. */
+  @Transform(toBool)
+  @IsBoolean({ message: 'true or false' })
+  MIGRATIONS_RUN = true;
+
+  /** Public base URL of the service, used as token issuer and in links. Defaults to http://localhost:PORT. */
+  @IsOptional()
+  @Matches(/^https?:\/\/[^\s/]+(\/[^\s]*)?$/, { message: 'an absolute http(s) URL' })
+  PUBLIC_BASE_URL?: string;
+
+  /** Largest accepted dish image, in bytes. */
+  @Transform(toInt)
+  @IsInt({ message: 'an integer from 1024 to 104857600' })
+  @Min(1024, { message: 'an integer from 1024 to 104857600' })
+  @Max(104857600, { message: 'an integer from 1024 to 104857600' })
+  IMAGE_MAX_BYTES = 5 * 1024 * 1024;
+
+  /** Largest accepted dish image, in pixels (width x height). */
+  @Transform(toInt)
+  @IsInt({ message: 'an integer from 1 to 268402689' })
+  @Min(1, { message: 'an integer from 1 to 268402689' })
+  @Max(268402689, { message: 'an integer from 1 to 268402689' })
+  IMAGE_MAX_PIXELS = 40_000_000;
+
+  /** Key of the HMAC that API keys are stored under. Set a long random value in production. */
+  @IsString({ message: 'a string of at least 16 characters' })
+  @Matches(/^.{16,}$/, { message: 'a string of at least 16 characters' })
+  API_KEY_HASH_KEY = 'results-service-default-api-key-hash-key';
+
+  get usesPostgres(): boolean {
+    return this.DATABASE_URL !== undefined;
+  }
+
+  get baseUrl(): string {
+    return (this.PUBLIC_BASE_URL ?? `http://localhost:${this.PORT}`).replace(/\/+$/, '');
+  }
+}
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+function describe(errors: ValidationError[], env: Record<string, string | undefined>): string[] {
+  return errors.map((error) => {
+    const expected = Object.values(error.constraints ?? {})[0] ?? 'a valid value';
+    return `${error.property}=${JSON.stringify(env[error.property] ?? '')}: expected ${expected}`;
+  });
+}
+
+/**
+ * Reads and validates the environment. Empty strings count as unset, so that a blank
+ * line in a manifest falls back to the default instead of failing obscurely.
+ */
+export function loadConfig(env: Record<string, string | undefined> = process.env): AppConfig {
+  const defaults = new AppConfig();
+  const raw: Record<string, unknown> = {};
+  for (const key of Object.keys(defaults).concat(['DATABASE_URL', 'REDIS_URL', 'PUBLIC_BASE_URL'])) {
+    const value = env[key];
+    if (value !== undefined && value.trim() !== '') raw[key] = value.trim();
+  }
+  const config = plainToInstance(AppConfig, raw, { exposeDefaultValues: true });
+  const errors = validateSync(config, { stopAtFirstError: true });
+  const problems = describe(errors, env);
+  if (!isIanaTimeZone(config.RESULTS_TIMEZONE) && !problems.some((p) => p.startsWith('RESULTS_TIMEZONE='))) {
+    problems.push(
+      `RESULTS_TIMEZONE=${JSON.stringify(env.RESULTS_TIMEZONE ?? '')}: expected an IANA time zone name such as Europe/London`,
+    );
+  }
+  if (problems.length > 0) throw new ConfigError(problems);
+  return config;
+}

@@ -1,0 +1,50 @@
+import { mkdirSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import type { DataSourceOptions } from 'typeorm';
+import type { AppConfig } from '../config/app-config.js';
+import { ENTITIES } from './entities.js';
+import { POSTGRES_MIGRATIONS, SQLITE_MIGRATIONS } from './migrations/index.js';
+
+export const SQLITE_FILE = 'results.sqlite';
+
+/**
+ * The TypeORM options for the configured database. `synchronize` is never set here:
+ * the schema comes from the migrations only.
+ */
+export function dataSourceOptions(config: AppConfig): DataSourceOptions {
+  if (config.DATABASE_URL) {
+    return {
+      type: 'postgres',
+      url: config.DATABASE_URL,
+      schema: config.DATABASE_SCHEMA,
+      entities: ENTITIES,
+      migrations: POSTGRES_MIGRATIONS,
+      migrationsTableName: 'migrations',
+      poolSize: config.DATABASE_POOL_SIZE,
+      applicationName: 'results-service',
+      connectTimeoutMS: 5000,
+      extra: {
+        // Unqualified names in migrations resolve to the configured schema.
+        options: `-c search_path=${config.DATABASE_SCHEMA}`,
+        // A statement that runs longer than this is cancelled instead of holding a request.
+        statement_timeout: 15000,
+        idle_in_transaction_session_timeout: 30000,
+      },
+    };
+  }
+  const dir = resolve(config.DATA_DIR);
+  mkdirSync(dir, { recursive: true });
+  return {
+    type: 'better-sqlite3',
+    database: join(dir, SQLITE_FILE),
+    entities: ENTITIES,
+    migrations: SQLITE_MIGRATIONS,
+    migrationsTableName: 'migrations',
+    enableWAL: true,
+    timeout: 5000,
+    prepareDatabase: (db: { pragma(sql: string): unknown }) => {
+      db.pragma('foreign_keys = ON');
+      db.pragma('synchronous = NORMAL');
+    },
+  };
+}

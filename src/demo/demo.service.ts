@@ -1,0 +1,145 @@
+import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { Injectable, Logger } from '@nestjs/common';
+import { CredentialsService, type IssuedCredential } from '../auth/credentials.service.js';
+import { ALL_SCOPES, Scope } from '../auth/scopes.js';
+import { BranchesService } from '../branches/branches.service.js';
+import { ClientsRepository } from '../clients/clients.repository.js';
+import { ClientsService } from '../clients/clients.service.js';
+import { localDate } from '../common/clock.js';
+import type { ImportReport } from '../common/import-report.js';
+import { AppConfig } from '../config/app-config.js';
+import { MenusImportService } from '../menus/menus-import.service.js';
+import { VisitsImportService } from '../visits/visits-import.service.js';
+import { demoClients, demoMenus, demoVisits } from './demo-data.js';
+import { writeDemoImage } from './demo-images.js';
+
+export const DEMO_CREDENTIALS_FILE = 'demo-credentials.json';
+
+export interface DemoCredentials {
+  note: string;
+  baseUrl: string;
+  credentials: (IssuedCredential & { label: string; clients: number[]; scopes: string[] })[];
+}
+
+export interface DemoSummary {
+  clients: number;
+  branches: number;
+  visits: number;
+  menus: number;
+  credentialsFile: string;
+}
+
+/** The demo data set: loaded through the same importers an operator uses. */
+@Injectable()
+export class DemoService {
+  private readonly logger = new Logger('Demo');
+
+  constructor(
+    private readonly clients: ClientsService,
+    private readonly clientsRepo: ClientsRepository,
+    private readonly branches: BranchesService,
+    private readonly visits: VisitsImportService,
+    private readonly menus: MenusImportService,
+    private readonly credentials: CredentialsService,
+    private readonly config: AppConfig,
+  ) {}
+
+  get credentialsPath(): string {
+    return resolve(this.config.DATA_DIR, DEMO_CREDENTIALS_FILE);
+  }
+
+  /** Seeds the demo set into an empty database; a database with any client is left alone. */
+  async seedIfEmpty(): Promise<boolean> {
+    if ((await this.clientsRepo.countClients()) > 0) return false;
+    this.logger.log('Empty database: loading the demo data set');
+    await this.load();
+    return true;
+  }
+
+  /** Loads (or refreshes) the demo data and issues fresh demo credentials. */
+  async load(): Promise<DemoSummary> {
+    const today = localDate(this.config.RESULTS_TIMEZONE);
+    const work = await mkdtemp(join(tmpdir(), 'results-demo-'));
+    try {
+      let branches = 0;
+      for (const client of demoClients()) {
+        await this.clients.addClient(client.id, client.name);
+        for (const brand of client.brands) await this.clients.addBrand(client.id, brand.id, brand.name);
+        const file = join(work, `branches-${client.id}.json`);
+        await writeFile(file, JSON.stringify(client.branches));
+        branches += check(await this.branches.importFile(client.id, file));
+      }
+      const visitsFile = join(work, 'visits.ndjson');
+      await writeFile(visitsFile, demoVisits({ today, days: 90 }).map((v) => JSON.stringify(v)).join('\n'));
+      const visits = check(await this.visits.importFile(visitsFile));
+
+      let menus = 0;
+      const allMenus = demoMenus(today);
+      for (const clientId of [...new Set(allMenus.map((m) => m.clientId))]) {
+        const own = allMenus.filter((m) => m.clientId === clientId);
+        for (const menu of own) {
+          for (const dish of menu.dishes) await writeDemoImage(work, dish.image, dish.description.split(/[,.]/)[0] ?? dish.code);
+        }
+        const file = join(work, `menus-${clientId}.json`);
+        const records = own.map(({ clientId: _c, dishes, ...menu }) => ({
+          ...menu,
+          dishes: dishes.map(({ image, ...dish }) => ({ ...dish, image: image.file })),
+        }));
+        await writeFile(file, JSON.stringify(records));
+        menus += check(await this.menus.importFile(clientId, file));
+      }
+      await this.issueCredentials();
+      return { clients: demoClients().length, branches, visits, menus, credentialsFile: this.credentialsPath };
+    } finally {
+      await rm(work, { recursive: true, force: true });
+    }
+  }
+
+  private async issueCredentials(): Promise<void> {
+    const everything = ALL_SCOPES.filter((s) => s !== Scope.Api);
+    const standard = [Scope.VisitsStandard, Scope.Branches, Scope.Menus];
+    const full = await this.credentials.add({ clients: [1001], scopes: everything, name: 'Demo: Acme Dining (all scopes)' });
+    const limited = await this.credentials.add({ clients: [1002], scopes: standard, name: 'Demo: Northern Taverns (standard)' });
+    const file: DemoCredentials = {
+      note: 'Demo credentials of the embedded demo data set. Shown here only because this is a demo database.',
+      baseUrl: this.config.baseUrl,
+      credentials: [
+        { label: 'Acme Dining, every scope', clients: [1001], scopes: [Scope.Api, ...everything], ...full },
+        { label: 'Northern Taverns, standard scopes', clients: [1002], scopes: [Scope.Api, ...standard], ...limited },
+      ],
+    };
+    await writeFile(this.credentialsPath, `${JSON.stringify(file, null, 2)}\n`, { mode: 0o600 });
+    await chmod(this.credentialsPath, 0o600);
+  }
+
+  async readCredentials(): Promise<DemoCredentials | null> {
+    try {
+      return JSON.parse(await readFile(this.credentialsPath, 'utf8')) as DemoCredentials;
+    } catch {
+      return null;
+    }
+  }
+
+  /** Tells a newcomer where the API is and how to call it. */
+  async announce(url: string): Promise<void> {
+    const base = url.replace('[::1]', 'localhost').replace('127.0.0.1', 'localhost');
+    const lines = [`Results service listening on ${base}`, `Swagger UI: ${base}/docs`];
+    const demo = await this.readCredentials();
+    if (demo) {
+      lines.push(`Demo credentials (${this.credentialsPath}):`);
+      for (const c of demo.credentials) {
+        lines.push(`  ${c.label}: client_id=${c.clientId} client_secret=${c.clientSecret} svc-api-key=${c.apiKey}`);
+      }
+    }
+    process.stdout.write(`${lines.join('\n')}\n`);
+  }
+}
+
+function check(report: ImportReport): number {
+  if (report.rejected.length > 0) {
+    throw new Error(`demo import of ${report.file} rejected records: ${JSON.stringify(report.rejected.slice(0, 3))}`);
+  }
+  return report.imported;
+}

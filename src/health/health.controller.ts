@@ -1,0 +1,59 @@
+import { Controller, Get, ServiceUnavailableException } from '@nestjs/common';
+import { ApiOkResponse, ApiOperation, ApiServiceUnavailableResponse, ApiTags } from '@nestjs/swagger';
+import { HealthCheckService, HealthIndicatorService, TypeOrmHealthIndicator } from '@nestjs/terminus';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
+import { ProblemException } from '../common/problem.js';
+import { Public } from '../common/public.decorator.js';
+
+const CHECK_TIMEOUT_MS = 2000;
+
+/** Liveness and readiness for the orchestrator; both public. */
+@ApiTags('health')
+@Public()
+@Controller('health')
+export class HealthController {
+  constructor(
+    private readonly health: HealthCheckService,
+    private readonly indicators: HealthIndicatorService,
+    private readonly db: TypeOrmHealthIndicator,
+    @InjectDataSource() private readonly dataSource: DataSource,
+  ) {}
+
+  @Get('live')
+  @ApiOperation({ operationId: 'getLiveness', summary: 'The process answers.' })
+  @ApiOkResponse({ description: 'The process is alive.' })
+  live(): { status: 'ok' } {
+    return { status: 'ok' };
+  }
+
+  @Get('ready')
+  @ApiOperation({
+    operationId: 'getReadiness',
+    summary: 'The service can serve requests: the database answers and its migrations are current.',
+  })
+  @ApiOkResponse({ description: 'Ready.' })
+  @ApiServiceUnavailableResponse({ description: 'Not ready; problem+json naming the failing checks.' })
+  async ready(): Promise<unknown> {
+    try {
+      return await this.health.check([
+        () => this.db.pingCheck('database').withTimeout(CHECK_TIMEOUT_MS),
+        () =>
+          this.indicators
+            .check('migrations')
+            .attempt(async () => {
+              if (await this.dataSource.showMigrations()) throw new Error('pending migrations');
+              return {};
+            })
+            .withTimeout(CHECK_TIMEOUT_MS),
+      ]);
+    } catch (error) {
+      if (!(error instanceof ServiceUnavailableException)) throw error;
+      const result = error.getResponse() as { error?: Record<string, unknown> };
+      const failing = Object.keys(result.error ?? {});
+      throw new ProblemException(503, `Not ready: ${failing.join(', ') || 'a check'} failed.`, {
+        headers: { 'Retry-After': '5' },
+      });
+    }
+  }
+}

@@ -1,0 +1,64 @@
+import { createHash } from 'node:crypto';
+import sharp, { type Metadata } from 'sharp';
+
+export const IMAGE_TYPES = { jpeg: 'image/jpeg', png: 'image/png', webp: 'image/webp' } as const;
+
+export interface ImageLimits {
+  maxBytes: number;
+  maxPixels: number;
+}
+
+export interface PreparedImage {
+  contentType: string;
+  width: number;
+  height: number;
+  data: Buffer;
+  sha256: string;
+}
+
+/** Why an image was refused; the message is shown to the caller as is. */
+export class ImageRejected extends Error {}
+
+const MEGABYTE = 1024 * 1024;
+
+/**
+ * Judges an image by its bytes alone: JPEG, PNG or WebP, decodable to the end, within the
+ * size and pixel limits. Metadata (EXIF with its location, XMP, IPTC, comments) is not
+ * kept: an image that carries any is re-encoded without it, with its orientation applied.
+ */
+export async function prepareImage(input: Buffer, limits: ImageLimits): Promise<PreparedImage> {
+  if (input.length === 0) throw new ImageRejected('The image is empty.');
+  if (input.length > limits.maxBytes) {
+    throw new ImageRejected(`The image must be at most ${(limits.maxBytes / MEGABYTE).toFixed(1)} MiB.`);
+  }
+  let meta: Metadata;
+  try {
+    meta = await sharp(input, { limitInputPixels: false }).metadata();
+  } catch {
+    throw new ImageRejected('The image must be a JPEG, PNG or WebP file.');
+  }
+  const contentType = IMAGE_TYPES[meta.format as keyof typeof IMAGE_TYPES];
+  if (!contentType) throw new ImageRejected('The image must be a JPEG, PNG or WebP file.');
+  const width = meta.autoOrient?.width ?? meta.width;
+  const height = meta.autoOrient?.height ?? meta.height;
+  if (!width || !height) throw new ImageRejected('The image has no dimensions.');
+  if (width * height > limits.maxPixels) {
+    throw new ImageRejected(`The image must be at most ${(limits.maxPixels / 1_000_000).toFixed(0)} megapixels.`);
+  }
+  // Decoding every pixel finds truncated or corrupt data that the header alone hides.
+  try {
+    await sharp(input, { failOn: 'truncated', limitInputPixels: limits.maxPixels, animated: false }).raw().toBuffer();
+  } catch {
+    throw new ImageRejected('The image is truncated or corrupt.');
+  }
+  const carriesMetadata = Boolean(meta.exif || meta.xmp || meta.iptc || meta.comments?.length || (meta.orientation ?? 1) !== 1);
+  const data = carriesMetadata ? await reencode(input, meta.format as keyof typeof IMAGE_TYPES) : input;
+  return { contentType, width, height, data, sha256: createHash('sha256').update(data).digest('hex') };
+}
+
+async function reencode(input: Buffer, format: keyof typeof IMAGE_TYPES): Promise<Buffer> {
+  const image = sharp(input, { failOn: 'truncated' }).autoOrient();
+  if (format === 'jpeg') return image.jpeg({ quality: 92, mozjpeg: false }).toBuffer();
+  if (format === 'png') return image.png().toBuffer();
+  return image.webp({ quality: 92 }).toBuffer();
+}

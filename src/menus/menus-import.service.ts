@@ -1,0 +1,89 @@
+import { readFile } from 'node:fs/promises';
+import { dirname, resolve } from 'node:path';
+import { Injectable } from '@nestjs/common';
+import { ClientsService } from '../clients/clients.service.js';
+import type { ImportReport } from '../common/import-report.js';
+import { readAllRecords } from '../common/record-file.js';
+import { RecordReader } from '../common/record-reader.js';
+import { AppConfig } from '../config/app-config.js';
+import { Menu } from './entities/menu.entity.js';
+import { ImageRejected, prepareImage, type PreparedImage } from './image-inspector.js';
+import { type DishInput, MenusRepository } from './menus.repository.js';
+import { readDishFields } from './dish-fields.js';
+
+type MenuWithDishes = { menu: Menu; dishes: { dish: DishInput; image: PreparedImage | null }[] };
+
+/**
+ * Imports a client's menus with their dishes (JSON: an array of menus, each with
+ * `id`, `name`, `startDate`, optional `endDate` and `dishes`; a dish may name an `image`
+ * file relative to the import file). A file is written whole or not at all.
+ */
+@Injectable()
+export class MenusImportService {
+  constructor(
+    private readonly repo: MenusRepository,
+    private readonly clients: ClientsService,
+    private readonly config: AppConfig,
+  ) {}
+
+  async importFile(clientId: number, path: string): Promise<ImportReport> {
+    await this.clients.requireClient(clientId);
+    const report: ImportReport = { file: path, imported: 0, rejected: [] };
+    const menus: MenuWithDishes[] = [];
+    for (const record of await readAllRecords(path)) {
+      if (record.error !== undefined) {
+        report.rejected.push({ line: record.line, errors: [record.error] });
+        continue;
+      }
+      const errors: string[] = [];
+      const menu = await this.readMenu(clientId, record.value, dirname(path), errors);
+      if (menu && errors.length === 0) menus.push(menu);
+      else report.rejected.push({ line: record.line, errors });
+    }
+    if (report.rejected.length === 0) {
+      await this.repo.saveMenus(menus);
+      report.imported = menus.length;
+    }
+    return report;
+  }
+
+  private async readMenu(clientId: number, value: unknown, folder: string, errors: string[]): Promise<MenuWithDishes | null> {
+    const r = new RecordReader(value);
+    const id = r.int('id', { min: 1 });
+    const name = r.string('name', { max: 200 });
+    const startDate = r.date('startDate');
+    const endDate = r.date('endDate', { required: false });
+    const dishValues = r.array('dishes', { required: false }) ?? [];
+    if (id !== null) {
+      const existing = await this.repo.findMenu(id);
+      if (existing && existing.clientId !== clientId) r.errors.push(`menu ${id} belongs to client ${existing.clientId}.`);
+    }
+    const dishes: MenuWithDishes['dishes'] = [];
+    const codes = new Set<string>();
+    for (const [i, dishValue] of dishValues.entries()) {
+      const d = r.nested(dishValue, `dishes[${i}].`);
+      const fields = readDishFields(d, id ?? 0);
+      const imagePath = d.string('image', { required: false, max: 500 });
+      r.adopt(d);
+      if (!fields) continue;
+      if (codes.has(fields.code)) r.errors.push(`'dishes[${i}].code' '${fields.code}' appears twice on menu ${id}.`);
+      codes.add(fields.code);
+      let image: PreparedImage | null = null;
+      if (imagePath) {
+        try {
+          image = await prepareImage(await readFile(resolve(folder, imagePath)), {
+            maxBytes: this.config.IMAGE_MAX_BYTES,
+            maxPixels: this.config.IMAGE_MAX_PIXELS,
+          });
+        } catch (error) {
+          const reason = error instanceof ImageRejected ? error.message : `cannot read ${imagePath}.`;
+          r.errors.push(`'dishes[${i}].image' ${reason}`);
+        }
+      }
+      dishes.push({ dish: fields, image });
+    }
+    errors.push(...r.errors);
+    if (!r.ok || id === null || name === null || startDate === null) return null;
+    return { menu: Object.assign(new Menu(), { id, clientId, name, startDate, endDate }), dishes };
+  }
+}

@@ -1,0 +1,123 @@
+import { Injectable } from '@nestjs/common';
+import { BranchesRepository } from '../branches/branches.repository.js';
+import { ClientsRepository } from '../clients/clients.repository.js';
+import { localDateTime } from '../common/clock.js';
+import type { ImportReport } from '../common/import-report.js';
+import { readRecords, type FileRecord } from '../common/record-file.js';
+import { AppConfig } from '../config/app-config.js';
+import type { Visit } from './entities/visit.entity.js';
+import { readVisitRecord } from './visit-record.js';
+import { visitFingerprint, VisitsRepository } from './visits.repository.js';
+
+const BATCH = 500;
+
+/**
+ * Imports visits from the survey platform. Upserts by visitId: a re-imported visit (an MV
+ * visit under review) replaces the stored one and, when anything changed, moves its
+ * modificationDate, so partners re-requesting recent days see the change.
+ */
+@Injectable()
+export class VisitsImportService {
+  constructor(
+    private readonly visits: VisitsRepository,
+    private readonly branches: BranchesRepository,
+    private readonly clients: ClientsRepository,
+    private readonly config: AppConfig,
+  ) {}
+
+  async importFile(path: string): Promise<ImportReport> {
+    const report: ImportReport = { file: path, imported: 0, rejected: [] };
+    const context = await this.loadContext();
+    let batch: FileRecord[] = [];
+    for await (const record of readRecords(path)) {
+      batch.push(record);
+      if (batch.length >= BATCH) {
+        await this.importBatch(batch, context, report);
+        batch = [];
+      }
+    }
+    await this.importBatch(batch, context, report);
+    return report;
+  }
+
+  private async loadContext(): Promise<ImportContext> {
+    return {
+      visitTypes: await this.visits.visitTypeCodes(),
+      clients: new Set((await this.clients.listClients()).map((c) => c.id)),
+      brandClients: new Map<number, number | null>(),
+    };
+  }
+
+  private async brandClient(context: ImportContext, brandId: number): Promise<number | null> {
+    if (!context.brandClients.has(brandId)) {
+      const brand = await this.clients.findBrand(brandId);
+      context.brandClients.set(brandId, brand?.clientId ?? null);
+    }
+    return context.brandClients.get(brandId) ?? null;
+  }
+
+  private async importBatch(batch: FileRecord[], context: ImportContext, report: ImportReport): Promise<void> {
+    if (batch.length === 0) return;
+    const parsed: { line: number; visit: Visit; hasModificationDate: boolean }[] = [];
+    for (const record of batch) {
+      if (record.error !== undefined) {
+        report.rejected.push({ line: record.line, errors: [record.error] });
+        continue;
+      }
+      const { record: visit, errors } = readVisitRecord(record.value);
+      if (!visit) report.rejected.push({ line: record.line, errors });
+      else parsed.push({ line: record.line, ...visit });
+    }
+
+    const branches = new Map(
+      (await this.branches.findByIds([...new Set(parsed.map((p) => p.visit.branchId))])).map((b) => [b.id, b]),
+    );
+    const stored = await this.visits.findStored(parsed.map((p) => p.visit.id));
+    const now = localDateTime(this.config.RESULTS_TIMEZONE);
+    const accepted = new Map<number, Visit>();
+
+    for (const { line, visit, hasModificationDate } of parsed) {
+      const errors: string[] = [];
+      if (!context.clients.has(visit.clientId)) errors.push(`'clientId' ${visit.clientId} is not a known client.`);
+      if (!context.visitTypes.has(visit.visitType)) errors.push(`'visitType' '${visit.visitType}' is not a known visit type.`);
+      const branch = branches.get(visit.branchId);
+      if (!branch) errors.push(`'branchId' '${visit.branchId}' is not a known branch; import branches first.`);
+      else if (branch.clientId !== visit.clientId) errors.push(`'branchId' '${visit.branchId}' belongs to client ${branch.clientId}.`);
+      if (visit.brandId === null && branch) visit.brandId = branch.brandId;
+      if (visit.brandId !== null) {
+        const owner = await this.brandClient(context, visit.brandId);
+        if (owner !== visit.clientId) errors.push(`'brandId' ${visit.brandId} is not a brand of client ${visit.clientId}.`);
+      }
+      const previous = stored.get(visit.id);
+      if (previous && previous.clientId !== visit.clientId) errors.push(`visit ${visit.id} belongs to client ${previous.clientId}.`);
+      if (accepted.has(visit.id)) errors.push(`visit ${visit.id} appears more than once in this batch; the first was kept.`);
+      if (errors.length > 0) {
+        report.rejected.push({ line, errors });
+        continue;
+      }
+      visit.modificationDate = this.modificationDate(visit, hasModificationDate, previous, now);
+      accepted.set(visit.id, visit);
+    }
+    await this.visits.upsertBatch([...accepted.values()]);
+    report.imported += accepted.size;
+  }
+
+  /** New visits keep the date they carry; a changed re-import moves it forward, never back. */
+  private modificationDate(
+    visit: Visit,
+    given: boolean,
+    previous: { modificationDate: string; fingerprint: string } | undefined,
+    now: string,
+  ): string {
+    if (!previous) return given ? visit.modificationDate : now;
+    if (visitFingerprint(visit) === previous.fingerprint) return previous.modificationDate;
+    const candidate = given && visit.modificationDate > previous.modificationDate ? visit.modificationDate : now;
+    return candidate > previous.modificationDate ? candidate : previous.modificationDate;
+  }
+}
+
+interface ImportContext {
+  visitTypes: Set<string>;
+  clients: Set<number>;
+  brandClients: Map<number, number | null>;
+}

@@ -1,0 +1,236 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DataSource } from 'typeorm';
+import { dataSourceOptions } from '../src/database/data-source-options.js';
+import { cli, cliJson } from './helpers/cli.js';
+import { isolatedConfig } from './helpers/test-config.js';
+
+const files = mkdtempSync(join(tmpdir(), 'cli-files-'));
+function file(name: string, text: string): string {
+  const path = join(files, name);
+  writeFileSync(path, text);
+  return path;
+}
+
+function visit(overrides: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    visitId: 9001,
+    clientId: 1001,
+    clientName: 'Acme Dining',
+    brandId: 5,
+    brandName: 'Acme Grill',
+    branchId: 'BR-1',
+    branchCode: 'LDS-01',
+    branchName: 'Leeds',
+    visitType: 'MV',
+    questionnaireType: 'Mystery Visit - Dinner',
+    visitScore: 81.5,
+    recommendScore: 9,
+    recommendComment: 'Lovely evening.',
+    visitDateTime: '2026-11-01T19:30:00',
+    modificationDate: '2026-11-02T08:00:00',
+    visitSource: 'Mystery Guest',
+    sections: [
+      {
+        name: 'Food Quality',
+        score: 90,
+        questions: [
+          { subject: 'Was the steak cooked as ordered?', score: 10, analysisTag: 'FOOD_COOK', category: 'Food', dish: 'Ribeye', answer: 'Yes' },
+        ],
+      },
+    ],
+    guestId: null,
+    optIns: null,
+    completedAt: '2026-11-01T22:00:00Z',
+    ...overrides,
+  };
+}
+
+describe(`operator CLI (${process.env.TEST_DATABASE})`, () => {
+  const { config, env, drop } = isolatedConfig();
+  let db: DataSource;
+
+  beforeAll(async () => {
+    const migrated = await cliJson<{ applied: string[] }>(['migrations', 'run'], env);
+    expect(migrated.applied.length).toBeGreaterThan(0);
+    db = await new DataSource(dataSourceOptions(config)).initialize();
+  });
+  afterAll(async () => {
+    await db.destroy();
+    await drop();
+  });
+
+  const count = async (table: string): Promise<number> =>
+    Number((await db.query<{ n: string | number }[]>(`SELECT COUNT(*) AS n FROM ${table}`))[0]?.n);
+
+  it('prints help for every command', async () => {
+    const commands = [
+      [], ['clients', 'add'], ['clients', 'list'], ['brands', 'add'], ['branches', 'import'], ['visits', 'import'],
+      ['menus', 'import'], ['credentials', 'add'], ['credentials', 'list'], ['credentials', 'disable'],
+      ['keys', 'add'], ['keys', 'revoke'], ['demo'], ['migrations', 'run'], ['migrations', 'check'],
+    ];
+    for (const command of commands) {
+      const result = await cli([...command, '--help'], env);
+      expect(result.code).toBe(0);
+      expect(result.stdout).toMatch(/^Usage: results-cli/);
+    }
+  });
+
+  it('reports the schema as current after the migrations', async () => {
+    expect(await cliJson(['migrations', 'check'], env)).toEqual({ pendingMigrations: false, drift: [] });
+  });
+
+  it('adds clients and brands, with JSON output', async () => {
+    expect(await cliJson(['clients', 'add', '--id', '1001', '--name', 'Acme Dining'], env)).toEqual({ id: 1001, name: 'Acme Dining' });
+    await cliJson(['clients', 'add', '--id', '1002', '--name', 'Other Group'], env);
+    expect(await cliJson(['brands', 'add', '--client', '1001', '--id', '5', '--name', 'Acme Grill'], env)).toEqual({
+      id: 5,
+      clientId: 1001,
+      name: 'Acme Grill',
+    });
+    expect(await cliJson(['clients', 'list'], env)).toEqual([
+      { id: 1001, name: 'Acme Dining' },
+      { id: 1002, name: 'Other Group' },
+    ]);
+  });
+
+  it('refuses bad input with a clear message and a non-zero exit', async () => {
+    const badId = await cli(['clients', 'add', '--id', 'abc', '--name', 'X'], env);
+    expect(badId.code).toBe(1);
+    expect(badId.stderr).toContain("--id must be an integer greater than 0: 'abc'");
+    const missing = await cli(['clients', 'add', '--name', 'X'], env);
+    expect(missing.code).not.toBe(0);
+    expect(missing.stderr).toContain("required option '--id <id>' not specified");
+    const foreignBrand = await cli(['--json', 'brands', 'add', '--client', '1002', '--id', '5', '--name', 'Steal'], env);
+    expect(foreignBrand.code).toBe(1);
+    expect(JSON.parse(foreignBrand.stdout)).toEqual({ error: 'brand 5 belongs to client 1001, not 1002' });
+    const noClient = await cli(['brands', 'add', '--client', '4242', '--id', '9', '--name', 'X'], env);
+    expect(noClient.stderr).toContain("client 4242 does not exist; add it with 'clients add'");
+    const badConfig = await cli(['clients', 'list'], { ...env, VISITS_TAKE_MAX: 'lots' });
+    expect(badConfig.code).toBe(1);
+    expect(badConfig.stderr).toContain('VISITS_TAKE_MAX="lots": expected an integer from 1 to 100000');
+  });
+
+  it('imports branches from CSV, reporting bad rows by line and importing the rest', async () => {
+    const path = file('branches.csv', 'id,name,branchCode,brandId\nBR-1,Leeds,LDS-01,5\nBR-2,York,,\nBR-3,,X,5\nBR-4,Hull,HUL,77\n');
+    const result = await cli(['--json', 'branches', 'import', '--client', '1001', path], env);
+    expect(result.code).toBe(1);
+    expect(JSON.parse(result.stdout)).toEqual({
+      file: path,
+      imported: 2,
+      rejected: [
+        { line: 4, errors: ["'name' must not be empty."] },
+        { line: 5, errors: ["'brandId' 77 is not a brand of client 1001."] },
+      ],
+    });
+    const rows = await db.query('SELECT id, name, branch_code AS code, brand_id AS brand FROM branches ORDER BY id');
+    expect(rows).toEqual([
+      { id: 'BR-1', name: 'Leeds', code: 'LDS-01', brand: 5 },
+      { id: 'BR-2', name: 'York', code: null, brand: null },
+    ]);
+  });
+
+  it('imports visits, refusing a malformed record by its line and writing nothing of it', async () => {
+    const lines = [
+      JSON.stringify(visit()),
+      JSON.stringify(visit({ visitId: 9002, visitScore: 'high', visitDateTime: '2026-02-30T10:00:00' })),
+      '{"visitId": 9003,',
+      JSON.stringify(visit({ visitId: 9004, visitType: 'OF', guestId: 'G-1', optIns: { contactByEmail: true, joinMarketing: null } })),
+      JSON.stringify(visit({ visitId: 9005, branchId: 'BR-404' })),
+    ];
+    const result = await cli(['--json', 'visits', 'import', file('visits.ndjson', lines.join('\n'))], env);
+    expect(result.code).toBe(1);
+    const report = JSON.parse(result.stdout);
+    expect(report.imported).toBe(2);
+    expect(report.rejected).toEqual([
+      {
+        line: 2,
+        errors: [
+          "'visitScore' must be a number: 'high'.",
+          "'visitDateTime' is not in the expected format yyyy-mm-ddThh:mm:ss: '2026-02-30T10:00:00'.",
+        ],
+      },
+      { line: 3, errors: [expect.stringMatching(/^not valid JSON/)] },
+      { line: 5, errors: ["'branchId' 'BR-404' is not a known branch; import branches first."] },
+    ]);
+    expect(await count('visits')).toBe(2);
+    const [of] = await db.query("SELECT guest_id, opt_in_contact_by_email AS email, opt_in_join_marketing AS marketing FROM visits WHERE id = 9004");
+    expect(of).toEqual({ guest_id: 'G-1', email: expect.anything(), marketing: null });
+    expect(Boolean(of.email)).toBe(true);
+  });
+
+  it('re-imports an MV visit: new scores, modificationDate moved forward', async () => {
+    const before = (await db.query('SELECT modification_date AS m, visit_score AS s FROM visits WHERE id = 9001'))[0];
+    expect(before).toEqual({ m: '2026-11-02T08:00:00', s: 81.5 });
+    const unchanged = await cliJson<{ imported: number }>(['visits', 'import', file('same.json', JSON.stringify([visit()]))], env);
+    expect(unchanged.imported).toBe(1);
+    expect((await db.query('SELECT modification_date AS m FROM visits WHERE id = 9001'))[0].m).toBe('2026-11-02T08:00:00');
+
+    const changed = visit({ visitScore: 77.25, modificationDate: undefined });
+    await cliJson(['visits', 'import', file('changed.json', JSON.stringify([changed]))], env);
+    const after = (await db.query('SELECT modification_date AS m, visit_score AS s FROM visits WHERE id = 9001'))[0];
+    expect(after.s).toBe(77.25);
+    expect(after.m > before.m).toBe(true);
+    expect(after.m).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}$/);
+    expect(await count('visits')).toBe(2);
+  });
+
+  it('issues a credential once, storing only hashes, and lists it without secrets', async () => {
+    const issued = await cliJson<{ clientId: string; clientSecret: string; apiKey: string }>(
+      ['credentials', 'add', '--clients', '1001', '--scopes', 'visits/standard.read branches/standard.read', '--brands', '5', '--visit-types', 'mv,OF', '--name', 'Partner A'],
+      env,
+    );
+    expect(issued.clientId).toMatch(/^svc_[0-9a-f]{20}$/);
+    expect(issued.clientSecret.length).toBeGreaterThanOrEqual(43);
+    expect(issued.apiKey).toMatch(/^svck_/);
+    const stored = JSON.stringify(await db.query('SELECT * FROM credentials')) + JSON.stringify(await db.query('SELECT * FROM api_keys'));
+    expect(stored).not.toContain(issued.clientSecret);
+    expect(stored).not.toContain(issued.apiKey);
+    expect(stored).toContain('scrypt$');
+
+    const list = await cliJson<unknown[]>(['credentials', 'list'], env);
+    expect(list).toEqual([
+      {
+        clientId: issued.clientId,
+        name: 'Partner A',
+        scopes: ['svc-results-api', 'visits/standard.read', 'branches/standard.read'],
+        clients: [1001],
+        brands: [5],
+        visitTypes: ['MV', 'OF'],
+        disabled: false,
+        createdAt: expect.any(String),
+        keys: [{ prefix: issued.apiKey.slice(0, 12), revoked: false, createdAt: expect.any(String) }],
+      },
+    ]);
+    expect(JSON.stringify(list)).not.toContain(issued.clientSecret);
+
+    const key = await cliJson<{ prefix: string; apiKey: string }>(['keys', 'add', issued.clientId], env);
+    expect(key.apiKey).not.toBe(issued.apiKey);
+    await cliJson(['keys', 'revoke', issued.apiKey.slice(0, 12)], env);
+    await cliJson(['credentials', 'disable', issued.clientId], env);
+    const [after] = await cliJson<{ disabled: boolean; keys: { revoked: boolean }[] }[]>(['credentials', 'list'], env);
+    expect(after.disabled).toBe(true);
+    expect(after.keys.map((k) => k.revoked)).toEqual([true, false]);
+  });
+
+  it('refuses credentials with unknown scopes, clients, brands or visit types', async () => {
+    const cases: [string[], string][] = [
+      [['--clients', '1001', '--scopes', 'visits/everything'], 'unknown scope(s): visits/everything'],
+      [['--clients', '999', '--scopes', 'visits/standard.read'], 'client 999 does not exist'],
+      [['--clients', '1002', '--scopes', 'visits/standard.read', '--brands', '5'], 'brand 5 is not a brand of client(s) 1002'],
+      [['--clients', '1001', '--scopes', 'visits/standard.read', '--visit-types', 'ZZ'], 'unknown visit type(s): ZZ'],
+    ];
+    for (const [args, message] of cases) {
+      const result = await cli(['credentials', 'add', ...args], env);
+      expect(result.code).toBe(1);
+      expect(result.stderr).toBe(`error: ${message}\n`);
+    }
+    expect(await count('credentials')).toBe(1);
+  });
+
+  it('reports keys and credentials that do not exist', async () => {
+    expect((await cli(['keys', 'revoke', 'svck_nothing'], env)).stderr).toContain("no API key has the prefix 'svck_nothing'");
+    expect((await cli(['credentials', 'disable', 'svc_nobody'], env)).stderr).toContain("credential 'svc_nobody' does not exist");
+  });
+});

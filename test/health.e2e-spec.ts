@@ -1,0 +1,77 @@
+import request from 'supertest';
+import { DataSource } from 'typeorm';
+import { startTestApp, type TestApp } from './helpers/test-app.js';
+
+const INSTANCE = /^urn:svc:api:results:error:[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+
+describe(`health and errors (${process.env.TEST_DATABASE})`, () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startTestApp();
+  });
+  afterAll(async () => {
+    await t.close();
+  });
+
+  it('GET /health/live answers 200', async () => {
+    const res = await request(t.http).get('/health/live');
+    expect(res.status).toBe(200);
+    expect(res.headers['content-type']).toMatch(/^application\/json/);
+    expect(res.body).toEqual({ status: 'ok' });
+  });
+
+  it('GET /health/ready answers 200 with the database and migrations up', async () => {
+    const res = await request(t.http).get('/health/ready');
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ status: 'ok', info: { database: { status: 'up' }, migrations: { status: 'up' } } });
+  });
+
+  it('an unknown route is a problem+json 404 with a fresh instance URN', async () => {
+    const first = await request(t.http).get('/no/such/thing');
+    const second = await request(t.http).get('/no/such/thing');
+    expect(first.status).toBe(404);
+    expect(first.headers['content-type']).toBe('application/problem+json; charset=utf-8');
+    const body = JSON.parse(first.text);
+    expect(body).toEqual({ title: 'Not Found', status: 404, detail: expect.any(String), instance: expect.stringMatching(INSTANCE) });
+    expect(JSON.parse(second.text).instance).not.toBe(body.instance);
+  });
+
+  it('does not announce the framework', async () => {
+    const res = await request(t.http).get('/health/live');
+    expect(res.headers['x-powered-by']).toBeUndefined();
+  });
+
+  it('serves Swagger UI at /docs and the contract at /docs/openapi.json', async () => {
+    const ui = await request(t.http).get('/docs/');
+    expect(ui.status).toBe(200);
+    expect(ui.text).toContain('swagger-ui');
+    const contract = await request(t.http).get('/docs/openapi.json');
+    expect(contract.status).toBe(200);
+    expect(contract.body.openapi).toMatch(/^3\./);
+    expect(Object.keys(contract.body.paths)).toEqual(expect.arrayContaining(['/health/live', '/health/ready']));
+    expect(contract.body.components.securitySchemes['svc-api-key']).toEqual(
+      expect.objectContaining({ type: 'apiKey', in: 'header', name: 'svc-api-key' }),
+    );
+  });
+
+  it('GET /health/ready is a 503 problem with Retry-After when the database is gone', async () => {
+    const db = t.app.get(DataSource);
+    await db.destroy();
+    try {
+      const res = await request(t.http).get('/health/ready');
+      expect(res.status).toBe(503);
+      expect(res.headers['content-type']).toBe('application/problem+json; charset=utf-8');
+      expect(res.headers['retry-after']).toBe('5');
+      expect(JSON.parse(res.text)).toEqual({
+        title: 'Service Unavailable',
+        status: 503,
+        detail: expect.stringMatching(/^Not ready: .*database.* failed\.$/),
+        instance: expect.stringMatching(INSTANCE),
+      });
+    } finally {
+      await db.initialize();
+    }
+    const after = await request(t.http).get('/health/ready');
+    expect(after.status).toBe(200);
+  });
+});

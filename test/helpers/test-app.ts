@@ -1,0 +1,34 @@
+import { Test } from '@nestjs/testing';
+import type { NestExpressApplication } from '@nestjs/platform-express';
+import type { App } from 'supertest/types.js';
+import { AppModule } from '../../src/app.module.js';
+import type { AppConfig } from '../../src/config/app-config.js';
+import { ensureSchema } from '../../src/database/migration-tools.js';
+import { setupApp } from '../../src/setup-app.js';
+import { isolatedConfig } from './test-config.js';
+
+export interface TestApp {
+  app: NestExpressApplication;
+  http: App;
+  config: AppConfig;
+  close: () => Promise<void>;
+}
+
+/** The real application (same module, same global setup) on the test file's own database. */
+export async function startTestApp(env: Record<string, string> = {}): Promise<TestApp> {
+  const { config, drop } = isolatedConfig(env);
+  await ensureSchema(config);
+  const moduleRef = await Test.createTestingModule({ imports: [AppModule.forRoot(config)] }).compile();
+  const app = moduleRef.createNestApplication<NestExpressApplication>({ bufferLogs: true });
+  setupApp(app);
+  await app.init();
+  return {
+    app,
+    http: app.getHttpServer() as App,
+    config,
+    close: async () => {
+      await app.close();
+      await drop();
+    },
+  };
+}

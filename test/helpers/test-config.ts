@@ -1,0 +1,38 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { DataSource } from 'typeorm';
+import { loadConfig, type AppConfig } from '../../src/config/app-config.js';
+
+export const onPostgres = (): boolean => process.env.TEST_DATABASE === 'postgres';
+
+/**
+ * A configuration for one test file's own database: a fresh SQLite folder, or a fresh
+ * PostgreSQL schema, so test runs and files never collide. `drop()` removes it.
+ */
+export function isolatedConfig(env: Record<string, string> = {}): { config: AppConfig; env: Record<string, string>; drop: () => Promise<void> } {
+  const dataDir = mkdtempSync(join(tmpdir(), 'results-test-'));
+  const schema = `t_${Date.now().toString(36)}_${randomBytes(4).toString('hex')}`;
+  const full: Record<string, string> = {
+    DATA_DIR: dataDir,
+    SEED_DEMO: 'false',
+    LOG_LEVEL: 'silent',
+    ...(onPostgres() ? { DATABASE_URL: process.env.DATABASE_URL!, DATABASE_SCHEMA: schema } : {}),
+    ...env,
+  };
+  const config = loadConfig(full);
+  return {
+    config,
+    env: full,
+    drop: async () => {
+      rmSync(dataDir, { recursive: true, force: true });
+      if (config.DATABASE_URL) {
+        const db = new DataSource({ type: 'postgres', url: config.DATABASE_URL });
+        await db.initialize();
+        await db.query(`DROP SCHEMA IF EXISTS "${config.DATABASE_SCHEMA}" CASCADE`);
+        await db.destroy();
+      }
+    },
+  };
+}

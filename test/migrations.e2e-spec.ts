@@ -1,0 +1,46 @@
+import type { DataSource } from 'typeorm';
+import { openDataSource, pendingSchemaChanges } from '../src/database/migration-tools.js';
+import { POSTGRES_MIGRATIONS, SQLITE_MIGRATIONS } from '../src/database/migrations/index.js';
+import { isolatedConfig, onPostgres } from './helpers/test-config.js';
+
+describe(`migrations (${process.env.TEST_DATABASE})`, () => {
+  const { config, drop } = isolatedConfig();
+  let db: DataSource;
+
+  beforeAll(async () => {
+    db = await openDataSource(config);
+  });
+  afterAll(async () => {
+    await db.destroy();
+    await drop();
+  });
+
+  it('start from an empty database with every migration pending', async () => {
+    expect(await db.showMigrations()).toBe(true);
+  });
+
+  it('apply every migration of this database, in order', async () => {
+    const applied = await db.runMigrations({ transaction: 'each' });
+    const expected = onPostgres() ? POSTGRES_MIGRATIONS : SQLITE_MIGRATIONS;
+    expect(expected.length).toBeGreaterThan(0);
+    expect(applied.map((m) => m.name)).toEqual(expected.map((m) => m.name));
+    expect(await db.showMigrations()).toBe(false);
+  });
+
+  it('leave nothing for a new migration to generate', async () => {
+    expect(await pendingSchemaChanges(db)).toEqual({ up: [], down: [] });
+  });
+
+  it('seed the visit types MV, OF and TA', async () => {
+    const rows: { code: string }[] = await db.query('SELECT code FROM visit_types ORDER BY code');
+    expect(rows.map((r) => r.code)).toEqual(['MV', 'OF', 'TA']);
+  });
+
+  it('roll back cleanly, last to first, and apply again', async () => {
+    const count = (onPostgres() ? POSTGRES_MIGRATIONS : SQLITE_MIGRATIONS).length;
+    for (let i = 0; i < count; i++) await db.undoLastMigration({ transaction: 'each' });
+    expect(await db.showMigrations()).toBe(true);
+    await db.runMigrations({ transaction: 'each' });
+    expect(await pendingSchemaChanges(db)).toEqual({ up: [], down: [] });
+  });
+});
