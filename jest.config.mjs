@@ -32,6 +32,8 @@ export default {
       roots: ['<rootDir>/test'],
       testMatch: ['**/*.e2e-spec.ts'],
       setupFiles: ['<rootDir>/test/setup/postgres.ts'],
+      // The embedded-default tests are about the SQLite start path only.
+      testPathIgnorePatterns: ['/test/embedded/'],
     },
   ],
 };

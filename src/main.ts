@@ -20,6 +20,21 @@ async function bootstrap(): Promise<void> {
   setupApp(app);
   if (config.SEED_DEMO) await app.get(DemoService).seedIfEmpty();
   await app.listen(config.PORT, config.HOST);
+  // On SIGTERM (a rolling update) or SIGINT: stop accepting, finish, close the database, exit 0.
+  let stopping = false;
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+    process.once(signal, () => {
+      if (stopping) return;
+      stopping = true;
+      app.close().then(
+        () => process.exit(0),
+        (error: unknown) => {
+          process.stderr.write(`shutdown failed: ${String(error)}\n`);
+          process.exit(1);
+        },
+      );
+    });
+  }
   await app.get(DemoService).announce(await app.getUrl());
 }
 

@@ -17,7 +17,6 @@ export function setupApp(app: INestApplication): NestExpressApplication {
   // body for a weak ETag costs more than it saves on pages partners fetch once.
   express.set('etag', false);
   express.set('query parser', 'simple');
-  express.enableShutdownHooks();
   setupSwagger(express, config);
   return express;
 }

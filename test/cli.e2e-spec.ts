@@ -1,6 +1,7 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import sharp from 'sharp';
 import { DataSource } from 'typeorm';
 import { dataSourceOptions } from '../src/database/data-source-options.js';
 import { cli, cliJson } from './helpers/cli.js';
@@ -227,6 +228,61 @@ describe(`operator CLI (${process.env.TEST_DATABASE})`, () => {
       expect(result.stderr).toBe(`error: ${message}\n`);
     }
     expect(await count('credentials')).toBe(1);
+  });
+
+  it('imports menus with dishes and images, all of the file or nothing', async () => {
+    await sharp({ create: { width: 40, height: 30, channels: 3, background: '#a33' } }).png().toFile(join(files, 'steak.png'));
+    await sharp({ create: { width: 20, height: 10, channels: 3, background: '#3a3' } }).jpeg().toFile(join(files, 'salad.jpg'));
+    writeFileSync(join(files, 'fake.png'), 'this is text, not an image');
+    const menu = (dishes: unknown[]): string =>
+      file('menus.json', JSON.stringify([{ id: 101, name: 'Autumn', startDate: '2026-09-01', endDate: null, dishes }]));
+    const steak = { code: 'ST-1', description: 'Ribeye steak', type: 'Main', order: 1, keywords: ['beef'], image: 'steak.png' };
+    const salad = { code: 'SA-1', description: 'Garden salad', type: 'Starter', expiryDate: '2026-12-31', image: 'salad.jpg' };
+
+    const bad = await cli(['--json', 'menus', 'import', '--client', '1001', menu([steak, { ...salad, image: 'fake.png', code: 'x'.repeat(51) }])], env);
+    expect(bad.code).toBe(1);
+    expect(JSON.parse(bad.stdout).rejected).toEqual([
+      {
+        line: 1,
+        errors: ["'dishes[1].code' must be at most 50 characters.", "'dishes[1].image' The image must be a JPEG, PNG or WebP file."],
+      },
+    ]);
+    expect(await count('menus')).toBe(0);
+    expect(await count('dish_images')).toBe(0);
+
+    const good = await cliJson<{ imported: number }>(['menus', 'import', '--client', '1001', menu([steak, salad])], env);
+    expect(good.imported).toBe(1);
+    const dishes = await db.query(
+      'SELECT d.code, d.keywords, d.expiry_date AS expiry, i.content_type AS type, i.width, i.height FROM dishes d JOIN dish_images i ON i.id = d.image_id ORDER BY d.code',
+    );
+    expect(dishes).toEqual([
+      { code: 'SA-1', keywords: '[]', expiry: '2026-12-31', type: 'image/jpeg', width: 20, height: 10 },
+      { code: 'ST-1', keywords: '["beef"]', expiry: null, type: 'image/png', width: 40, height: 30 },
+    ]);
+    const imageOf = async (code: string): Promise<string> =>
+      (await db.query<{ image_id: string }[]>(`SELECT image_id FROM dishes WHERE code = '${code}'`))[0].image_id;
+    const steakImage = await imageOf('ST-1');
+    await cliJson(['menus', 'import', '--client', '1001', menu([{ ...steak, description: 'Sirloin steak' }])], env);
+    expect(await count('dishes')).toBe(2);
+    expect(await imageOf('ST-1')).toBe(steakImage);
+    await cliJson(['menus', 'import', '--client', '1001', menu([{ ...steak, image: 'salad.jpg' }])], env);
+    expect(await imageOf('ST-1')).not.toBe(steakImage);
+    expect(await count('dish_images')).toBe(2);
+    const foreign = await cli(['menus', 'import', '--client', '1002', menu([steak])], env);
+    expect(foreign.stdout).toContain('menu 101 belongs to client 1001.');
+  });
+
+  it('loads the demo data set and writes its credentials', async () => {
+    const summary = await cliJson<{ clients: number; branches: number; visits: number; menus: number; credentialsFile: string }>(['demo'], env);
+    expect(summary.clients).toBe(2);
+    expect(summary.branches).toBeGreaterThanOrEqual(35);
+    expect(summary.visits).toBeGreaterThan(3000);
+    expect(summary.menus).toBe(3);
+    expect(summary.credentialsFile).toBe(join(config.DATA_DIR, 'demo-credentials.json'));
+    const types = await db.query<{ visit_type: string }[]>('SELECT DISTINCT visit_type FROM visits ORDER BY visit_type');
+    expect(types.map((t) => t.visit_type)).toEqual(['MV', 'OF', 'TA']);
+    const nullable = await db.query<{ n: string | number }[]>('SELECT COUNT(*) AS n FROM visits WHERE recommend_score IS NULL');
+    expect(Number(nullable[0]?.n)).toBeGreaterThan(0);
   });
 
   it('reports keys and credentials that do not exist', async () => {

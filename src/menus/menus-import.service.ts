@@ -65,9 +65,8 @@ export class MenusImportService {
       const fields = readDishFields(d, id ?? 0);
       const imagePath = d.string('image', { required: false, max: 500 });
       r.adopt(d);
-      if (!fields) continue;
-      if (codes.has(fields.code)) r.errors.push(`'dishes[${i}].code' '${fields.code}' appears twice on menu ${id}.`);
-      codes.add(fields.code);
+      if (fields && codes.has(fields.code)) r.errors.push(`'dishes[${i}].code' '${fields.code}' appears twice on menu ${id}.`);
+      if (fields) codes.add(fields.code);
       let image: PreparedImage | null = null;
       if (imagePath) {
         try {
@@ -80,7 +79,7 @@ export class MenusImportService {
           r.errors.push(`'dishes[${i}].image' ${reason}`);
         }
       }
-      dishes.push({ dish: fields, image });
+      if (fields) dishes.push({ dish: fields, image });
     }
     errors.push(...r.errors);
     if (!r.ok || id === null || name === null || startDate === null) return null;

@@ -34,10 +34,13 @@ export class MenusRepository {
   async saveDish(tx: EntityManager, input: DishInput, image: PreparedImage | null): Promise<Dish> {
     const dishes = tx.getRepository(Dish);
     const existing = await dishes.findOneBy({ menuId: input.menuId, code: input.code });
-    let imageId = existing?.imageId ?? null;
-    if (image) {
+    const previousImageId = existing?.imageId ?? null;
+    let imageId = previousImageId;
+    const images = tx.getRepository(DishImage);
+    const unchanged = image && previousImageId && (await images.findOneBy({ id: previousImageId }))?.sha256 === image.sha256;
+    if (image && !unchanged) {
       imageId = randomUUID();
-      await tx.getRepository(DishImage).insert({
+      await images.insert({
         id: imageId,
         contentType: image.contentType,
         bytes: image.data.length,
@@ -48,11 +51,9 @@ export class MenusRepository {
         storageKey: null,
       });
     }
-    const dish = Object.assign(existing ?? new Dish(), input, { imageId });
-    const saved = await dishes.save(dish);
-    if (existing?.imageId && existing.imageId !== imageId) {
-      await tx.getRepository(DishImage).delete({ id: existing.imageId });
-    }
+    const saved = await dishes.save(Object.assign(existing ?? new Dish(), input, { imageId }));
+    // The replaced image is deleted with the change, so no image is left without a dish.
+    if (previousImageId && previousImageId !== imageId) await images.delete({ id: previousImageId });
     return saved;
   }
 
