@@ -1,6 +1,6 @@
 # syntax=docker/dockerfile:1
 # Build stage: full dependencies (native modules compile here), TypeScript build.
-FROM node:20-bookworm-slim AS build
+FROM node:22-bookworm-slim AS build
 WORKDIR /app
 RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ && rm -rf /var/lib/apt/lists/*
 COPY package.json package-lock.json ./
@@ -10,7 +10,7 @@ COPY src ./src
 RUN npx tsc -p tsconfig.build.json && npm prune --omit=dev
 
 # Runtime stage: production dependencies and the built service only, as a non-root user.
-FROM node:20-bookworm-slim
+FROM node:22-bookworm-slim
 ENV NODE_ENV=production PORT=3000 DATA_DIR=/tmp/results-data SEED_DEMO=false MIGRATIONS_RUN=false
 WORKDIR /app
 COPY --from=build --chown=node:node /app/package.json ./
