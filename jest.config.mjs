@@ -1,7 +1,3 @@
-import { readFileSync } from 'node:fs';
-
-const swc = JSON.parse(readFileSync(new URL('./.swcrc', import.meta.url), 'utf8'));
-
 /**
  * Native ESM mode (the NestJS 12 packages are ES modules only). The HTTP and database
  * tests run twice: once on the embedded SQLite and once on PostgreSQL.
@@ -10,7 +6,8 @@ const common = {
   rootDir: '.',
   extensionsToTreatAsEsm: ['.ts'],
   moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
-  transform: { '^.+\\.ts$': ['@swc/jest', { ...swc, swcrc: false }] },
+  // ts-jest transpiles each file on its own (tsconfig isolatedModules); `npm test` type-checks separately.
+  transform: { '^.+\\.ts$': ['ts-jest', { useESM: true, tsconfig: 'tsconfig.json' }] },
   testEnvironment: 'node',
 };
 

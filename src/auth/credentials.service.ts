@@ -3,7 +3,7 @@ import { ClientsRepository } from '../clients/clients.repository.js';
 import { OperatorError } from '../common/operator-error.js';
 import { AppConfig } from '../config/app-config.js';
 import { VisitsRepository } from '../visits/visits.repository.js';
-import { CredentialsRepository } from './credentials.repository.js';
+import { AuthRepository } from './auth.repository.js';
 import { Credential } from './entities/credential.entity.js';
 import { isScope, Scope } from './scopes.js';
 import { hashApiKey, hashSecret, newApiKey, newClientId, randomToken } from './secrets.js';
@@ -41,7 +41,7 @@ export const splitList = (text: string | null): string[] => (text ?? '').split(/
 @Injectable()
 export class CredentialsService {
   constructor(
-    private readonly repo: CredentialsRepository,
+    private readonly repo: AuthRepository,
     private readonly clients: ClientsRepository,
     private readonly visits: VisitsRepository,
     private readonly config: AppConfig,

@@ -135,6 +135,40 @@ export class AppConfig {
   @Matches(/^.{16,}$/, { message: 'a string of at least 16 characters' })
   API_KEY_HASH_KEY = 'results-service-default-api-key-hash-key';
 
+  /**
+   * Token signing keys as PKCS#8 PEM (one or more, concatenated; the first signs, all verify).
+   * Unset: keys are generated and kept in the database (in the data folder when embedded),
+   * rotated with `signing-keys rotate`.
+   */
+  @IsOptional()
+  @Matches(/-----BEGIN PRIVATE KEY-----/, { message: 'one or more PKCS#8 PEM private keys' })
+  JWT_SIGNING_KEYS?: string;
+
+  /** A file (a mounted secret) holding JWT_SIGNING_KEYS. */
+  @IsOptional()
+  @IsString({ message: 'a file path' })
+  JWT_SIGNING_KEYS_FILE?: string;
+
+  /** How long a looked-up API key or credential is trusted before it is read again. */
+  @Transform(toInt)
+  @IsInt({ message: 'an integer from 0 to 30' })
+  @Min(0, { message: 'an integer from 0 to 30' })
+  @Max(30, { message: 'an integer from 0 to 30' })
+  AUTH_CACHE_SECONDS = 10;
+
+  /** Failed token requests allowed per client id in TOKEN_FAILURES_WINDOW_SECONDS. */
+  @Transform(toInt)
+  @IsInt({ message: 'an integer from 1 to 10000' })
+  @Min(1, { message: 'an integer from 1 to 10000' })
+  @Max(10000, { message: 'an integer from 1 to 10000' })
+  TOKEN_FAILURES_MAX = 10;
+
+  @Transform(toInt)
+  @IsInt({ message: 'an integer from 1 to 86400' })
+  @Min(1, { message: 'an integer from 1 to 86400' })
+  @Max(86400, { message: 'an integer from 1 to 86400' })
+  TOKEN_FAILURES_WINDOW_SECONDS = 900;
+
   get usesPostgres(): boolean {
     return this.DATABASE_URL !== undefined;
   }
@@ -151,10 +185,15 @@ export class ConfigError extends Error {
   }
 }
 
+/** Settings whose values never appear in a message. */
+const SECRETS = new Set(['JWT_SIGNING_KEYS', 'API_KEY_HASH_KEY', 'DATABASE_URL', 'REDIS_URL']);
+
 function describe(errors: ValidationError[], env: Record<string, string | undefined>): string[] {
   return errors.map((error) => {
     const expected = Object.values(error.constraints ?? {})[0] ?? 'a valid value';
-    return `${error.property}=${JSON.stringify(env[error.property] ?? '')}: expected ${expected}`;
+    const value = env[error.property] ?? '';
+    const shown = SECRETS.has(error.property) && /@|PRIVATE|.{24,}/.test(value) ? '[hidden]' : JSON.stringify(value);
+    return `${error.property}=${shown}: expected ${expected}`;
   });
 }
 
@@ -165,9 +204,10 @@ function describe(errors: ValidationError[], env: Record<string, string | undefi
 export function loadConfig(env: Record<string, string | undefined> = process.env): AppConfig {
   const defaults = new AppConfig();
   const raw: Record<string, unknown> = {};
-  for (const key of Object.keys(defaults).concat(['DATABASE_URL', 'REDIS_URL', 'PUBLIC_BASE_URL'])) {
+  const optional = ['DATABASE_URL', 'REDIS_URL', 'PUBLIC_BASE_URL', 'JWT_SIGNING_KEYS', 'JWT_SIGNING_KEYS_FILE'];
+  for (const key of Object.keys(defaults).concat(optional)) {
     const value = env[key];
-    if (value !== undefined && value.trim() !== '') raw[key] = value.trim();
+    if (value !== undefined && value.trim() !== '') raw[key] = key === 'JWT_SIGNING_KEYS' ? value : value.trim();
   }
   const config = plainToInstance(AppConfig, raw, { exposeDefaultValues: true });
   const errors = validateSync(config, { stopAtFirstError: true });

@@ -1,4 +1,5 @@
 import { mkdirSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { join, resolve } from 'node:path';
 import type { DataSourceOptions } from 'typeorm';
 import type { AppConfig } from '../config/app-config.js';
@@ -40,6 +41,8 @@ export function dataSourceOptions(config: AppConfig): DataSourceOptions {
     entities: ENTITIES,
     migrations: SQLITE_MIGRATIONS,
     migrationsTableName: 'migrations',
+    // The addon's own path, so that no module loader has to guess it through `bindings`.
+    nativeBinding: createRequire(import.meta.url).resolve('better-sqlite3/build/Release/better_sqlite3.node'),
     enableWAL: true,
     timeout: 5000,
     prepareDatabase: (db: { pragma(sql: string): unknown }) => {

@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 export interface CliResult {
   code: number;
@@ -7,7 +7,7 @@ export interface CliResult {
   stderr: string;
 }
 
-const CLI = resolve(import.meta.dirname, '../../dist/cli.js');
+const CLI = fileURLToPath(new URL('../../dist/cli.js', import.meta.url));
 
 /** Runs the built operator CLI (`npm run cli` without the build step) with the given environment. */
 export function cli(args: string[], env: Record<string, string>): Promise<CliResult> {

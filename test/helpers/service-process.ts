@@ -1,7 +1,7 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 
-const MAIN = resolve(import.meta.dirname, '../../dist/main.js');
+const MAIN = fileURLToPath(new URL('../../dist/main.js', import.meta.url));
 
 export interface ServiceProcess {
   url: string;

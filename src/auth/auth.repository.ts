@@ -1,11 +1,13 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource } from 'typeorm';
+import { DataSource, IsNull } from 'typeorm';
 import { ApiKey } from './entities/api-key.entity.js';
 import { Credential } from './entities/credential.entity.js';
+import { SigningKey } from './entities/signing-key.entity.js';
 
+/** Credentials, their API keys and the token signing keys: all SQL of the auth feature. */
 @Injectable()
-export class CredentialsRepository {
+export class AuthRepository {
   constructor(@InjectDataSource() private readonly db: DataSource) {}
 
   findCredential(clientId: string): Promise<Credential | null> {
@@ -46,5 +48,23 @@ export class CredentialsRepository {
 
   async revokeKey(prefix: string): Promise<void> {
     await this.db.getRepository(ApiKey).update({ prefix }, { revoked: true });
+  }
+
+  /** Signing keys not retired, newest first. */
+  activeSigningKeys(): Promise<SigningKey[]> {
+    return this.db.getRepository(SigningKey).find({ where: { retiredAt: IsNull() }, order: { createdAt: 'DESC', kid: 'DESC' } });
+  }
+
+  allSigningKeys(): Promise<SigningKey[]> {
+    return this.db.getRepository(SigningKey).find({ order: { createdAt: 'DESC', kid: 'DESC' } });
+  }
+
+  async addSigningKey(key: Pick<SigningKey, 'kid' | 'alg' | 'privateKey' | 'publicJwk'> & { createdAt?: Date }): Promise<void> {
+    await this.db.getRepository(SigningKey).insert(key);
+  }
+
+  async retireSigningKey(kid: string): Promise<boolean> {
+    const result = await this.db.getRepository(SigningKey).update({ kid, retiredAt: IsNull() }, { retiredAt: new Date() });
+    return (result.affected ?? 0) > 0;
   }
 }

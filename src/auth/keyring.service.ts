@@ -1,0 +1,173 @@
+import { readFileSync } from 'node:fs';
+import { Injectable, Logger, type OnModuleInit } from '@nestjs/common';
+import { calculateJwkThumbprint, exportJWK, exportPKCS8, generateKeyPair, type JWK } from 'jose';
+import { createPrivateKey, createPublicKey, type KeyObject } from 'node:crypto';
+import { OperatorError } from '../common/operator-error.js';
+import { AppConfig } from '../config/app-config.js';
+import { AuthRepository } from './auth.repository.js';
+
+export const SIGNING_ALG = 'ES256';
+
+/** One key of the ring: the newest active key signs, every active key verifies. */
+export interface RingKey {
+  kid: string;
+  privateKey: KeyObject;
+  publicPem: string;
+  publicJwk: JWK;
+  createdAt: Date;
+  retiredAt: Date | null;
+}
+
+/** How long the ring read from the database is trusted (rotation reaches every replica within it). */
+const REFRESH_MS = 30_000;
+
+const PEM_BLOCK = /-----BEGIN PRIVATE KEY-----[\s\S]+?-----END PRIVATE KEY-----/g;
+
+async function ringKey(privatePem: string, createdAt: Date, retiredAt: Date | null): Promise<RingKey> {
+  const privateKey = createPrivateKey(privatePem);
+  const publicKey = createPublicKey(privateKey);
+  const publicJwk = await exportJWK(publicKey);
+  const kid = await calculateJwkThumbprint(publicJwk);
+  return {
+    kid,
+    privateKey,
+    publicPem: publicKey.export({ type: 'spki', format: 'pem' }).toString(),
+    publicJwk: { ...publicJwk, kid, alg: SIGNING_ALG, use: 'sig' },
+    createdAt,
+    retiredAt,
+  };
+}
+
+/**
+ * The token signing keys. From configuration (JWT_SIGNING_KEYS or JWT_SIGNING_KEYS_FILE)
+ * when set: the first key signs and all verify, rotation is a change of that secret. Else
+ * from the database, where `signing-keys rotate` adds a key (which then signs) and
+ * `signing-keys retire KID` stops an old one verifying. Key ids are RFC 7638 thumbprints.
+ */
+@Injectable()
+export class KeyringService implements OnModuleInit {
+  private readonly logger = new Logger('Keyring');
+  private keys: RingKey[] = [];
+  private loadedAt = 0;
+  private loading: Promise<void> | null = null;
+
+  constructor(
+    private readonly repo: AuthRepository,
+    private readonly config: AppConfig,
+  ) {}
+
+  get fromConfig(): boolean {
+    return Boolean(this.config.JWT_SIGNING_KEYS || this.config.JWT_SIGNING_KEYS_FILE);
+  }
+
+  async onModuleInit(): Promise<void> {
+    await this.reload();
+  }
+
+  private configuredPems(): string[] {
+    const text = this.config.JWT_SIGNING_KEYS ?? readFileSync(this.config.JWT_SIGNING_KEYS_FILE!, 'utf8');
+    const pems = text.match(PEM_BLOCK) ?? [];
+    if (pems.length === 0) throw new Error('JWT_SIGNING_KEYS holds no PKCS#8 PEM private key');
+    return pems;
+  }
+
+  private async reload(): Promise<void> {
+    if (this.fromConfig) {
+      const pems = this.configuredPems();
+      // The first key signs: give it the newest time.
+      this.keys = await Promise.all(pems.map((pem, i) => ringKey(pem, new Date(Date.now() - i * 1000), null)));
+      for (const key of this.keys) {
+        if (key.publicJwk.kty !== 'EC' || key.publicJwk.crv !== 'P-256') {
+          throw new Error('JWT_SIGNING_KEYS must hold P-256 (ES256) keys');
+        }
+      }
+    } else {
+      const rows = await this.repo.activeSigningKeys();
+      this.keys = await Promise.all(rows.map((row) => ringKey(row.privateKey, row.createdAt, row.retiredAt)));
+    }
+    this.loadedAt = Date.now();
+  }
+
+  private async fresh(force = false): Promise<RingKey[]> {
+    if (force || Date.now() - this.loadedAt > REFRESH_MS) {
+      this.loading ??= this.reload().finally(() => (this.loading = null));
+      await this.loading;
+    }
+    return this.keys;
+  }
+
+  /** The key that signs new tokens; creates the first one for a database ring that has none. */
+  async signingKey(): Promise<RingKey> {
+    let [newest] = await this.fresh();
+    if (!newest && !this.fromConfig) {
+      await this.rotate();
+      [newest] = await this.fresh(true);
+    }
+    if (!newest) throw new Error('no signing key is available');
+    return newest;
+  }
+
+  /** The key a token names; a kid not seen yet triggers one re-read (another replica rotated). */
+  async verificationKey(kid: string): Promise<RingKey | undefined> {
+    const found = (await this.fresh()).find((k) => k.kid === kid);
+    if (found || Date.now() - this.loadedAt < 1000) return found;
+    return (await this.fresh(true)).find((k) => k.kid === kid);
+  }
+
+  async jwks(): Promise<{ keys: JWK[] }> {
+    return { keys: (await this.fresh()).map((k) => k.publicJwk) };
+  }
+
+  /** Adds a new key that signs from now on; older keys keep verifying until retired. */
+  async rotate(): Promise<{ kid: string }> {
+    if (this.fromConfig) {
+      throw new OperatorError('signing keys come from JWT_SIGNING_KEYS: rotate by putting a new key first in that secret');
+    }
+    const { privateKey } = await generateKeyPair(SIGNING_ALG, { extractable: true });
+    const pem = await exportPKCS8(privateKey);
+    const key = await ringKey(pem, new Date(), null);
+    await this.repo.addSigningKey({
+      kid: key.kid,
+      alg: SIGNING_ALG,
+      privateKey: pem,
+      publicJwk: JSON.stringify(key.publicJwk),
+      createdAt: key.createdAt,
+    });
+    this.logger.log(`signing key ${key.kid} added`);
+    await this.fresh(true);
+    return { kid: key.kid };
+  }
+
+  /** Stops a key verifying; tokens it signed are refused from then on. */
+  async retire(kid: string): Promise<void> {
+    if (this.fromConfig) throw new OperatorError('signing keys come from JWT_SIGNING_KEYS: retire by removing the key from that secret');
+    const active = await this.repo.activeSigningKeys();
+    if (!active.some((k) => k.kid === kid)) throw new OperatorError(`no active signing key has the id '${kid}'`);
+    if (active.length === 1) throw new OperatorError(`'${kid}' is the only active signing key: rotate first`);
+    if (active[0]?.kid === kid) throw new OperatorError(`'${kid}' is the key that signs now: rotate first, then retire it`);
+    await this.repo.retireSigningKey(kid);
+    await this.fresh(true);
+  }
+
+  async list(): Promise<{ kid: string; source: string; signing: boolean; createdAt: string; retiredAt: string | null }[]> {
+    if (this.fromConfig) {
+      return (await this.fresh(true)).map((k, i) => ({
+        kid: k.kid,
+        source: 'config',
+        signing: i === 0,
+        createdAt: k.createdAt.toISOString(),
+        retiredAt: null,
+      }));
+    }
+    const rows = await this.repo.allSigningKeys();
+    const signing = rows.find((r) => r.retiredAt === null)?.kid;
+    return rows.map((r) => ({
+      kid: r.kid,
+      source: 'database',
+      signing: r.kid === signing,
+      createdAt: r.createdAt.toISOString(),
+      retiredAt: r.retiredAt?.toISOString() ?? null,
+    }));
+  }
+}
+
