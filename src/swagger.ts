@@ -1,9 +1,9 @@
 import type { INestApplication } from '@nestjs/common';
 import { DocumentBuilder, SwaggerModule, type OpenAPIObject } from '@nestjs/swagger';
+import { SCOPE_DESCRIPTIONS } from './auth/scopes.js';
+import { API_KEY_SCHEME, OAUTH_SCHEME } from './common/openapi-names.js';
 import type { AppConfig } from './config/app-config.js';
 
-export const API_KEY_SCHEME = 'svc-api-key';
-export const OAUTH_SCHEME = 'oauth2';
 
 /** The OpenAPI document, generated from the controllers and DTOs. */
 export function buildOpenApi(app: INestApplication, config: AppConfig): OpenAPIObject {
@@ -16,7 +16,15 @@ export function buildOpenApi(app: INestApplication, config: AppConfig): OpenAPIO
     )
     .setVersion('1.0.0')
     .addServer(config.baseUrl)
-    .addApiKey({ type: 'apiKey', in: 'header', name: 'svc-api-key', description: 'The API key issued with your credential.' }, API_KEY_SCHEME);
+    .addApiKey({ type: 'apiKey', in: 'header', name: 'svc-api-key', description: 'The API key issued with your credential.' }, API_KEY_SCHEME)
+    .addOAuth2(
+      {
+        type: 'oauth2',
+        description: 'Client-credentials access token from POST /connect/token (send the svc-api-key header too).',
+        flows: { clientCredentials: { tokenUrl: `${config.baseUrl}/connect/token`, scopes: { ...SCOPE_DESCRIPTIONS } } },
+      },
+      OAUTH_SCHEME,
+    );
   return SwaggerModule.createDocument(app, builder.build(), {
     operationIdFactory: (_controller: string, method: string) => method,
   });

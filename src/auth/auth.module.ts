@@ -1,12 +1,40 @@
 import { Module } from '@nestjs/common';
+import { APP_GUARD } from '@nestjs/core';
+import { PassportModule } from '@nestjs/passport';
 import { ClientsModule } from '../clients/clients.module.js';
 import { VisitsModule } from '../visits/visits.module.js';
+import { AuthCacheService } from './auth-cache.service.js';
 import { AuthRepository } from './auth.repository.js';
 import { CredentialsService } from './credentials.service.js';
+import { ApiKeyGuard } from './guards/api-key.guard.js';
+import { JwtAuthGuard } from './guards/jwt-auth.guard.js';
+import { JwtStrategy } from './guards/jwt.strategy.js';
+import { ScopeGuard } from './guards/scope.guard.js';
+import { KeyringService } from './keyring.service.js';
+import { TokenFailuresService } from './token-failures.service.js';
+import { TokenController } from './token.controller.js';
+import { TokenService } from './token.service.js';
+import { WellKnownController } from './well-known.controller.js';
 
+/**
+ * Credentials, the token endpoint and discovery, and the global guards, in this order:
+ * API key, then bearer token, then scope. Routes opt out with @Public().
+ */
 @Module({
-  imports: [ClientsModule, VisitsModule],
-  providers: [AuthRepository, CredentialsService],
-  exports: [CredentialsService, AuthRepository],
+  imports: [ClientsModule, VisitsModule, PassportModule],
+  controllers: [TokenController, WellKnownController],
+  providers: [
+    AuthRepository,
+    AuthCacheService,
+    CredentialsService,
+    KeyringService,
+    TokenFailuresService,
+    TokenService,
+    JwtStrategy,
+    { provide: APP_GUARD, useClass: ApiKeyGuard },
+    { provide: APP_GUARD, useClass: JwtAuthGuard },
+    { provide: APP_GUARD, useClass: ScopeGuard },
+  ],
+  exports: [CredentialsService, AuthRepository, KeyringService],
 })
 export class AuthModule {}

@@ -18,8 +18,6 @@ export interface RingKey {
   retiredAt: Date | null;
 }
 
-/** How long the ring read from the database is trusted (rotation reaches every replica within it). */
-const REFRESH_MS = 30_000;
 
 const PEM_BLOCK = /-----BEGIN PRIVATE KEY-----[\s\S]+?-----END PRIVATE KEY-----/g;
 
@@ -89,7 +87,8 @@ export class KeyringService implements OnModuleInit {
   }
 
   private async fresh(force = false): Promise<RingKey[]> {
-    if (force || Date.now() - this.loadedAt > REFRESH_MS) {
+    // Read again after AUTH_CACHE_SECONDS (at most 30): a rotation or retirement reaches every replica.
+    if (force || Date.now() - this.loadedAt >= this.config.AUTH_CACHE_SECONDS * 1000) {
       this.loading ??= this.reload().finally(() => (this.loading = null));
       await this.loading;
     }

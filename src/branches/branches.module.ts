@@ -1,10 +1,12 @@
 import { Module } from '@nestjs/common';
 import { ClientsModule } from '../clients/clients.module.js';
+import { BranchesController } from './branches.controller.js';
 import { BranchesRepository } from './branches.repository.js';
 import { BranchesService } from './branches.service.js';
 
 @Module({
   imports: [ClientsModule],
+  controllers: [BranchesController],
   providers: [BranchesRepository, BranchesService],
   exports: [BranchesService, BranchesRepository],
 })

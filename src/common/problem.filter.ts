@@ -2,6 +2,7 @@ import { ArgumentsHost, Catch, HttpException, Logger, type ExceptionFilter } fro
 import type { Request, Response } from 'express';
 import {
   BAD_REQUEST_DETAIL,
+  isSelfRendering,
   newInstance,
   PROBLEM_CONTENT_TYPE,
   ProblemException,
@@ -78,6 +79,12 @@ export class ProblemFilter implements ExceptionFilter {
     const http = host.switchToHttp();
     const response = http.getResponse<Response>();
     const request = http.getRequest<Request>();
+    if (isSelfRendering(exception) && !response.headersSent) {
+      const { status, contentType, body, headers } = exception.renderResponse();
+      for (const [name, value] of Object.entries(headers)) response.setHeader(name, value);
+      response.status(status).type(contentType).send(JSON.stringify(body));
+      return;
+    }
     const { status, detail, errors, headers } = render(exception);
     const instance = newInstance();
     const body: ProblemBody = { title: statusTitle(status), status, detail, instance };

@@ -52,3 +52,12 @@ export class ValidationProblem extends ProblemException {
     super(400, BAD_REQUEST_DETAIL, { errors });
   }
 }
+
+/** An error that renders its own body (the token endpoint's OAuth errors). */
+export interface SelfRenderingError {
+  renderResponse(): { status: number; contentType: string; body: unknown; headers: Record<string, string> };
+}
+
+export function isSelfRendering(error: unknown): error is SelfRenderingError {
+  return typeof (error as Partial<SelfRenderingError> | null)?.renderResponse === 'function';
+}

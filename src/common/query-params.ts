@@ -1,10 +1,11 @@
 import { createParamDecorator, type ExecutionContext } from '@nestjs/common';
+import { ApiQuery, DECORATORS, type ApiQueryOptions } from '@nestjs/swagger';
 import { plainToInstance } from 'class-transformer';
 import { getMetadataStorage, validateSync, type ValidationError } from 'class-validator';
 import type { Request } from 'express';
 import { ValidationProblem } from './problem.js';
 
-type DtoClass<T> = new () => T;
+export type DtoClass<T> = new () => T;
 
 const namesCache = new WeakMap<Function, Map<string, string>>();
 
@@ -22,7 +23,7 @@ function parameterNames(dto: Function): Map<string, string> {
 }
 
 /** The query string exactly as sent, without Express's own parsing (which nests and merges). */
-function rawQueryString(request: Request): string {
+export function rawQueryString(request: Request): string {
   const url = request.originalUrl ?? request.url ?? '';
   const at = url.indexOf('?');
   return at < 0 ? '' : url.slice(at + 1);
@@ -81,14 +82,35 @@ const QueryFor = createParamDecorator((dto: DtoClass<object>, context: Execution
 );
 
 /**
+ * Publishes the DTO's parameters (their @ApiProperty metadata) as the operation's query
+ * parameters in the contract: the same class documents and validates them.
+ */
+export function documentQuery(dto: Function, target: object, key: string | symbol): void {
+  const descriptor = Object.getOwnPropertyDescriptor(target, key);
+  if (!descriptor) return;
+  const names = (Reflect.getMetadata(DECORATORS.API_MODEL_PROPERTIES_ARRAY, dto.prototype as object) ?? []) as string[];
+  for (const name of names.map((n) => n.replace(/^:/, ''))) {
+    const meta = (Reflect.getMetadata(DECORATORS.API_MODEL_PROPERTIES, dto.prototype as object, name) ?? {}) as Record<string, unknown>;
+    ApiQuery({ ...meta, name, required: meta.required !== false })(target, key, descriptor);
+  }
+}
+
+/** The DTO class of the decorated parameter, from the emitted design types. */
+export function parameterDto(target: object, key: string | symbol | undefined, index: number): DtoClass<object> {
+  const types = Reflect.getMetadata('design:paramtypes', target, key as string) as DtoClass<object>[] | undefined;
+  const dto = types?.[index];
+  if (!dto) throw new Error(`the query parameter of ${String(key)} needs a DTO class type`);
+  return dto;
+}
+
+/**
  * Parameter decorator: the handler's parameter type (a class-validator DTO) names the
  * query parameters and their rules. Use instead of `@Query()` everywhere.
  */
 export function QueryParams(): ParameterDecorator {
   return (target, key, index) => {
-    const types = Reflect.getMetadata('design:paramtypes', target, key as string) as Function[];
-    const dto = types[index];
-    if (!dto) throw new Error(`@QueryParams() on ${String(key)} needs a DTO class type`);
-    QueryFor(dto as DtoClass<object>)(target, key, index);
+    const dto = parameterDto(target, key, index);
+    QueryFor(dto)(target, key, index);
+    if (key !== undefined) documentQuery(dto, target, key);
   };
 }

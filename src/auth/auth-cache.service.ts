@@ -1,0 +1,83 @@
+import { Injectable } from '@nestjs/common';
+import { AppConfig } from '../config/app-config.js';
+import { AuthRepository } from './auth.repository.js';
+import { splitList } from './credentials.service.js';
+import type { Credential } from './entities/credential.entity.js';
+import { hashApiKey } from './secrets.js';
+
+export interface CachedKey {
+  credentialId: string;
+  prefix: string;
+  revoked: boolean;
+}
+
+export interface CachedCredential {
+  clientId: string;
+  disabled: boolean;
+  scopes: Set<string>;
+  clients: Set<number>;
+  brands: Set<number> | null;
+  visitTypes: Set<string> | null;
+  credential: Credential;
+}
+
+const MAX_ENTRIES = 10_000;
+
+class TtlCache<V> {
+  private readonly entries = new Map<string, { value: V; expires: number }>();
+  constructor(private readonly ttlMs: number) {}
+
+  async get(key: string, load: () => Promise<V>): Promise<V> {
+    const hit = this.entries.get(key);
+    if (hit && hit.expires > Date.now()) return hit.value;
+    const value = await load();
+    if (this.ttlMs > 0) {
+      if (this.entries.size >= MAX_ENTRIES) this.entries.clear();
+      this.entries.set(key, { value, expires: Date.now() + this.ttlMs });
+    }
+    return value;
+  }
+}
+
+/**
+ * API keys and credentials as the guards see them, read from the database at most every
+ * AUTH_CACHE_SECONDS (at most 30): a revoked key or disabled credential stops working
+ * within that time on every replica, tokens already issued included.
+ */
+@Injectable()
+export class AuthCacheService {
+  private readonly keys: TtlCache<CachedKey | null>;
+  private readonly credentials: TtlCache<CachedCredential | null>;
+
+  constructor(
+    private readonly repo: AuthRepository,
+    private readonly config: AppConfig,
+  ) {
+    this.keys = new TtlCache(config.AUTH_CACHE_SECONDS * 1000);
+    this.credentials = new TtlCache(config.AUTH_CACHE_SECONDS * 1000);
+  }
+
+  apiKey(presented: string): Promise<CachedKey | null> {
+    const hash = hashApiKey(presented, this.config.API_KEY_HASH_KEY);
+    return this.keys.get(hash, async () => {
+      const key = await this.repo.findKeyByHash(hash);
+      return key ? { credentialId: key.credentialId, prefix: key.prefix, revoked: key.revoked } : null;
+    });
+  }
+
+  credential(clientId: string): Promise<CachedCredential | null> {
+    return this.credentials.get(clientId, async () => {
+      const c = await this.repo.findCredential(clientId);
+      if (!c) return null;
+      return {
+        clientId: c.clientId,
+        disabled: c.disabled,
+        scopes: new Set(splitList(c.scopes)),
+        clients: new Set(splitList(c.clientIds).map(Number)),
+        brands: c.brandIds === null ? null : new Set(splitList(c.brandIds).map(Number)),
+        visitTypes: c.visitTypes === null ? null : new Set(splitList(c.visitTypes)),
+        credential: c,
+      };
+    });
+  }
+}

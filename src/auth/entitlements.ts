@@ -1,0 +1,55 @@
+import { createParamDecorator, type ExecutionContext } from '@nestjs/common';
+import type { Request } from 'express';
+import { ProblemException } from '../common/problem.js';
+import { documentQuery, parameterDto, parseQuery, rawQueryString, type DtoClass } from '../common/query-params.js';
+import type { AuthenticatedRequest, Principal } from './principal.js';
+
+/** The parameters by which a request selects data; each is checked against the credential. */
+export interface EntitledSelection {
+  SvcClientId?: number;
+  SvcBrandId?: number;
+  VisitTypes?: string[];
+}
+
+/**
+ * The one place that decides whether a credential may read the data a query selects:
+ * its clients, its brands (all by default) and its visit types (all by default).
+ */
+export function assertEntitled(principal: Principal | undefined, selection: EntitledSelection): void {
+  if (!principal) throw new ProblemException(401, 'Authentication is required.');
+  const { SvcClientId: client, SvcBrandId: brand, VisitTypes: types } = selection;
+  if (client !== undefined && !principal.clients.has(client)) {
+    throw new ProblemException(403, `The credential is not entitled to SvcClientId ${client}.`);
+  }
+  if (brand !== undefined && principal.brands && !principal.brands.has(brand)) {
+    throw new ProblemException(403, `The credential is not entitled to SvcBrandId ${brand}.`);
+  }
+  const refused = (types ?? []).filter((t) => principal.visitTypes && !principal.visitTypes.has(t));
+  if (refused.length > 0) {
+    throw new ProblemException(403, `The credential is not entitled to the visit type(s) ${refused.join(', ')}.`);
+  }
+}
+
+/** A 403 for a resource of another client (a menu), in the same words. */
+export function assertOwnClient(principal: Principal | undefined, clientId: number, what: string): void {
+  if (!principal?.clients.has(clientId)) throw new ProblemException(403, `The credential is not entitled to ${what}.`);
+}
+
+const EntitledQueryFor = createParamDecorator((dto: DtoClass<object>, context: ExecutionContext) => {
+  const request = context.switchToHttp().getRequest<Request & AuthenticatedRequest>();
+  const query = parseQuery(dto, rawQueryString(request));
+  assertEntitled(request.principal, query);
+  return query;
+});
+
+/**
+ * The query of a data endpoint: parsed and validated by its DTO (400 with every broken
+ * rule), then checked against the caller's entitlements (403).
+ */
+export function EntitledQuery(): ParameterDecorator {
+  return (target, key, index) => {
+    const dto = parameterDto(target, key, index);
+    EntitledQueryFor(dto)(target, key, index);
+    if (key !== undefined) documentQuery(dto, target, key);
+  };
+}

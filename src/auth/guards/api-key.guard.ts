@@ -1,0 +1,32 @@
+import { Injectable, type CanActivate, type ExecutionContext } from '@nestjs/common';
+import { Reflector } from '@nestjs/core';
+import { ProblemException } from '../../common/problem.js';
+import { IS_PUBLIC } from '../../common/public.decorator.js';
+import { AuthCacheService } from '../auth-cache.service.js';
+import type { AuthenticatedRequest } from '../principal.js';
+
+export const API_KEY_CHALLENGE = 'ApiKey realm="svc-results-api", header="svc-api-key"';
+
+/** First of the global guards: a known, unrevoked `svc-api-key` on every route not @Public(). */
+@Injectable()
+export class ApiKeyGuard implements CanActivate {
+  constructor(
+    private readonly reflector: Reflector,
+    private readonly cache: AuthCacheService,
+  ) {}
+
+  async canActivate(context: ExecutionContext): Promise<boolean> {
+    if (this.reflector.getAllAndOverride<boolean>(IS_PUBLIC, [context.getHandler(), context.getClass()])) return true;
+    const request = context.switchToHttp().getRequest<AuthenticatedRequest>();
+    const presented = request.headers['svc-api-key'];
+    if (typeof presented !== 'string' || presented.trim() === '') {
+      throw new ProblemException(401, 'The svc-api-key header is required.', { headers: { 'WWW-Authenticate': API_KEY_CHALLENGE } });
+    }
+    const key = await this.cache.apiKey(presented.trim());
+    if (!key || key.revoked) {
+      throw new ProblemException(401, 'The svc-api-key is not valid.', { headers: { 'WWW-Authenticate': API_KEY_CHALLENGE } });
+    }
+    request.apiKey = { credentialId: key.credentialId, keyPrefix: key.prefix };
+    return true;
+  }
+}

@@ -1,0 +1,74 @@
+import { Injectable } from '@nestjs/common';
+import { PassportStrategy } from '@nestjs/passport';
+import { decodeProtectedHeader } from 'jose';
+import { ExtractJwt, Strategy } from 'passport-jwt';
+import { AppConfig } from '../../config/app-config.js';
+import { AuthCacheService } from '../auth-cache.service.js';
+import { KeyringService, SIGNING_ALG } from '../keyring.service.js';
+import type { AuthenticatedRequest, Principal } from '../principal.js';
+import { TOKEN_AUDIENCE, TOKEN_TYPE } from '../token.service.js';
+
+/** Why a bearer token was refused; the guard turns it into a 401 with RFC 6750 headers. */
+export class TokenRejected extends Error {}
+
+interface AccessTokenClaims {
+  client_id?: unknown;
+  scope?: unknown;
+}
+
+/**
+ * passport-jwt verification of RFC 9068 access tokens: ES256 only, `typ: at+jwt`, a `kid`
+ * of the keyring, this issuer and audience, not expired. Then the token must belong to the
+ * credential of the request's API key, and that credential must not be disabled.
+ */
+@Injectable()
+export class JwtStrategy extends PassportStrategy(Strategy, 'jwt') {
+  constructor(
+    private readonly cache: AuthCacheService,
+    keyring: KeyringService,
+    config: AppConfig,
+  ) {
+    super({
+      jwtFromRequest: ExtractJwt.fromAuthHeaderAsBearerToken(),
+      passReqToCallback: true,
+      algorithms: [SIGNING_ALG],
+      issuer: config.baseUrl,
+      audience: TOKEN_AUDIENCE,
+      secretOrKeyProvider: (_req: unknown, rawJwt: string, done: (err: unknown, key?: string) => void) => {
+        let kid: string | undefined;
+        try {
+          const header = decodeProtectedHeader(rawJwt);
+          if (header.alg !== SIGNING_ALG) return done(new TokenRejected('The access token is not signed with ES256.'));
+          if (header.typ?.toLowerCase() !== TOKEN_TYPE && header.typ?.toLowerCase() !== `application/${TOKEN_TYPE}`) {
+            return done(new TokenRejected('The access token is not an at+jwt access token.'));
+          }
+          kid = header.kid;
+        } catch {
+          return done(new TokenRejected('The access token is malformed.'));
+        }
+        if (!kid) return done(new TokenRejected('The access token names no signing key.'));
+        keyring.verificationKey(kid).then(
+          (key) => (key ? done(null, key.publicPem) : done(new TokenRejected('The access token is signed by an unknown key.'))),
+          (error: unknown) => done(error),
+        );
+      },
+    });
+  }
+
+  async validate(request: AuthenticatedRequest, claims: AccessTokenClaims): Promise<Principal> {
+    const clientId = typeof claims.client_id === 'string' ? claims.client_id : '';
+    if (!request.apiKey || clientId !== request.apiKey.credentialId) {
+      throw new TokenRejected('The access token was issued to another client than the svc-api-key belongs to.');
+    }
+    const credential = await this.cache.credential(clientId);
+    if (!credential || credential.disabled) throw new TokenRejected('The client of this access token is disabled.');
+    return {
+      clientId,
+      keyPrefix: request.apiKey.keyPrefix,
+      scopes: new Set(typeof claims.scope === 'string' ? claims.scope.split(' ').filter(Boolean) : []),
+      clients: credential.clients,
+      brands: credential.brands,
+      visitTypes: credential.visitTypes,
+    };
+  }
+}

@@ -1,0 +1,58 @@
+import { Body, Controller, Headers, HttpCode, Post, Req, Res } from '@nestjs/common';
+import {
+  ApiBadRequestResponse,
+  ApiBody,
+  ApiConsumes,
+  ApiHeader,
+  ApiOkResponse,
+  ApiOperation,
+  ApiTags,
+  ApiTooManyRequestsResponse,
+  ApiUnauthorizedResponse,
+} from '@nestjs/swagger';
+import type { Request, Response } from 'express';
+import { Public } from '../common/public.decorator.js';
+import { OAuthErrorDto, TokenRequestDto, TokenResponseDto } from './dto/token.dto.js';
+import { OAuthException } from './oauth-error.js';
+import { TokenService, type TokenResponse } from './token.service.js';
+
+@ApiTags('auth')
+@Public()
+@Controller('connect')
+export class TokenController {
+  constructor(private readonly tokens: TokenService) {}
+
+  @Post('token')
+  @HttpCode(200)
+  @ApiOperation({
+    operationId: 'createToken',
+    summary: 'Get an access token (OAuth 2.0 client credentials).',
+    description:
+      'RFC 6749 §4.4. Client authentication by `client_id` and `client_secret` in the form body ' +
+      '(client_secret_post) or by HTTP Basic (client_secret_basic), not both. Without `scope` the token ' +
+      'carries every scope assigned to the client; a supplied `scope` must include `svc-results-api`. ' +
+      'The token is an RFC 9068 JWT valid for 3600 seconds.',
+  })
+  @ApiConsumes('application/x-www-form-urlencoded')
+  @ApiBody({ type: TokenRequestDto })
+  @ApiHeader({ name: 'svc-api-key', required: true, description: 'The API key of the same credential.' })
+  @ApiOkResponse({ type: TokenResponseDto, description: 'The access token. `Cache-Control: no-store`.' })
+  @ApiBadRequestResponse({ type: OAuthErrorDto, description: '`invalid_request`, `unsupported_grant_type` or `invalid_scope`.' })
+  @ApiUnauthorizedResponse({ type: OAuthErrorDto, description: '`invalid_client`: bad client credentials or svc-api-key.' })
+  @ApiTooManyRequestsResponse({ type: OAuthErrorDto, description: '`slow_down`: too many failed requests for this client id.' })
+  async token(
+    @Req() req: Request,
+    @Res({ passthrough: true }) res: Response,
+    @Headers('svc-api-key') apiKey: string | undefined,
+    @Headers('authorization') authorization: string | undefined,
+    @Body() body: unknown,
+  ): Promise<TokenResponse> {
+    res.setHeader('Cache-Control', 'no-store');
+    res.setHeader('Pragma', 'no-cache');
+    if (!req.is('application/x-www-form-urlencoded')) {
+      throw new OAuthException('invalid_request', 'The request body must be application/x-www-form-urlencoded.');
+    }
+    const form = typeof body === 'object' && body !== null ? (body as Record<string, unknown>) : {};
+    return this.tokens.issue({ apiKey, authorization, form });
+  }
+}

@@ -1,0 +1,167 @@
+import { randomUUID } from 'node:crypto';
+import { Injectable } from '@nestjs/common';
+import { SignJWT } from 'jose';
+import { AppConfig } from '../config/app-config.js';
+import { AuthCacheService, type CachedCredential } from './auth-cache.service.js';
+import { KeyringService, SIGNING_ALG } from './keyring.service.js';
+import { OAuthException } from './oauth-error.js';
+import { isScope, Scope } from './scopes.js';
+import { verifySecret } from './secrets.js';
+import { TokenFailuresService } from './token-failures.service.js';
+
+export const TOKEN_LIFETIME_SECONDS = 3600;
+export const TOKEN_AUDIENCE = 'svc-results-api';
+export const TOKEN_TYPE = 'at+jwt';
+
+export interface TokenRequest {
+  /** The svc-api-key header. */
+  apiKey: string | undefined;
+  /** The Authorization header, for client_secret_basic. */
+  authorization: string | undefined;
+  /** The form body. */
+  form: Record<string, unknown>;
+}
+
+export interface TokenResponse {
+  access_token: string;
+  expires_in: number;
+  token_type: 'Bearer';
+  scope: string;
+}
+
+/** A scrypt hash of a random secret: checking an unknown client costs what checking a known one does. */
+const DUMMY_HASH = 'scrypt$32768$8$1$AAAAAAAAAAAAAAAAAAAAAA$AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA';
+
+const BASIC_REALM = { 'WWW-Authenticate': 'Basic realm="svc-results-api", charset="UTF-8"' };
+
+function formValue(form: Record<string, unknown>, name: string): string | undefined {
+  const value = form[name];
+  if (value === undefined) return undefined;
+  if (typeof value !== 'string') {
+    throw new OAuthException('invalid_request', `The parameter '${name}' must be given once, as text.`);
+  }
+  return value;
+}
+
+/** RFC 6749 §2.3.1: the Basic user and password are form-urlencoded before base64. */
+function parseBasic(header: string): { clientId: string; secret: string } {
+  const match = /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(header);
+  const decoded = match ? Buffer.from(match[1], 'base64').toString('utf8') : '';
+  const colon = decoded.indexOf(':');
+  if (colon < 1) throw new OAuthException('invalid_client', 'The Basic credentials are malformed.', 401, BASIC_REALM);
+  try {
+    const unform = (s: string): string => decodeURIComponent(s.replace(/\+/g, ' '));
+    return { clientId: unform(decoded.slice(0, colon)), secret: unform(decoded.slice(colon + 1)) };
+  } catch {
+    throw new OAuthException('invalid_client', 'The Basic credentials are malformed.', 401, BASIC_REALM);
+  }
+}
+
+/**
+ * The client-credentials grant (RFC 6749 §4.4) with the svc-api-key check, issuing RFC 9068
+ * JWT access tokens signed by the keyring's current key.
+ */
+@Injectable()
+export class TokenService {
+  constructor(
+    private readonly cache: AuthCacheService,
+    private readonly keyring: KeyringService,
+    private readonly failures: TokenFailuresService,
+    private readonly config: AppConfig,
+  ) {}
+
+  async issue(request: TokenRequest): Promise<TokenResponse> {
+    const { form } = request;
+    const grantType = formValue(form, 'grant_type');
+    const bodyId = formValue(form, 'client_id');
+    const bodySecret = formValue(form, 'client_secret');
+    const scopeParam = formValue(form, 'scope');
+
+    const basic = request.authorization !== undefined && /^basic\s/i.test(request.authorization);
+    if (request.authorization !== undefined && !basic) {
+      throw new OAuthException('invalid_request', 'Only Basic client authentication is accepted in the Authorization header.');
+    }
+    if (basic && bodySecret !== undefined) {
+      throw new OAuthException(
+        'invalid_request',
+        'Send the client credentials either in the Authorization header or in the body, not both.',
+      );
+    }
+    const auth = basic ? parseBasic(request.authorization!) : { clientId: bodyId, secret: bodySecret };
+    if (basic && bodyId !== undefined && bodyId !== auth.clientId) {
+      throw new OAuthException('invalid_request', "The body's client_id differs from the Basic credentials.");
+    }
+    if (!auth.clientId || auth.secret === undefined) {
+      throw new OAuthException('invalid_client', 'Client authentication is required: client_id and client_secret.', 401);
+    }
+    if (grantType === undefined) throw new OAuthException('invalid_request', "The parameter 'grant_type' is required.");
+    if (grantType !== 'client_credentials') {
+      throw new OAuthException('unsupported_grant_type', "Only the 'client_credentials' grant is supported.");
+    }
+
+    const clientId = auth.clientId;
+    const retryAfter = this.failures.blockedFor(clientId);
+    if (retryAfter > 0) {
+      throw new OAuthException('slow_down', `Too many failed token requests for this client; retry after ${retryAfter} seconds.`, 429, {
+        'Retry-After': String(retryAfter),
+      });
+    }
+    const credential = await this.authenticate(clientId, auth.secret, basic);
+    const key = request.apiKey ? await this.cache.apiKey(request.apiKey) : null;
+    if (!key || key.revoked || key.credentialId !== credential.clientId) {
+      this.failures.recordFailure(clientId);
+      const reason = !request.apiKey
+        ? 'The svc-api-key header is required.'
+        : !key || key.revoked
+          ? 'The svc-api-key is not valid.'
+          : 'The svc-api-key does not belong to this client.';
+      throw new OAuthException('invalid_client', reason, 401, { 'WWW-Authenticate': 'ApiKey realm="svc-results-api", header="svc-api-key"' });
+    }
+    const scopes = this.grantedScopes(credential, scopeParam);
+    return {
+      access_token: await this.sign(credential.clientId, scopes),
+      expires_in: TOKEN_LIFETIME_SECONDS,
+      token_type: 'Bearer',
+      scope: scopes.join(' '),
+    };
+  }
+
+  private async authenticate(clientId: string, secret: string, basic: boolean): Promise<CachedCredential> {
+    const credential = await this.cache.credential(clientId);
+    const matches = await verifySecret(secret, credential?.credential.secretHash ?? DUMMY_HASH);
+    if (!credential || !matches || credential.disabled) {
+      this.failures.recordFailure(clientId);
+      throw new OAuthException('invalid_client', 'Client authentication failed.', 401, basic ? BASIC_REALM : {});
+    }
+    return credential;
+  }
+
+  /** None asked: every assigned scope. Asked: must name svc-results-api, and only assigned scopes. */
+  private grantedScopes(credential: CachedCredential, requested: string | undefined): string[] {
+    const assigned = [...credential.scopes];
+    if (requested === undefined) return assigned;
+    const asked = [...new Set(requested.split(' ').filter(Boolean))];
+    if (!asked.includes(Scope.Api)) {
+      throw new OAuthException('invalid_scope', `A requested scope must include '${Scope.Api}'.`);
+    }
+    const unknown = asked.filter((s) => !isScope(s));
+    if (unknown.length > 0) throw new OAuthException('invalid_scope', `Unknown scope: ${unknown.join(' ')}.`);
+    const refused = asked.filter((s) => !credential.scopes.has(s));
+    if (refused.length > 0) throw new OAuthException('invalid_scope', `Scope not assigned to this client: ${refused.join(' ')}.`);
+    return asked;
+  }
+
+  private async sign(clientId: string, scopes: string[]): Promise<string> {
+    const key = await this.keyring.signingKey();
+    const now = Math.floor(Date.now() / 1000);
+    return new SignJWT({ client_id: clientId, scope: scopes.join(' ') })
+      .setProtectedHeader({ alg: SIGNING_ALG, typ: TOKEN_TYPE, kid: key.kid })
+      .setIssuer(this.config.baseUrl)
+      .setAudience(TOKEN_AUDIENCE)
+      .setSubject(clientId)
+      .setIssuedAt(now)
+      .setExpirationTime(now + TOKEN_LIFETIME_SECONDS)
+      .setJti(randomUUID())
+      .sign(key.privateKey);
+  }
+}

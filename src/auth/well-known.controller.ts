@@ -1,0 +1,45 @@
+import { Controller, Get, Header } from '@nestjs/common';
+import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import type { JWK } from 'jose';
+import { Public } from '../common/public.decorator.js';
+import { AppConfig } from '../config/app-config.js';
+import { KeyringService, SIGNING_ALG } from './keyring.service.js';
+import { ALL_SCOPES } from './scopes.js';
+
+/** Discovery: RFC 8414 metadata and the public keys that verify access tokens. */
+@ApiTags('auth')
+@Public()
+@Controller('.well-known')
+export class WellKnownController {
+  constructor(
+    private readonly keyring: KeyringService,
+    private readonly config: AppConfig,
+  ) {}
+
+  @Get('jwks.json')
+  @Header('Cache-Control', 'public, max-age=300')
+  @ApiOperation({ operationId: 'getJwks', summary: 'The JSON Web Key Set that verifies access tokens.' })
+  @ApiOkResponse({ description: 'RFC 7517 key set; `kid` is the RFC 7638 thumbprint.' })
+  jwks(): Promise<{ keys: JWK[] }> {
+    return this.keyring.jwks();
+  }
+
+  @Get('oauth-authorization-server')
+  @Header('Cache-Control', 'public, max-age=300')
+  @ApiOperation({ operationId: 'getAuthorizationServerMetadata', summary: 'RFC 8414 authorization server metadata.' })
+  @ApiOkResponse({ description: 'Issuer, token endpoint, JWKS address, grant types, authentication methods and scopes.' })
+  metadata(): Record<string, unknown> {
+    const base = this.config.baseUrl;
+    return {
+      issuer: base,
+      token_endpoint: `${base}/connect/token`,
+      jwks_uri: `${base}/.well-known/jwks.json`,
+      grant_types_supported: ['client_credentials'],
+      token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
+      response_types_supported: [],
+      scopes_supported: [...ALL_SCOPES],
+      token_endpoint_auth_signing_alg_values_supported: [SIGNING_ALG],
+      service_documentation: `${base}/docs`,
+    };
+  }
+}

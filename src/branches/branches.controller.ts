@@ -1,0 +1,27 @@
+import { Controller, Get } from '@nestjs/common';
+import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { EntitledQuery } from '../auth/entitlements.js';
+import { RequiresScope } from '../auth/requires-scope.decorator.js';
+import { Scope } from '../auth/scopes.js';
+import { ApiDataErrors } from '../common/api-responses.js';
+import { BranchesService } from './branches.service.js';
+import { BranchDto } from './dto/branch.dto.js';
+import { BranchesQueryDto } from './dto/branches-query.dto.js';
+
+@ApiTags('branches')
+@Controller('branches')
+export class BranchesController {
+  constructor(private readonly branches: BranchesService) {}
+
+  @Get()
+  @RequiresScope(Scope.Branches)
+  @ApiOperation({
+    operationId: 'listBranches',
+    summary: "The client's branches: the service's branch ids and the client's own branch codes.",
+  })
+  @ApiOkResponse({ type: BranchDto, isArray: true })
+  @ApiDataErrors()
+  list(@EntitledQuery() query: BranchesQueryDto): Promise<BranchDto[]> {
+    return this.branches.listForClient(query.SvcClientId);
+  }
+}

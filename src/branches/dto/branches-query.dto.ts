@@ -1,0 +1,6 @@
+import { SvcClientIdParam } from '../../common/query-fields.js';
+
+export class BranchesQueryDto {
+  @SvcClientIdParam()
+  SvcClientId!: number;
+}

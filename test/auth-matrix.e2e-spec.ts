@@ -1,0 +1,212 @@
+import { generateKeyPair, SignJWT } from 'jose';
+import request from 'supertest';
+import { AuthRepository } from '../src/auth/auth.repository.js';
+import { CredentialsService, type IssuedCredential } from '../src/auth/credentials.service.js';
+import { KeyringService } from '../src/auth/keyring.service.js';
+import { issueCredential, seedClients, tokenFor } from './helpers/auth.js';
+import { startTestApp, type TestApp } from './helpers/test-app.js';
+
+/**
+ * A valid request for every protected operation. The matrix reads the operations from the
+ * published contract, so an endpoint added without a sample here fails the first test.
+ */
+const SAMPLES: Record<string, { path: string; scope: string }> = {
+  'GET /branches': { path: '/branches?SvcClientId=1001', scope: 'branches/standard.read' },
+};
+const FOREIGN: Record<string, string> = {
+  'GET /branches': '/branches?SvcClientId=1002',
+};
+
+const INSTANCE = /^urn:svc:api:results:error:[0-9a-f-]{36}$/;
+
+describe(`authentication matrix over every protected endpoint (${process.env.TEST_DATABASE})`, () => {
+  let t: TestApp;
+  let partner: IssuedCredential;
+  let other: IssuedCredential;
+  let token: string;
+  let operations: string[];
+
+  beforeAll(async () => {
+    t = await startTestApp({ AUTH_CACHE_SECONDS: '0' });
+    await seedClients(t);
+    partner = await issueCredential(t);
+    other = await issueCredential(t, { clients: [1002] });
+    token = await tokenFor(t.http, partner);
+    const contract = (await request(t.http).get('/docs/openapi.json')).body as {
+      paths: Record<string, Record<string, { security?: Record<string, string[]>[] }>>;
+    };
+    operations = Object.entries(contract.paths).flatMap(([path, ops]) =>
+      Object.entries(ops)
+        .filter(([, op]) => op.security?.some((s) => 'svc-api-key' in s))
+        .map(([method]) => `${method.toUpperCase()} ${path}`),
+    );
+  });
+  afterAll(async () => {
+    await t.close();
+  });
+
+  const call = (operation: string, headers: Record<string, string>) => {
+    const [method, path] = [operation.split(' ')[0], SAMPLES[operation].path];
+    const req = method === 'GET' ? request(t.http).get(path) : request(t.http).post(path);
+    for (const [k, v] of Object.entries(headers)) void req.set(k, v);
+    return req;
+  };
+
+  function expectProblem(res: request.Response, status: number, detail: string, challenge?: string | RegExp): void {
+    expect(res.status).toBe(status);
+    expect(res.headers['content-type']).toBe('application/problem+json; charset=utf-8');
+    expect(JSON.parse(res.text)).toEqual({
+      title: status === 401 ? 'Unauthorized' : 'Forbidden',
+      status,
+      detail,
+      instance: expect.stringMatching(INSTANCE),
+    });
+    if (challenge !== undefined) expect(res.headers['www-authenticate']).toMatch(challenge);
+  }
+
+  async function signed(overrides: { exp?: number; iss?: string; client?: string; key?: Parameters<SignJWT['sign']>[0]; kid?: string }) {
+    const ring = await t.app.get(KeyringService).signingKey();
+    const now = Math.floor(Date.now() / 1000);
+    return new SignJWT({ client_id: overrides.client ?? partner.clientId, scope: 'svc-results-api branches/standard.read' })
+      .setProtectedHeader({ alg: 'ES256', typ: 'at+jwt', kid: overrides.kid ?? ring.kid })
+      .setIssuer(overrides.iss ?? t.config.baseUrl)
+      .setAudience('svc-results-api')
+      .setSubject(overrides.client ?? partner.clientId)
+      .setIssuedAt(now - 7200)
+      .setExpirationTime(overrides.exp ?? now + 600)
+      .setJti('test')
+      .sign(overrides.key ?? ring.privateKey);
+  }
+
+  it('has a sample request for every protected operation of the contract', () => {
+    expect(operations.length).toBeGreaterThan(0);
+    expect(operations.filter((op) => !SAMPLES[op])).toEqual([]);
+  });
+
+  it('answers 200 with a valid key and token', async () => {
+    for (const op of operations) {
+      const res = await call(op, { 'svc-api-key': partner.apiKey, Authorization: `Bearer ${token}` });
+      expect(res.status).toBe(200);
+    }
+  });
+
+  it('401: no key, unknown key', async () => {
+    for (const op of operations) {
+      expectProblem(await call(op, { Authorization: `Bearer ${token}` }), 401, 'The svc-api-key header is required.', /^ApiKey realm="svc-results-api"/);
+      expectProblem(
+        await call(op, { 'svc-api-key': 'svck_unknown', Authorization: `Bearer ${token}` }),
+        401,
+        'The svc-api-key is not valid.',
+        /^ApiKey /,
+      );
+    }
+  });
+
+  it('401: a revoked key, while the credential other key still works', async () => {
+    const second = await t.app.get(CredentialsService).addKey(partner.clientId);
+    await t.app.get(CredentialsService).revokeKey(second.prefix);
+    for (const op of operations) {
+      expectProblem(await call(op, { 'svc-api-key': second.apiKey, Authorization: `Bearer ${token}` }), 401, 'The svc-api-key is not valid.');
+    }
+  });
+
+  it('401 with a bare Bearer challenge: no token', async () => {
+    for (const op of operations) {
+      const res = await call(op, { 'svc-api-key': partner.apiKey });
+      expectProblem(res, 401, 'An access token is required: send Authorization: Bearer <token>.', /^Bearer realm="svc-results-api"$/);
+    }
+  });
+
+  it('401 invalid_token: malformed, expired, unknown key, alg none, wrong issuer', async () => {
+    const stranger = await generateKeyPair('ES256');
+    const unsigned = (await signed({})).split('.');
+    const none = [Buffer.from(JSON.stringify({ alg: 'none', typ: 'at+jwt' })).toString('base64url'), unsigned[1], ''].join('.');
+    const cases: [string, string][] = [
+      ['not-a-jwt', 'The access token is malformed.'],
+      [await signed({ exp: Math.floor(Date.now() / 1000) - 10 }), 'The access token has expired.'],
+      [await signed({ key: stranger.privateKey, kid: 'stranger-key' }), 'The access token is signed by an unknown key.'],
+      [none, 'The access token is not signed with ES256.'],
+      [await signed({ iss: 'https://elsewhere.example' }), 'The access token is not valid.'],
+      [`${unsigned[0]}.${unsigned[1]}.${'A'.repeat(86)}`, 'The access token is not valid.'],
+    ];
+    for (const op of operations) {
+      for (const [bad, detail] of cases) {
+        const res = await call(op, { 'svc-api-key': partner.apiKey, Authorization: `Bearer ${bad}` });
+        expectProblem(res, 401, detail, `Bearer realm="svc-results-api", error="invalid_token", error_description="${detail}"`);
+      }
+    }
+  });
+
+  it("401: another credential's token with this key", async () => {
+    const otherToken = await tokenFor(t.http, other);
+    for (const op of operations) {
+      const res = await call(op, { 'svc-api-key': partner.apiKey, Authorization: `Bearer ${otherToken}` });
+      expectProblem(res, 401, 'The access token was issued to another client than the svc-api-key belongs to.', /error="invalid_token"/);
+    }
+  });
+
+  it('403 insufficient_scope: a token without the endpoint scope', async () => {
+    const narrow = await tokenFor(t.http, partner, 'svc-results-api menus/standard.read');
+    for (const op of operations) {
+      const res = await call(op, { 'svc-api-key': partner.apiKey, Authorization: `Bearer ${narrow}` });
+      const scope = SAMPLES[op].scope;
+      expectProblem(
+        res,
+        403,
+        `The access token lacks the scope '${scope}' this endpoint needs.`,
+        `Bearer realm="svc-results-api", error="insufficient_scope", scope="${scope}"`,
+      );
+    }
+  });
+
+  it('403: a SvcClientId the credential does not serve', async () => {
+    for (const op of operations) {
+      const path = FOREIGN[op];
+      const res = await request(t.http).get(path).set('svc-api-key', partner.apiKey).set('Authorization', `Bearer ${token}`);
+      expectProblem(res, 403, 'The credential is not entitled to SvcClientId 1002.');
+    }
+  });
+
+  it('401: a credential disabled after its token was issued', async () => {
+    const soon = await issueCredential(t);
+    const soonToken = await tokenFor(t.http, soon);
+    expect((await call(operations[0], { 'svc-api-key': soon.apiKey, Authorization: `Bearer ${soonToken}` })).status).toBe(200);
+    await t.app.get(CredentialsService).disable(soon.clientId);
+    for (const op of operations) {
+      const res = await call(op, { 'svc-api-key': soon.apiKey, Authorization: `Bearer ${soonToken}` });
+      expectProblem(res, 401, 'The client of this access token is disabled.', /error="invalid_token"/);
+    }
+  });
+
+  it('stores no secret or key in clear', async () => {
+    const rows = JSON.stringify([
+      await t.app.get(AuthRepository).listCredentials(),
+      await t.app.get(AuthRepository).listKeys(),
+    ]);
+    expect(rows).not.toContain(partner.clientSecret);
+    expect(rows).not.toContain(partner.apiKey);
+  });
+});
+
+describe(`revocation through the lookup cache (${process.env.TEST_DATABASE})`, () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startTestApp({ AUTH_CACHE_SECONDS: '1' });
+    await seedClients(t);
+  });
+  afterAll(async () => {
+    await t.close();
+  });
+
+  it('stops a revoked key and a disabled credential once the cache time has passed', async () => {
+    const c = await issueCredential(t);
+    const token = await tokenFor(t.http, c);
+    const get = () => request(t.http).get('/branches?SvcClientId=1001').set('svc-api-key', c.apiKey).set('Authorization', `Bearer ${token}`);
+    expect((await get()).status).toBe(200);
+    await t.app.get(CredentialsService).revokeKey(c.apiKey.slice(0, 12));
+    await new Promise((r) => setTimeout(r, 1100));
+    const res = await get();
+    expect(res.status).toBe(401);
+    expect(JSON.parse(res.text).detail).toBe('The svc-api-key is not valid.');
+  });
+});

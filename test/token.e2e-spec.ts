@@ -1,0 +1,161 @@
+import { decodeJwt, decodeProtectedHeader } from 'jose';
+import request from 'supertest';
+import type { IssuedCredential } from '../src/auth/credentials.service.js';
+import { issueCredential, seedClients } from './helpers/auth.js';
+import { startTestApp, type TestApp } from './helpers/test-app.js';
+
+const ALL = 'svc-results-api visits/standard.read visits/plus.read branches/standard.read menus/standard.read menus/dishes/standard.write';
+
+describe(`POST /connect/token (${process.env.TEST_DATABASE})`, () => {
+  let t: TestApp;
+  let partner: IssuedCredential;
+  let other: IssuedCredential;
+
+  beforeAll(async () => {
+    t = await startTestApp({ TOKEN_FAILURES_MAX: '5', PUBLIC_BASE_URL: 'https://results.example.test' });
+    await seedClients(t);
+    partner = await issueCredential(t);
+    other = await issueCredential(t, { clients: [1002], scopes: ['visits/standard.read'] });
+  });
+  afterAll(async () => {
+    await t.close();
+  });
+
+  const post = (form: Record<string, string> | string, apiKey: string | null = partner.apiKey) => {
+    const req = request(t.http).post('/connect/token').type('form');
+    if (apiKey !== null) void req.set('svc-api-key', apiKey);
+    return req.send(form);
+  };
+  const creds = (c: IssuedCredential = partner) => ({ grant_type: 'client_credentials', client_id: c.clientId, client_secret: c.clientSecret });
+
+  function expectOAuthError(res: request.Response, status: number, error: string, description: string | RegExp): void {
+    expect(res.status).toBe(status);
+    expect(res.headers['content-type']).toBe('application/json; charset=utf-8');
+    expect(res.headers['cache-control']).toBe('no-store');
+    expect(res.body).toEqual({ error, error_description: expect.stringMatching(description) });
+  }
+
+  it('issues a token for client_secret_post with every assigned scope, not cacheable', async () => {
+    const res = await post(creds());
+    expect(res.status).toBe(200);
+    expect(res.headers['content-type']).toBe('application/json; charset=utf-8');
+    expect(res.headers['cache-control']).toBe('no-store');
+    expect(res.headers.pragma).toBe('no-cache');
+    expect(res.body).toEqual({ access_token: expect.any(String), expires_in: 3600, token_type: 'Bearer', scope: ALL });
+  });
+
+  it('issues an RFC 9068 JWT: at+jwt, ES256, kid, and every required claim', async () => {
+    const before = Math.floor(Date.now() / 1000);
+    const { access_token: token } = (await post(creds())).body as { access_token: string };
+    const header = decodeProtectedHeader(token);
+    expect(header).toEqual({ alg: 'ES256', typ: 'at+jwt', kid: expect.stringMatching(/^[\w-]{43}$/) });
+    const claims = decodeJwt(token);
+    expect(claims).toEqual({
+      iss: 'https://results.example.test',
+      aud: 'svc-results-api',
+      sub: partner.clientId,
+      client_id: partner.clientId,
+      iat: expect.any(Number),
+      exp: expect.any(Number),
+      jti: expect.stringMatching(/^[0-9a-f-]{36}$/),
+      scope: ALL,
+    });
+    expect(claims.iat).toBeGreaterThanOrEqual(before);
+    expect(claims.exp! - claims.iat!).toBe(3600);
+    const again = decodeJwt((await post(creds())).body.access_token as string);
+    expect(again.jti).not.toBe(claims.jti);
+  });
+
+  it('accepts client_secret_basic, with the Basic parts form-encoded', async () => {
+    const basic = Buffer.from(`${encodeURIComponent(partner.clientId)}:${encodeURIComponent(partner.clientSecret)}`).toString('base64');
+    const res = await request(t.http)
+      .post('/connect/token')
+      .set('svc-api-key', partner.apiKey)
+      .set('Authorization', `Basic ${basic}`)
+      .type('form')
+      .send({ grant_type: 'client_credentials' });
+    expect(res.status).toBe(200);
+    expect(res.body.token_type).toBe('Bearer');
+  });
+
+  it('refuses both client authentication methods at once with invalid_request', async () => {
+    const basic = Buffer.from(`${partner.clientId}:${partner.clientSecret}`).toString('base64');
+    const res = await request(t.http)
+      .post('/connect/token')
+      .set('svc-api-key', partner.apiKey)
+      .set('Authorization', `Basic ${basic}`)
+      .type('form')
+      .send(creds());
+    expectOAuthError(res, 400, 'invalid_request', 'Send the client credentials either in the Authorization header or in the body, not both.');
+  });
+
+  it('grants exactly the requested scopes when they include svc-results-api', async () => {
+    const res = await post({ ...creds(), scope: 'svc-results-api  visits/standard.read' });
+    expect(res.status).toBe(200);
+    expect(res.body.scope).toBe('svc-results-api visits/standard.read');
+    expect(decodeJwt(res.body.access_token as string).scope).toBe('svc-results-api visits/standard.read');
+  });
+
+  it.each([
+    ['visits/standard.read', "A requested scope must include 'svc-results-api'."],
+    ['svc-results-api visits/everything', 'Unknown scope: visits/everything.'],
+  ])('refuses scope %j with invalid_scope', async (scope, description) => {
+    expectOAuthError(await post({ ...creds(), scope }), 400, 'invalid_scope', description);
+  });
+
+  it('refuses a scope that is not assigned to the client with invalid_scope', async () => {
+    const res = await post({ ...creds(other), scope: 'svc-results-api branches/standard.read' }, other.apiKey);
+    expectOAuthError(res, 400, 'invalid_scope', 'Scope not assigned to this client: branches/standard.read.');
+  });
+
+  it('refuses a missing or wrong grant type', async () => {
+    const { grant_type: _g, ...rest } = creds();
+    expectOAuthError(await post(rest), 400, 'invalid_request', "The parameter 'grant_type' is required.");
+    expectOAuthError(await post({ ...creds(), grant_type: 'password' }), 400, 'unsupported_grant_type', "Only the 'client_credentials' grant is supported.");
+  });
+
+  it('refuses a body that is not form-encoded', async () => {
+    const res = await request(t.http).post('/connect/token').set('svc-api-key', partner.apiKey).send(creds());
+    expectOAuthError(res, 400, 'invalid_request', 'The request body must be application/x-www-form-urlencoded.');
+  });
+
+  it('refuses a parameter given twice', async () => {
+    const body = `grant_type=client_credentials&client_id=${partner.clientId}&client_secret=${partner.clientSecret}&scope=a&scope=b`;
+    expectOAuthError(await post(body), 400, 'invalid_request', "The parameter 'scope' must be given once, as text.");
+  });
+
+  it('refuses a missing, unknown or foreign svc-api-key with 401', async () => {
+    expectOAuthError(await post(creds(), null), 401, 'invalid_client', 'The svc-api-key header is required.');
+    expectOAuthError(await post(creds(), 'svck_unknown'), 401, 'invalid_client', 'The svc-api-key is not valid.');
+    expectOAuthError(await post(creds(), other.apiKey), 401, 'invalid_client', 'The svc-api-key does not belong to this client.');
+  });
+
+  it('refuses missing client authentication with invalid_client', async () => {
+    expectOAuthError(await post({ grant_type: 'client_credentials' }), 401, 'invalid_client', 'Client authentication is required: client_id and client_secret.');
+  });
+
+  it('refuses a wrong secret with invalid_client, and a Basic one with a Basic challenge', async () => {
+    expectOAuthError(await post({ ...creds(other), client_secret: 'wrong' }, other.apiKey), 401, 'invalid_client', 'Client authentication failed.');
+    const basic = Buffer.from(`${other.clientId}:wrong`).toString('base64');
+    const res = await request(t.http)
+      .post('/connect/token')
+      .set('svc-api-key', other.apiKey)
+      .set('Authorization', `Basic ${basic}`)
+      .type('form')
+      .send({ grant_type: 'client_credentials' });
+    expectOAuthError(res, 401, 'invalid_client', 'Client authentication failed.');
+    expect(res.headers['www-authenticate']).toBe('Basic realm="svc-results-api", charset="UTF-8"');
+  });
+
+  it('slows secret guessing: after the allowed failures even the right secret waits', async () => {
+    const victim = await issueCredential(t, { clients: [1002], scopes: ['visits/standard.read'] });
+    for (let i = 0; i < 5; i++) {
+      const res = await post({ ...creds(victim), client_secret: `guess-${i}` }, victim.apiKey);
+      expect(res.status).toBe(401);
+    }
+    const res = await post(creds(victim), victim.apiKey);
+    expectOAuthError(res, 429, 'slow_down', /^Too many failed token requests for this client; retry after \d+ seconds\.$/);
+    expect(Number(res.headers['retry-after'])).toBeGreaterThan(800);
+    expect((await post(creds(other), other.apiKey)).status).toBe(200);
+  });
+});
