@@ -1,5 +1,5 @@
 import { createParamDecorator, type ExecutionContext } from '@nestjs/common';
-import { ApiQuery, DECORATORS, type ApiQueryOptions } from '@nestjs/swagger';
+import { ApiQuery, DECORATORS } from '@nestjs/swagger';
 import { plainToInstance } from 'class-transformer';
 import { getMetadataStorage, validateSync, type ValidationError } from 'class-validator';
 import type { Request } from 'express';

@@ -11,12 +11,14 @@ export interface TestApp {
   app: NestExpressApplication;
   http: App;
   config: AppConfig;
+  /** The environment of this app, for running the CLI against the same database. */
+  env: Record<string, string>;
   close: () => Promise<void>;
 }
 
 /** The real application (same module, same global setup) on the test file's own database. */
 export async function startTestApp(env: Record<string, string> = {}): Promise<TestApp> {
-  const { config, drop } = isolatedConfig(env);
+  const { config, env: fullEnv, drop } = isolatedConfig(env);
   await ensureSchema(config);
   const moduleRef = await Test.createTestingModule({ imports: [AppModule.forRoot(config)] }).compile();
   const app = moduleRef.createNestApplication<NestExpressApplication>({ bufferLogs: true });
@@ -26,6 +28,7 @@ export async function startTestApp(env: Record<string, string> = {}): Promise<Te
     app,
     http: app.getHttpServer() as App,
     config,
+    env: fullEnv,
     close: async () => {
       await app.close();
       await drop();

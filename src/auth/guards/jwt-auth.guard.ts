@@ -27,7 +27,10 @@ export class JwtAuthGuard extends AuthGuard('jwt') {
 
   override handleRequest<TUser = Principal>(err: unknown, user: unknown, info: unknown, context: ExecutionContext): TUser {
     if (!err && user) {
-      context.switchToHttp().getRequest<AuthenticatedRequest>().principal = user as Principal;
+      const http = context.switchToHttp();
+      http.getRequest<AuthenticatedRequest>().principal = user as Principal;
+      // The request log line names the caller.
+      http.getResponse<{ locals: Record<string, unknown> }>().locals.clientId = (user as Principal).clientId;
       return user as TUser;
     }
     const problem = err ?? info;

@@ -1,0 +1,154 @@
+import { createPrivateKey, createPublicKey } from 'node:crypto';
+import {
+  calculateJwkThumbprint,
+  createRemoteJWKSet,
+  decodeProtectedHeader,
+  exportJWK,
+  exportPKCS8,
+  generateKeyPair,
+  jwtVerify,
+} from 'jose';
+import * as oidc from 'openid-client';
+import type { IssuedCredential } from '../src/auth/credentials.service.js';
+import { cliJson } from './helpers/cli.js';
+import { issueCredential, seedClients, tokenFor } from './helpers/auth.js';
+import { freePort } from './helpers/listen.js';
+import { startTestApp, type TestApp } from './helpers/test-app.js';
+
+/**
+ * The server as an OAuth client written by others sees it: openid-client discovers it
+ * from its RFC 8414 metadata and runs the client-credentials grant; jose verifies the
+ * token against the published JWKS.
+ */
+describe(`standard OAuth clients against the service (${process.env.TEST_DATABASE})`, () => {
+  let t: TestApp;
+  let base: string;
+  let partner: IssuedCredential;
+
+  beforeAll(async () => {
+    const port = await freePort();
+    base = `http://127.0.0.1:${port}`;
+    t = await startTestApp({ PUBLIC_BASE_URL: base, AUTH_CACHE_SECONDS: '0' });
+    await t.app.listen(port, '127.0.0.1');
+    await seedClients(t);
+    partner = await issueCredential(t);
+  });
+  afterAll(async () => {
+    await t.close();
+  });
+
+  const withApiKey =
+    (apiKey: string): oidc.CustomFetch =>
+    (url, options) =>
+      fetch(url, { ...options, headers: { ...(options.headers), 'svc-api-key': apiKey } });
+
+  async function discover(auth: oidc.ClientAuth): Promise<oidc.Configuration> {
+    return oidc.discovery(new URL(base), partner.clientId, undefined, auth, {
+      algorithm: 'oauth2',
+      execute: [oidc.allowInsecureRequests],
+      [oidc.customFetch]: withApiKey(partner.apiKey),
+    });
+  }
+
+  async function verify(token: string) {
+    const jwks = createRemoteJWKSet(new URL(`${base}/.well-known/jwks.json`));
+    return jwtVerify(token, jwks, { issuer: base, audience: 'svc-results-api', typ: 'at+jwt', algorithms: ['ES256'] });
+  }
+
+  it('publishes RFC 8414 metadata that openid-client accepts', async () => {
+    const config = await discover(oidc.ClientSecretPost(partner.clientSecret));
+    expect(config.serverMetadata()).toMatchObject({
+      issuer: base,
+      token_endpoint: `${base}/connect/token`,
+      jwks_uri: `${base}/.well-known/jwks.json`,
+      grant_types_supported: ['client_credentials'],
+      token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
+      scopes_supported: expect.arrayContaining(['svc-results-api', 'visits/standard.read', 'menus/dishes/standard.write']),
+    });
+  });
+
+  it.each([
+    ['ClientSecretPost', oidc.ClientSecretPost],
+    ['ClientSecretBasic', oidc.ClientSecretBasic],
+  ])('obtains a token with %s that jose verifies against the JWKS', async (_name, method) => {
+    const config = await discover(method(partner.clientSecret));
+    const tokens = await oidc.clientCredentialsGrant(config, { scope: 'svc-results-api branches/standard.read' });
+    expect(tokens.token_type).toBe('bearer');
+    expect(tokens.expires_in).toBe(3600);
+    expect(tokens.scope).toBe('svc-results-api branches/standard.read');
+    const { payload, protectedHeader } = await verify(tokens.access_token);
+    expect(protectedHeader).toMatchObject({ alg: 'ES256', typ: 'at+jwt' });
+    expect(payload).toMatchObject({ client_id: partner.clientId, sub: partner.clientId, scope: 'svc-results-api branches/standard.read' });
+
+    const res = await fetch(`${base}/branches?svcclientid=1001`, {
+      headers: { 'svc-api-key': partner.apiKey, Authorization: `Bearer ${tokens.access_token}` },
+    });
+    expect(res.status).toBe(200);
+  });
+
+  it('reports a wrong secret to openid-client as invalid_client', async () => {
+    const config = await discover(oidc.ClientSecretPost('not-the-secret'));
+    await expect(oidc.clientCredentialsGrant(config)).rejects.toMatchObject({ error: 'invalid_client', status: 401 });
+  });
+
+  it('keeps old tokens working across a rotation until the old key is retired', async () => {
+    const config = await discover(oidc.ClientSecretBasic(partner.clientSecret));
+    const before = (await oidc.clientCredentialsGrant(config)).access_token;
+    const oldKid = decodeProtectedHeader(before).kid!;
+    const call = (token: string) =>
+      fetch(`${base}/branches?SvcClientId=1001`, { headers: { 'svc-api-key': partner.apiKey, Authorization: `Bearer ${token}` } });
+
+    const rotated = await cliJson<{ kid: string }>(['signing-keys', 'rotate'], t.env);
+    expect(rotated.kid).not.toBe(oldKid);
+    const after = (await oidc.clientCredentialsGrant(config)).access_token;
+    expect(decodeProtectedHeader(after).kid).toBe(rotated.kid);
+    expect((await call(before)).status).toBe(200);
+    expect((await call(after)).status).toBe(200);
+    const published = (await (await fetch(`${base}/.well-known/jwks.json`)).json()) as { keys: { kid: string }[] };
+    expect(published.keys.map((k) => k.kid).sort()).toEqual([oldKid, rotated.kid].sort());
+
+    await cliJson(['signing-keys', 'retire', oldKid], t.env);
+    const refused = await call(before);
+    expect(refused.status).toBe(401);
+    expect(((await refused.json()) as { detail: string }).detail).toBe('The access token is signed by an unknown key.');
+    expect((await call(after)).status).toBe(200);
+    await expect(verify(before)).rejects.toThrow();
+    expect((await verify(after)).payload.client_id).toBe(partner.clientId);
+  });
+
+  it('refuses to retire the key that signs', async () => {
+    const keys = await cliJson<{ kid: string; signing: boolean }[]>(['signing-keys', 'list'], t.env);
+    const signing = keys.find((k) => k.signing)!;
+    await expect(cliJson(['signing-keys', 'retire', signing.kid], t.env)).rejects.toThrow(
+      `'${signing.kid}' is the only active signing key: rotate first`,
+    );
+  });
+});
+
+describe(`signing keys from configuration (${process.env.TEST_DATABASE})`, () => {
+  let t: TestApp;
+  let pem: string;
+
+  beforeAll(async () => {
+    const { privateKey } = await generateKeyPair('ES256', { extractable: true });
+    pem = await exportPKCS8(privateKey);
+    t = await startTestApp({ JWT_SIGNING_KEYS: pem });
+    await seedClients(t);
+  });
+  afterAll(async () => {
+    await t.close();
+  });
+
+  it('signs with the configured key, whose thumbprint is the kid, and refuses CLI rotation', async () => {
+    const partner = await issueCredential(t);
+    const token = await tokenFor(t.http, partner);
+    const publicKey = createPublicKey(createPrivateKey(pem));
+    const kid = await calculateJwkThumbprint(await exportJWK(publicKey));
+    expect(decodeProtectedHeader(token).kid).toBe(kid);
+    const { payload } = await jwtVerify(token, publicKey, { audience: 'svc-results-api' });
+    expect(payload.client_id).toBe(partner.clientId);
+    await expect(cliJson(['signing-keys', 'rotate'], t.env)).rejects.toThrow(
+      'signing keys come from JWT_SIGNING_KEYS: rotate by putting a new key first in that secret',
+    );
+  });
+});
