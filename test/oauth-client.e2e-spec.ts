@@ -1,4 +1,7 @@
 import { createPrivateKey, createPublicKey } from 'node:crypto';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import {
   calculateJwkThumbprint,
   createRemoteJWKSet,
@@ -9,6 +12,7 @@ import {
   jwtVerify,
 } from 'jose';
 import * as oidc from 'openid-client';
+import request from 'supertest';
 import type { IssuedCredential } from '../src/auth/credentials.service.js';
 import { cliJson } from './helpers/cli.js';
 import { issueCredential, seedClients, tokenFor } from './helpers/auth.js';
@@ -125,14 +129,17 @@ describe(`standard OAuth clients against the service (${process.env.TEST_DATABAS
   });
 });
 
-describe(`signing keys from configuration (${process.env.TEST_DATABASE})`, () => {
+describe(`signing keys from a mounted secret file (${process.env.TEST_DATABASE})`, () => {
   let t: TestApp;
   let pem: string;
 
   beforeAll(async () => {
     const { privateKey } = await generateKeyPair('ES256', { extractable: true });
     pem = await exportPKCS8(privateKey);
-    t = await startTestApp({ JWT_SIGNING_KEYS: pem });
+    // A mounted secret file, as in Kubernetes.
+    const file = join(mkdtempSync(join(tmpdir(), 'keys-')), 'signing-keys.pem');
+    writeFileSync(file, pem, { mode: 0o600 });
+    t = await startTestApp({ JWT_SIGNING_KEYS_FILE: file });
     await seedClients(t);
   });
   afterAll(async () => {
@@ -147,6 +154,9 @@ describe(`signing keys from configuration (${process.env.TEST_DATABASE})`, () =>
     expect(decodeProtectedHeader(token).kid).toBe(kid);
     const { payload } = await jwtVerify(token, publicKey, { audience: 'svc-results-api' });
     expect(payload.client_id).toBe(partner.clientId);
+    const published = (await request(t.http).get('/.well-known/jwks.json')).body as { keys: { kid: string; alg: string }[] };
+    expect(published.keys).toEqual([expect.objectContaining({ kid, alg: 'ES256', kty: 'EC', crv: 'P-256', use: 'sig' })]);
+    expect(JSON.stringify(published)).not.toMatch(/"d":/);
     await expect(cliJson(['signing-keys', 'rotate'], t.env)).rejects.toThrow(
       'signing keys come from JWT_SIGNING_KEYS: rotate by putting a new key first in that secret',
     );
