@@ -10,11 +10,16 @@ import { startTestApp, type TestApp } from './helpers/test-app.js';
  * A valid request for every protected operation. The matrix reads the operations from the
  * published contract, so an endpoint added without a sample here fails the first test.
  */
+const VISITS_QUERY = 'FromDate=2024-01-01&ToDate=2024-01-31&Skip=0&Take=10';
 const SAMPLES: Record<string, { path: string; scope: string }> = {
   'GET /branches': { path: '/branches?SvcClientId=1001', scope: 'branches/standard.read' },
+  'GET /visits/standard': { path: `/visits/standard?SvcClientId=1001&${VISITS_QUERY}`, scope: 'visits/standard.read' },
+  'GET /visits/plus': { path: `/visits/plus?SvcClientId=1001&${VISITS_QUERY}`, scope: 'visits/plus.read' },
 };
 const FOREIGN: Record<string, string> = {
   'GET /branches': '/branches?SvcClientId=1002',
+  'GET /visits/standard': `/visits/standard?SvcClientId=1002&${VISITS_QUERY}`,
+  'GET /visits/plus': `/visits/plus?SvcClientId=1002&${VISITS_QUERY}`,
 };
 
 const INSTANCE = /^urn:svc:api:results:error:[0-9a-f-]{36}$/;
@@ -67,7 +72,7 @@ describe(`authentication matrix over every protected endpoint (${process.env.TES
   async function signed(overrides: { exp?: number; iss?: string; client?: string; key?: Parameters<SignJWT['sign']>[0]; kid?: string }) {
     const ring = await t.app.get(KeyringService).signingKey();
     const now = Math.floor(Date.now() / 1000);
-    return new SignJWT({ client_id: overrides.client ?? partner.clientId, scope: 'svc-results-api branches/standard.read' })
+    return new SignJWT({ client_id: overrides.client ?? partner.clientId, scope: 'svc-results-api branches/standard.read visits/standard.read' })
       .setProtectedHeader({ alg: 'ES256', typ: 'at+jwt', kid: overrides.kid ?? ring.kid })
       .setIssuer(overrides.iss ?? t.config.baseUrl)
       .setAudience('svc-results-api')

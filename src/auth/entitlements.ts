@@ -1,14 +1,22 @@
 import { createParamDecorator, type ExecutionContext } from '@nestjs/common';
 import type { Request } from 'express';
 import { ProblemException } from '../common/problem.js';
-import { documentQuery, parameterDto, parseQuery, rawQueryString, type DtoClass } from '../common/query-params.js';
+import {
+  documentQuery,
+  parameterDto,
+  parseQuery,
+  rawQueryString,
+  requestQueryContext,
+  type DtoClass,
+} from '../common/query-params.js';
 import type { AuthenticatedRequest, Principal } from './principal.js';
 
 /** The parameters by which a request selects data; each is checked against the credential. */
 export interface EntitledSelection {
   SvcClientId?: number;
   SvcBrandId?: number;
-  VisitTypes?: string[];
+  /** Codes as a list or as the comma-separated parameter text. */
+  VisitTypes?: string[] | string;
 }
 
 /**
@@ -24,7 +32,8 @@ export function assertEntitled(principal: Principal | undefined, selection: Enti
   if (brand !== undefined && principal.brands && !principal.brands.has(brand)) {
     throw new ProblemException(403, `The credential is not entitled to SvcBrandId ${brand}.`);
   }
-  const refused = (types ?? []).filter((t) => principal.visitTypes && !principal.visitTypes.has(t));
+  const codes = typeof types === 'string' ? types.split(',').map((t) => t.toUpperCase()) : (types ?? []);
+  const refused = codes.filter((t) => principal.visitTypes && !principal.visitTypes.has(t));
   if (refused.length > 0) {
     throw new ProblemException(403, `The credential is not entitled to the visit type(s) ${refused.join(', ')}.`);
   }
@@ -37,7 +46,7 @@ export function assertOwnClient(principal: Principal | undefined, clientId: numb
 
 const EntitledQueryFor = createParamDecorator((dto: DtoClass<object>, context: ExecutionContext) => {
   const request = context.switchToHttp().getRequest<Request & AuthenticatedRequest>();
-  const query = parseQuery(dto, rawQueryString(request));
+  const query = parseQuery(dto, rawQueryString(request), requestQueryContext(request));
   assertEntitled(request.principal, query);
   return query;
 });

@@ -21,7 +21,6 @@ export interface IntegerParamOptions {
 /**
  * An integer query parameter with the message forms of the interface:
  * `'Name' must not be empty.`, `'Name' must be an integer: 'abc'.`, `'Name' must be greater than '0'.`
- * (Decorators apply bottom-up; the query parser reports the top-most broken rule.)
  */
 export function IntegerParam(name: string, options: IntegerParamOptions): PropertyDecorator {
   return applyDecorators(
@@ -35,9 +34,10 @@ export function IntegerParam(name: string, options: IntegerParamOptions): Proper
       example: options.example,
     }),
     Transform(toInteger),
-    options.required ? IsDefined({ message: `'${name}' must not be empty.` }) : IsOptional(),
-    IsInt({ message: (a) => `'${name}' must be an integer: '${String(a.value)}'.` }),
+    // Listed in the order class-validator runs them; the parser reports the last one broken.
     Min(options.minimum, { message: `'${name}' must be ${options.minimumText}.` }),
+    IsInt({ message: (a) => `'${name}' must be an integer: '${String(a.value)}'.` }),
+    options.required ? IsDefined({ message: `'${name}' must not be empty.` }) : IsOptional(),
   );
 }
 

@@ -9,13 +9,35 @@ export type DtoClass<T> = new () => T;
 
 const namesCache = new WeakMap<Function, Map<string, string>>();
 
-/** The DTO's declared parameters, keyed by their lower-case name. */
+/**
+ * Settings the rules of a query may need (limits, today's date), attached to the DTO
+ * instance while it is validated. Rules read it with {@link queryContextOf}.
+ */
+export const QUERY_CONTEXT = Symbol('queryContext');
+
+export interface QueryContext {
+  /** Today's date, `yyyy-mm-dd`, in the service's time zone. */
+  today(): string;
+  /** Largest Take of the visits endpoints. */
+  takeMax: number;
+  /** Largest FromDate..ToDate range, in days, of the visits endpoints. */
+  maxRangeDays: number;
+}
+
+export function queryContextOf(object: object): QueryContext | undefined {
+  return (object as Record<symbol, QueryContext | undefined>)[QUERY_CONTEXT];
+}
+
+/**
+ * The DTO's declared parameters, keyed by their lower-case name. Properties whose name
+ * starts with `_` hold rules across parameters (a date range) and are not parameters.
+ */
 function parameterNames(dto: Function): Map<string, string> {
   let names = namesCache.get(dto);
   if (!names) {
     names = new Map();
     for (const meta of getMetadataStorage().getTargetValidationMetadatas(dto, '', true, false)) {
-      names.set(meta.propertyName.toLowerCase(), meta.propertyName);
+      if (!meta.propertyName.startsWith('_')) names.set(meta.propertyName.toLowerCase(), meta.propertyName);
     }
     namesCache.set(dto, names);
   }
@@ -40,7 +62,8 @@ function firstMessage(constraints: Record<string, string> = {}): string | undefi
 
 function firstMessages(errors: ValidationError[], order: string[]): string[] {
   const byProperty = new Map(errors.map((e) => [e.property, firstMessage(e.constraints)]));
-  return order.flatMap((property) => byProperty.get(property) ?? []);
+  const rules = errors.filter((e) => e.property.startsWith('_')).map((e) => firstMessage(e.constraints));
+  return [...order.flatMap((property) => byProperty.get(property) ?? []), ...rules.filter((m) => m !== undefined)];
 }
 
 /**
@@ -48,7 +71,7 @@ function firstMessages(errors: ValidationError[], order: string[]): string[] {
  * parameter given twice is a violation, unknown parameters are ignored. Every violated
  * rule is reported at once in one 400 problem.
  */
-export function parseQuery<T extends object>(dto: DtoClass<T>, queryString: string): T {
+export function parseQuery<T extends object>(dto: DtoClass<T>, queryString: string, context?: object): T {
   const names = parameterNames(dto);
   const raw: Record<string, string> = {};
   const problems: string[] = [];
@@ -70,6 +93,7 @@ export function parseQuery<T extends object>(dto: DtoClass<T>, queryString: stri
     raw[name] = value;
   }
   const instance = plainToInstance(dto, raw);
+  if (context) Object.defineProperty(instance, QUERY_CONTEXT, { value: context, enumerable: false });
   const errors = validateSync(instance, { forbidUnknownValues: false });
   const order = [...names.values()].filter((name) => !problems.some((p) => p.startsWith(`'${name}'`)));
   problems.push(...firstMessages(errors, order));
@@ -77,9 +101,17 @@ export function parseQuery<T extends object>(dto: DtoClass<T>, queryString: stri
   return instance;
 }
 
-const QueryFor = createParamDecorator((dto: DtoClass<object>, context: ExecutionContext) =>
-  parseQuery(dto, rawQueryString(context.switchToHttp().getRequest<Request>())),
-);
+/** Where the HTTP setup puts the settings query rules read (see setupApp). */
+export const QUERY_CONTEXT_LOCAL = 'queryContext';
+
+export function requestQueryContext(request: Request): object | undefined {
+  return (request.app?.locals as Record<string, object> | undefined)?.[QUERY_CONTEXT_LOCAL];
+}
+
+const QueryFor = createParamDecorator((dto: DtoClass<object>, context: ExecutionContext) => {
+  const request = context.switchToHttp().getRequest<Request>();
+  return parseQuery(dto, rawQueryString(request), requestQueryContext(request));
+});
 
 /**
  * Publishes the DTO's parameters (their @ApiProperty metadata) as the operation's query

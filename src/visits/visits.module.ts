@@ -2,11 +2,14 @@ import { Module } from '@nestjs/common';
 import { BranchesModule } from '../branches/branches.module.js';
 import { ClientsModule } from '../clients/clients.module.js';
 import { VisitsImportService } from './visits-import.service.js';
+import { VisitsController } from './visits.controller.js';
+import { VisitsService } from './visits.service.js';
 import { VisitsRepository } from './visits.repository.js';
 
 @Module({
   imports: [ClientsModule, BranchesModule],
-  providers: [VisitsRepository, VisitsImportService],
+  controllers: [VisitsController],
+  providers: [VisitsRepository, VisitsImportService, VisitsService],
   exports: [VisitsImportService, VisitsRepository],
 })
 export class VisitsModule {}

@@ -47,9 +47,89 @@ export function visitFingerprint(v: Omit<Visit, 'modificationDate' | 'id' | 'com
   ]);
 }
 
+/** The filter of one page of visits. */
+export interface VisitPageQuery {
+  clientId: number;
+  /** First local date, inclusive. */
+  from: string;
+  /** Day after the last local date: the range is [from, until). */
+  until: string;
+  brandId?: number;
+  visitTypes: string[];
+  skip: number;
+  take: number;
+  plus: boolean;
+}
+
+/** One row of a page, as the database returns it (drivers differ in number and boolean types). */
+export interface VisitRow {
+  id: number | string;
+  client_id: number;
+  client_name: string;
+  brand_name: string | null;
+  branch_id: string;
+  branch_code: string | null;
+  branch_name: string;
+  visit_type: string;
+  questionnaire_type: string;
+  visit_score: number;
+  recommend_score: number | null;
+  recommend_comment: string | null;
+  visit_date_time: string;
+  modification_date: string;
+  visit_source: string | null;
+  sections: string;
+  guest_id?: string | null;
+  opt_email?: boolean | number | null;
+  opt_marketing?: boolean | number | null;
+}
+
+const STANDARD_COLUMNS = `v.id, v.client_id, c.name AS client_name, b.name AS brand_name, v.branch_id,
+  br.branch_code, br.name AS branch_name, v.visit_type, v.questionnaire_type, v.visit_score,
+  v.recommend_score, v.recommend_comment, v.visit_date_time, v.modification_date, v.visit_source, v.sections`;
+const PLUS_COLUMNS = `, v.guest_id, v.opt_in_contact_by_email AS opt_email, v.opt_in_join_marketing AS opt_marketing`;
+
 @Injectable()
 export class VisitsRepository {
-  constructor(@InjectDataSource() private readonly db: DataSource) {}
+  private readonly postgres: boolean;
+  private readonly sqlCache = new Map<string, string>();
+
+  constructor(@InjectDataSource() private readonly db: DataSource) {
+    this.postgres = db.options.type === 'postgres';
+  }
+
+  /**
+   * One page in one indexed query: the range on (client_id, visit_date_time, id) gives both
+   * the filter and the order visitDateTime, visitId, so Skip/Take pages are stable.
+   */
+  async page(q: VisitPageQuery): Promise<VisitRow[]> {
+    const params: unknown[] = [q.clientId, `${q.from}T00:00:00`, `${q.until}T00:00:00`];
+    if (q.brandId !== undefined) params.push(q.brandId);
+    params.push(...q.visitTypes, q.take, q.skip);
+    return this.db.query<VisitRow[]>(this.pageSql(q.plus, q.brandId !== undefined, q.visitTypes.length), params);
+  }
+
+  private pageSql(plus: boolean, byBrand: boolean, types: number): string {
+    const key = `${plus}:${byBrand}:${types}`;
+    let sql = this.sqlCache.get(key);
+    if (!sql) {
+      let n = 0;
+      const p = (): string => (this.postgres ? `$${++n}` : '?');
+      const where = [`v.client_id = ${p()}`, `v.visit_date_time >= ${p()}`, `v.visit_date_time < ${p()}`];
+      if (byBrand) where.push(`v.brand_id = ${p()}`);
+      if (types > 0) where.push(`v.visit_type IN (${Array.from({ length: types }, p).join(', ')})`);
+      sql = `SELECT ${STANDARD_COLUMNS}${plus ? PLUS_COLUMNS : ''}
+        FROM visits v
+        JOIN clients c ON c.id = v.client_id
+        JOIN branches br ON br.id = v.branch_id
+        LEFT JOIN brands b ON b.id = v.brand_id
+        WHERE ${where.join(' AND ')}
+        ORDER BY v.visit_date_time, v.id
+        LIMIT ${p()} OFFSET ${p()}`;
+      this.sqlCache.set(key, sql);
+    }
+    return sql;
+  }
 
   async visitTypeCodes(): Promise<Set<string>> {
     const rows = await this.db.getRepository(VisitType).find({ select: { code: true } });

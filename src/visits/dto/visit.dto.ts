@@ -1,0 +1,120 @@
+import { ApiProperty } from '@nestjs/swagger';
+
+export class QuestionDto {
+  @ApiProperty({ example: 'Was the steak cooked as ordered?' })
+  subject!: string;
+
+  @ApiProperty({ type: Number, format: 'double', nullable: true, example: 10, description: 'Null for free-text questions.' })
+  score!: number | null;
+
+  @ApiProperty({ type: String, nullable: true, example: 'FOOD_COOK' })
+  analysisTag!: string | null;
+
+  @ApiProperty({ type: String, nullable: true, example: 'Food' })
+  category!: string | null;
+
+  @ApiProperty({ type: String, nullable: true, example: 'Ribeye steak' })
+  dish!: string | null;
+
+  @ApiProperty({ type: String, nullable: true, example: 'Yes' })
+  answer!: string | null;
+}
+
+export class SectionDto {
+  @ApiProperty({ example: 'Food Quality' })
+  name!: string;
+
+  @ApiProperty({ type: Number, format: 'double', nullable: true, example: 92.5 })
+  score!: number | null;
+
+  @ApiProperty({ type: [QuestionDto] })
+  questions!: QuestionDto[];
+}
+
+export class VisitDto {
+  @ApiProperty({ type: 'integer', format: 'int64', example: 700000123 })
+  visitId!: number;
+
+  @ApiProperty({ type: 'integer', example: 1001 })
+  clientId!: number;
+
+  @ApiProperty({ example: 'Acme Dining Group' })
+  clientName!: string;
+
+  @ApiProperty({ type: String, nullable: true, example: 'Acme Grill' })
+  brandName!: string | null;
+
+  @ApiProperty({ example: 'BR-1001-0001', description: 'Matches `id` of a branch record.' })
+  branchId!: string;
+
+  @ApiProperty({ type: String, nullable: true, example: 'AG-LDS-01', description: 'Matches `branchCode` of a branch record.' })
+  branchCode!: string | null;
+
+  @ApiProperty({ example: 'Acme Grill Leeds Briggate' })
+  branchName!: string;
+
+  @ApiProperty({ example: 'MV', minLength: 2, maxLength: 2, description: 'MV mystery visit, OF online feedback, TA third-party review.' })
+  visitType!: string;
+
+  @ApiProperty({ example: 'Mystery Visit - Dinner' })
+  questionnaireType!: string;
+
+  @ApiProperty({ type: Number, format: 'double', example: 86.4, description: 'A percentage.' })
+  visitScore!: number;
+
+  @ApiProperty({ type: Number, format: 'double', nullable: true, example: 9 })
+  recommendScore!: number | null;
+
+  @ApiProperty({ type: String, nullable: true, example: 'Lovely evening, we will be back.' })
+  recommendComment!: string | null;
+
+  @ApiProperty({ example: '2026-11-01T19:30:00', pattern: '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}$', description: 'Local time of the visit, no offset.' })
+  visitDateTime!: string;
+
+  @ApiProperty({ example: '2026-11-02T08:00:00', pattern: '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}$', description: 'When the result last changed (MV scores may change for 24 hours).' })
+  modificationDate!: string;
+
+  @ApiProperty({ type: String, nullable: true, example: 'Mystery Guest' })
+  visitSource!: string | null;
+
+  @ApiProperty({ type: [SectionDto] })
+  sections!: SectionDto[];
+}
+
+export class OptInsDto {
+  @ApiProperty({ type: Boolean, nullable: true, description: 'Null when the guest was not asked.' })
+  contactByEmail!: boolean | null;
+
+  @ApiProperty({ type: Boolean, nullable: true })
+  joinMarketing!: boolean | null;
+}
+
+/** A plus visit: every standard field, and the guest's id and opt-ins. */
+export class PlusVisitDto extends VisitDto {
+  @ApiProperty({ type: String, nullable: true, example: 'G-3fa85f64', description: 'Only online feedback (OF) visits carry one.' })
+  guestId!: string | null;
+
+  @ApiProperty({ type: OptInsDto })
+  optIns!: OptInsDto;
+}
+
+class StandardVisitsData {
+  @ApiProperty({ type: [VisitDto] })
+  visits!: VisitDto[];
+}
+
+class PlusVisitsData {
+  @ApiProperty({ type: [PlusVisitDto] })
+  visits!: PlusVisitDto[];
+}
+
+export class StandardVisitsResponseDto {
+  @ApiProperty({ type: StandardVisitsData })
+  data!: StandardVisitsData;
+}
+
+export class PlusVisitsResponseDto {
+  @ApiProperty({ type: PlusVisitsData })
+  data!: PlusVisitsData;
+}
+

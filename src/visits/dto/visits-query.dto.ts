@@ -1,0 +1,162 @@
+import { ApiProperty } from '@nestjs/swagger';
+import { Transform } from 'class-transformer';
+import {
+  IsDefined,
+  IsOptional,
+  Matches,
+  Validate,
+  ValidatorConstraint,
+  type ValidationArguments,
+  type ValidatorConstraintInterface,
+} from 'class-validator';
+import { daysBetween } from '../../common/clock.js';
+import { IntegerParam, SvcClientIdParam } from '../../common/query-fields.js';
+import { queryContextOf } from '../../common/query-params.js';
+import { isCalendarDate } from '../../common/record-reader.js';
+
+const emptyIsAbsent = ({ value }: { value: unknown }): unknown => (value === '' ? undefined : value);
+
+@ValidatorConstraint({ name: 'calendarDate' })
+class CalendarDate implements ValidatorConstraintInterface {
+  validate(value: unknown): boolean {
+    return typeof value === 'string' && isCalendarDate(value);
+  }
+  defaultMessage(args: ValidationArguments): string {
+    return `'${args.property}' is not in the expected format yyyy-mm-dd: '${String(args.value)}'.`;
+  }
+}
+
+@ValidatorConstraint({ name: 'beforeToday' })
+class BeforeToday implements ValidatorConstraintInterface {
+  validate(value: unknown, args: ValidationArguments): boolean {
+    const context = queryContextOf(args.object);
+    return typeof value !== 'string' || !context || value < context.today();
+  }
+  defaultMessage(args: ValidationArguments): string {
+    return `'${args.property}' must not be today or in the future.`;
+  }
+}
+
+@ValidatorConstraint({ name: 'takeMax' })
+class TakeMax implements ValidatorConstraintInterface {
+  validate(value: unknown, args: ValidationArguments): boolean {
+    const max = queryContextOf(args.object)?.takeMax;
+    return typeof value !== 'number' || max === undefined || value <= max;
+  }
+  defaultMessage(args: ValidationArguments): string {
+    return `'Take' must be less than or equal to '${queryContextOf(args.object)?.takeMax}'.`;
+  }
+}
+
+function validDates(object: VisitsQueryDto): [string, string] | null {
+  const { FromDate: from, ToDate: to } = object;
+  return typeof from === 'string' && typeof to === 'string' && isCalendarDate(from) && isCalendarDate(to) ? [from, to] : null;
+}
+
+@ValidatorConstraint({ name: 'dateOrder' })
+class DateOrder implements ValidatorConstraintInterface {
+  validate(_: unknown, args: ValidationArguments): boolean {
+    const dates = validDates(args.object as VisitsQueryDto);
+    return !dates || dates[1] >= dates[0];
+  }
+  defaultMessage(): string {
+    return "'ToDate' must be greater than or equal to 'FromDate'.";
+  }
+}
+
+@ValidatorConstraint({ name: 'dateRange' })
+class DateRange implements ValidatorConstraintInterface {
+  validate(_: unknown, args: ValidationArguments): boolean {
+    const dates = validDates(args.object as VisitsQueryDto);
+    const max = queryContextOf(args.object)?.maxRangeDays;
+    // Both dates count: 2024-01-01 to 2024-01-31 is a range of 31 days.
+    return !dates || max === undefined || dates[1] < dates[0] || daysBetween(dates[0], dates[1]) + 1 <= max;
+  }
+  defaultMessage(args: ValidationArguments): string {
+    return `The range from 'FromDate' to 'ToDate' must not exceed ${queryContextOf(args.object)?.maxRangeDays} days.`;
+  }
+}
+
+function DateParam(name: string, description: string): PropertyDecorator {
+  return (target, key) => {
+    ApiProperty({ name, type: 'string', format: 'date', required: true, description, example: '2026-11-01', pattern: '^\\d{4}-\\d{2}-\\d{2}$' })(target, key);
+    Validate(BeforeToday)(target, key);
+    Validate(CalendarDate)(target, key);
+    IsDefined({ message: `'${name}' must not be empty.` })(target, key);
+    Transform(emptyIsAbsent)(target, key);
+  };
+}
+
+/**
+ * The query of GET /visits/standard and /visits/plus, with every rule of the interface.
+ * Names match case-insensitively; each violated rule is reported, all at once.
+ */
+export class VisitsQueryDto {
+  @SvcClientIdParam()
+  SvcClientId!: number;
+
+  @DateParam('FromDate', "First day of the visits (their local date), yyyy-mm-dd; before today in the service's time zone.")
+  FromDate!: string;
+
+  @DateParam('ToDate', 'Last day of the visits, inclusive; on or after FromDate, before today. The range is at most 31 days (configurable).')
+  ToDate!: string;
+
+  @IntegerParam('Skip', {
+    required: true,
+    minimum: 0,
+    minimumText: "greater than or equal to '0'",
+    description: 'Visits to skip, in the order visitDateTime then visitId.',
+    example: 0,
+  })
+  Skip!: number;
+
+  @Validate(TakeMax)
+  @IntegerParam('Take', {
+    required: true,
+    minimum: 1,
+    minimumText: "greater than '0'",
+    description:
+      'Visits to return, at most 1000 (configurable). A page shorter than Take is the last; when it is equal, ' +
+      'repeat with Skip increased by Take.',
+    example: 100,
+  })
+  Take!: number;
+
+  @IntegerParam('SvcBrandId', {
+    required: false,
+    minimum: 1,
+    minimumText: "greater than '0'",
+    description: 'Only visits of this brand. Use only when the operator instructs it.',
+    example: 5,
+  })
+  SvcBrandId?: number;
+
+  @ApiProperty({
+    name: 'VisitTypes',
+    type: 'string',
+    required: false,
+    description: 'Comma-separated 2-letter visit type codes (MV mystery visit, OF online feedback, TA third-party review).',
+    example: 'MV,OF',
+    pattern: '^[A-Za-z]{2}(,[A-Za-z]{2})*$',
+  })
+  @Transform(emptyIsAbsent)
+  @IsOptional()
+  @Matches(/^[A-Za-z]{2}(,[A-Za-z]{2})*$/, {
+    message: (a) => `'VisitTypes' must be 2 alpha characters: '${String(a.value)}'.`,
+  })
+  VisitTypes?: string;
+
+  /** Rule across parameters: ToDate on or after FromDate. */
+  @Validate(DateOrder)
+  readonly _order?: undefined;
+
+  /** Rule across parameters: the range within the configured number of days. */
+  @Validate(DateRange)
+  readonly _range?: undefined;
+
+  /** The visit type codes asked for, upper-case; empty for all. */
+  get visitTypeCodes(): string[] {
+    return this.VisitTypes ? [...new Set(this.VisitTypes.toUpperCase().split(','))] : [];
+  }
+}
+

@@ -1,0 +1,33 @@
+import type { VisitRow } from './visits.repository.js';
+
+const text = (value: string | null | undefined): string => (value === null || value === undefined ? 'null' : JSON.stringify(value));
+const number = (value: number | string | null): string => (value === null ? 'null' : JSON.stringify(Number(value)));
+const flag = (value: boolean | number | null | undefined): string =>
+  value === null || value === undefined ? 'null' : value === true || value === 1 ? 'true' : 'false';
+
+/**
+ * Writes a visit as JSON text in the interface's field order. The sections are stored as
+ * validated JSON text and are copied in as they are, so a page costs no per-question work.
+ * Plus adds `guestId` and `optIns`; standard never has them.
+ */
+export function visitJson(row: VisitRow, plus: boolean): string {
+  let json =
+    `{"visitId":${number(row.id)},"clientId":${number(row.client_id)},"clientName":${text(row.client_name)}` +
+    `,"brandName":${text(row.brand_name)},"branchId":${text(row.branch_id)},"branchCode":${text(row.branch_code)}` +
+    `,"branchName":${text(row.branch_name)},"visitType":${text(row.visit_type)}` +
+    `,"questionnaireType":${text(row.questionnaire_type)},"visitScore":${number(row.visit_score)}` +
+    `,"recommendScore":${number(row.recommend_score)},"recommendComment":${text(row.recommend_comment)}` +
+    `,"visitDateTime":${text(row.visit_date_time)},"modificationDate":${text(row.modification_date)}` +
+    `,"visitSource":${text(row.visit_source)},"sections":${row.sections}`;
+  if (plus) {
+    json +=
+      `,"guestId":${text(row.guest_id)}` +
+      `,"optIns":{"contactByEmail":${flag(row.opt_email)},"joinMarketing":${flag(row.opt_marketing)}}`;
+  }
+  return `${json}}`;
+}
+
+/** The response body `{ "data": { "visits": [...] } }`. */
+export function visitsPageJson(rows: VisitRow[], plus: boolean): string {
+  return `{"data":{"visits":[${rows.map((row) => visitJson(row, plus)).join(',')}]}}`;
+}

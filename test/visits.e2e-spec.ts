@@ -1,0 +1,322 @@
+import request from 'supertest';
+import type { IssuedCredential } from '../src/auth/credentials.service.js';
+import { addDays } from '../src/common/clock.js';
+import { issueCredential, tokenFor } from './helpers/auth.js';
+import { startTestApp, type TestApp } from './helpers/test-app.js';
+import { expectedIds, importVisits, seedVisits, type VisitRecord } from './helpers/visits-fixture.js';
+
+const STANDARD_FIELDS = [
+  'visitId', 'clientId', 'clientName', 'brandName', 'branchId', 'branchCode', 'branchName', 'visitType',
+  'questionnaireType', 'visitScore', 'recommendScore', 'recommendComment', 'visitDateTime', 'modificationDate',
+  'visitSource', 'sections',
+];
+const PROBLEM = 'application/problem+json; charset=utf-8';
+
+interface Visit {
+  visitId: number;
+  modificationDate: string;
+  visitScore: number;
+  [field: string]: unknown;
+}
+
+describe(`GET /visits/standard and /visits/plus (${process.env.TEST_DATABASE})`, () => {
+  let t: TestApp;
+  let visits: VisitRecord[];
+  let today: string;
+  let partner: IssuedCredential;
+  let token: string;
+
+  beforeAll(async () => {
+    t = await startTestApp({ AUTH_CACHE_SECONDS: '0' });
+    ({ visits, today } = await seedVisits(t));
+    partner = await issueCredential(t);
+    token = await tokenFor(t.http, partner);
+  });
+  afterAll(async () => {
+    await t.close();
+  });
+
+  const get = (path: string, c: IssuedCredential = partner, bearer = token) =>
+    request(t.http).get(path).set('svc-api-key', c.apiKey).set('Authorization', `Bearer ${bearer}`);
+  const day = (n: number): string => addDays(today, -n);
+  const range = (from: number, to: number, rest = '') =>
+    `/visits/standard?SvcClientId=1001&FromDate=${day(from)}&ToDate=${day(to)}&Skip=0&Take=1000${rest}`;
+  const ids = (res: request.Response): number[] => (res.body.data.visits as Visit[]).map((v) => v.visitId);
+
+  async function errorsOf(query: string): Promise<string[]> {
+    const res = await get(`/visits/standard?${query}`);
+    expect(res.status).toBe(400);
+    expect(res.headers['content-type']).toBe(PROBLEM);
+    const body = JSON.parse(res.text);
+    expect(body).toEqual({
+      title: 'Bad Request',
+      status: 400,
+      detail: "The request could not be processed; see 'errors' for each rule it broke.",
+      instance: expect.stringMatching(/^urn:svc:api:results:error:[0-9a-f-]{36}$/),
+      errors: expect.any(Array),
+    });
+    return body.errors as string[];
+  }
+
+  describe('returns the visits', () => {
+    it('as application/json { data: { visits } } in the interface field order and types', async () => {
+      const res = await get(range(2, 2));
+      expect(res.status).toBe(200);
+      expect(res.headers['content-type']).toBe('application/json; charset=utf-8');
+      const page = res.body.data.visits as Visit[];
+      expect(page).toHaveLength(3);
+      for (const v of page) expect(Object.keys(v)).toEqual(STANDARD_FIELDS);
+      const record = visits.find((v) => v.visitId === page[1].visitId)!;
+      expect(page[1]).toEqual({
+        visitId: record.visitId,
+        clientId: 1001,
+        clientName: 'Acme Dining',
+        brandName: 'Acme Grill',
+        branchId: 'B-1',
+        branchCode: 'LDS-01',
+        branchName: 'Leeds',
+        visitType: record.visitType,
+        questionnaireType: record.questionnaireType,
+        visitScore: record.visitScore,
+        recommendScore: record.recommendScore,
+        recommendComment: record.recommendComment,
+        visitDateTime: record.visitDateTime,
+        modificationDate: record.modificationDate,
+        visitSource: 'Web',
+        sections: record.sections,
+      });
+    });
+
+    it('gives nullable fields as null, never missing', async () => {
+      const page = (await get(range(40, 10))).body.data.visits as Visit[];
+      const york = page.find((v) => v.branchId === 'B-2')!;
+      expect(york.branchCode).toBeNull();
+      expect(york.visitSource).toBeNull();
+      const first = page.find((v) => v.recommendScore === null)!;
+      expect(first).toHaveProperty('recommendComment', null);
+      expect((first.sections as { questions: Record<string, unknown>[] }[])[0].questions[1]).toEqual({
+        subject: 'Anything else?',
+        score: null,
+        analysisTag: null,
+        category: null,
+        dish: null,
+        answer: 'Lovely\nevening',
+      });
+    });
+
+    it('plus returns every standard field and adds guestId and optIns; standard never has them', async () => {
+      const plus = await get(range(31, 1).replace('/standard', '/plus'));
+      const standard = await get(range(31, 1));
+      expect(plus.status).toBe(200);
+      expect(ids(plus)).toEqual(ids(standard));
+      const byId = new Map(visits.map((v) => [v.visitId, v]));
+      (plus.body.data.visits as Visit[]).forEach((v, i) => {
+        expect(Object.keys(v)).toEqual([...STANDARD_FIELDS, 'guestId', 'optIns']);
+        const { guestId, optIns, ...rest } = v;
+        expect(rest).toEqual(standard.body.data.visits[i]);
+        const record = byId.get(v.visitId)!;
+        expect(guestId).toBe(record.guestId);
+        expect(optIns).toEqual(record.optIns ?? { contactByEmail: null, joinMarketing: null });
+      });
+      expect(JSON.stringify(standard.body)).not.toMatch(/guestId|optIns/);
+      expect((plus.body.data.visits as Visit[]).some((v) => (v.optIns as { joinMarketing: unknown }).joinMarketing === null)).toBe(true);
+    });
+
+    it('filters on the local date, both ends inclusive', async () => {
+      expect(ids(await get(range(10, 5)))).toEqual(expectedIds(visits, { clientId: 1001, from: day(10), to: day(5) }));
+      expect(ids(await get(range(10, 5))).length).toBe(18);
+    });
+
+    it('filters by brand and by visit types (codes in any case)', async () => {
+      expect(ids(await get(range(20, 1, '&SvcBrandId=6')))).toEqual(
+        expectedIds(visits, { clientId: 1001, from: day(20), to: day(1), brandId: 6 }),
+      );
+      expect(ids(await get(range(20, 1, '&VisitTypes=mv,Ta')))).toEqual(
+        expectedIds(visits, { clientId: 1001, from: day(20), to: day(1), types: ['MV', 'TA'] }),
+      );
+      expect(ids(await get(range(20, 1, '&visittypes=OF&svcbrandid=5')))).toEqual(
+        expectedIds(visits, { clientId: 1001, from: day(20), to: day(1), brandId: 5, types: ['OF'] }),
+      );
+    });
+
+    it("never returns another client's visits", async () => {
+      const all = ids(await get(range(31, 1)));
+      expect(all).not.toContain(99001);
+      expect(all).toEqual(expectedIds(visits, { clientId: 1001, from: day(31), to: day(1) }));
+    });
+
+    it('pages with Skip and Take through exactly the set and order of one large request', async () => {
+      const whole = ids(await get(range(31, 1)));
+      expect(whole.length).toBe(93);
+      for (const take of [1, 7, 31, 93]) {
+        const paged: number[] = [];
+        for (let skip = 0; ; skip += take) {
+          const res = await get(`/visits/standard?SvcClientId=1001&FromDate=${day(31)}&ToDate=${day(1)}&Skip=${skip}&Take=${take}`);
+          expect(res.status).toBe(200);
+          paged.push(...ids(res));
+          // The interface's rule: a page shorter than Take is the last.
+          if (ids(res).length < take) break;
+        }
+        expect(paged).toEqual(whole);
+      }
+    });
+
+    it('returns an empty page past the end', async () => {
+      const res = await get(`/visits/standard?SvcClientId=1001&FromDate=${day(31)}&ToDate=${day(1)}&Skip=5000&Take=10`);
+      expect(res.status).toBe(200);
+      expect(res.body).toEqual({ data: { visits: [] } });
+    });
+
+    it('shows a re-imported MV visit with its new score and a later modificationDate', async () => {
+      const mv = visits.find((v) => v.visitType === 'MV' && v.visitDateTime.startsWith(day(1)))!;
+      const pageOf = async (): Promise<Visit[]> => ((await get(range(1, 1))).body as { data: { visits: Visit[] } }).data.visits;
+      const before = (await pageOf()).find((v) => v.visitId === mv.visitId)!;
+      await importVisits(t, [{ ...mv, visitScore: 12.5, modificationDate: undefined }]);
+      const after = (await pageOf()).find((v) => v.visitId === mv.visitId)!;
+      expect(before.visitScore).toBe(mv.visitScore);
+      expect(after.visitScore).toBe(12.5);
+      expect(after.modificationDate > before.modificationDate).toBe(true);
+    });
+
+    it('matches parameter names in any case', async () => {
+      const mixed = `/visits/standard?svcClientID=1001&FROMDATE=${day(3)}&todate=${day(2)}&sKiP=0&TAKE=10`;
+      expect(ids(await get(mixed))).toEqual(ids(await get(range(3, 2))));
+    });
+  });
+
+  describe('refuses a query that breaks a rule, with every message at once', () => {
+    it('names each missing parameter', async () => {
+      expect(await errorsOf('')).toEqual([
+        "'SvcClientId' must not be empty.",
+        "'FromDate' must not be empty.",
+        "'ToDate' must not be empty.",
+        "'Skip' must not be empty.",
+        "'Take' must not be empty.",
+      ]);
+    });
+
+    const valid = (over: Record<string, string>): string =>
+      new URLSearchParams({ SvcClientId: '1001', FromDate: day(3), ToDate: day(2), Skip: '0', Take: '10', ...over }).toString();
+
+    it.each([
+      [{ SvcClientId: 'abc' }, "'SvcClientId' must be an integer: 'abc'."],
+      [{ SvcClientId: '0' }, "'SvcClientId' must be greater than '0'."],
+      [{ SvcClientId: '-4' }, "'SvcClientId' must be greater than '0'."],
+      [{ SvcClientId: '1.5' }, "'SvcClientId' must be an integer: '1.5'."],
+      [{ FromDate: '2024-13-45' }, "'FromDate' is not in the expected format yyyy-mm-dd: '2024-13-45'."],
+      [{ FromDate: '2024-02-30' }, "'FromDate' is not in the expected format yyyy-mm-dd: '2024-02-30'."],
+      [{ FromDate: '01/02/2024' }, "'FromDate' is not in the expected format yyyy-mm-dd: '01/02/2024'."],
+      [{ ToDate: '2024-1-05' }, "'ToDate' is not in the expected format yyyy-mm-dd: '2024-1-05'."],
+      [{ Skip: '-1' }, "'Skip' must be greater than or equal to '0'."],
+      [{ Skip: 'x' }, "'Skip' must be an integer: 'x'."],
+      [{ Take: '0' }, "'Take' must be greater than '0'."],
+      [{ Take: '1001' }, "'Take' must be less than or equal to '1000'."],
+      [{ SvcBrandId: '0' }, "'SvcBrandId' must be greater than '0'."],
+      [{ VisitTypes: 'MV,M1' }, "'VisitTypes' must be 2 alpha characters: 'MV,M1'."],
+      [{ VisitTypes: 'MVX' }, "'VisitTypes' must be 2 alpha characters: 'MVX'."],
+      [{ VisitTypes: 'MV,' }, "'VisitTypes' must be 2 alpha characters: 'MV,'."],
+    ])('%j: %s', async (over, message) => {
+      expect(await errorsOf(valid(over))).toEqual([message]);
+    });
+
+    it('refuses today and the future as dates, in the service time zone', async () => {
+      expect(await errorsOf(valid({ FromDate: today, ToDate: today }))).toEqual([
+        "'FromDate' must not be today or in the future.",
+        "'ToDate' must not be today or in the future.",
+      ]);
+      expect(await errorsOf(valid({ ToDate: addDays(today, 3) }))).toEqual(["'ToDate' must not be today or in the future."]);
+    });
+
+    it('refuses ToDate before FromDate, and a range over 31 days (31 is allowed)', async () => {
+      expect(await errorsOf(valid({ FromDate: day(2), ToDate: day(3) }))).toEqual(["'ToDate' must be greater than or equal to 'FromDate'."]);
+      expect(await errorsOf(valid({ FromDate: day(32), ToDate: day(1) }))).toEqual([
+        "The range from 'FromDate' to 'ToDate' must not exceed 31 days.",
+      ]);
+      expect((await get(`/visits/standard?${valid({ FromDate: day(31), ToDate: day(1) })}`)).status).toBe(200);
+    });
+
+    it('reports several violations together', async () => {
+      expect(await errorsOf('svcclientid=x&FromDate=2024-13-45&ToDate=&skip=-2&take=5000&VisitTypes=M')).toEqual([
+        "'SvcClientId' must be an integer: 'x'.",
+        "'FromDate' is not in the expected format yyyy-mm-dd: '2024-13-45'.",
+        "'ToDate' must not be empty.",
+        "'Skip' must be greater than or equal to '0'.",
+        "'Take' must be less than or equal to '1000'.",
+        "'VisitTypes' must be 2 alpha characters: 'M'.",
+      ]);
+    });
+
+    it('refuses a parameter given twice, in any case', async () => {
+      expect(await errorsOf(`${valid({})}&svcclientid=1001`)).toEqual(["'SvcClientId' must be given only once."]);
+      expect(await errorsOf(`${valid({})}&TAKE=5`)).toEqual(["'Take' must be given only once."]);
+    });
+
+    it('ignores unknown parameters', async () => {
+      expect((await get(`/visits/standard?${valid({})}&utm_source=mail`)).status).toBe(200);
+    });
+  });
+
+  describe('enforces entitlements with 403', () => {
+    let limited: IssuedCredential;
+    let limitedToken: string;
+    beforeAll(async () => {
+      limited = await issueCredential(t, { clients: [1001], brands: [5], visitTypes: ['MV', 'OF'], scopes: ['visits/standard.read'] });
+      limitedToken = await tokenFor(t.http, limited);
+    });
+    const forbidden = async (path: string, detail: string) => {
+      const res = await get(path, limited, limitedToken);
+      expect(res.status).toBe(403);
+      expect(res.headers['content-type']).toBe(PROBLEM);
+      expect(JSON.parse(res.text)).toMatchObject({ title: 'Forbidden', status: 403, detail });
+    };
+
+    it('refuses a client, brand or visit type outside the credential', async () => {
+      await forbidden(range(3, 2).replace('SvcClientId=1001', 'SvcClientId=1002'), 'The credential is not entitled to SvcClientId 1002.');
+      await forbidden(range(3, 2, '&SvcBrandId=6'), 'The credential is not entitled to SvcBrandId 6.');
+      await forbidden(range(3, 2, '&VisitTypes=MV,ta'), 'The credential is not entitled to the visit type(s) TA.');
+    });
+
+    it('allows what the credential is entitled to', async () => {
+      const res = await get(range(10, 1, '&SvcBrandId=5&VisitTypes=OF'), limited, limitedToken);
+      expect(res.status).toBe(200);
+      expect(ids(res)).toEqual(expectedIds(visits, { clientId: 1001, from: day(10), to: day(1), brandId: 5, types: ['OF'] }));
+    });
+
+    it('refuses plus without its scope', async () => {
+      const res = await get(range(3, 2).replace('/standard', '/plus'), limited, limitedToken);
+      expect(res.status).toBe(403);
+      expect(res.headers['www-authenticate']).toContain('scope="visits/plus.read"');
+    });
+  });
+});
+
+describe(`GET /branches (${process.env.TEST_DATABASE})`, () => {
+  let t: TestApp;
+  let partner: IssuedCredential;
+  beforeAll(async () => {
+    t = await startTestApp();
+    await seedVisits(t);
+    partner = await issueCredential(t);
+  });
+  afterAll(async () => {
+    await t.close();
+  });
+
+  it("returns the client's branches as a JSON array of { id, name, branchCode }", async () => {
+    const token = await tokenFor(t.http, partner);
+    const res = await request(t.http).get('/branches?svcclientid=1001').set('svc-api-key', partner.apiKey).set('Authorization', `Bearer ${token}`);
+    expect(res.status).toBe(200);
+    expect(res.headers['content-type']).toBe('application/json; charset=utf-8');
+    expect(res.body).toEqual([
+      { id: 'B-1', name: 'Leeds', branchCode: 'LDS-01' },
+      { id: 'B-2', name: 'York', branchCode: null },
+    ]);
+  });
+
+  it('refuses a missing or malformed SvcClientId with 400', async () => {
+    const token = await tokenFor(t.http, partner);
+    const res = await request(t.http).get('/branches?SvcClientId=abc').set('svc-api-key', partner.apiKey).set('Authorization', `Bearer ${token}`);
+    expect(res.status).toBe(400);
+    expect(JSON.parse(res.text).errors).toEqual(["'SvcClientId' must be an integer: 'abc'."]);
+  });
+});
