@@ -4,6 +4,7 @@ import { DataSource, IsNull } from 'typeorm';
 import { ApiKey } from './entities/api-key.entity.js';
 import { Credential } from './entities/credential.entity.js';
 import { SigningKey } from './entities/signing-key.entity.js';
+import { inTransaction } from '../database/transaction.js';
 
 /** Credentials, their API keys and the token signing keys: all SQL of the auth feature. */
 @Injectable()
@@ -32,7 +33,7 @@ export class AuthRepository {
 
   /** Stores a credential and its first key together. */
   async createCredential(credential: Credential, key: Pick<ApiKey, 'prefix' | 'hash'>): Promise<void> {
-    await this.db.transaction(async (tx) => {
+    await inTransaction(this.db, async (tx) => {
       await tx.getRepository(Credential).insert(credential);
       await tx.getRepository(ApiKey).insert({ ...key, credentialId: credential.clientId, revoked: false });
     });

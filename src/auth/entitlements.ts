@@ -27,21 +27,21 @@ export function assertEntitled(principal: Principal | undefined, selection: Enti
   if (!principal) throw new ProblemException(401, 'Authentication is required.');
   const { SvcClientId: client, SvcBrandId: brand, VisitTypes: types } = selection;
   if (client !== undefined && !principal.clients.has(client)) {
-    throw new ProblemException(403, `The credential is not entitled to SvcClientId ${client}.`);
+    throw notEntitled(`SvcClientId ${client}`);
   }
   if (brand !== undefined && principal.brands && !principal.brands.has(brand)) {
-    throw new ProblemException(403, `The credential is not entitled to SvcBrandId ${brand}.`);
+    throw notEntitled(`SvcBrandId ${brand}`);
   }
   const codes = typeof types === 'string' ? types.split(',').map((t) => t.toUpperCase()) : (types ?? []);
   const refused = codes.filter((t) => principal.visitTypes && !principal.visitTypes.has(t));
   if (refused.length > 0) {
-    throw new ProblemException(403, `The credential is not entitled to the visit type(s) ${refused.join(', ')}.`);
+    throw notEntitled(`the visit type(s) ${refused.join(', ')}`);
   }
 }
 
-/** A 403 for a resource of another client (a menu), in the same words. */
-export function assertOwnClient(principal: Principal | undefined, clientId: number, what: string): void {
-  if (!principal?.clients.has(clientId)) throw new ProblemException(403, `The credential is not entitled to ${what}.`);
+/** A 403 for a resource of another client than the query's (a menu, an image), in the same words. */
+export function notEntitled(what: string): ProblemException {
+  return new ProblemException(403, `The credential is not entitled to ${what}.`);
 }
 
 const EntitledQueryFor = createParamDecorator((dto: DtoClass<object>, context: ExecutionContext) => {

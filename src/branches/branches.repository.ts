@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, In } from 'typeorm';
 import { Branch } from './entities/branch.entity.js';
+import { inTransaction } from '../database/transaction.js';
 
 @Injectable()
 export class BranchesRepository {
@@ -22,7 +23,7 @@ export class BranchesRepository {
 
   /** Inserts or updates the branches in one transaction. */
   async upsertMany(branches: Branch[]): Promise<void> {
-    await this.db.transaction(async (tx) => {
+    await inTransaction(this.db, async (tx) => {
       for (let i = 0; i < branches.length; i += 500) {
         await tx.getRepository(Branch).upsert(branches.slice(i, i + 500), ['id']);
       }

@@ -169,6 +169,27 @@ export class AppConfig {
   @Max(86400, { message: 'an integer from 1 to 86400' })
   TOKEN_FAILURES_WINDOW_SECONDS = 900;
 
+  /** Menus or dishes per page of GET /menus and GET /menus/dishes. */
+  @Transform(toInt)
+  @IsInt({ message: 'an integer from 1 to 1000' })
+  @Min(1, { message: 'an integer from 1 to 1000' })
+  @Max(1000, { message: 'an integer from 1 to 1000' })
+  MENUS_PAGE_SIZE = 50;
+
+  /** Key that signs page tokens; defaults to one derived from API_KEY_HASH_KEY. */
+  @IsOptional()
+  @Matches(/^.{16,}$/, { message: 'a string of at least 16 characters' })
+  PAGE_TOKEN_KEY?: string;
+
+  /** Where dish images are kept: in the database (works for any number of replicas) or in a folder. */
+  @IsIn(['database', 'filesystem'], { message: 'database or filesystem' })
+  IMAGE_STORAGE: 'database' | 'filesystem' = 'database';
+
+  /** The folder of IMAGE_STORAGE=filesystem (shared by every replica); default DATA_DIR/images. */
+  @IsOptional()
+  @IsString({ message: 'a folder path' })
+  IMAGE_STORAGE_DIR?: string;
+
   get usesPostgres(): boolean {
     return this.DATABASE_URL !== undefined;
   }
@@ -186,7 +207,7 @@ export class ConfigError extends Error {
 }
 
 /** Settings whose values never appear in a message. */
-const SECRETS = new Set(['JWT_SIGNING_KEYS', 'API_KEY_HASH_KEY', 'DATABASE_URL', 'REDIS_URL']);
+const SECRETS = new Set(['JWT_SIGNING_KEYS', 'API_KEY_HASH_KEY', 'PAGE_TOKEN_KEY', 'DATABASE_URL', 'REDIS_URL']);
 
 function describe(errors: ValidationError[], env: Record<string, string | undefined>): string[] {
   return errors.map((error) => {
@@ -204,7 +225,15 @@ function describe(errors: ValidationError[], env: Record<string, string | undefi
 export function loadConfig(env: Record<string, string | undefined> = process.env): AppConfig {
   const defaults = new AppConfig();
   const raw: Record<string, unknown> = {};
-  const optional = ['DATABASE_URL', 'REDIS_URL', 'PUBLIC_BASE_URL', 'JWT_SIGNING_KEYS', 'JWT_SIGNING_KEYS_FILE'];
+  const optional = [
+    'DATABASE_URL',
+    'REDIS_URL',
+    'PUBLIC_BASE_URL',
+    'JWT_SIGNING_KEYS',
+    'JWT_SIGNING_KEYS_FILE',
+    'PAGE_TOKEN_KEY',
+    'IMAGE_STORAGE_DIR',
+  ];
   for (const key of Object.keys(defaults).concat(optional)) {
     const value = env[key];
     if (value !== undefined && value.trim() !== '') raw[key] = key === 'JWT_SIGNING_KEYS' ? value : value.trim();

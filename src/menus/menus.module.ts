@@ -1,11 +1,23 @@
 import { Module } from '@nestjs/common';
 import { ClientsModule } from '../clients/clients.module.js';
+import { AppConfig } from '../config/app-config.js';
+import { DishUploadInterceptor } from './dish-upload.interceptor.js';
+import { imageStorageFor } from './image-storage.js';
 import { MenusImportService } from './menus-import.service.js';
-import { MenusRepository } from './menus.repository.js';
+import { MenusController } from './menus.controller.js';
+import { IMAGE_STORAGE, MenusRepository } from './menus.repository.js';
+import { MenusService } from './menus.service.js';
 
 @Module({
   imports: [ClientsModule],
-  providers: [MenusRepository, MenusImportService],
+  controllers: [MenusController],
+  providers: [
+    { provide: IMAGE_STORAGE, inject: [AppConfig], useFactory: imageStorageFor },
+    MenusRepository,
+    MenusService,
+    MenusImportService,
+    DishUploadInterceptor,
+  ],
   exports: [MenusImportService, MenusRepository],
 })
 export class MenusModule {}

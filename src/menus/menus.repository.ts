@@ -1,45 +1,168 @@
 import { randomUUID } from 'node:crypto';
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, type EntityManager } from 'typeorm';
+import { inTransaction } from '../database/transaction.js';
 import { DishImage } from './entities/dish-image.entity.js';
 import { Dish } from './entities/dish.entity.js';
 import { Menu } from './entities/menu.entity.js';
 import type { PreparedImage } from './image-inspector.js';
+import type { ImageStorage, StoredBytes } from './image-storage.js';
+
+export const IMAGE_STORAGE = Symbol('ImageStorage');
 
 export type DishInput = Pick<Dish, 'menuId' | 'code' | 'description' | 'type' | 'order' | 'expiryDate' | 'keywords'>;
 
+/** A dish with what its record shows of its image. */
+export interface DishWithImage {
+  dish: Dish;
+  image: Pick<DishImage, 'id' | 'contentType' | 'bytes' | 'width' | 'height'> | null;
+}
+
+/** An image with the client it belongs to (through its dish and menu). */
+export interface OwnedImage {
+  image: DishImage;
+  clientId: number;
+}
+
+/** Display order first (dishes without one last), then id: the keyset of dish pages. */
+const DISH_ORDER = 'COALESCE(d.sort_order, 2147483647)';
+
 @Injectable()
 export class MenusRepository {
-  constructor(@InjectDataSource() private readonly db: DataSource) {}
+  private readonly postgres: boolean;
+
+  constructor(
+    @InjectDataSource() private readonly db: DataSource,
+    @Inject(IMAGE_STORAGE) private readonly storage: ImageStorage,
+  ) {
+    this.postgres = db.options.type === 'postgres';
+  }
 
   findMenu(id: number): Promise<Menu | null> {
     return this.db.getRepository(Menu).findOneBy({ id });
   }
 
+  /** Active menus (no end date, or ending today or later) after `afterId`, in id order. */
+  activeMenus(clientId: number, today: string, afterId: number, limit: number): Promise<Menu[]> {
+    return this.db
+      .getRepository(Menu)
+      .createQueryBuilder('m')
+      .where('m.client_id = :clientId', { clientId })
+      .andWhere('(m.end_date IS NULL OR m.end_date >= :today)', { today })
+      .andWhere('m.id > :afterId', { afterId })
+      .orderBy('m.id', 'ASC')
+      .limit(limit)
+      .getMany();
+  }
+
+  /** Dishes of a menu after the position `[order, id]`, with their image descriptions. */
+  async dishes(menuId: number, after: [number, number] | null, limit: number): Promise<DishWithImage[]> {
+    const query = this.db
+      .getRepository(Dish)
+      .createQueryBuilder('d')
+      .leftJoinAndMapOne('d.image', DishImage, 'i', 'i.id = d.image_id')
+      .select(['d', 'i.id', 'i.contentType', 'i.bytes', 'i.width', 'i.height'])
+      .where('d.menu_id = :menuId', { menuId });
+    if (after) {
+      query.andWhere(`(${DISH_ORDER} > :ord OR (${DISH_ORDER} = :ord AND d.id > :id))`, { ord: after[0], id: after[1] });
+    }
+    const rows = await query.orderBy(DISH_ORDER, 'ASC').addOrderBy('d.id', 'ASC').limit(limit).getMany();
+    return rows.map((dish) => ({ dish, image: dish.image ?? null }));
+  }
+
+  async dishWithImage(id: number): Promise<DishWithImage | null> {
+    const dish = await this.db.getRepository(Dish).findOneBy({ id });
+    if (!dish) return null;
+    const image = dish.imageId
+      ? await this.db.getRepository(DishImage).findOne({
+          select: { id: true, contentType: true, bytes: true, width: true, height: true },
+          where: { id: dish.imageId },
+        })
+      : null;
+    return { dish, image };
+  }
+
+  /** An image row with its bytes, and the client whose menu it is on. */
+  async ownedImage(imageId: string): Promise<OwnedImage | null> {
+    const row = await this.db
+      .getRepository(DishImage)
+      .createQueryBuilder('i')
+      .innerJoin(Dish, 'd', 'd.image_id = i.id')
+      .innerJoin(Menu, 'm', 'm.id = d.menu_id')
+      .addSelect('m.client_id', 'client_id')
+      .where('i.id = :imageId', { imageId })
+      .getRawAndEntities();
+    const image = row.entities[0];
+    const raw = row.raw[0] as { client_id?: number } | undefined;
+    return image && raw?.client_id !== undefined ? { image, clientId: Number(raw.client_id) } : null;
+  }
+
+  readImage(image: DishImage): Promise<Buffer> {
+    return this.storage.read(image);
+  }
+
   /**
-   * Writes menus with their dishes and images in one transaction: all of a file or none.
+   * Writes menus with their dishes and images in one transaction: all or nothing.
    * A dish with the same code on the same menu is updated.
    */
   async saveMenus(menus: { menu: Menu; dishes: { dish: DishInput; image: PreparedImage | null }[] }[]): Promise<void> {
-    await this.db.transaction(async (tx) => {
+    await this.withImages(async (tx, written, replaced) => {
       for (const { menu, dishes } of menus) {
         await tx.getRepository(Menu).upsert(menu, ['id']);
-        for (const { dish, image } of dishes) await this.saveDish(tx, dish, image);
+        for (const { dish, image } of dishes) await this.writeDish(tx, dish, image, written, replaced);
       }
     });
   }
 
-  /** Inserts or updates one dish (by menu and code) with its image, inside the caller's transaction. */
-  async saveDish(tx: EntityManager, input: DishInput, image: PreparedImage | null): Promise<Dish> {
+  /** Adds or updates one dish (by menu and code) with its image. */
+  saveDish(input: DishInput, image: PreparedImage | null): Promise<Dish> {
+    return this.withImages((tx, written, replaced) => this.writeDish(tx, input, image, written, replaced));
+  }
+
+  /**
+   * A transaction that writes image bytes: what it stored is discarded if it fails, and the
+   * images it replaced are removed once it has committed.
+   */
+  private async withImages<T>(
+    work: (tx: EntityManager, written: StoredBytes[], replaced: StoredBytes[]) => Promise<T>,
+  ): Promise<T> {
+    const written: StoredBytes[] = [];
+    const replaced: StoredBytes[] = [];
+    let result: T;
+    try {
+      result = await inTransaction(this.db, (tx) => work(tx, written, replaced));
+    } catch (error) {
+      await Promise.all(written.map((w) => this.storage.discard(w)));
+      throw error;
+    }
+    await Promise.all(replaced.map((r) => this.storage.discard(r)));
+    return result;
+  }
+
+  private async writeDish(
+    tx: EntityManager,
+    input: DishInput,
+    image: PreparedImage | null,
+    written: StoredBytes[],
+    replaced: StoredBytes[],
+  ): Promise<Dish> {
+    if (this.postgres) {
+      // Posts of the same code wait for each other, so exactly one dish and one image remain.
+      await tx.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`dish:${input.menuId}:${input.code}`]);
+    }
     const dishes = tx.getRepository(Dish);
-    const existing = await dishes.findOneBy({ menuId: input.menuId, code: input.code });
-    const previousImageId = existing?.imageId ?? null;
-    let imageId = previousImageId;
     const images = tx.getRepository(DishImage);
-    const unchanged = image && previousImageId && (await images.findOneBy({ id: previousImageId }))?.sha256 === image.sha256;
-    if (image && !unchanged) {
+    const existing = await dishes.findOneBy({ menuId: input.menuId, code: input.code });
+    const previousId = existing?.imageId ?? null;
+    const previous = previousId
+      ? await images.findOne({ select: { id: true, sha256: true, storageKey: true }, where: { id: previousId } })
+      : null;
+    let imageId = previousId;
+    if (image && previous?.sha256 !== image.sha256) {
       imageId = randomUUID();
+      const stored = await this.storage.put(imageId, image);
+      written.push(stored);
       await images.insert({
         id: imageId,
         contentType: image.contentType,
@@ -47,13 +170,14 @@ export class MenusRepository {
         width: image.width,
         height: image.height,
         sha256: image.sha256,
-        data: image.data,
-        storageKey: null,
+        ...stored,
       });
     }
     const saved = await dishes.save(Object.assign(existing ?? new Dish(), input, { imageId }));
-    // The replaced image is deleted with the change, so no image is left without a dish.
-    if (previousImageId && previousImageId !== imageId) await images.delete({ id: previousImageId });
+    if (previous && previous.id !== imageId) {
+      await images.delete({ id: previous.id });
+      replaced.push({ data: null, storageKey: previous.storageKey });
+    }
     return saved;
   }
 

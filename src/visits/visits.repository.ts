@@ -3,6 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, In } from 'typeorm';
 import { VisitType } from './entities/visit-type.entity.js';
 import { Visit } from './entities/visit.entity.js';
+import { inTransaction } from '../database/transaction.js';
 
 /** What an import compares to decide whether a re-imported visit changed. */
 export type StoredVisit = Pick<Visit, 'id' | 'clientId' | 'modificationDate'> & { fingerprint: string };
@@ -147,7 +148,7 @@ export class VisitsRepository {
   /** Inserts or replaces the visits of one batch in one transaction. */
   async upsertBatch(visits: Visit[]): Promise<void> {
     if (visits.length === 0) return;
-    await this.db.transaction(async (tx) => {
+    await inTransaction(this.db, async (tx) => {
       for (let i = 0; i < visits.length; i += 200) {
         await tx.getRepository(Visit).upsert(visits.slice(i, i + 200), {
           conflictPaths: ['id'],

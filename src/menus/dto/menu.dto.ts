@@ -1,0 +1,131 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+
+export class MenuDto {
+  @ApiProperty({ type: 'integer', example: 101, description: 'Use as `menuId`.' })
+  id!: number;
+
+  @ApiProperty({ example: 'Acme Grill Autumn Menu' })
+  name!: string;
+
+  @ApiProperty({ format: 'date', example: '2026-10-01' })
+  startDate!: string;
+
+  @ApiProperty({ type: String, format: 'date', nullable: true, example: null, description: 'Null: no end date.' })
+  endDate!: string | null;
+}
+
+export class DishImageDto {
+  @ApiProperty({ enum: ['image/jpeg', 'image/png', 'image/webp'] })
+  contentType!: string;
+
+  @ApiProperty({ type: 'integer', example: 48213 })
+  bytes!: number;
+
+  @ApiProperty({ type: 'integer', example: 400 })
+  width!: number;
+
+  @ApiProperty({ type: 'integer', example: 300 })
+  height!: number;
+
+  @ApiProperty({
+    format: 'uri',
+    example: 'https://results.example.com/menus/dishes/images/0b6f3c1e-1a2b-4c3d-8e9f-0a1b2c3d4e5f?SvcClientId=1001',
+    description: 'GET it with the same svc-api-key and bearer token.',
+  })
+  url!: string;
+}
+
+export class DishDto {
+  @ApiProperty({ type: 'integer', example: 12 })
+  id!: number;
+
+  @ApiProperty({ type: 'integer', example: 101 })
+  menuId!: number;
+
+  @ApiProperty({ maxLength: 50, example: 'AG-STK-01' })
+  code!: string;
+
+  @ApiProperty({ maxLength: 250, example: 'Ribeye steak, 10oz, with triple-cooked chips' })
+  description!: string;
+
+  @ApiProperty({ maxLength: 50, example: 'Main' })
+  type!: string;
+
+  @ApiProperty({ type: 'integer', nullable: true, example: 1, description: 'Display order on the menu.' })
+  order!: number | null;
+
+  @ApiProperty({ type: String, format: 'date', nullable: true, example: '2026-12-31' })
+  expiryDate!: string | null;
+
+  @ApiProperty({ type: [String], example: ['beef', 'gluten-free'] })
+  keywords!: string[];
+
+  @ApiProperty({ type: DishImageDto, nullable: true })
+  image!: DishImageDto | null;
+}
+
+export class PagingDto {
+  @ApiPropertyOptional({ description: 'Present only when another page exists: pass it back as `after`.' })
+  after?: string;
+}
+
+class MenusData {
+  @ApiProperty({ type: [MenuDto] })
+  menus!: MenuDto[];
+}
+
+class DishesData {
+  @ApiProperty({ type: [DishDto] })
+  dishes!: DishDto[];
+}
+
+class DishData {
+  @ApiProperty({ type: DishDto })
+  dish!: DishDto;
+}
+
+export class MenusPageDto {
+  @ApiProperty({ type: MenusData })
+  data!: MenusData;
+
+  @ApiProperty({ type: PagingDto })
+  paging!: PagingDto;
+}
+
+export class DishesPageDto {
+  @ApiProperty({ type: DishesData })
+  data!: DishesData;
+
+  @ApiProperty({ type: PagingDto })
+  paging!: PagingDto;
+}
+
+export class DishResponseDto {
+  @ApiProperty({ type: DishData })
+  data!: DishData;
+}
+
+/** The multipart form of POST /menus/dishes, for the contract and Swagger UI's file chooser. */
+export class DishUploadDto {
+  @ApiProperty({
+    type: 'string',
+    format: 'binary',
+    description: 'The image: JPEG, PNG or WebP, at most 5 MiB and 40 megapixels. The part may have an empty name.',
+  })
+  file!: unknown;
+
+  @ApiProperty({
+    type: 'string',
+    description: 'The dish as JSON: menuId, code (max 50), description (max 250), type (max 50), order, expiryDate, keywords.',
+    example: JSON.stringify({
+      menuId: 101,
+      code: 'AG-STK-01',
+      description: 'Ribeye steak, 10oz',
+      type: 'Main',
+      order: 1,
+      expiryDate: '2026-12-31',
+      keywords: ['beef'],
+    }),
+  })
+  json!: string;
+}

@@ -1,0 +1,72 @@
+import { randomUUID } from 'node:crypto';
+import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import type { AppConfig } from '../config/app-config.js';
+import type { PreparedImage } from './image-inspector.js';
+
+/** Where an image's bytes went: into its row (`data`) or into a file (`storageKey`). */
+export interface StoredBytes {
+  data: Buffer | null;
+  storageKey: string | null;
+}
+
+/**
+ * Keeps the bytes of dish images. The row in dish_images is written in the same
+ * transaction as the dish; a file written for a transaction that then fails is discarded,
+ * and a replaced image's file is removed after the commit, so no image is left orphaned.
+ */
+export interface ImageStorage {
+  put(id: string, image: PreparedImage): Promise<StoredBytes>;
+  read(stored: StoredBytes): Promise<Buffer>;
+  /** Removes what `put` wrote (after a failed transaction, or once a replacement committed). */
+  discard(stored: StoredBytes): Promise<void>;
+}
+
+/** The default: bytes in the database row; works for any number of replicas with no shared disk. */
+export class DatabaseImageStorage implements ImageStorage {
+  put(_id: string, image: PreparedImage): Promise<StoredBytes> {
+    return Promise.resolve({ data: image.data, storageKey: null });
+  }
+
+  read(stored: StoredBytes): Promise<Buffer> {
+    if (!stored.data) return Promise.reject(new Error('image row has no data'));
+    return Promise.resolve(stored.data);
+  }
+
+  discard(): Promise<void> {
+    return Promise.resolve();
+  }
+}
+
+/** Bytes in a folder (a shared volume for several replicas); the row keeps the file name. */
+export class FileImageStorage implements ImageStorage {
+  constructor(private readonly dir: string) {}
+
+  async put(id: string, image: PreparedImage): Promise<StoredBytes> {
+    await mkdir(this.dir, { recursive: true });
+    const temp = join(this.dir, `.${id}.${randomUUID()}.tmp`);
+    await writeFile(temp, image.data, { mode: 0o640 });
+    await rename(temp, join(this.dir, id));
+    return { data: null, storageKey: id };
+  }
+
+  read(stored: StoredBytes): Promise<Buffer> {
+    return readFile(join(this.dir, this.safeKey(stored)));
+  }
+
+  async discard(stored: StoredBytes): Promise<void> {
+    if (stored.storageKey) await rm(join(this.dir, this.safeKey(stored)), { force: true });
+  }
+
+  private safeKey(stored: StoredBytes): string {
+    const key = stored.storageKey ?? '';
+    if (!/^[0-9a-f-]{36}$/.test(key)) throw new Error('invalid image storage key');
+    return key;
+  }
+}
+
+export function imageStorageFor(config: AppConfig): ImageStorage {
+  return config.IMAGE_STORAGE === 'filesystem'
+    ? new FileImageStorage(resolve(config.IMAGE_STORAGE_DIR ?? join(config.DATA_DIR, 'images')))
+    : new DatabaseImageStorage();
+}

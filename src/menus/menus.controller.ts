@@ -1,0 +1,111 @@
+import { Controller, Get, Header, HttpCode, Param, Post, Req, Res, UseInterceptors } from '@nestjs/common';
+import {
+  ApiBody,
+  ApiConsumes,
+  ApiNotFoundResponse,
+  ApiOkResponse,
+  ApiOperation,
+  ApiParam,
+  ApiProduces,
+  ApiTags,
+} from '@nestjs/swagger';
+import type { Request, Response } from 'express';
+import { EntitledQuery } from '../auth/entitlements.js';
+import { RequiresScope } from '../auth/requires-scope.decorator.js';
+import { Scope } from '../auth/scopes.js';
+import { ApiDataErrors, ProblemDto } from '../common/api-responses.js';
+import { AppConfig } from '../config/app-config.js';
+import { DishUploadInterceptor, type UploadRequest } from './dish-upload.interceptor.js';
+import { DishesPageDto, DishResponseDto, DishUploadDto, MenusPageDto, type DishDto, type MenuDto } from './dto/menu.dto.js';
+import { ClientQueryDto, DishesQueryDto, MenusQueryDto } from './dto/menus-query.dto.js';
+import { MenusService, type Page } from './menus.service.js';
+
+@ApiTags('menus')
+@Controller('menus')
+export class MenusController {
+  constructor(
+    private readonly menus: MenusService,
+    private readonly config: AppConfig,
+  ) {}
+
+  @Get()
+  @RequiresScope(Scope.Menus)
+  @ApiOperation({
+    operationId: 'listMenus',
+    summary: "The client's active menus (no end date, or ending today or later), a page at a time.",
+    description: 'When another page exists, `paging.after` and the `Link: <...>; rel="next"` header carry its token.',
+  })
+  @ApiOkResponse({ type: MenusPageDto })
+  @ApiDataErrors()
+  async list(@EntitledQuery() query: MenusQueryDto, @Res({ passthrough: true }) res: Response): Promise<MenusPageDto> {
+    const page = await this.menus.menus(query.SvcClientId, query.after);
+    return { data: { menus: page.items }, paging: this.paging(res, page, `/menus?SvcClientId=${query.SvcClientId}`) };
+  }
+
+  @Get('dishes')
+  @RequiresScope(Scope.Menus)
+  @ApiOperation({
+    operationId: 'listDishes',
+    summary: 'The dishes of one of the client menus, by display order then id, a page at a time.',
+  })
+  @ApiOkResponse({ type: DishesPageDto })
+  @ApiNotFoundResponse({ type: ProblemDto, description: 'No menu has this id.' })
+  @ApiDataErrors()
+  async dishes(@EntitledQuery() query: DishesQueryDto, @Res({ passthrough: true }) res: Response): Promise<DishesPageDto> {
+    const page = await this.menus.dishes(query.SvcClientId, query.menuId, query.after);
+    const next = `/menus/dishes?SvcClientId=${query.SvcClientId}&menuId=${query.menuId}`;
+    return { data: { dishes: page.items }, paging: this.paging(res, page, next) };
+  }
+
+  @Post('dishes')
+  @HttpCode(200)
+  @RequiresScope(Scope.DishesWrite)
+  @UseInterceptors(DishUploadInterceptor)
+  @ApiOperation({
+    operationId: 'upsertDish',
+    summary: 'Add a dish with its image to a menu, or update the dish with the same code on that menu.',
+    description:
+      'multipart/form-data with the image (a file part with an empty name, or named `file`) and the dish as JSON ' +
+      'in the part `json`. The image is judged by its bytes: JPEG, PNG or WebP, at most 5 MiB and 40 megapixels. ' +
+      'Metadata such as EXIF (with any location) is removed before the image is stored.',
+  })
+  @ApiConsumes('multipart/form-data')
+  @ApiBody({ type: DishUploadDto })
+  @ApiOkResponse({ type: DishResponseDto })
+  @ApiDataErrors()
+  async upload(@EntitledQuery() query: ClientQueryDto, @Req() req: UploadRequest): Promise<DishResponseDto> {
+    const parts = req.uploadParts ?? { files: [], fields: {} };
+    return { data: { dish: await this.menus.upload(query.SvcClientId, parts) } };
+  }
+
+  @Get('dishes/images/:imageId')
+  @RequiresScope(Scope.Menus)
+  @ApiOperation({ operationId: 'getDishImage', summary: 'The image of a dish, as stored (the `image.url` of a dish record).' })
+  @ApiParam({ name: 'imageId', format: 'uuid' })
+  @ApiProduces('image/jpeg', 'image/png', 'image/webp')
+  @ApiOkResponse({ description: 'The image bytes, with `ETag` and `Cache-Control`.', schema: { type: 'string', format: 'binary' } })
+  @ApiNotFoundResponse({ type: ProblemDto, description: 'No image has this id.' })
+  @ApiDataErrors()
+  @Header('Cache-Control', 'private, max-age=31536000, immutable')
+  async image(
+    @EntitledQuery() query: ClientQueryDto,
+    @Param('imageId') imageId: string,
+    @Req() req: Request,
+    @Res() res: Response,
+  ): Promise<void> {
+    const image = await this.menus.image(query.SvcClientId, imageId);
+    res.setHeader('ETag', image.etag);
+    res.setHeader('X-Content-Type-Options', 'nosniff');
+    if (req.headers['if-none-match'] === image.etag) {
+      res.status(304).end();
+      return;
+    }
+    res.type(image.contentType).send(image.data);
+  }
+
+  private paging<T extends MenuDto | DishDto>(res: Response, page: Page<T>, path: string): { after?: string } {
+    if (!page.after) return {};
+    res.setHeader('Link', `<${this.config.baseUrl}${path}&after=${encodeURIComponent(page.after)}>; rel="next"`);
+    return { after: page.after };
+  }
+}
