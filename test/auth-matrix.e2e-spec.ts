@@ -3,6 +3,9 @@ import request from 'supertest';
 import { AuthRepository } from '../src/auth/auth.repository.js';
 import { CredentialsService, type IssuedCredential } from '../src/auth/credentials.service.js';
 import { KeyringService } from '../src/auth/keyring.service.js';
+import { Menu } from '../src/menus/entities/menu.entity.js';
+import { MenusRepository } from '../src/menus/menus.repository.js';
+import { makeImage } from './helpers/images.js';
 import { issueCredential, seedClients, tokenFor } from './helpers/auth.js';
 import { startTestApp, type TestApp } from './helpers/test-app.js';
 
@@ -11,12 +14,20 @@ import { startTestApp, type TestApp } from './helpers/test-app.js';
  * published contract, so an endpoint added without a sample here fails the first test.
  */
 const VISITS_QUERY = 'FromDate=2024-01-01&ToDate=2024-01-31&Skip=0&Take=10';
-const SAMPLES: Record<string, { path: string; scope: string }> = {
+const SAMPLES: Record<string, { path: string; scope: string; upload?: true }> = {
+  'GET /menus': { path: '/menus?SvcClientId=1001', scope: 'menus/standard.read' },
+  'GET /menus/dishes': { path: '/menus/dishes?SvcClientId=1001&menuId=101', scope: 'menus/standard.read' },
+  'POST /menus/dishes': { path: '/menus/dishes?SvcClientId=1001', scope: 'menus/dishes/standard.write', upload: true },
+  'GET /menus/dishes/images/{imageId}': { path: '/menus/dishes/images/IMAGE?SvcClientId=1001', scope: 'menus/standard.read' },
   'GET /branches': { path: '/branches?SvcClientId=1001', scope: 'branches/standard.read' },
   'GET /visits/standard': { path: `/visits/standard?SvcClientId=1001&${VISITS_QUERY}`, scope: 'visits/standard.read' },
   'GET /visits/plus': { path: `/visits/plus?SvcClientId=1001&${VISITS_QUERY}`, scope: 'visits/plus.read' },
 };
 const FOREIGN: Record<string, string> = {
+  'GET /menus': '/menus?SvcClientId=1002',
+  'GET /menus/dishes': '/menus/dishes?SvcClientId=1002&menuId=101',
+  'POST /menus/dishes': '/menus/dishes?SvcClientId=1002',
+  'GET /menus/dishes/images/{imageId}': '/menus/dishes/images/IMAGE?SvcClientId=1002',
   'GET /branches': '/branches?SvcClientId=1002',
   'GET /visits/standard': `/visits/standard?SvcClientId=1002&${VISITS_QUERY}`,
   'GET /visits/plus': `/visits/plus?SvcClientId=1002&${VISITS_QUERY}`,
@@ -30,6 +41,8 @@ describe(`authentication matrix over every protected endpoint (${process.env.TES
   let other: IssuedCredential;
   let token: string;
   let operations: string[];
+  let imageId: string;
+  let png: Buffer;
 
   beforeAll(async () => {
     t = await startTestApp({ AUTH_CACHE_SECONDS: '0' });
@@ -37,6 +50,17 @@ describe(`authentication matrix over every protected endpoint (${process.env.TES
     partner = await issueCredential(t);
     other = await issueCredential(t, { clients: [1002] });
     token = await tokenFor(t.http, partner);
+    png = await makeImage('png');
+    await t.app.get(MenusRepository).saveMenus([
+      { menu: Object.assign(new Menu(), { id: 101, clientId: 1001, name: 'M', startDate: '2026-01-01', endDate: null }), dishes: [] },
+    ]);
+    const upload = await request(t.http)
+      .post('/menus/dishes?SvcClientId=1001')
+      .set('svc-api-key', partner.apiKey)
+      .set('Authorization', `Bearer ${token}`)
+      .attach('', png, 'a.png')
+      .field('json', JSON.stringify({ menuId: 101, code: 'A', description: 'A', type: 'Main' }));
+    imageId = /images\/([0-9a-f-]{36})/.exec(upload.body.data.dish.image.url as string)![1]!;
     const contract = (await request(t.http).get('/docs/openapi.json')).body as {
       paths: Record<string, Record<string, { security?: Record<string, string[]>[] }>>;
     };
@@ -50,10 +74,14 @@ describe(`authentication matrix over every protected endpoint (${process.env.TES
     await t.close();
   });
 
-  const call = (operation: string, headers: Record<string, string>) => {
-    const [method, path] = [operation.split(' ')[0], SAMPLES[operation].path];
-    const req = method === 'GET' ? request(t.http).get(path) : request(t.http).post(path);
+  const call = (operation: string, headers: Record<string, string>, path = SAMPLES[operation].path) => {
+    const method = operation.split(' ')[0];
+    const url = path.replace('IMAGE', imageId);
+    const req = method === 'GET' ? request(t.http).get(url) : request(t.http).post(url);
     for (const [k, v] of Object.entries(headers)) void req.set(k, v);
+    if (SAMPLES[operation].upload) {
+      void req.attach('', png, 'a.png').field('json', JSON.stringify({ menuId: 101, code: 'B', description: 'B', type: 'Main' }));
+    }
     return req;
   };
 
@@ -72,7 +100,7 @@ describe(`authentication matrix over every protected endpoint (${process.env.TES
   async function signed(overrides: { exp?: number; iss?: string; client?: string; key?: Parameters<SignJWT['sign']>[0]; kid?: string }) {
     const ring = await t.app.get(KeyringService).signingKey();
     const now = Math.floor(Date.now() / 1000);
-    return new SignJWT({ client_id: overrides.client ?? partner.clientId, scope: 'svc-results-api branches/standard.read visits/standard.read' })
+    return new SignJWT({ client_id: overrides.client ?? partner.clientId, scope: 'svc-results-api' })
       .setProtectedHeader({ alg: 'ES256', typ: 'at+jwt', kid: overrides.kid ?? ring.kid })
       .setIssuer(overrides.iss ?? t.config.baseUrl)
       .setAudience('svc-results-api')
@@ -91,7 +119,7 @@ describe(`authentication matrix over every protected endpoint (${process.env.TES
   it('answers 200 with a valid key and token', async () => {
     for (const op of operations) {
       const res = await call(op, { 'svc-api-key': partner.apiKey, Authorization: `Bearer ${token}` });
-      expect(res.status).toBe(200);
+      expect([op, res.status, res.status === 200 ? '' : res.text]).toEqual([op, 200, '']);
     }
   });
 
@@ -151,7 +179,7 @@ describe(`authentication matrix over every protected endpoint (${process.env.TES
   });
 
   it('403 insufficient_scope: a token without the endpoint scope', async () => {
-    const narrow = await tokenFor(t.http, partner, 'svc-results-api menus/standard.read');
+    const narrow = await tokenFor(t.http, partner, 'svc-results-api');
     for (const op of operations) {
       const res = await call(op, { 'svc-api-key': partner.apiKey, Authorization: `Bearer ${narrow}` });
       const scope = SAMPLES[op].scope;
@@ -166,8 +194,7 @@ describe(`authentication matrix over every protected endpoint (${process.env.TES
 
   it('403: a SvcClientId the credential does not serve', async () => {
     for (const op of operations) {
-      const path = FOREIGN[op];
-      const res = await request(t.http).get(path).set('svc-api-key', partner.apiKey).set('Authorization', `Bearer ${token}`);
+      const res = await call(op, { 'svc-api-key': partner.apiKey, Authorization: `Bearer ${token}` }, FOREIGN[op]);
       expectProblem(res, 403, 'The credential is not entitled to SvcClientId 1002.');
     }
   });

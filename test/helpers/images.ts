@@ -1,0 +1,20 @@
+import sharp from 'sharp';
+
+/** Real encoded images, made here so the tests need no binary fixtures. */
+export async function makeImage(format: 'jpeg' | 'png' | 'webp', width = 64, height = 48, colour = '#c0392b'): Promise<Buffer> {
+  const image = sharp({ create: { width, height, channels: 3, background: colour } });
+  if (format === 'jpeg') return image.jpeg({ quality: 80 }).toBuffer();
+  if (format === 'png') return image.png().toBuffer();
+  return image.webp({ quality: 80 }).toBuffer();
+}
+
+/** A JPEG carrying EXIF with a GPS position, as phones write them. */
+export async function jpegWithLocation(): Promise<Buffer> {
+  return sharp({ create: { width: 40, height: 30, channels: 3, background: '#2980b9' } })
+    .withExif({
+      IFD0: { Make: 'PhoneCo', Model: 'Camera 9', Copyright: 'Guest' },
+      IFD3: { GPSLatitudeRef: 'N', GPSLatitude: '53/1 47/1 0/1', GPSLongitudeRef: 'W', GPSLongitude: '1/1 32/1 0/1' },
+    })
+    .jpeg()
+    .toBuffer();
+}

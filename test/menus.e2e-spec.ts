@@ -1,0 +1,377 @@
+import { mkdtempSync, readdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import sharp from 'sharp';
+import request from 'supertest';
+import { DataSource } from 'typeorm';
+import type { IssuedCredential } from '../src/auth/credentials.service.js';
+import { addDays, localDate } from '../src/common/clock.js';
+import { Menu } from '../src/menus/entities/menu.entity.js';
+import { MenusRepository } from '../src/menus/menus.repository.js';
+import { issueCredential, seedClients, tokenFor } from './helpers/auth.js';
+import { jpegWithLocation, makeImage } from './helpers/images.js';
+import { startTestApp, type TestApp } from './helpers/test-app.js';
+
+const PROBLEM = 'application/problem+json; charset=utf-8';
+
+interface DishRecord {
+  id: number;
+  code: string;
+  image: { contentType: string; bytes: number; width: number; height: number; url: string } | null;
+  [field: string]: unknown;
+}
+
+async function seedMenus(t: TestApp): Promise<void> {
+  const today = localDate(t.config.RESULTS_TIMEZONE);
+  const repo = t.app.get(MenusRepository);
+  const menu = (id: number, clientId: number, endDate: string | null): Menu =>
+    Object.assign(new Menu(), { id, clientId, name: `Menu ${id}`, startDate: addDays(today, -100), endDate });
+  const dishes = (menuId: number, n: number) =>
+    Array.from({ length: n }, (_, i) => ({
+      dish: {
+        menuId,
+        code: `D${menuId}-${i}`,
+        description: `Dish ${i}`,
+        type: 'Main',
+        // Some share an order and some have none: the keyset must still visit each once.
+        order: i % 4 === 3 ? null : Math.floor(i / 2),
+        expiryDate: null,
+        keywords: '["k"]',
+      },
+      image: null,
+    }));
+  await repo.saveMenus([
+    { menu: menu(101, 1001, null), dishes: dishes(101, 7) },
+    { menu: menu(102, 1001, addDays(today, 10)), dishes: dishes(102, 2) },
+    { menu: menu(103, 1001, today), dishes: [] },
+    { menu: menu(104, 1001, addDays(today, -1)), dishes: [] },
+    { menu: menu(105, 1001, null), dishes: [] },
+    { menu: menu(201, 1002, null), dishes: dishes(201, 1) },
+  ]);
+}
+
+describe(`menus and dishes (${process.env.TEST_DATABASE})`, () => {
+  let t: TestApp;
+  let partner: IssuedCredential;
+  let token: string;
+  let db: DataSource;
+
+  beforeAll(async () => {
+    t = await startTestApp({ MENUS_PAGE_SIZE: '2', IMAGE_MAX_BYTES: String(200 * 1024), IMAGE_MAX_PIXELS: '1000000' });
+    await seedClients(t);
+    await seedMenus(t);
+    partner = await issueCredential(t);
+    token = await tokenFor(t.http, partner);
+    db = t.app.get(DataSource);
+  });
+  afterAll(async () => {
+    await t.close();
+  });
+
+  const auth = <T extends request.Test>(req: T): T => req.set('svc-api-key', partner.apiKey).set('Authorization', `Bearer ${token}`);
+  const get = (path: string) => auth(request(t.http).get(path));
+  const count = async (table: string): Promise<number> =>
+    Number((await db.query<{ n: string | number }[]>(`SELECT COUNT(*) AS n FROM ${table}`))[0]?.n);
+  const problem = (res: request.Response) => {
+    expect(res.headers['content-type']).toBe(PROBLEM);
+    return JSON.parse(res.text) as { status: number; detail: string; errors?: string[] };
+  };
+
+  async function allPages<T>(first: string, key: 'menus' | 'dishes'): Promise<{ items: T[]; pages: number }> {
+    const items: T[] = [];
+    let path: string | null = first;
+    let pages = 0;
+    while (path) {
+      const res = await get(path);
+      expect(res.status).toBe(200);
+      pages++;
+      items.push(...(res.body.data[key] as T[]));
+      const after = res.body.paging.after as string | undefined;
+      if (after) {
+        const link = res.headers.link;
+        expect(link).toBe(`<${t.config.baseUrl}${first}&after=${encodeURIComponent(after)}>; rel="next"`);
+        path = `${first}&after=${encodeURIComponent(after)}`;
+      } else {
+        expect(res.headers.link).toBeUndefined();
+        expect(res.body.paging).toEqual({});
+        path = null;
+      }
+    }
+    return { items, pages };
+  }
+
+  describe('GET /menus', () => {
+    it("pages through the client's active menus, each exactly once", async () => {
+      const { items, pages } = await allPages<{ id: number }>('/menus?SvcClientId=1001', 'menus');
+      expect(items.map((m) => m.id)).toEqual([101, 102, 103, 105]);
+      expect(pages).toBe(2);
+      expect(items[0]).toEqual({ id: 101, name: 'Menu 101', startDate: expect.any(String), endDate: null });
+    });
+
+    it('refuses a tampered, foreign or malformed page token with 400', async () => {
+      const first = await get('/menus?SvcClientId=1001');
+      const after = first.body.paging.after as string;
+      const [body, sig] = after.split('.');
+      const forged = Buffer.from(JSON.stringify({ s: 'menus:1001', p: [0] })).toString('base64url');
+      const cases: [string, string][] = [
+        [`/menus?SvcClientId=1001&after=${body}.${sig.slice(0, -2)}AA`, "'after' is not a valid page token."],
+        [`/menus?SvcClientId=1001&after=${forged}.${sig}`, "'after' is not a valid page token."],
+        ['/menus?SvcClientId=1001&after=garbage', "'after' is not a valid page token."],
+      ];
+      const dishesPage = await get('/menus/dishes?SvcClientId=1001&menuId=101');
+      cases.push([`/menus?SvcClientId=1001&after=${encodeURIComponent(dishesPage.body.paging.after as string)}`, "'after' is a page token of another query."]);
+      for (const [path, message] of cases) {
+        const res = await get(path);
+        expect(res.status).toBe(400);
+        expect(problem(res).errors).toEqual([message]);
+      }
+    });
+  });
+
+  describe('GET /menus/dishes', () => {
+    it('pages through the dishes of a menu by display order, each exactly once', async () => {
+      const { items, pages } = await allPages<DishRecord>('/menus/dishes?SvcClientId=1001&menuId=101', 'dishes');
+      expect(items).toHaveLength(7);
+      expect(new Set(items.map((d) => d.code)).size).toBe(7);
+      expect(pages).toBe(4);
+      const orders = items.map((d) => (d.order as number | null) ?? Infinity);
+      expect(orders).toEqual([...orders].sort((a, b) => a - b));
+      expect(items[0]).toEqual({
+        id: expect.any(Number),
+        menuId: 101,
+        code: 'D101-0',
+        description: 'Dish 0',
+        type: 'Main',
+        order: 0,
+        expiryDate: null,
+        keywords: ['k'],
+        image: null,
+      });
+    });
+
+    it("refuses a token of another menu's pages with 400", async () => {
+      const other = await get('/menus/dishes?SvcClientId=1001&menuId=101');
+      const res = await get(`/menus/dishes?SvcClientId=1001&menuId=102&after=${encodeURIComponent(other.body.paging.after as string)}`);
+      expect(res.status).toBe(400);
+      expect(problem(res).errors).toEqual(["'after' is a page token of another query."]);
+    });
+
+    it('answers 404 for a menu that does not exist and 403 for a menu of another client', async () => {
+      const missing = await get('/menus/dishes?SvcClientId=1001&menuId=999');
+      expect(missing.status).toBe(404);
+      expect(problem(missing)).toMatchObject({ title: 'Not Found', status: 404, detail: 'Menu 999 does not exist.' });
+      const foreign = await get('/menus/dishes?SvcClientId=1001&menuId=201');
+      expect(foreign.status).toBe(403);
+      expect(problem(foreign).detail).toBe('The credential is not entitled to menu 201.');
+    });
+
+    it('validates its parameters', async () => {
+      const res = await get('/menus/dishes?svcclientid=1001&MENUID=x');
+      expect(res.status).toBe(400);
+      expect(problem(res).errors).toEqual(["'menuId' must be an integer: 'x'."]);
+    });
+  });
+
+  describe('POST /menus/dishes', () => {
+    const dish = (over: Record<string, unknown> = {}) =>
+      JSON.stringify({ menuId: 102, code: 'NEW-1', description: 'Chargrilled halloumi', type: 'Starter', order: 3, expiryDate: '2026-12-31', keywords: ['vegetarian'], ...over });
+    const post = (build: (req: request.Test) => request.Test) => build(auth(request(t.http).post('/menus/dishes?SvcClientId=1001')));
+
+    it.each(['jpeg', 'png', 'webp'] as const)('stores a %s image byte for byte and serves it back', async (format) => {
+      const bytes = await makeImage(format, 80, 60);
+      const res = await post((r) => r.attach('', bytes, `photo.${format}`).field('json', dish({ code: `IMG-${format}` })));
+      expect(res.status).toBe(200);
+      expect(res.headers['content-type']).toBe('application/json; charset=utf-8');
+      const record = res.body.data.dish as DishRecord;
+      expect(record).toEqual({
+        id: expect.any(Number),
+        menuId: 102,
+        code: `IMG-${format}`,
+        description: 'Chargrilled halloumi',
+        type: 'Starter',
+        order: 3,
+        expiryDate: '2026-12-31',
+        keywords: ['vegetarian'],
+        image: {
+          contentType: `image/${format}`,
+          bytes: bytes.length,
+          width: 80,
+          height: 60,
+          url: expect.stringMatching(new RegExp(`^${t.config.baseUrl}/menus/dishes/images/[0-9a-f-]{36}\\?SvcClientId=1001$`)),
+        },
+      });
+      const image = await auth(request(t.http).get(record.image!.url.slice(t.config.baseUrl.length))).buffer(true);
+      expect(image.status).toBe(200);
+      expect(image.headers['content-type']).toBe(`image/${format}`);
+      expect(image.headers['cache-control']).toBe('private, max-age=31536000, immutable');
+      expect(image.headers.etag).toMatch(/^"[0-9a-f]{64}"$/);
+      expect(Buffer.compare(image.body as Buffer, bytes)).toBe(0);
+      const again = await auth(request(t.http).get(record.image!.url.slice(t.config.baseUrl.length))).set('If-None-Match', image.headers.etag);
+      expect(again.status).toBe(304);
+    });
+
+    it("accepts the image in a part named 'file' (as Swagger UI sends it)", async () => {
+      const png = await makeImage('png');
+      const res = await post((r) => r.attach('file', png, 'dish.png').field('json', dish({ code: 'SWAGGER' })));
+      expect(res.status).toBe(200);
+    });
+
+    it('removes EXIF metadata, with the location, before the image is stored', async () => {
+      const original = await jpegWithLocation();
+      expect((await sharp(original).metadata()).exif).toBeDefined();
+      const res = await post((r) => r.attach('', original, 'phone.jpg').field('json', dish({ code: 'EXIF' })));
+      expect(res.status).toBe(200);
+      const url = (res.body.data.dish as DishRecord).image!.url.slice(t.config.baseUrl.length);
+      const served = (await auth(request(t.http).get(url)).buffer(true)).body as Buffer;
+      const meta = await sharp(served).metadata();
+      expect(meta.format).toBe('jpeg');
+      expect(meta.exif).toBeUndefined();
+      expect([meta.width, meta.height]).toEqual([40, 30]);
+    });
+
+    it('updates the dish with the same code on that menu, replacing its image', async () => {
+      const [png, jpeg] = [await makeImage('png', 10, 10), await makeImage('jpeg', 20, 10)];
+      const first = await post((r) => r.attach('', png, 'a.png').field('json', dish({ code: 'UPD' })));
+      const images = await count('dish_images');
+      const second = await post((r) =>
+        r.attach('', jpeg, 'b.jpg').field('json', dish({ code: 'UPD', description: 'Now with chips', order: null, keywords: [] })),
+      );
+      expect(second.status).toBe(200);
+      const [a, b] = [first.body.data.dish as DishRecord, second.body.data.dish as DishRecord];
+      expect(b.id).toBe(a.id);
+      expect(b).toMatchObject({ description: 'Now with chips', order: null, keywords: [], image: { contentType: 'image/jpeg', width: 20 } });
+      expect(await count('dish_images')).toBe(images);
+      const old = await auth(request(t.http).get(a.image!.url.slice(t.config.baseUrl.length)));
+      expect(old.status).toBe(404);
+    });
+
+    describe('refuses bad input with a 400 and writes nothing', () => {
+      let png: Buffer;
+      beforeAll(async () => {
+        png = await makeImage('png');
+      });
+
+      const cases: [string, (r: request.Test) => request.Test, string[]][] = [
+        ['a text file named .png', (r) => r.attach('', Buffer.from('just some text'), 'fake.png').field('json', dish()), ['The image must be a JPEG, PNG or WebP file.']],
+        [
+          'an SVG',
+          (r) => r.attach('', Buffer.from('<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"><rect width="10" height="10"/></svg>'), 'x.svg').field('json', dish()),
+          ['The image must be a JPEG, PNG or WebP file.'],
+        ],
+        ['a GIF', (r) => r.attach('', Buffer.from('R0lGODlhAQABAAAAACH5BAEKAAEALAAAAAABAAEAAAICTAEAOw==', 'base64'), 'x.gif').field('json', dish()), ['The image must be a JPEG, PNG or WebP file.']],
+        ['an empty image part', (r) => r.attach('', Buffer.alloc(0), 'empty.png').field('json', dish()), ['The image is empty.']],
+        ['no image part', (r) => r.field('json', dish()), ["The image part is required: a file part with an empty name or named 'file'."]],
+        ['two image parts', (r) => r.attach('', png, 'a.png').attach('file', png, 'b.png').field('json', dish()), ['Send one image part only.']],
+        ['no json part', (r) => r.attach('', png, 'a.png'), ["The 'json' part is required: the dish as JSON."]],
+        ['json that does not parse', (r) => r.attach('', png, 'a.png').field('json', '{"menuId": 102,'), ["The 'json' part is not valid JSON."]],
+        [
+          'every broken dish rule',
+          (r) =>
+            r.attach('', png, 'a.png').field(
+              'json',
+              JSON.stringify({ menuId: 'x', code: 'c'.repeat(51), description: 'd'.repeat(251), type: '', order: 1.5, expiryDate: '2026-02-30', keywords: ['k'.repeat(51), 7] }),
+            ),
+          [
+            "'menuId' must be an integer: 'x'.",
+            "'code' must be at most 50 characters.",
+            "'description' must be at most 250 characters.",
+            "'type' must not be empty.",
+            "'order' must be an integer: '1.5'.",
+            "'expiryDate' is not in the expected format yyyy-mm-dd: '2026-02-30'.",
+            "'keywords[0]' must be at most 50 characters.",
+            "'keywords[1]' must be a non-empty string.",
+          ],
+        ],
+        ['a menu that does not exist', (r) => r.attach('', png, 'a.png').field('json', dish({ menuId: 999 })), ["'menuId' 999 is not a menu of client 1001."]],
+      ];
+
+      it.each(cases)('%s', async (_name, build, errors) => {
+        const before = [await count('dishes'), await count('dish_images')];
+        const res = await post(build);
+        expect(res.status).toBe(400);
+        expect(problem(res)).toMatchObject({ title: 'Bad Request', status: 400, errors });
+        expect([await count('dishes'), await count('dish_images')]).toEqual(before);
+      });
+
+      it('a truncated image of each format', async () => {
+        const before = [await count('dishes'), await count('dish_images')];
+        for (const format of ['jpeg', 'png', 'webp'] as const) {
+          const whole = await makeImage(format, 200, 150, '#8e44ad');
+          const res = await post((r) => r.attach('', whole.subarray(0, Math.floor(whole.length * 0.6)), `cut.${format}`).field('json', dish()));
+          expect(res.status).toBe(400);
+          expect(problem(res).errors).toEqual([expect.stringMatching(/^The image (is truncated or corrupt|must be a JPEG, PNG or WebP file)\.$/)]);
+        }
+        expect([await count('dishes'), await count('dish_images')]).toEqual(before);
+      });
+
+      it('an image over the size limit, refused while streaming', async () => {
+        const noise = Buffer.alloc(300 * 1024, 7);
+        const res = await post((r) => r.attach('', noise, 'big.png').field('json', dish()));
+        expect(res.status).toBe(400);
+        expect(problem(res).errors).toEqual(['The image must be at most 0.2 MiB.']);
+      });
+
+      it('an image over the pixel limit', async () => {
+        const huge = await sharp({ create: { width: 1200, height: 1000, channels: 3, background: '#000' } }).png().toBuffer();
+        const res = await post((r) => r.attach('', huge, 'huge.png').field('json', dish()));
+        expect(res.status).toBe(400);
+        expect(problem(res).errors).toEqual(['The image must be at most 1 megapixels.']);
+      });
+
+      it('a body that is not multipart', async () => {
+        const res = await post((r) => r.send({ menuId: 102 }));
+        expect(res.status).toBe(400);
+        expect(problem(res).errors).toEqual(['The request must be multipart/form-data with an image part and a json part.']);
+      });
+
+      it('a menu of another client is a 403', async () => {
+        const res = await post((r) => r.attach('', png, 'a.png').field('json', dish({ menuId: 201 })));
+        expect(res.status).toBe(403);
+        expect(problem(res).detail).toBe('The credential is not entitled to menu 201.');
+      });
+    });
+
+    it('leaves exactly one dish and one image after twenty concurrent posts of one code', async () => {
+      const images = await count('dish_images');
+      const bodies = await Promise.all(Array.from({ length: 20 }, (_, i) => makeImage('png', 10 + i, 10)));
+      const results = await Promise.all(bodies.map((b, i) => post((r) => r.attach('', b, 'p.png').field('json', dish({ code: 'RACE', order: i })))));
+      expect(results.map((r) => r.status)).toEqual(Array(20).fill(200));
+      const rows = await db.query<{ id: number }[]>("SELECT id FROM dishes WHERE code = 'RACE'");
+      expect(rows).toHaveLength(1);
+      expect(new Set(results.map((r) => (r.body.data.dish as DishRecord).id))).toEqual(new Set([rows[0].id]));
+      expect(await count('dish_images')).toBe(images + 1);
+    });
+  });
+});
+
+describe(`image writes are all or nothing (${process.env.TEST_DATABASE}, filesystem storage)`, () => {
+  let t: TestApp;
+  const folder = mkdtempSync(join(tmpdir(), 'images-'));
+  beforeAll(async () => {
+    t = await startTestApp({ IMAGE_STORAGE: 'filesystem', IMAGE_STORAGE_DIR: folder });
+    await seedClients(t);
+  });
+  afterAll(async () => {
+    await t.close();
+  });
+
+  it('leaves no image file or row when the transaction fails after the image was written', async () => {
+    const repo = t.app.get(MenusRepository);
+    const { prepareImage } = await import('../src/menus/image-inspector.js');
+    const image = await prepareImage(await makeImage('png'), { maxBytes: 1e6, maxPixels: 1e6 });
+    const menu = (id: number, clientId: number) => Object.assign(new Menu(), { id, clientId, name: 'M', startDate: '2026-01-01', endDate: null });
+    const dish = { menuId: 301, code: 'A', description: 'A', type: 'Main', order: null, expiryDate: null, keywords: '[]' };
+    await expect(
+      repo.saveMenus([
+        { menu: menu(301, 1001), dishes: [{ dish, image }] },
+        // A client that does not exist: the foreign key fails after the first image was stored.
+        { menu: menu(302, 4242), dishes: [] },
+      ]),
+    ).rejects.toThrow();
+    expect(readdirSync(folder)).toEqual([]);
+    expect(await repo.count()).toEqual({ menus: 0, dishes: 0, images: 0 });
+
+    await repo.saveMenus([{ menu: menu(301, 1001), dishes: [{ dish, image }] }]);
+    expect(readdirSync(folder)).toHaveLength(1);
+  });
+});
