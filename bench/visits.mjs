@@ -1,0 +1,842 @@
+// Benchmark of GET /visits/standard through the full stack (HTTP, API key and token checks,
+// query validation, database, JSON) against a bare node:http server that serves the very
+// same bytes: the gap between the two is what the service itself costs.
+//
+// Run: npm run bench (builds, then runs this file). Settings, from the environment:
+//   BENCH_VISITS        visits loaded for client 1001 (default 100000)
+//   BENCH_DURATION      seconds per measured run (default 10)
+//   BENCH_CONNECTIONS   concurrent connections per run (default 50)
+//   BENCH_DATABASES     comma-separated, sqlite and/or postgres (default sqlite,postgres)
+//   BENCH_POSTGRES_URL  server of the postgres runs (default postgres://postgres@127.0.0.1:5432/test)
+//
+// Each database gets a place of its own (a temporary DATA_DIR; a fresh schema bench_<time>)
+// that is removed afterwards, also on failure or Ctrl-C. Output: a table on stdout and
+// bench/results/visits-<time>.json. Exit code 1 when anything failed or a run saw non-2xx
+// responses or connection errors (its figures would not mean what they seem to).
+
+import { execFile, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import os from 'node:os';
+import { join, relative, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { promisify } from 'node:util';
+import autocannon from 'autocannon';
+import Database from 'better-sqlite3';
+import pg from 'pg';
+
+const ROOT = resolve(import.meta.dirname, '..');
+const CLI = join(ROOT, 'dist', 'cli.js');
+const MAIN = join(ROOT, 'dist', 'main.js');
+const DEMO_DATA = join(ROOT, 'dist', 'demo', 'demo-data.js');
+const BARE_SERVER = join(ROOT, 'bench', 'bare-server.mjs');
+const RESULTS_DIR = join(ROOT, 'bench', 'results');
+
+const CLIENT = { id: 1001, name: 'Acme Dining Group' };
+const BRAND = { id: 5, name: 'Acme Grill' };
+const BRANCH_COUNT = 50;
+const TOWNS = ['Leeds', 'Manchester', 'York', 'Sheffield', 'Nottingham', 'Birmingham', 'Liverpool', 'Bristol', 'Newcastle', 'Hull'];
+/** Days of visits, ending yesterday: any 31-day window before today is full. */
+const DATA_DAYS = 60;
+/** The longest range the endpoint accepts (VISITS_MAX_RANGE_DAYS), both ends included. */
+const WINDOW_DAYS = 31;
+const TAKES = [100, 1000];
+const FIRST_VISIT_ID = 900_000_001;
+/** Seconds of load before each measured run, not counted: JIT, pools and caches warm up first. */
+const WARMUP_SECONDS = 2;
+const PG_BATCH_ROWS = 1000;
+const RSS_POLL_MS = 200;
+const READY_TIMEOUT_MS = 60_000;
+/** The service judges "today" in this zone (RESULTS_TIMEZONE default); ToDate must be before it. */
+const SERVICE_TIMEZONE = 'Europe/London';
+
+const MINUTE = 60_000;
+const DAY = 86_400_000;
+const MB = 1_000_000;
+
+const VISIT_COLUMNS = [
+  'id',
+  'client_id',
+  'brand_id',
+  'branch_id',
+  'visit_type',
+  'questionnaire_type',
+  'visit_score',
+  'recommend_score',
+  'recommend_comment',
+  'visit_date',
+  'visit_date_time',
+  'modification_date',
+  'visit_source',
+  'sections',
+  'guest_id',
+  'opt_in_contact_by_email',
+  'opt_in_join_marketing',
+  'completed_at',
+];
+
+const execFileAsync = promisify(execFile);
+const log = (line) => console.log(line);
+const message = (error) => (error instanceof Error ? error.message : String(error));
+
+/** The error with its causes (fetch hides the real reason, such as ECONNRESET, in `cause`). */
+function describeError(error) {
+  let text = error instanceof Error ? (error.stack ?? error.message) : String(error);
+  for (let cause = error?.cause; cause; cause = cause.cause) text += `\n  caused by: ${message(cause)}`;
+  return text;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Settings and facts
+// ---------------------------------------------------------------------------------------------
+
+function readSettings(env = process.env) {
+  const positive = (name, fallback) => {
+    const raw = env[name]?.trim();
+    if (!raw) return fallback;
+    if (!/^\d+$/.test(raw) || Number(raw) < 1) throw new Error(`${name} must be a positive integer: '${raw}'`);
+    return Number(raw);
+  };
+  const databases = (env.BENCH_DATABASES?.trim() || 'sqlite,postgres')
+    .split(',')
+    .map((name) => name.trim())
+    .filter(Boolean);
+  for (const name of databases) {
+    if (name !== 'sqlite' && name !== 'postgres') throw new Error(`BENCH_DATABASES: unknown database '${name}'`);
+  }
+  return {
+    visits: positive('BENCH_VISITS', 100_000),
+    durationSeconds: positive('BENCH_DURATION', 10),
+    connections: positive('BENCH_CONNECTIONS', 50),
+    databases,
+    postgresUrl: env.BENCH_POSTGRES_URL?.trim() || 'postgres://postgres@127.0.0.1:5432/test',
+  };
+}
+
+function machineFacts() {
+  const cpus = os.cpus();
+  return {
+    node: process.version,
+    platform: `${os.platform()} ${os.release()} ${os.arch()}`,
+    cpus: cpus.length,
+    cpuModel: cpus[0]?.model.trim() ?? 'unknown',
+    totalMemoryGB: round(os.totalmem() / 1024 ** 3, 1),
+  };
+}
+
+/** Today's date where the service judges it, and the data and request windows around it. */
+function benchDates() {
+  const parts = new Intl.DateTimeFormat('en-CA', {
+    timeZone: SERVICE_TIMEZONE,
+    year: 'numeric',
+    month: '2-digit',
+    day: '2-digit',
+  }).formatToParts(new Date());
+  const get = (type) => parts.find((p) => p.type === type)?.value;
+  const today = `${get('year')}-${get('month')}-${get('day')}`;
+  const yesterday = addDays(today, -1);
+  return {
+    today,
+    firstDataDay: addDays(yesterday, -(DATA_DAYS - 1)),
+    lastDataDay: yesterday,
+    from: addDays(yesterday, -(WINDOW_DAYS - 1)),
+    to: yesterday,
+  };
+}
+
+function addDays(date, days) {
+  return new Date(Date.parse(`${date}T00:00:00Z`) + days * DAY).toISOString().slice(0, 10);
+}
+
+/** Wall-clock date-times are handled as UTC milliseconds, so no local zone leaks in. */
+function wallClock(ms) {
+  return new Date(ms).toISOString().slice(0, 19);
+}
+
+function round(value, decimals) {
+  const factor = 10 ** decimals;
+  return Math.round(value * factor) / factor;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Clean-up: every resource registers its undo as it is made; they run last first
+// ---------------------------------------------------------------------------------------------
+
+const cleanups = [];
+
+function defer(label, action) {
+  cleanups.push({ label, action });
+}
+
+/** Runs the undo actions registered after `mark`; a failing one is reported, the rest still run. */
+async function cleanUpTo(mark) {
+  while (cleanups.length > mark) {
+    const { label, action } = cleanups.pop();
+    try {
+      await action();
+    } catch (error) {
+      console.error(`clean-up "${label}" failed: ${message(error)}`);
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Data set
+// ---------------------------------------------------------------------------------------------
+
+function benchBranches() {
+  return Array.from({ length: BRANCH_COUNT }, (_, i) => {
+    const n = String(i + 1).padStart(2, '0');
+    const town = TOWNS[i % TOWNS.length];
+    return {
+      id: `BR-${CLIENT.id}-${String(i + 1).padStart(4, '0')}`,
+      name: `${BRAND.name} ${town} ${n}`,
+      branchCode: `AG-${town.slice(0, 3).toUpperCase()}-${n}`,
+    };
+  });
+}
+
+/**
+ * Returns `visit(i)`: the row (column name to value) of visit i of `count`, spread evenly over
+ * DATA_DAYS days ending yesterday, ids rising with time. Section contents are borrowed from
+ * the service's own demo generator so that subjects, tags, answers and scores look real; they
+ * are only regrouped to 5-7 sections of 3-5 questions, the size of a production visit.
+ */
+async function visitGenerator(count, dates, branches) {
+  const { createRandom, demoVisits } = await import(pathToFileURL(DEMO_DATA).href);
+  const random = createRandom(20_240_601);
+  const pools = demoPools(demoVisits({ today: '2024-06-01', days: 28 }));
+  const firstDayMs = Date.parse(`${dates.firstDataDay}T00:00:00Z`);
+  const todayMs = Date.parse(`${dates.today}T00:00:00Z`);
+
+  return (i) => {
+    // Day d holds visits ceil(d*count/DAYS) .. ceil((d+1)*count/DAYS)-1: even to within one.
+    const day = Math.floor((i * DATA_DAYS) / count);
+    const dayFirst = Math.ceil((day * count) / DATA_DAYS);
+    const dayCount = Math.ceil(((day + 1) * count) / DATA_DAYS) - dayFirst;
+    // Spread over opening hours, 11:00 to 22:59.
+    const minute = 11 * 60 + Math.floor(((i - dayFirst) * 12 * 60) / dayCount);
+    const startMs = firstDayMs + day * DAY + minute * MINUTE + random.int(0, 59) * 1000;
+    const modifiedMs = Math.min(startMs + random.int(120, 1440) * MINUTE, todayMs - random.int(1, 45) * MINUTE);
+    const completedMs = Math.min(startMs + random.int(15, 90) * MINUTE, modifiedMs);
+
+    const roll = random.next();
+    const type = roll < 0.2 ? 'MV' : roll < 0.8 ? 'OF' : 'TA';
+    const pool = pools.get(type);
+    const header = random.pick(pool.visits);
+    const names = random.sample(pool.names, random.int(5, 7));
+    const sections = names.map((name) => random.pick(pool.sections.get(name)));
+    const visitScore = round(sections.reduce((sum, s) => sum + s.score, 0) / sections.length, 1);
+    const hour = new Date(startMs).getUTCHours();
+
+    return {
+      id: FIRST_VISIT_ID + i,
+      client_id: CLIENT.id,
+      brand_id: BRAND.id,
+      branch_id: random.pick(branches).id,
+      visit_type: type,
+      questionnaire_type: type === 'MV' ? `Mystery Visit - ${hour < 16 ? 'Lunch' : 'Dinner'}` : header.questionnaireType,
+      visit_score: visitScore,
+      recommend_score: header.recommendScore,
+      recommend_comment: header.recommendComment,
+      visit_date: wallClock(startMs).slice(0, 10),
+      visit_date_time: wallClock(startMs),
+      modification_date: wallClock(modifiedMs),
+      visit_source: header.visitSource,
+      sections: JSON.stringify(sections),
+      guest_id: header.guestId,
+      opt_in_contact_by_email: header.optIns?.contactByEmail ?? null,
+      opt_in_join_marketing: header.optIns?.joinMarketing ?? null,
+      // An instant; each loader writes it in its driver's form.
+      completed_at: completedMs,
+    };
+  };
+}
+
+/**
+ * Per visit type: the demo visits (for their headers: comments, sources, guests), and for each
+ * section name the demo sections with 3-5 questions. Names are in questionnaire order (their
+ * average relative position in the demo visits), so a sample keeps sections in a natural order.
+ */
+function demoPools(demo) {
+  const position = new Map();
+  const pools = new Map();
+  for (const visit of demo) {
+    const pool = pools.get(visit.visitType) ?? { visits: [], sections: new Map(), names: [] };
+    pools.set(visit.visitType, pool);
+    pool.visits.push(visit);
+    visit.sections.forEach((section, index) => {
+      const [sum, n] = position.get(section.name) ?? [0, 0];
+      position.set(section.name, [sum + index / visit.sections.length, n + 1]);
+      if (section.questions.length < 3 || section.questions.length > 5) return;
+      const list = pool.sections.get(section.name) ?? [];
+      pool.sections.set(section.name, list);
+      list.push(section);
+    });
+  }
+  const rank = (name) => position.get(name)[0] / position.get(name)[1];
+  for (const [type, pool] of pools) {
+    pool.names = [...pool.sections.keys()].sort((a, b) => rank(a) - rank(b));
+    if (pool.names.length < 7) throw new Error(`demo data has too few section kinds for ${type} visits`);
+  }
+  for (const type of ['MV', 'OF', 'TA']) if (!pools.has(type)) throw new Error(`demo data has no ${type} visits`);
+  return pools;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Loading: straight into the tables, bypassing the service (its import path is not measured)
+// ---------------------------------------------------------------------------------------------
+
+/** better-sqlite3 binds no booleans; TypeORM stores SQLite datetimes as 'yyyy-mm-dd hh:mm:ss.sss' UTC. */
+function sqliteVisit(row) {
+  const flag = (value) => (value === null ? null : value ? 1 : 0);
+  return {
+    ...row,
+    opt_in_contact_by_email: flag(row.opt_in_contact_by_email),
+    opt_in_join_marketing: flag(row.opt_in_join_marketing),
+    completed_at: new Date(row.completed_at).toISOString().replace('T', ' ').slice(0, 23),
+  };
+}
+
+function loadSqlite(file, count, visit, branches) {
+  const db = new Database(file);
+  try {
+    db.pragma('foreign_keys = ON');
+    const insert = (table, columns) =>
+      db.prepare(`INSERT INTO ${table} (${columns.join(', ')}) VALUES (${columns.map((c) => `@${c}`).join(', ')})`);
+    // One transaction: one fsync instead of one per row.
+    db.transaction(() => {
+      insert('clients', ['id', 'name']).run(CLIENT);
+      insert('brands', ['id', 'client_id', 'name']).run({ ...BRAND, client_id: CLIENT.id });
+      const branch = insert('branches', ['id', 'client_id', 'brand_id', 'name', 'branch_code']);
+      for (const b of branches) branch.run({ id: b.id, client_id: CLIENT.id, brand_id: BRAND.id, name: b.name, branch_code: b.branchCode });
+      const statement = insert('visits', VISIT_COLUMNS);
+      for (let i = 0; i < count; i++) statement.run(sqliteVisit(visit(i)));
+    })();
+  } finally {
+    db.close();
+  }
+}
+
+/** One multi-row INSERT: far fewer round trips than a row at a time. */
+function insertRows(client, table, columns, rows) {
+  const values = [];
+  const tuples = rows.map((row) => `(${row.map((value) => `$${values.push(value)}`).join(', ')})`);
+  return client.query(`INSERT INTO ${table} (${columns.join(', ')}) VALUES ${tuples.join(', ')}`, values);
+}
+
+async function withPostgres(url, run) {
+  const client = new pg.Client({ connectionString: url, application_name: 'visits-bench' });
+  await client.connect();
+  try {
+    return await run(client);
+  } finally {
+    await client.end();
+  }
+}
+
+/** Loads in one transaction (the tables are unqualified: search_path picks the bench schema). */
+async function loadPostgres(url, schema, count, visit, branches) {
+  return withPostgres(url, async (client) => {
+    await client.query(`SET search_path TO "${schema}"`);
+    await client.query('BEGIN');
+    try {
+      await insertRows(client, 'clients', ['id', 'name'], [[CLIENT.id, CLIENT.name]]);
+      await insertRows(client, 'brands', ['id', 'client_id', 'name'], [[BRAND.id, CLIENT.id, BRAND.name]]);
+      const branchRows = branches.map((b) => [b.id, CLIENT.id, BRAND.id, b.name, b.branchCode]);
+      await insertRows(client, 'branches', ['id', 'client_id', 'brand_id', 'name', 'branch_code'], branchRows);
+      for (let first = 0; first < count; first += PG_BATCH_ROWS) {
+        const rows = [];
+        for (let i = first; i < Math.min(first + PG_BATCH_ROWS, count); i++) {
+          const row = visit(i);
+          row.completed_at = new Date(row.completed_at).toISOString();
+          rows.push(VISIT_COLUMNS.map((column) => row[column]));
+        }
+        await insertRows(client, 'visits', VISIT_COLUMNS, rows);
+      }
+      await client.query('COMMIT');
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw error;
+    }
+    // Fresh statistics, as autovacuum would give a table this size soon after: the planner
+    // should choose as it would in production, not from an empty-table guess.
+    const analyzeStart = performance.now();
+    await client.query('ANALYZE clients, brands, branches, visits');
+    return performance.now() - analyzeStart;
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Places: an isolated database per run
+// ---------------------------------------------------------------------------------------------
+
+/** The environment of the service and its CLI, without any DATABASE_* the caller has set. */
+function baseEnv(dataDir) {
+  const env = { ...process.env, DATA_DIR: dataDir };
+  delete env.DATABASE_URL;
+  delete env.DATABASE_SCHEMA;
+  return env;
+}
+
+async function sqlitePlace(scratch) {
+  const dataDir = await mkdtemp(join(scratch, 'sqlite-'));
+  defer(`remove ${dataDir}`, () => rm(dataDir, { recursive: true, force: true }));
+  return { env: baseEnv(dataDir), label: `SQLite ${join(dataDir, 'results.sqlite')}` };
+}
+
+async function postgresPlace(scratch, url) {
+  const schema = `bench_${Date.now()}`;
+  // Never adopt (and later drop) a schema that is not ours.
+  const taken = await withPostgres(url, (c) => c.query('SELECT 1 FROM pg_namespace WHERE nspname = $1', [schema]));
+  if (taken.rowCount > 0) throw new Error(`schema ${schema} exists already`);
+  defer(`drop schema ${schema}`, () => withPostgres(url, (c) => c.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`)));
+  const dataDir = await mkdtemp(join(scratch, 'postgres-'));
+  defer(`remove ${dataDir}`, () => rm(dataDir, { recursive: true, force: true }));
+  const env = { ...baseEnv(dataDir), DATABASE_URL: url, DATABASE_SCHEMA: schema };
+  return { env, schema, label: `PostgreSQL schema ${schema}` };
+}
+
+async function runCli(env, args) {
+  let stdout;
+  try {
+    ({ stdout } = await execFileAsync(process.execPath, [CLI, '--json', ...args], { cwd: ROOT, env, maxBuffer: 16 * MB }));
+  } catch (error) {
+    throw new Error(`cli ${args.slice(0, 2).join(' ')} failed: ${error.stderr?.trim() || message(error)}`, { cause: error });
+  }
+  return JSON.parse(stdout);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Child processes: the service and the bare server each get their own process (and core), so
+// neither shares an event loop with autocannon
+// ---------------------------------------------------------------------------------------------
+
+function startChild(label, args, env) {
+  const child = spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  // Both pipes are drained (a full pipe would stall the child); the tail explains a failure.
+  let tail = '';
+  const keep = (chunk) => {
+    tail = (tail + chunk).slice(-8000);
+  };
+  child.stdout.setEncoding('utf8').on('data', keep);
+  child.stderr.setEncoding('utf8').on('data', keep);
+  child.on('error', (error) => keep(`\n[spawn error] ${message(error)}\n`));
+  defer(`stop ${label}`, () => stopChild(child));
+  return { label, process: child, output: () => tail };
+}
+
+async function stopChild(child) {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = once(child, 'exit');
+  child.kill('SIGTERM');
+  const force = setTimeout(() => child.kill('SIGKILL'), 5000);
+  await exited;
+  clearTimeout(force);
+}
+
+/** Polls `check` until it returns a value; fails when the child exits first or time runs out. */
+async function waitFor(child, timeoutMs, check) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const exit = child.process.exitCode ?? child.process.signalCode;
+    if (exit !== null) throw new Error(`${child.label} exited (${exit}) while starting:\n${child.output()}`);
+    const value = await check().catch(() => undefined);
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`${child.label} not ready after ${timeoutMs} ms:\n${child.output()}`);
+    await new Promise((done) => setTimeout(done, 200));
+  }
+}
+
+async function freePort() {
+  const server = createServer();
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address();
+  server.close();
+  await once(server, 'close');
+  return port;
+}
+
+async function startService(env) {
+  const port = await freePort();
+  const child = startChild('service', [MAIN], {
+    ...env,
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    SEED_DEMO: 'false',
+    LOG_LEVEL: 'warn',
+    // As deployed (see Dockerfile): the schema is current, migrations ran as a separate step.
+    MIGRATIONS_RUN: 'false',
+    NODE_ENV: 'production',
+  });
+  const url = `http://127.0.0.1:${port}`;
+  await waitFor(child, READY_TIMEOUT_MS, async () => ((await fetch(`${url}/health/ready`)).status === 200 ? true : undefined));
+  return { ...child, url, pid: child.process.pid };
+}
+
+async function startBareServer(bodyFile, contentType) {
+  const child = startChild('bare server', [BARE_SERVER, bodyFile, contentType], process.env);
+  const port = await waitFor(child, 10_000, async () => {
+    const match = /\{"port":(\d+)\}/.exec(child.output());
+    return match ? Number(match[1]) : undefined;
+  });
+  return { ...child, url: `http://127.0.0.1:${port}` };
+}
+
+// ---------------------------------------------------------------------------------------------
+// HTTP
+// ---------------------------------------------------------------------------------------------
+
+async function getToken(url, credential) {
+  const response = await fetch(`${url}/connect/token`, {
+    method: 'POST',
+    headers: { 'svc-api-key': credential.apiKey, 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({
+      grant_type: 'client_credentials',
+      client_id: credential.clientId,
+      client_secret: credential.clientSecret,
+    }),
+  });
+  const body = await response.text();
+  if (response.status !== 200) throw new Error(`POST /connect/token answered ${response.status}: ${body}`);
+  return JSON.parse(body).access_token;
+}
+
+/** Fetches one page and checks it is a full one: 200 with exactly `take` visits. */
+async function fetchPage(url, headers, take) {
+  const response = await fetch(url, { headers });
+  const bytes = Buffer.from(await response.arrayBuffer());
+  if (response.status !== 200) {
+    throw new Error(`GET ${url} answered ${response.status}: ${bytes.toString('utf8').slice(0, 500)}`);
+  }
+  const visits = JSON.parse(bytes.toString('utf8')).data?.visits;
+  if (visits?.length !== take) throw new Error(`GET ${url} gave ${visits?.length} visits, expected ${take}`);
+  return { bytes, contentType: response.headers.get('content-type'), headers: Object.fromEntries(response.headers) };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Measuring
+// ---------------------------------------------------------------------------------------------
+
+function procStatusKb(pid, field) {
+  try {
+    const match = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return match ? Number(match[1]) : null;
+  } catch {
+    return null; // no /proc (not Linux) or the process is gone
+  }
+}
+
+const kbToMB = (kb) => (kb === null ? null : round((kb * 1024) / MB, 1));
+
+/** Samples the resident set of `pid` until the returned stop function is called; gives the peak in MB. */
+function watchRss(pid) {
+  let peak = null;
+  const sample = () => {
+    const kb = procStatusKb(pid, 'VmRSS');
+    if (kb !== null) peak = Math.max(peak ?? 0, kb);
+  };
+  sample();
+  const timer = setInterval(sample, RSS_POLL_MS);
+  return () => {
+    clearInterval(timer);
+    sample();
+    return kbToMB(peak);
+  };
+}
+
+/** A warm-up run (discarded), then the measured run with identical settings. */
+async function measure(url, headers, settings, rssPid) {
+  const options = { url, headers, connections: settings.connections, pipelining: 1 };
+  await autocannon({ ...options, duration: WARMUP_SECONDS });
+  const stopRss = rssPid === undefined ? null : watchRss(rssPid);
+  const result = await autocannon({ ...options, duration: settings.durationSeconds });
+  const peakRssMB = stopRss ? stopRss() : null;
+  return {
+    requests: result.requests.total,
+    requestsPerSec: round(result.requests.average, 1),
+    latencyMs: { p50: result.latency.p50, p90: result.latency.p90, p99: result.latency.p99, max: result.latency.max },
+    throughputMBps: round(result.throughput.average / MB, 2),
+    ok2xx: result['2xx'],
+    non2xx: result.non2xx,
+    errors: result.errors,
+    timeouts: result.timeouts,
+    statusCodes: result.statusCodeStats,
+    peakRssMB,
+  };
+}
+
+/** Anything that makes a run's figures suspect, said loudly right away and again at the end. */
+function problemsOf(run, what) {
+  const found = [];
+  if (run.non2xx > 0) found.push(`${what}: ${run.non2xx} non-2xx responses (${JSON.stringify(run.statusCodes)})`);
+  // autocannon counts a timeout (no answer within 10 s) as an error too.
+  if (run.errors > 0) found.push(`${what}: ${run.errors} errors (${run.timeouts} of them timeouts)`);
+  for (const line of found) console.error(`\n!!!!!!!! ${line} !!!!!!!!\n`);
+  return found;
+}
+
+async function benchPage(kind, take, service, credential, context) {
+  const { dates, settings, scratch } = context;
+  const query = new URLSearchParams({
+    SvcClientId: String(CLIENT.id),
+    FromDate: dates.from,
+    ToDate: dates.to,
+    Skip: '0',
+    Take: String(take),
+  });
+  const path = `/visits/standard?${query}`;
+  // A fresh token per page: a long BENCH_DURATION must not outlive the token (one hour).
+  const token = await getToken(service.url, credential);
+  const headers = { 'svc-api-key': credential.apiKey, authorization: `Bearer ${token}` };
+  const page = await fetchPage(`${service.url}${path}`, headers, take);
+  const bodyFile = join(scratch, `page-${kind}-${take}.json`);
+  await writeFile(bodyFile, page.bytes);
+
+  log(`[${kind}] Take=${take}: ${page.bytes.length} bytes; measuring the service (${settings.durationSeconds} s)`);
+  const serviceRun = await measure(`${service.url}${path}`, headers, settings, service.pid);
+  // The bare server stands for this exact answer: check the service still gives it.
+  const after = await fetchPage(`${service.url}${path}`, headers, take);
+  const sameBytes = after.bytes.equals(page.bytes);
+
+  log(`[${kind}] Take=${take}: measuring the bare server (${settings.durationSeconds} s)`);
+  const bare = await startBareServer(bodyFile, page.contentType);
+  let bareRun;
+  try {
+    bareRun = await measure(`${bare.url}${path}`, headers, settings);
+  } finally {
+    await stopChild(bare.process);
+  }
+
+  const what = `${kind} Take=${take}`;
+  const problems = [...problemsOf(serviceRun, `${what} service`), ...problemsOf(bareRun, `${what} bare`)];
+  if (!sameBytes) problems.push(`${what}: the service's page changed during the run`);
+  return {
+    take,
+    path,
+    bodyBytes: page.bytes.length,
+    bytesPerVisit: Math.round(page.bytes.length / take),
+    contentType: page.contentType,
+    serviceResponseHeaders: redactHeaders(page.headers),
+    service: serviceRun,
+    bare: bareRun,
+    ratio: round(serviceRun.requestsPerSec / bareRun.requestsPerSec, 3),
+    problems,
+  };
+}
+
+function redactHeaders(headers) {
+  const { date: _date, 'x-request-id': _id, ...rest } = headers;
+  return rest;
+}
+
+async function benchDatabase(kind, context) {
+  const { settings, scratch, dates } = context;
+  const mark = cleanups.length;
+  try {
+    const place = kind === 'sqlite' ? await sqlitePlace(scratch) : await postgresPlace(scratch, settings.postgresUrl);
+    log(`\n[${kind}] ${place.label}: running migrations`);
+    await runCli(place.env, ['migrations', 'run']);
+
+    const branches = benchBranches();
+    const visit = await visitGenerator(settings.visits, dates, branches);
+    log(`[${kind}] loading ${settings.visits} visits over ${dates.firstDataDay}..${dates.lastDataDay}`);
+    const loadStart = performance.now();
+    let analyzeMs = null;
+    if (kind === 'sqlite') loadSqlite(join(place.env.DATA_DIR, 'results.sqlite'), settings.visits, visit, branches);
+    else analyzeMs = await loadPostgres(settings.postgresUrl, place.schema, settings.visits, visit, branches);
+    const loadMs = performance.now() - loadStart - (analyzeMs ?? 0);
+    const load = {
+      visits: settings.visits,
+      seconds: round(loadMs / 1000, 2),
+      visitsPerSec: Math.round(settings.visits / (loadMs / 1000)),
+      analyzeSeconds: analyzeMs === null ? null : round(analyzeMs / 1000, 2),
+    };
+    log(
+      `[${kind}] loaded in ${load.seconds} s (${load.visitsPerSec} visits/s, generation included)` +
+        (analyzeMs === null ? '' : `; ANALYZE ${load.analyzeSeconds} s`),
+    );
+
+    const credential = await runCli(place.env, [
+      'credentials',
+      'add',
+      '--clients',
+      String(CLIENT.id),
+      '--scopes',
+      'visits/standard.read visits/plus.read',
+      '--name',
+      'visits bench',
+    ]);
+    const service = await startService(place.env);
+    log(`[${kind}] service ready at ${service.url} (pid ${service.pid})`);
+    const pages = [];
+    try {
+      for (const take of TAKES) pages.push(await benchPage(kind, take, service, credential, context));
+    } catch (error) {
+      // What the service said (it logs warnings and errors only) usually explains the failure.
+      const exit = service.process.exitCode ?? service.process.signalCode;
+      console.error(`\n[${kind}] service ${exit === null ? 'still running' : `exited (${exit})`}; its output:\n${service.output()}`);
+      throw error;
+    }
+    // The high-water mark covers start-up and both pages, warm-ups included.
+    const servicePeakRssMB = kbToMB(procStatusKb(service.pid, 'VmHWM'));
+    return { database: kind, load, servicePeakRssMB, pages };
+  } finally {
+    // Stop this database's service and remove its data before the next database runs.
+    await cleanUpTo(mark);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Report
+// ---------------------------------------------------------------------------------------------
+
+/** Plain-text table: text columns left-aligned, numbers right-aligned. */
+function formatTable(header, rows) {
+  const cells = [header, ...rows].map((row) => row.map((cell) => (cell === null || cell === undefined ? '-' : String(cell))));
+  const widths = header.map((_, c) => Math.max(...cells.map((row) => row[c].length)));
+  const numeric = header.map((_, c) => rows.every((row) => typeof row[c] === 'number' || row[c] === null));
+  const line = (row) => row.map((cell, c) => (numeric[c] ? cell.padStart(widths[c]) : cell.padEnd(widths[c]))).join('  ');
+  return [line(cells[0]), widths.map((w) => '-'.repeat(w)).join('  '), ...cells.slice(1).map(line)].join('\n');
+}
+
+function resultsTable(databases) {
+  const header = [
+    'db',
+    'take',
+    'body KB',
+    'svc req/s',
+    'svc p50',
+    'svc p99',
+    'svc MB/s',
+    'svc non2xx',
+    'svc err',
+    'bare req/s',
+    'bare p50',
+    'bare p99',
+    'bare MB/s',
+    'bare non2xx',
+    'bare err',
+    'svc/bare',
+    'svc RSS MB',
+  ];
+  const rows = databases.flatMap((db) =>
+    db.pages.map((p) => [
+      db.database,
+      p.take,
+      round(p.bodyBytes / 1000, 1),
+      p.service.requestsPerSec,
+      p.service.latencyMs.p50,
+      p.service.latencyMs.p99,
+      p.service.throughputMBps,
+      p.service.non2xx,
+      p.service.errors,
+      p.bare.requestsPerSec,
+      p.bare.latencyMs.p50,
+      p.bare.latencyMs.p99,
+      p.bare.throughputMBps,
+      p.bare.non2xx,
+      p.bare.errors,
+      p.ratio,
+      p.service.peakRssMB,
+    ]),
+  );
+  return formatTable(header, rows);
+}
+
+async function writeResults(stamp, report) {
+  await mkdir(RESULTS_DIR, { recursive: true });
+  const file = join(RESULTS_DIR, `visits-${stamp}.json`);
+  await writeFile(file, `${JSON.stringify(report, null, 2)}\n`);
+  return file;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Main
+// ---------------------------------------------------------------------------------------------
+
+async function main() {
+  const settings = readSettings();
+  const startedAt = new Date();
+  const stamp = startedAt.toISOString().replace(/[:.]/g, '-');
+  const machine = machineFacts();
+  const dates = benchDates();
+  log(`node ${machine.node} on ${machine.platform}; ${machine.cpus} x ${machine.cpuModel}; ${machine.totalMemoryGB} GB memory`);
+  log(
+    `settings: ${settings.visits} visits, ${settings.durationSeconds} s per run (+${WARMUP_SECONDS} s warm-up), ` +
+      `${settings.connections} connections, databases ${settings.databases.join(',')}`,
+  );
+  log(`window: FromDate=${dates.from} ToDate=${dates.to} (today in ${SERVICE_TIMEZONE}: ${dates.today})`);
+
+  const scratch = await mkdtemp(join(os.tmpdir(), 'visits-bench-'));
+  defer(`remove ${scratch}`, () => rm(scratch, { recursive: true, force: true }));
+  const context = { settings, dates, scratch };
+  const databases = [];
+  for (const kind of settings.databases) databases.push(await benchDatabase(kind, context));
+
+  const dataSet = {
+    client: CLIENT.id,
+    brand: BRAND.id,
+    branches: BRANCH_COUNT,
+    visits: settings.visits,
+    days: `${dates.firstDataDay}..${dates.lastDataDay}`,
+    visitsPerDay: round(settings.visits / DATA_DAYS, 1),
+    window: `${dates.from}..${dates.to}`,
+    bytesPerVisit: databases[0]?.pages.map((p) => ({ take: p.take, bytes: p.bytesPerVisit })),
+  };
+  log('');
+  log(`machine: node ${machine.node}, ${machine.cpus} CPUs (${machine.cpuModel}), ${machine.totalMemoryGB} GB memory`);
+  log(
+    `data set: ${dataSet.visits} visits of client ${CLIENT.id} (${dataSet.visitsPerDay}/day over ${dataSet.days}), ` +
+      `${BRANCH_COUNT} branches; window ${dataSet.window}; ` +
+      `${settings.connections} connections, ${settings.durationSeconds} s per run`,
+  );
+  for (const db of databases) {
+    log(
+      `load ${db.database}: ${db.load.seconds} s` +
+        (db.load.analyzeSeconds === null ? '' : ` + ANALYZE ${db.load.analyzeSeconds} s`) +
+        `; service peak RSS (VmHWM) ${db.servicePeakRssMB ?? '-'} MB`,
+    );
+  }
+  log('');
+  log(resultsTable(databases));
+  log('(latency in ms; MB = 10^6 bytes; err = connection errors and timeouts; svc RSS = peak VmRSS sampled during the measured run)');
+
+  const problems = databases.flatMap((db) => db.pages.flatMap((p) => p.problems));
+  const file = await writeResults(stamp, {
+    startedAt: startedAt.toISOString(),
+    settings: { ...settings, warmupSeconds: WARMUP_SECONDS, takes: TAKES },
+    machine,
+    dataSet,
+    databases,
+    problems,
+  });
+  log(`\nresults: ${relative(process.cwd(), file)}`);
+  if (problems.length > 0) {
+    console.error(`\n!!!!!!!! ${problems.length} problem(s); these figures are not valid:`);
+    for (const problem of problems) console.error(`!!!!!!!!   ${problem}`);
+    return false;
+  }
+  return true;
+}
+
+// Ctrl-C or a kill: still stop the children and drop the schema.
+for (const signal of ['SIGINT', 'SIGTERM']) {
+  process.once(signal, () => {
+    console.error(`\n${signal}: cleaning up`);
+    cleanUpTo(0).finally(() => process.exit(130));
+  });
+}
+
+let ok = false;
+try {
+  ok = await main();
+} catch (error) {
+  console.error(`\nbench failed: ${describeError(error)}`);
+} finally {
+  await cleanUpTo(0);
+}
+process.exit(ok ? 0 : 1);
