@@ -1,13 +1,25 @@
 #!/usr/bin/env bash
-# Every test of the project: install, lint, type check, build, unit tests and the HTTP and
-# database tests on SQLite and on PostgreSQL. Extra arguments go to jest.
+# Every test of the project: install, the contract, lint, type check, build, unit tests, and
+# the HTTP, database and browser tests on SQLite and on PostgreSQL. Extra arguments go to jest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/ensure-deps.sh
 bash scripts/ensure-services.sh
+bash scripts/ensure-chromium.sh
+echo "== client types from the committed contract"
+npx openapi-typescript openapi/openapi.json --output test/generated/results-api.ts --silent
 echo "== lint" && npx eslint --max-warnings=0 .
 echo "== type check" && npx tsc -p tsconfig.json
 echo "== build" && npx tsc -p tsconfig.build.json
+echo "== contract is current"
+fresh=$(mktemp -d)
+trap 'rm -rf "$fresh"' EXIT
+node dist/openapi-export.js "$fresh" >/dev/null
+if ! diff -ru openapi "$fresh"; then
+  echo "openapi/ differs from what the code generates: run 'npm run openapi' and commit the result." >&2
+  exit 1
+fi
+echo "== contract lint" && npx redocly lint openapi/openapi.json --format=stylish
 echo "== tests"
 NODE_OPTIONS="--experimental-vm-modules --no-warnings=ExperimentalWarning ${NODE_OPTIONS:-}" \
   node node_modules/jest/bin/jest.js --ci "$@"

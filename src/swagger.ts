@@ -4,6 +4,43 @@ import { SCOPE_DESCRIPTIONS } from './auth/scopes.js';
 import { API_KEY_SCHEME, OAUTH_SCHEME } from './common/openapi-names.js';
 import type { AppConfig } from './config/app-config.js';
 
+const RETRY_AFTER = {
+  description: 'Seconds to wait before retrying.',
+  schema: { type: 'integer', minimum: 1, example: 30 },
+};
+
+type Operation = { security?: unknown[]; responses?: Record<string, { headers?: Record<string, unknown> }> };
+
+/**
+ * What the decorators cannot say: public operations declare an empty security list, and
+ * every 429 and 503 documents its Retry-After header.
+ */
+function complete(document: OpenAPIObject): OpenAPIObject {
+  for (const item of Object.values(document.paths)) {
+    for (const operation of Object.values(item as Record<string, Operation>)) {
+      if (typeof operation !== 'object' || !operation.responses) continue;
+      operation.security ??= [];
+      for (const status of ['429', '503']) {
+        const response = operation.responses[status];
+        if (response) response.headers = { ...response.headers, 'Retry-After': RETRY_AFTER };
+      }
+    }
+  }
+  return document;
+}
+
+/**
+ * Swagger UI sends the OAuth2 token request itself; this adds the svc-api-key the user
+ * entered in the Authorize dialog, which the token endpoint requires. Runs in the browser.
+ */
+const addApiKeyToTokenRequests = (request: { url: string; headers: Record<string, string> }) => {
+  const ui = (globalThis as unknown as { ui?: { authSelectors: { authorized: () => { toJS: () => Record<string, { value?: string }> } } } }).ui;
+  if (/\/connect\/token(\?|$)/.test(request.url) && ui) {
+    const key = ui.authSelectors.authorized().toJS()['svc-api-key']?.value;
+    if (key) request.headers['svc-api-key'] = key;
+  }
+  return request;
+};
 
 /** The OpenAPI document, generated from the controllers and DTOs. */
 export function buildOpenApi(app: INestApplication, config: AppConfig): OpenAPIObject {
@@ -25,9 +62,11 @@ export function buildOpenApi(app: INestApplication, config: AppConfig): OpenAPIO
       },
       OAUTH_SCHEME,
     );
-  return SwaggerModule.createDocument(app, builder.build(), {
-    operationIdFactory: (_controller: string, method: string) => method,
-  });
+  return complete(
+    SwaggerModule.createDocument(app, builder.build(), {
+      operationIdFactory: (controller: string, method: string) => `${controller.replace(/Controller$/, '')}_${method}`,
+    }),
+  );
 }
 
 /** Swagger UI at /docs, the contract at /docs/openapi.json. */
@@ -37,6 +76,11 @@ export function setupSwagger(app: INestApplication, config: AppConfig): void {
     jsonDocumentUrl: 'docs/openapi.json',
     yamlDocumentUrl: 'docs/openapi.yaml',
     customSiteTitle: 'Results service API',
-    swaggerOptions: { persistAuthorization: true },
+    swaggerOptions: {
+      persistAuthorization: true,
+      tryItOutEnabled: true,
+      displayRequestDuration: true,
+      requestInterceptor: addApiKeyToTokenRequests,
+    },
   });
 }

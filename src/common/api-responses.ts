@@ -1,13 +1,10 @@
 import { applyDecorators } from '@nestjs/common';
 import {
-  ApiBadRequestResponse,
-  ApiForbiddenResponse,
-  ApiInternalServerErrorResponse,
+  ApiExtraModels,
+  ApiResponse,
+  getSchemaPath,
   ApiProperty,
   ApiPropertyOptional,
-  ApiServiceUnavailableResponse,
-  ApiTooManyRequestsResponse,
-  ApiUnauthorizedResponse,
 } from '@nestjs/swagger';
 
 /** RFC 9457 problem document, as every error except the token endpoint's. */
@@ -36,15 +33,26 @@ export class ProblemDto {
   errors?: string[];
 }
 
+/** A problem+json response of the given status. */
+export function ApiProblemResponse(status: number, description: string): MethodDecorator & ClassDecorator {
+  return applyDecorators(
+    ApiExtraModels(ProblemDto),
+    ApiResponse({
+      status,
+      description,
+      content: { 'application/problem+json': { schema: { $ref: getSchemaPath(ProblemDto) } } },
+    }),
+  );
+}
+
 /** The error responses every data endpoint can give. */
 export function ApiDataErrors(): MethodDecorator & ClassDecorator {
-  const problem = { type: ProblemDto };
   return applyDecorators(
-    ApiBadRequestResponse({ ...problem, description: 'A parameter breaks a rule; `errors` lists each.' }),
-    ApiUnauthorizedResponse({ ...problem, description: 'svc-api-key or access token missing, invalid or revoked.' }),
-    ApiForbiddenResponse({ ...problem, description: 'The token lacks the scope, or the query asks for data the credential is not entitled to.' }),
-    ApiTooManyRequestsResponse({ ...problem, description: 'Rate limit reached; retry after `Retry-After` seconds.' }),
-    ApiInternalServerErrorResponse({ ...problem, description: 'Internal error; quote the instance.' }),
-    ApiServiceUnavailableResponse({ ...problem, description: 'Temporarily unavailable; retry after `Retry-After` seconds.' }),
+    ApiProblemResponse(400, 'A parameter breaks a rule; `errors` lists each.'),
+    ApiProblemResponse(401, 'svc-api-key or access token missing, invalid or revoked; `WWW-Authenticate` says which.'),
+    ApiProblemResponse(403, 'The token lacks the scope, or the query asks for data the credential is not entitled to.'),
+    ApiProblemResponse(429, 'Rate limit reached; retry after `Retry-After` seconds.'),
+    ApiProblemResponse(500, 'Internal error; quote the instance.'),
+    ApiProblemResponse(503, 'Temporarily unavailable; retry after `Retry-After` seconds.'),
   );
 }

@@ -1,5 +1,6 @@
 import { Controller, Get, ServiceUnavailableException } from '@nestjs/common';
-import { ApiOkResponse, ApiOperation, ApiServiceUnavailableResponse, ApiTags } from '@nestjs/swagger';
+import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiProblemResponse } from '../common/api-responses.js';
 import { HealthCheckService, HealthIndicatorService } from '@nestjs/terminus';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
@@ -32,7 +33,7 @@ export class HealthController {
     summary: 'The service can serve requests: the database answers and its migrations are current.',
   })
   @ApiOkResponse({ description: 'Ready.' })
-  @ApiServiceUnavailableResponse({ description: 'Not ready; problem+json naming the failing checks.' })
+  @ApiProblemResponse(503, 'Not ready: the detail names the failing checks.')
   async ready(): Promise<unknown> {
     try {
       return await this.health.check([

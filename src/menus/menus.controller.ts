@@ -2,18 +2,18 @@ import { Controller, Get, Header, HttpCode, Param, Post, Req, Res, UseIntercepto
 import {
   ApiBody,
   ApiConsumes,
-  ApiNotFoundResponse,
   ApiOkResponse,
   ApiOperation,
   ApiParam,
   ApiProduces,
+  ApiResponse,
   ApiTags,
 } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
 import { EntitledQuery } from '../auth/entitlements.js';
 import { RequiresScope } from '../auth/requires-scope.decorator.js';
 import { Scope } from '../auth/scopes.js';
-import { ApiDataErrors, ProblemDto } from '../common/api-responses.js';
+import { ApiDataErrors, ApiProblemResponse } from '../common/api-responses.js';
 import { AppConfig } from '../config/app-config.js';
 import { DishUploadInterceptor, type UploadRequest } from './dish-upload.interceptor.js';
 import { DishesPageDto, DishResponseDto, DishUploadDto, MenusPageDto, type DishDto, type MenuDto } from './dto/menu.dto.js';
@@ -49,7 +49,7 @@ export class MenusController {
     summary: 'The dishes of one of the client menus, by display order then id, a page at a time.',
   })
   @ApiOkResponse({ type: DishesPageDto })
-  @ApiNotFoundResponse({ type: ProblemDto, description: 'No menu has this id.' })
+  @ApiProblemResponse(404, 'No menu has this id.')
   @ApiDataErrors()
   async dishes(@EntitledQuery() query: DishesQueryDto, @Res({ passthrough: true }) res: Response): Promise<DishesPageDto> {
     const page = await this.menus.dishes(query.SvcClientId, query.menuId, query.after);
@@ -84,7 +84,8 @@ export class MenusController {
   @ApiParam({ name: 'imageId', format: 'uuid' })
   @ApiProduces('image/jpeg', 'image/png', 'image/webp')
   @ApiOkResponse({ description: 'The image bytes, with `ETag` and `Cache-Control`.', schema: { type: 'string', format: 'binary' } })
-  @ApiNotFoundResponse({ type: ProblemDto, description: 'No image has this id.' })
+  @ApiResponse({ status: 304, description: 'Not modified: the If-None-Match ETag is current.' })
+  @ApiProblemResponse(404, 'No image has this id.')
   @ApiDataErrors()
   @Header('Cache-Control', 'private, max-age=31536000, immutable')
   async image(

@@ -5,6 +5,7 @@ import { AppModule } from '../../src/app.module.js';
 import type { AppConfig } from '../../src/config/app-config.js';
 import { ensureSchema } from '../../src/database/migration-tools.js';
 import { setupApp } from '../../src/setup-app.js';
+import { contractRecorder } from './contract.js';
 import { isolatedConfig } from './test-config.js';
 
 export interface TestApp {
@@ -22,6 +23,9 @@ export async function startTestApp(env: Record<string, string> = {}): Promise<Te
   await ensureSchema(config);
   const moduleRef = await Test.createTestingModule({ imports: [AppModule.forRoot(config)] }).compile();
   const app = moduleRef.createNestApplication<NestExpressApplication>({ bufferLogs: true });
+  // Every response of every HTTP test is checked against the committed contract.
+  const violations: string[] = [];
+  app.use(contractRecorder(violations));
   setupApp(app);
   await app.init();
   return {
@@ -32,6 +36,9 @@ export async function startTestApp(env: Record<string, string> = {}): Promise<Te
     close: async () => {
       await app.close();
       await drop();
+      if (violations.length > 0) {
+        throw new Error(`responses that do not match openapi/openapi.json:\n${[...new Set(violations)].join('\n')}`);
+      }
     },
   };
 }

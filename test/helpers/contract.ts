@@ -1,0 +1,122 @@
+import { readFileSync } from 'node:fs';
+import type { NextFunction, Request, Response } from 'express';
+import { Ajv, type ValidateFunction } from 'ajv';
+import formats from 'ajv-formats';
+
+// ajv-formats is CommonJS: its default export is the plugin function.
+const addFormats = formats as unknown as (ajv: Ajv) => Ajv;
+
+type Schema = Record<string, unknown>;
+interface MediaType {
+  schema?: Schema;
+}
+interface ResponseSpec {
+  content?: Record<string, MediaType>;
+  headers?: Record<string, unknown>;
+}
+interface Operation {
+  responses: Record<string, ResponseSpec>;
+}
+
+const contract = JSON.parse(readFileSync(new URL('../../openapi/openapi.json', import.meta.url), 'utf8')) as {
+  paths: Record<string, Record<string, Operation>>;
+  components: { schemas: Record<string, Schema> };
+};
+
+/** OpenAPI 3.0 schemas as JSON Schema: `nullable` becomes a null alternative. */
+function toJsonSchema(node: unknown): unknown {
+  if (Array.isArray(node)) return node.map(toJsonSchema);
+  if (node === null || typeof node !== 'object') return node;
+  const { nullable, example: _example, ...rest } = node as Schema;
+  const out = Object.fromEntries(Object.entries(rest).map(([k, v]) => [k, k === 'properties' ? mapValues(v, toJsonSchema) : toJsonSchema(v)]));
+  if (typeof out.$ref === 'string') out.$ref = `contract${out.$ref}`;
+  if (nullable !== true) return out;
+  // `nullable` next to a composition (how @nestjs/swagger writes a nullable object): the value or null.
+  if (out.allOf || out.oneOf || out.anyOf || out.$ref) {
+    const { type: _type, ...composed } = out;
+    return { anyOf: [composed, { type: 'null' }] };
+  }
+  if (typeof out.type === 'string') return { ...out, type: [out.type, 'null'], ...(out.enum ? { enum: [...(out.enum as unknown[]), null] } : {}) };
+  return { anyOf: [out, { type: 'null' }] };
+}
+
+function mapValues(value: unknown, fn: (v: unknown) => unknown): unknown {
+  return Object.fromEntries(Object.entries(value as Schema).map(([k, v]) => [k, fn(v)]));
+}
+
+const ajv = new Ajv({ strict: false, allErrors: true });
+addFormats(ajv);
+for (const format of ['int64', 'int32', 'double', 'float', 'binary', 'password']) ajv.addFormat(format, true);
+ajv.addSchema({ $id: 'contract', components: { schemas: mapValues(contract.components.schemas, toJsonSchema) } });
+
+const routes = Object.entries(contract.paths).map(([template, operations]) => ({
+  template,
+  pattern: new RegExp(`^${template.replace(/\{[^}]+\}/g, '[^/]+')}$`),
+  operations,
+}));
+const validators = new Map<Schema, ValidateFunction>();
+
+function validatorFor(schema: Schema): ValidateFunction {
+  let validate = validators.get(schema);
+  if (!validate) {
+    validate = ajv.compile(toJsonSchema(schema) as Schema);
+    validators.set(schema, validate);
+  }
+  return validate;
+}
+
+/** Checks one response against the contract; returns what does not match. */
+export function contractViolations(method: string, path: string, status: number, headers: Record<string, unknown>, body: Buffer): string[] {
+  const route = routes.find((r) => r.pattern.test(path));
+  const where = `${method} ${path} -> ${status}`;
+  if (!route) return status === 404 ? [] : [`${where}: the path is not in the contract`];
+  const operation = route.operations[method.toLowerCase()];
+  if (!operation) return status === 404 || status === 405 ? [] : [`${where}: the method is not in the contract`];
+  const spec = operation.responses[String(status)];
+  if (!spec) return [`${where}: status ${status} is not documented`];
+  const problems: string[] = [];
+  for (const name of Object.keys(spec.headers ?? {})) {
+    if (headers[name.toLowerCase()] === undefined) problems.push(`${where}: documented header ${name} is missing`);
+  }
+  if (status === 304 || !spec.content) return problems;
+  const contentType = headers['content-type'];
+  const type = (typeof contentType === 'string' ? contentType : '').split(';')[0]?.trim() ?? '';
+  const media = spec.content[type];
+  if (!media) return [...problems, `${where}: content type '${type}' is not documented (${Object.keys(spec.content).join(', ')})`];
+  if (!media.schema || !type.includes('json')) return problems;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(body.toString('utf8'));
+  } catch {
+    return [...problems, `${where}: body is not JSON`];
+  }
+  const validate = validatorFor(media.schema);
+  if (!validate(parsed)) problems.push(`${where}: body does not match the schema: ${ajv.errorsText(validate.errors)}`);
+  return problems;
+}
+
+/**
+ * Express middleware for the HTTP tests: every response the app sends is checked against
+ * the committed contract; what does not match is collected in `violations`.
+ */
+export function contractRecorder(violations: string[]) {
+  return (req: Request, res: Response, next: NextFunction): void => {
+    if (req.path.startsWith('/docs')) return next();
+    const chunks: Buffer[] = [];
+    const write = res.write.bind(res) as (...args: unknown[]) => boolean;
+    const end = res.end.bind(res) as (...args: unknown[]) => Response;
+    const keep = (chunk: unknown): void => {
+      if (chunk !== undefined && chunk !== null && typeof chunk !== 'function') chunks.push(Buffer.from(chunk as string));
+    };
+    res.write = ((chunk: unknown, ...rest: unknown[]) => {
+      keep(chunk);
+      return write(chunk, ...rest);
+    }) as Response['write'];
+    res.end = ((chunk?: unknown, ...rest: unknown[]) => {
+      keep(chunk);
+      violations.push(...contractViolations(req.method, req.path, res.statusCode, res.getHeaders(), Buffer.concat(chunks)));
+      return end(chunk, ...rest);
+    }) as Response['end'];
+    next();
+  };
+}
