@@ -15,7 +15,8 @@ export interface IntegerParamOptions {
   /** Comparison word of the minimum rule: `greater than '0'` or `greater than or equal to '0'`. */
   minimumText: string;
   description: string;
-  example: number;
+  /** Left out for optional parameters: Swagger UI would fill it in and filter by it. */
+  example?: number;
 }
 
 /**

@@ -126,8 +126,7 @@ export class VisitsQueryDto {
     required: false,
     minimum: 1,
     minimumText: "greater than '0'",
-    description: 'Only visits of this brand. Use only when the operator instructs it.',
-    example: 5,
+    description: 'Only visits of this brand (for example 5). Use only when the operator instructs it.',
   })
   SvcBrandId?: number;
 
@@ -135,8 +134,9 @@ export class VisitsQueryDto {
     name: 'VisitTypes',
     type: 'string',
     required: false,
-    description: 'Comma-separated 2-letter visit type codes (MV mystery visit, OF online feedback, TA third-party review).',
-    example: 'MV,OF',
+    description:
+      'Comma-separated 2-letter visit type codes, for example MV,OF (MV mystery visit, OF online feedback, ' +
+      'TA third-party review). Omitted: every type.',
     pattern: '^[A-Za-z]{2}(,[A-Za-z]{2})*$',
   })
   @Transform(emptyIsAbsent)
