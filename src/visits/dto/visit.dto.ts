@@ -1,4 +1,4 @@
-import { ApiProperty } from '@nestjs/swagger';
+import { ApiExtraModels, ApiProperty, getSchemaPath } from '@nestjs/swagger';
 
 export class QuestionDto {
   @ApiProperty({ example: 'Was the steak cooked as ordered?' })
@@ -89,8 +89,8 @@ export class OptInsDto {
   joinMarketing!: boolean | null;
 }
 
-/** A plus visit: every standard field, and the guest's id and opt-ins. */
-export class PlusVisitDto extends VisitDto {
+/** What plus adds to a standard visit: the guest's id and opt-ins. */
+export class PlusFieldsDto {
   @ApiProperty({ type: String, nullable: true, example: 'G-3fa85f64', description: 'Only online feedback (OF) visits carry one.' })
   guestId!: string | null;
 
@@ -103,8 +103,16 @@ class StandardVisitsData {
   visits!: VisitDto[];
 }
 
+/** A plus visit: every standard field, and the plus fields. */
+export type PlusVisitDto = VisitDto & PlusFieldsDto;
+
+@ApiExtraModels(VisitDto, PlusFieldsDto)
 class PlusVisitsData {
-  @ApiProperty({ type: [PlusVisitDto] })
+  @ApiProperty({
+    type: 'array',
+    description: 'Plus visits: the standard visit (VisitDto) extended by PlusFieldsDto.',
+    items: { allOf: [{ $ref: getSchemaPath(VisitDto) }, { $ref: getSchemaPath(PlusFieldsDto) }] },
+  })
   visits!: PlusVisitDto[];
 }
 
