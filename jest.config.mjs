@@ -1,3 +1,5 @@
+import { esmShim } from './test/support/esm-shims.mjs';
+
 /**
  * Native ESM mode (the NestJS 12 packages are ES modules only). The HTTP and database
  * tests run twice: once on the embedded SQLite and once on PostgreSQL.
@@ -5,7 +7,11 @@
 const common = {
   rootDir: '.',
   extensionsToTreatAsEsm: ['.ts'],
-  moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
+  moduleNameMapper: {
+    '^(\\.{1,2}/.*)\\.js$': '$1',
+    // CommonJS that requires NestJS 12's ES modules: see test/support/esm-shims.mjs.
+    '^@nestjs/throttler$': esmShim('@nestjs/throttler'),
+  },
   // ts-jest transpiles each file on its own (tsconfig isolatedModules); `npm test` type-checks separately.
   transform: { '^.+\\.ts$': ['ts-jest', { useESM: true, tsconfig: 'tsconfig.json' }] },
   testEnvironment: 'node',

@@ -11,6 +11,9 @@ import { DemoModule } from './demo/demo.module.js';
 import { HealthModule } from './health/health.module.js';
 import { LoggingModule } from './logging/logging.module.js';
 import { MenusModule } from './menus/menus.module.js';
+import { MetricsModule } from './metrics/metrics.module.js';
+import { RateLimitModule } from './rate-limit/rate-limit.module.js';
+import { RedisModule } from './redis/redis.module.js';
 import { VisitsModule } from './visits/visits.module.js';
 
 /** The whole service: the HTTP application and the operator CLI share it. */
@@ -23,6 +26,9 @@ export class AppModule {
         ConfigModule.forRoot(config),
         LoggingModule,
         DatabaseModule,
+        RedisModule,
+        MetricsModule,
+        RateLimitModule,
         HealthModule,
         ClientsModule,
         BranchesModule,

@@ -2,6 +2,7 @@ import { Module } from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
 import { PassportModule } from '@nestjs/passport';
 import { ClientsModule } from '../clients/clients.module.js';
+import { RateLimitGuard } from '../rate-limit/rate-limit.guard.js';
 import { VisitsModule } from '../visits/visits.module.js';
 import { AuthCacheService } from './auth-cache.service.js';
 import { AuthRepository } from './auth.repository.js';
@@ -18,7 +19,7 @@ import { WellKnownController } from './well-known.controller.js';
 
 /**
  * Credentials, the token endpoint and discovery, and the global guards, in this order:
- * API key, then bearer token, then scope. Routes opt out with @Public().
+ * rate limit, API key, bearer token, scope. Routes opt out of the last three with @Public().
  */
 @Module({
   imports: [ClientsModule, VisitsModule, PassportModule],
@@ -31,6 +32,8 @@ import { WellKnownController } from './well-known.controller.js';
     TokenFailuresService,
     TokenService,
     JwtStrategy,
+    // The rate limit comes first, so that refused requests count too.
+    { provide: APP_GUARD, useClass: RateLimitGuard },
     { provide: APP_GUARD, useClass: ApiKeyGuard },
     { provide: APP_GUARD, useClass: JwtAuthGuard },
     { provide: APP_GUARD, useClass: ScopeGuard },

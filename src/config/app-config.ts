@@ -190,6 +190,54 @@ export class AppConfig {
   @IsString({ message: 'a folder path' })
   IMAGE_STORAGE_DIR?: string;
 
+  /** Requests per minute per API key (fixed window); failed requests count too. */
+  @Transform(toInt)
+  @IsInt({ message: 'an integer from 1 to 1000000' })
+  @Min(1, { message: 'an integer from 1 to 1000000' })
+  @Max(1000000, { message: 'an integer from 1 to 1000000' })
+  RATE_LIMIT_PER_MINUTE = 60;
+
+  /** Token requests per minute per client id. */
+  @Transform(toInt)
+  @IsInt({ message: 'an integer from 1 to 1000000' })
+  @Min(1, { message: 'an integer from 1 to 1000000' })
+  @Max(1000000, { message: 'an integer from 1 to 1000000' })
+  TOKEN_RATE_LIMIT_PER_MINUTE = 10;
+
+  /** Prefix of the service's keys in Redis (several services or tests may share one Redis). */
+  @Matches(/^[A-Za-z0-9:_-]{1,64}$/, { message: 'letters, digits, : _ or -' })
+  REDIS_KEY_PREFIX = 'results:';
+
+  /** Port of the Prometheus metrics listener (kept off the public port); 0 turns it off. */
+  @Transform(toInt)
+  @IsInt({ message: 'an integer from 0 to 65535' })
+  @Min(0, { message: 'an integer from 0 to 65535' })
+  @Max(65535, { message: 'an integer from 0 to 65535' })
+  METRICS_PORT = 9464;
+
+  /** Express "trust proxy": hops of proxies in front (1 for one ingress), or false. */
+  @Matches(/^(false|true|\d{1,2}|loopback|uniquelocal|linklocal)$/, { message: 'false, true, a number of hops, or loopback' })
+  TRUST_PROXY = 'false';
+
+  /** Origins allowed to call the API from a browser, comma-separated; empty: CORS off. */
+  @IsOptional()
+  @Matches(/^https?:\/\/[^\s,]+(,https?:\/\/[^\s,]+)*$/, { message: 'comma-separated http(s) origins' })
+  CORS_ORIGINS?: string;
+
+  /** How long, after SIGTERM, in-flight requests may take to finish. */
+  @Transform(toInt)
+  @IsInt({ message: 'an integer from 0 to 600' })
+  @Min(0, { message: 'an integer from 0 to 600' })
+  @Max(600, { message: 'an integer from 0 to 600' })
+  SHUTDOWN_GRACE_SECONDS = 25;
+
+  /** Longest a database query may take before the request fails with a 503. */
+  @Transform(toInt)
+  @IsInt({ message: 'an integer from 100 to 600000' })
+  @Min(100, { message: 'an integer from 100 to 600000' })
+  @Max(600000, { message: 'an integer from 100 to 600000' })
+  DATABASE_QUERY_TIMEOUT_MS = 10000;
+
   get usesPostgres(): boolean {
     return this.DATABASE_URL !== undefined;
   }
@@ -233,6 +281,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     'JWT_SIGNING_KEYS_FILE',
     'PAGE_TOKEN_KEY',
     'IMAGE_STORAGE_DIR',
+    'CORS_ORIGINS',
   ];
   for (const key of Object.keys(defaults).concat(optional)) {
     const value = env[key];

@@ -23,12 +23,14 @@ export function dataSourceOptions(config: AppConfig): DataSourceOptions {
       migrationsTableName: 'migrations',
       poolSize: config.DATABASE_POOL_SIZE,
       applicationName: 'results-service',
-      connectTimeoutMS: 5000,
+      // A request never waits on the database for longer than these (then it is a 503).
+      connectTimeoutMS: Math.min(5000, config.DATABASE_QUERY_TIMEOUT_MS),
       extra: {
+        query_timeout: config.DATABASE_QUERY_TIMEOUT_MS,
         // Unqualified names in migrations resolve to the configured schema.
         options: `-c search_path=${config.DATABASE_SCHEMA}`,
         // A statement that runs longer than this is cancelled instead of holding a request.
-        statement_timeout: 15000,
+        statement_timeout: config.DATABASE_QUERY_TIMEOUT_MS,
         idle_in_transaction_session_timeout: 30000,
       },
     };

@@ -2,6 +2,7 @@ import { Controller, Get, ServiceUnavailableException } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { ApiProblemResponse } from '../common/api-responses.js';
 import { HealthCheckService, HealthIndicatorService } from '@nestjs/terminus';
+import { SkipThrottle } from '@nestjs/throttler';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { ProblemException } from '../common/problem.js';
@@ -12,6 +13,7 @@ const CHECK_TIMEOUT_MS = 2000;
 /** Liveness and readiness for the orchestrator; both public. */
 @ApiTags('health')
 @Public()
+@SkipThrottle()
 @Controller('health')
 export class HealthController {
   constructor(

@@ -18,6 +18,9 @@ export function isolatedConfig(env: Record<string, string> = {}): { config: AppC
     DATA_DIR: dataDir,
     SEED_DEMO: 'false',
     LOG_LEVEL: 'silent',
+    // Tests make many requests a minute; the rate-limit tests set their own limits.
+    RATE_LIMIT_PER_MINUTE: '1000000',
+    TOKEN_RATE_LIMIT_PER_MINUTE: '1000000',
     ...(onPostgres() ? { DATABASE_URL: process.env.DATABASE_URL!, DATABASE_SCHEMA: schema } : {}),
     ...env,
   };

@@ -1,0 +1,81 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { DataSource } from 'typeorm';
+
+interface PgPool {
+  totalCount: number;
+  idleCount: number;
+  waitingCount: number;
+}
+
+/**
+ * The service's Prometheus metrics, in a registry of its own (so several applications in
+ * one process, as in tests, never share counters). Served on METRICS_PORT.
+ */
+@Injectable()
+export class MetricsService {
+  readonly registry = new Registry();
+
+  readonly requests = new Counter({
+    name: 'results_http_requests_total',
+    help: 'HTTP requests answered, by method, route template and status.',
+    labelNames: ['method', 'route', 'status'] as const,
+    registers: [this.registry],
+  });
+
+  readonly duration = new Histogram({
+    name: 'results_http_request_duration_seconds',
+    help: 'Time from request to the end of the response, by method, route template and status.',
+    labelNames: ['method', 'route', 'status'] as const,
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [this.registry],
+  });
+
+  readonly tokensIssued = new Counter({
+    name: 'results_tokens_issued_total',
+    help: 'Access tokens issued by POST /connect/token.',
+    registers: [this.registry],
+  });
+
+  readonly tokenFailures = new Counter({
+    name: 'results_token_failures_total',
+    help: 'Refused token requests, by OAuth error code.',
+    labelNames: ['error'] as const,
+    registers: [this.registry],
+  });
+
+  readonly rateLimited = new Counter({
+    name: 'results_rate_limited_total',
+    help: 'Requests refused with 429, by limit (default: per API key; token: per client id).',
+    labelNames: ['limit'] as const,
+    registers: [this.registry],
+  });
+
+  readonly rateLimitStoreFallbacks = new Counter({
+    name: 'results_rate_limit_store_fallbacks_total',
+    help: 'Rate-limit checks counted in the process because Redis could not be reached.',
+    registers: [this.registry],
+  });
+
+  constructor(@InjectDataSource() db: DataSource) {
+    collectDefaultMetrics({ register: this.registry, prefix: 'results_process_' });
+    const pool = (): PgPool | undefined =>
+      db.isInitialized && db.options.type === 'postgres' ? (db.driver as unknown as { master?: PgPool }).master : undefined;
+    for (const [name, help, read] of [
+      ['results_db_pool_connections', 'Database pool connections open.', (p: PgPool) => p.totalCount],
+      ['results_db_pool_idle_connections', 'Database pool connections idle.', (p: PgPool) => p.idleCount],
+      ['results_db_pool_waiting_requests', 'Queries waiting for a database connection.', (p: PgPool) => p.waitingCount],
+    ] as const) {
+      new Gauge({
+        name,
+        help,
+        registers: [this.registry],
+        collect() {
+          const p = pool();
+          this.set(p ? read(p) : 0);
+        },
+      });
+    }
+  }
+}

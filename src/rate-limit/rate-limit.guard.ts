@@ -1,0 +1,83 @@
+import { createHash } from 'node:crypto';
+import { Injectable, type ExecutionContext } from '@nestjs/common';
+import { Reflector } from '@nestjs/core';
+import {
+  InjectThrottlerOptions,
+  InjectThrottlerStorage,
+  ThrottlerGuard,
+  type ThrottlerModuleOptions,
+  type ThrottlerRequest,
+  type ThrottlerStorage,
+} from '@nestjs/throttler';
+import type { Request, Response } from 'express';
+import { OAuthException } from '../auth/oauth-error.js';
+import { ProblemException } from '../common/problem.js';
+import { MetricsService } from '../metrics/metrics.service.js';
+
+export const TOKEN_PATH = '/connect/token';
+
+export const isTokenRequest = (req: Request): boolean => req.path === TOKEN_PATH;
+
+const digest = (value: string): string => createHash('sha256').update(value).digest('base64url').slice(0, 22);
+
+/** Per API key (the key itself never reaches the store, only a digest); by address without one. */
+export function apiKeyTracker(req: Request): string {
+  const key = req.headers['svc-api-key'];
+  return typeof key === 'string' && key.trim() ? `key:${digest(key.trim())}` : `ip:${req.ip ?? 'unknown'}`;
+}
+
+/** The token endpoint's client id, from the form or the Basic credentials. */
+export function clientIdTracker(req: Request): string {
+  const body = req.body as Record<string, unknown> | undefined;
+  if (typeof body?.client_id === 'string' && body.client_id) return `client:${digest(body.client_id)}`;
+  const basic = /^Basic\s+([A-Za-z0-9+/=]+)$/i.exec(req.headers.authorization ?? '');
+  const user = basic ? Buffer.from(basic[1], 'base64').toString('utf8').split(':')[0] : '';
+  return user ? `client:${digest(decodeURIComponent(user.replace(/\+/g, ' ')))}` : apiKeyTracker(req);
+}
+
+/**
+ * The first global guard, so failed requests count too. Fixed windows per API key over the
+ * whole API ("default") and per client id on the token endpoint ("token"). Every response
+ * carries the IETF RateLimit-Policy and RateLimit headers; a refused request is a 429 with
+ * Retry-After (problem+json, or the OAuth error body on the token endpoint).
+ */
+@Injectable()
+export class RateLimitGuard extends ThrottlerGuard {
+  constructor(
+    @InjectThrottlerOptions() options: ThrottlerModuleOptions,
+    @InjectThrottlerStorage() storage: ThrottlerStorage,
+    reflector: Reflector,
+    private readonly metrics: MetricsService,
+  ) {
+    super(options, storage, reflector);
+  }
+
+  protected override async handleRequest(props: ThrottlerRequest): Promise<boolean> {
+    const { context, limit, ttl, throttler, blockDuration, getTracker, generateKey } = props;
+    const req = context.switchToHttp().getRequest<Request>();
+    const res = context.switchToHttp().getResponse<Response>();
+    const name = throttler.name ?? 'default';
+    const key = generateKey(context, await getTracker(req, context), name);
+    const count = await this.storageService.increment(key, ttl, limit, blockDuration, name);
+    const reset = count.isBlocked ? count.timeToBlockExpire : count.timeToExpire;
+    res.append('RateLimit-Policy', `"${name}";q=${limit};w=${Math.round(ttl / 1000)}`);
+    res.append('RateLimit', `"${name}";r=${Math.max(0, limit - count.totalHits)};t=${reset}`);
+    if (!count.isBlocked) return true;
+
+    this.metrics.rateLimited.inc({ limit: name });
+    const retryAfter = String(Math.max(1, count.timeToBlockExpire));
+    if (isTokenRequest(req)) {
+      throw new OAuthException('slow_down', `Too many token requests for this client; retry after ${retryAfter} seconds.`, 429, {
+        'Retry-After': retryAfter,
+      });
+    }
+    throw new ProblemException(429, `The rate limit of ${limit} requests a minute is reached; retry after ${retryAfter} seconds.`, {
+      headers: { 'Retry-After': retryAfter },
+    });
+  }
+
+  /** One bucket per tracker for the whole API, not one per route. */
+  protected override generateKey(_context: ExecutionContext, tracker: string, name: string): string {
+    return `${name}:${tracker}`;
+  }
+}

@@ -1,0 +1,80 @@
+import { Logger } from '@nestjs/common';
+import { ThrottlerStorageService, type ThrottlerStorage } from '@nestjs/throttler';
+import type { Redis } from 'ioredis';
+import type { MetricsService } from '../metrics/metrics.service.js';
+
+/** What the throttler needs back from one count: hits, and seconds until reset or unblock. */
+export interface CountResult {
+  totalHits: number;
+  timeToExpire: number;
+  isBlocked: boolean;
+  timeToBlockExpire: number;
+}
+
+/**
+ * A fixed window in Redis, atomically: count the hit, start the window on the first one,
+ * and once past the limit block the key for the block duration.
+ */
+const COUNT_SCRIPT = `
+local blocked = redis.call('PTTL', KEYS[2])
+if blocked > 0 then
+  return {tonumber(redis.call('GET', KEYS[1]) or ARGV[2]) , redis.call('PTTL', KEYS[1]), 1, blocked}
+end
+local hits = redis.call('INCR', KEYS[1])
+if hits == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl < 0 then redis.call('PEXPIRE', KEYS[1], ARGV[1]); ttl = tonumber(ARGV[1]) end
+if hits > tonumber(ARGV[2]) then
+  redis.call('SET', KEYS[2], '1', 'PX', ARGV[3])
+  return {hits, ttl, 1, tonumber(ARGV[3])}
+end
+return {hits, ttl, 0, 0}
+`;
+
+/**
+ * Rate-limit counters shared by every replica through Redis. When Redis cannot be reached
+ * the count is kept in the process instead (the service keeps serving; the limit is then
+ * per replica), which is logged by the Redis client and counted in a metric.
+ */
+export class RateLimitStorage implements ThrottlerStorage {
+  private readonly local = new ThrottlerStorageService();
+  private readonly logger = new Logger('RateLimit');
+
+  constructor(
+    private readonly redis: Redis | null,
+    private readonly prefix: string,
+    private readonly metrics: MetricsService,
+  ) {}
+
+  async increment(key: string, ttl: number, limit: number, blockDuration: number, throttlerName: string): Promise<CountResult> {
+    if (this.redis) {
+      try {
+        if (this.redis.status !== 'ready') throw new Error(`Redis is ${this.redis.status}`);
+        const full = `${this.prefix}rl:${key}`;
+        const [hits, windowMs, blocked, blockMs] = (await this.redis.eval(
+          COUNT_SCRIPT,
+          2,
+          full,
+          `${full}:blocked`,
+          ttl,
+          limit,
+          blockDuration,
+        )) as [number, number, number, number];
+        return {
+          totalHits: hits,
+          timeToExpire: Math.max(1, Math.ceil(windowMs / 1000)),
+          isBlocked: blocked === 1,
+          timeToBlockExpire: Math.max(0, Math.ceil(blockMs / 1000)),
+        };
+      } catch (error) {
+        this.metrics.rateLimitStoreFallbacks.inc();
+        this.logger.debug(`counted in the process: ${(error as Error).message}`);
+      }
+    }
+    return this.local.increment(key, ttl, limit, blockDuration, throttlerName);
+  }
+
+  onApplicationShutdown(): void {
+    this.local.onApplicationShutdown();
+  }
+}
