@@ -6,6 +6,7 @@ cd "$(dirname "$0")/.."
 bash scripts/ensure-deps.sh
 bash scripts/ensure-services.sh
 bash scripts/ensure-chromium.sh
+bash scripts/ensure-kubectl.sh
 echo "== client types from the committed contract"
 npx openapi-typescript openapi/openapi.json --output test/generated/results-api.ts --silent
 echo "== lint" && npx eslint --max-warnings=0 .

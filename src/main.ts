@@ -1,8 +1,13 @@
 import 'reflect-metadata';
+import type { Server } from 'node:http';
+import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { AppModule } from './app.module.js';
 import { AppConfig, ConfigError, loadConfig } from './config/app-config.js';
 import { DemoService } from './demo/demo.service.js';
+import { LifecycleService } from './health/lifecycle.service.js';
+import { startMetricsServer } from './metrics/metrics-server.js';
+import { MetricsService } from './metrics/metrics.service.js';
 import { setupApp } from './setup-app.js';
 
 async function bootstrap(): Promise<void> {
@@ -20,19 +25,37 @@ async function bootstrap(): Promise<void> {
   setupApp(app);
   if (config.SEED_DEMO) await app.get(DemoService).seedIfEmpty();
   await app.listen(config.PORT, config.HOST);
-  // On SIGTERM (a rolling update) or SIGINT: stop accepting, finish, close the database, exit 0.
+  const metrics = config.METRICS_PORT > 0 ? await startMetricsServer(app.get(MetricsService), config.METRICS_PORT, config.HOST) : null;
+  const logger = new Logger('Shutdown');
+
+  // SIGTERM (a rolling update) or SIGINT: fail readiness, stop accepting connections, let
+  // in-flight requests finish for up to SHUTDOWN_GRACE_SECONDS, close the database and
+  // Redis, exit 0.
   let stopping = false;
+  const stop = async (signal: string): Promise<void> => {
+    if (stopping) return;
+    stopping = true;
+    logger.log(`${signal}: draining for up to ${config.SHUTDOWN_GRACE_SECONDS} s`);
+    app.get(LifecycleService).shuttingDown = true;
+    const server = app.getHttpServer() as Server;
+    const drained = new Promise<void>((resolve) => server.close(() => resolve()));
+    server.closeIdleConnections();
+    const deadline = setTimeout(() => {
+      logger.warn('grace period over: closing the remaining connections');
+      server.closeAllConnections();
+    }, config.SHUTDOWN_GRACE_SECONDS * 1000);
+    await drained;
+    clearTimeout(deadline);
+    metrics?.close();
+    await app.close();
+    process.exit(0);
+  };
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     process.once(signal, () => {
-      if (stopping) return;
-      stopping = true;
-      app.close().then(
-        () => process.exit(0),
-        (error: unknown) => {
-          process.stderr.write(`shutdown failed: ${String(error)}\n`);
-          process.exit(1);
-        },
-      );
+      stop(signal).catch((error: unknown) => {
+        process.stderr.write(`shutdown failed: ${String(error)}\n`);
+        process.exit(1);
+      });
     });
   }
   await app.get(DemoService).announce(await app.getUrl());

@@ -1,6 +1,7 @@
 import type { INestApplication } from '@nestjs/common';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import type { Express } from 'express';
+import helmet from 'helmet';
 import { Logger } from 'nestjs-pino';
 import { localDate } from './common/clock.js';
 import { QUERY_CONTEXT_LOCAL, type QueryContext } from './common/query-params.js';
@@ -11,11 +12,48 @@ import { setupSwagger } from './swagger.js';
  * The global HTTP setup shared by the service and the HTTP tests, so the tests exercise
  * exactly what runs in production.
  */
+function trustProxy(setting: string): boolean | number | string {
+  if (setting === 'true' || setting === 'false') return setting === 'true';
+  return /^\d+$/.test(setting) ? Number(setting) : setting;
+}
+
 export function setupApp(app: INestApplication): NestExpressApplication {
   const express = app as NestExpressApplication;
   const config = app.get(AppConfig);
   express.useLogger(app.get(Logger));
   express.disable('x-powered-by');
+  express.set('trust proxy', trustProxy(config.TRUST_PROXY));
+  // Security headers; the CSP lets Swagger UI (its own script and inline styles) work at /docs.
+  express.use(
+    helmet({
+      contentSecurityPolicy: {
+        directives: {
+          defaultSrc: ["'self'"],
+          scriptSrc: ["'self'"],
+          styleSrc: ["'self'", "'unsafe-inline'"],
+          imgSrc: ["'self'", 'data:'],
+          fontSrc: ["'self'", 'data:'],
+          connectSrc: ["'self'"],
+          objectSrc: ["'none'"],
+          frameAncestors: ["'none'"],
+          baseUri: ["'self'"],
+          formAction: ["'self'"],
+        },
+      },
+    }),
+  );
+  // Small bodies only: the token form and JSON are tiny; uploads are read by their own limits.
+  express.useBodyParser('urlencoded', { limit: '16kb', extended: false });
+  express.useBodyParser('json', { limit: '64kb' });
+  if (config.CORS_ORIGINS) {
+    express.enableCors({
+      origin: config.CORS_ORIGINS.split(','),
+      methods: ['GET', 'POST'],
+      allowedHeaders: ['Authorization', 'svc-api-key', 'Content-Type', 'X-Request-Id', 'If-None-Match'],
+      exposedHeaders: ['RateLimit', 'RateLimit-Policy', 'Retry-After', 'Link', 'X-Request-Id', 'ETag', 'WWW-Authenticate'],
+      maxAge: 600,
+    });
+  }
   // Responses are validated by their own headers (ETag on images); hashing every JSON
   // body for a weak ETag costs more than it saves on pages partners fetch once.
   express.set('etag', false);

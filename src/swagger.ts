@@ -9,20 +9,35 @@ const RETRY_AFTER = {
   schema: { type: 'integer', minimum: 1, example: 30 },
 };
 
+const RATE_LIMIT_HEADERS = {
+  'RateLimit-Policy': {
+    description: 'The limits that apply (IETF draft-ietf-httpapi-ratelimit-headers): `"default";q=60;w=60` per API key, `"token";q=10;w=60` per client id on the token endpoint.',
+    schema: { type: 'string', example: '"default";q=60;w=60' },
+  },
+  RateLimit: {
+    description: 'What is left of each limit: `r` requests remaining, `t` seconds until the window resets.',
+    schema: { type: 'string', example: '"default";r=59;t=42' },
+  },
+};
+
 type Operation = { security?: unknown[]; responses?: Record<string, { headers?: Record<string, unknown> }> };
 
 /**
- * What the decorators cannot say: public operations declare an empty security list, and
- * every 429 and 503 documents its Retry-After header.
+ * What the decorators cannot say: public operations declare an empty security list, every
+ * 429 and 503 documents its Retry-After header, and every rate-limited operation (all but
+ * the health probes) documents the RateLimit headers on each of its responses.
  */
 function complete(document: OpenAPIObject): OpenAPIObject {
-  for (const item of Object.values(document.paths)) {
+  for (const [path, item] of Object.entries(document.paths)) {
     for (const operation of Object.values(item as Record<string, Operation>)) {
       if (typeof operation !== 'object' || !operation.responses) continue;
       operation.security ??= [];
-      for (const status of ['429', '503']) {
-        const response = operation.responses[status];
-        if (response) response.headers = { ...response.headers, 'Retry-After': RETRY_AFTER };
+      for (const [status, response] of Object.entries(operation.responses)) {
+        const headers = { ...response.headers };
+        // A body too large is refused while it is read, before the rate limiter runs.
+        if (!path.startsWith('/health/') && status !== '413') Object.assign(headers, RATE_LIMIT_HEADERS);
+        if (status === '429' || status === '503') headers['Retry-After'] = RETRY_AFTER;
+        if (Object.keys(headers).length > 0) response.headers = headers;
       }
     }
   }

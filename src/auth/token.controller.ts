@@ -11,6 +11,7 @@ import {
   ApiUnauthorizedResponse,
 } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
+import { ApiProblemResponse } from '../common/api-responses.js';
 import { Public } from '../common/public.decorator.js';
 import { OAuthErrorDto, TokenRequestDto, TokenResponseDto } from './dto/token.dto.js';
 import { OAuthException } from './oauth-error.js';
@@ -39,7 +40,11 @@ export class TokenController {
   @ApiOkResponse({ type: TokenResponseDto, description: 'The access token. `Cache-Control: no-store`.' })
   @ApiBadRequestResponse({ type: OAuthErrorDto, description: '`invalid_request`, `unsupported_grant_type` or `invalid_scope`.' })
   @ApiUnauthorizedResponse({ type: OAuthErrorDto, description: '`invalid_client`: bad client credentials or svc-api-key.' })
-  @ApiTooManyRequestsResponse({ type: OAuthErrorDto, description: '`slow_down`: too many failed requests for this client id.' })
+  @ApiTooManyRequestsResponse({
+    type: OAuthErrorDto,
+    description: '`slow_down`: too many requests, or too many failed ones, for this client id.',
+  })
+  @ApiProblemResponse(413, 'The form is larger than the service accepts (16 KiB).')
   async token(
     @Req() req: Request,
     @Res({ passthrough: true }) res: Response,

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { SignJWT } from 'jose';
 import { AppConfig } from '../config/app-config.js';
+import { MetricsService } from '../metrics/metrics.service.js';
 import { AuthCacheService, type CachedCredential } from './auth-cache.service.js';
 import { KeyringService, SIGNING_ALG } from './keyring.service.js';
 import { OAuthException } from './oauth-error.js';
@@ -68,9 +69,22 @@ export class TokenService {
     private readonly keyring: KeyringService,
     private readonly failures: TokenFailuresService,
     private readonly config: AppConfig,
+    private readonly metrics: MetricsService,
   ) {}
 
+  /** Issues a token, counting what was issued and what was refused (by OAuth error). */
   async issue(request: TokenRequest): Promise<TokenResponse> {
+    try {
+      const response = await this.grant(request);
+      this.metrics.tokensIssued.inc();
+      return response;
+    } catch (error) {
+      if (error instanceof OAuthException) this.metrics.tokenFailures.inc({ error: error.error });
+      throw error;
+    }
+  }
+
+  private async grant(request: TokenRequest): Promise<TokenResponse> {
     const { form } = request;
     const grantType = formValue(form, 'grant_type');
     const bodyId = formValue(form, 'client_id');

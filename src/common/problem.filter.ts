@@ -31,7 +31,29 @@ const DEFAULT_DETAILS: Record<number, string> = {
   503: 'The service is temporarily unavailable; retry after the time in Retry-After.',
 };
 
+/**
+ * Whether an error means the database cannot be reached right now (connection refused,
+ * dropped or timed out, server shutting down), rather than a fault of this request.
+ */
+export function isDatabaseUnavailable(error: unknown): boolean {
+  const e = error as { code?: unknown; message?: unknown; driverError?: unknown } | null;
+  if (!e || typeof e !== 'object') return false;
+  if (e.driverError && isDatabaseUnavailable(e.driverError)) return true;
+  const code = typeof e.code === 'string' ? e.code : '';
+  const message = typeof e.message === 'string' ? e.message : '';
+  return (
+    ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', '57P01', '57P02', '57P03', '53300', 'SQLITE_BUSY'].includes(code) ||
+    code.startsWith('08') ||
+    /Connection terminated|timeout exceeded when trying to connect|Query read timeout|connection timeout|Client has encountered a connection error|DataSource is not initialized|Driver not Connected/i.test(
+      message,
+    )
+  );
+}
+
 function render(exception: unknown): RenderedError {
+  if (isDatabaseUnavailable(exception)) {
+    return { status: 503, detail: 'The database is unavailable; retry after the time in Retry-After.', headers: { 'Retry-After': '5' } };
+  }
   if (exception instanceof ProblemException) {
     return {
       status: exception.getStatus(),
@@ -92,7 +114,9 @@ export class ProblemFilter implements ExceptionFilter {
 
     // The request logger picks this up for its one line per request.
     response.locals.problemInstance = instance;
-    if (status >= 500) {
+    if (status === 503) {
+      this.logger.warn({ instance, method: request.method, url: request.originalUrl, err: exception }, detail);
+    } else if (status >= 500) {
       this.logger.error({ err: exception, instance, method: request.method, url: request.originalUrl }, 'request failed');
     } else {
       this.logger.debug({ instance, status, errors }, detail);

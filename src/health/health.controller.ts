@@ -1,12 +1,15 @@
-import { Controller, Get, ServiceUnavailableException } from '@nestjs/common';
+import { Controller, Get, Inject, ServiceUnavailableException } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { ApiProblemResponse } from '../common/api-responses.js';
 import { HealthCheckService, HealthIndicatorService } from '@nestjs/terminus';
 import { SkipThrottle } from '@nestjs/throttler';
 import { InjectDataSource } from '@nestjs/typeorm';
+import type { Redis } from 'ioredis';
 import { DataSource } from 'typeorm';
 import { ProblemException } from '../common/problem.js';
 import { Public } from '../common/public.decorator.js';
+import { REDIS } from '../redis/redis.module.js';
+import { LifecycleService } from './lifecycle.service.js';
 
 const CHECK_TIMEOUT_MS = 2000;
 
@@ -20,6 +23,8 @@ export class HealthController {
     private readonly health: HealthCheckService,
     private readonly indicators: HealthIndicatorService,
     @InjectDataSource() private readonly dataSource: DataSource,
+    @Inject(REDIS) private readonly redis: Redis | null,
+    private readonly lifecycle: LifecycleService,
   ) {}
 
   @Get('live')
@@ -32,13 +37,20 @@ export class HealthController {
   @Get('ready')
   @ApiOperation({
     operationId: 'getReadiness',
-    summary: 'The service can serve requests: the database answers and its migrations are current.',
+    summary: 'The service can serve requests: the database answers, its migrations are current, Redis answers when configured.',
   })
   @ApiOkResponse({ description: 'Ready.' })
   @ApiProblemResponse(503, 'Not ready: the detail names the failing checks.')
   async ready(): Promise<unknown> {
+    if (this.lifecycle.shuttingDown) {
+      throw new ProblemException(503, 'Not ready: shutting down.', { headers: { 'Retry-After': '5' } });
+    }
+    const redis = this.redis;
     try {
       return await this.health.check([
+        // Redis only shares rate-limit counters; without it the service keeps serving with
+        // counters per process, so it is reported degraded, never not-ready.
+        ...(redis ? [() => this.redisCheck(redis)] : []),
         () =>
           this.indicators
             .check('database')
@@ -62,6 +74,19 @@ export class HealthController {
       throw new ProblemException(503, `Not ready: ${failing.join(', ') || 'a check'} failed.`, {
         headers: { 'Retry-After': '5' },
       });
+    }
+  }
+
+  private async redisCheck(redis: Redis) {
+    const session = this.indicators.check('redis');
+    try {
+      await Promise.race([
+        redis.ping(),
+        new Promise((_, reject) => setTimeout(() => reject(new Error('timeout')), CHECK_TIMEOUT_MS).unref()),
+      ]);
+      return session.up();
+    } catch (error) {
+      return session.degraded({ message: `unreachable (${(error as Error).message}): rate limits counted per process` });
     }
   }
 }

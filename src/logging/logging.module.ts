@@ -2,7 +2,9 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Module } from '@nestjs/common';
 import { LoggerModule } from 'nestjs-pino';
+import type { Request } from 'express';
 import { AppConfig } from '../config/app-config.js';
+import { routeOf } from '../metrics/request-metrics.middleware.js';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -38,10 +40,10 @@ type Locals = { locals?: Record<string, unknown> };
             res.setHeader('X-Request-Id', id);
             return id;
           },
-          customProps: (_req: IncomingMessage, res: ServerResponse) => {
+          customProps: (req: IncomingMessage, res: ServerResponse) => {
             const locals = (res as ServerResponse & Locals).locals ?? {};
             return {
-              route: locals.route,
+              route: routeOf(req as Request),
               clientId: locals.clientId,
               problemInstance: locals.problemInstance,
             };

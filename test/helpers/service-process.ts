@@ -15,7 +15,7 @@ export function startService(env: Record<string, string>, timeoutMs = 120_000): 
   const base = { ...process.env };
   delete base.DATABASE_URL;
   delete base.DATABASE_SCHEMA;
-  const child = spawn(process.execPath, [MAIN], { env: { ...base, NODE_OPTIONS: '', PORT: '0', HOST: '127.0.0.1', ...env } });
+  const child = spawn(process.execPath, [MAIN], { env: { ...base, NODE_OPTIONS: '', PORT: '0', HOST: '127.0.0.1', METRICS_PORT: '0', ...env } });
   let text = '';
   const exited = new Promise<number | null>((done) => child.once('exit', (code) => done(code)));
   const stop = async (signal: NodeJS.Signals = 'SIGTERM'): Promise<number | null> => {
