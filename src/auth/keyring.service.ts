@@ -58,8 +58,19 @@ export class KeyringService implements OnModuleInit {
     return Boolean(this.config.JWT_SIGNING_KEYS || this.config.JWT_SIGNING_KEYS_FILE);
   }
 
+  /**
+   * Loads the ring, and gives a database ring with no key its first one at start, so that
+   * every replica knows the key before a token signed with it arrives.
+   */
   async onModuleInit(): Promise<void> {
-    await this.reload();
+    try {
+      await this.reload();
+      if (this.keys.length === 0 && !this.fromConfig) await this.rotate();
+    } catch (error) {
+      if (this.fromConfig) throw error;
+      // The schema may not be migrated yet (readiness says so); the key is made on first use.
+      this.logger.warn(`signing keys not loaded yet: ${(error as Error).message}`);
+    }
   }
 
   private configuredPems(): string[] {

@@ -67,6 +67,7 @@ export class RateLimitGuard extends ThrottlerGuard {
     this.metrics.rateLimited.inc({ limit: name });
     const retryAfter = String(Math.max(1, count.timeToBlockExpire));
     if (isTokenRequest(req)) {
+      this.metrics.tokenFailures.inc({ error: 'slow_down' });
       throw new OAuthException('slow_down', `Too many token requests for this client; retry after ${retryAfter} seconds.`, 429, {
         'Retry-After': retryAfter,
       });

@@ -1,0 +1,105 @@
+import request from 'supertest';
+import type { IssuedCredential } from '../src/auth/credentials.service.js';
+import { MetricsService } from '../src/metrics/metrics.service.js';
+import { issueCredential, seedClients } from './helpers/auth.js';
+import { startTestApp, type TestApp } from './helpers/test-app.js';
+
+const POLICY = /^"default";q=5;w=60$/;
+
+describe(`rate limits (${process.env.TEST_DATABASE}, counters in the process)`, () => {
+  let t: TestApp;
+  let partner: IssuedCredential;
+  let other: IssuedCredential;
+  let token: string;
+
+  beforeAll(async () => {
+    t = await startTestApp({ RATE_LIMIT_PER_MINUTE: '5', TOKEN_RATE_LIMIT_PER_MINUTE: '3' });
+    await seedClients(t);
+    partner = await issueCredential(t);
+    other = await issueCredential(t);
+    const res = await request(t.http)
+      .post('/connect/token')
+      .set('svc-api-key', partner.apiKey)
+      .type('form')
+      .send({ grant_type: 'client_credentials', client_id: partner.clientId, client_secret: partner.clientSecret });
+    token = res.body.access_token as string;
+  });
+  afterAll(async () => {
+    await t.close();
+  });
+
+  const branches = (c: IssuedCredential, bearer = token) =>
+    request(t.http).get('/branches?SvcClientId=1001').set('svc-api-key', c.apiKey).set('Authorization', `Bearer ${bearer}`);
+
+  it('allows the limit per API key, with RateLimit headers on every response, then answers 429', async () => {
+    // The token request above was the first of this key's five.
+    for (let remaining = 3; remaining >= 0; remaining--) {
+      const res = await branches(partner);
+      expect(res.status).toBe(200);
+      expect(res.headers['ratelimit-policy']).toMatch(POLICY);
+      expect(res.headers.ratelimit).toMatch(new RegExp(`^"default";r=${remaining};t=\\d+$`));
+    }
+    const refused = await branches(partner);
+    expect(refused.status).toBe(429);
+    expect(refused.headers['content-type']).toBe('application/problem+json; charset=utf-8');
+    const retryAfter = Number(refused.headers['retry-after']);
+    expect(retryAfter).toBeGreaterThan(0);
+    expect(retryAfter).toBeLessThanOrEqual(60);
+    expect(refused.headers.ratelimit).toMatch(/^"default";r=0;t=\d+$/);
+    expect(JSON.parse(refused.text)).toEqual({
+      title: 'Too Many Requests',
+      status: 429,
+      detail: `The rate limit of 5 requests a minute is reached; retry after ${retryAfter} seconds.`,
+      instance: expect.stringMatching(/^urn:svc:api:results:error:[0-9a-f-]{36}$/),
+    });
+  });
+
+  it('counts per API key: another key is not limited', async () => {
+    const res = await request(t.http).get('/health/live');
+    expect(res.headers.ratelimit).toBeUndefined();
+    const fresh = await request(t.http)
+      .get('/branches?SvcClientId=1001')
+      .set('svc-api-key', other.apiKey)
+      .set('Authorization', 'Bearer not-a-token');
+    expect(fresh.status).toBe(401);
+    expect(fresh.headers.ratelimit).toMatch(/^"default";r=4;t=\d+$/);
+  });
+
+  it('counts failed requests too', async () => {
+    for (let i = 0; i < 4; i++) expect((await branches(other, 'still-not-a-token')).status).toBe(401);
+    const res = await branches(other, 'still-not-a-token');
+    expect(res.status).toBe(429);
+  });
+
+  it('limits token requests per client id, with the OAuth error body', async () => {
+    const third = await issueCredential(t);
+    const ask = (apiKey: string) =>
+      request(t.http)
+        .post('/connect/token')
+        .set('svc-api-key', apiKey)
+        .type('form')
+        .send({ grant_type: 'client_credentials', client_id: third.clientId, client_secret: third.clientSecret });
+    const keys = [third.apiKey, (await t.app.get((await import('../src/auth/credentials.service.js')).CredentialsService).addKey(third.clientId)).apiKey];
+    for (let i = 0; i < 3; i++) {
+      const ok = await ask(keys[i % 2]);
+      expect(ok.status).toBe(200);
+      expect(ok.headers['ratelimit-policy']).toContain('"token";q=3;w=60');
+    }
+    // Another key of the same client does not get round the per-client limit.
+    const refused = await ask(keys[1]);
+    expect(refused.status).toBe(429);
+    expect(refused.headers['content-type']).toBe('application/json; charset=utf-8');
+    expect(refused.body).toEqual({ error: 'slow_down', error_description: expect.stringMatching(/^Too many token requests for this client; retry after \d+ seconds\.$/) });
+    expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0);
+  });
+
+  it('counts refused requests in the metrics', async () => {
+    const text = await t.app.get(MetricsService).registry.metrics();
+    expect(text).toMatch(/^results_rate_limited_total\{limit="default"\} [2-9]$/m);
+    expect(text).toMatch(/^results_rate_limited_total\{limit="token"\} 1$/m);
+    expect(text).toMatch(/^results_tokens_issued_total [4-9]$/m);
+    expect(text).toMatch(/^results_token_failures_total\{error="slow_down"\} 1$/m);
+    expect(text).toMatch(/^results_http_requests_total\{method="GET",route="\/branches",status="429"\} [2-9]$/m);
+    expect(text).toMatch(/^results_http_request_duration_seconds_bucket\{le="\+Inf",method="GET",route="\/branches",status="200"\} 4$/m);
+  });
+});
