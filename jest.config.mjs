@@ -28,6 +28,8 @@ export default {
       roots: ['<rootDir>/test'],
       testMatch: ['**/*.e2e-spec.ts'],
       setupFiles: ['<rootDir>/test/setup/sqlite.ts'],
+      // Tests of PostgreSQL behaviour (a TCP proxy in front of the server).
+      testPathIgnorePatterns: ['/test/postgres/'],
     },
     {
       ...common,

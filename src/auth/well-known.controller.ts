@@ -1,6 +1,7 @@
 import { Controller, Get, Header } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { JWK } from 'jose';
+import { ApiProblemResponse } from '../common/api-responses.js';
 import { Public } from '../common/public.decorator.js';
 import { AppConfig } from '../config/app-config.js';
 import { KeyringService, SIGNING_ALG } from './keyring.service.js';
@@ -20,6 +21,7 @@ export class WellKnownController {
   @Header('Cache-Control', 'public, max-age=300')
   @ApiOperation({ operationId: 'getJwks', summary: 'The JSON Web Key Set that verifies access tokens.' })
   @ApiOkResponse({ description: 'RFC 7517 key set; `kid` is the RFC 7638 thumbprint.' })
+  @ApiProblemResponse(429, 'Rate limit reached (per address); retry after `Retry-After` seconds.')
   jwks(): Promise<{ keys: JWK[] }> {
     return this.keyring.jwks();
   }
@@ -28,6 +30,7 @@ export class WellKnownController {
   @Header('Cache-Control', 'public, max-age=300')
   @ApiOperation({ operationId: 'getAuthorizationServerMetadata', summary: 'RFC 8414 authorization server metadata.' })
   @ApiOkResponse({ description: 'Issuer, token endpoint, JWKS address, grant types, authentication methods and scopes.' })
+  @ApiProblemResponse(429, 'Rate limit reached (per address); retry after `Retry-After` seconds.')
   metadata(): Record<string, unknown> {
     const base = this.config.baseUrl;
     return {

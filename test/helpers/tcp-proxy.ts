@@ -1,0 +1,63 @@
+import { connect, createServer, type Server, type Socket } from 'node:net';
+
+/**
+ * A TCP proxy of the tests' own between the service and PostgreSQL: it can cut every
+ * connection (the database "goes away"), refuse new ones, come back, and delay what the
+ * database sends (a slow query).
+ */
+export class TcpProxy {
+  private server: Server | null = null;
+  private readonly sockets = new Set<Socket>();
+  private readonly timers = new Set<NodeJS.Timeout>();
+  delayMs = 0;
+
+  constructor(
+    private readonly target: { host: string; port: number },
+    readonly port: number,
+  ) {}
+
+  async start(): Promise<void> {
+    if (this.server) return;
+    this.server = createServer((client) => {
+      const upstream = connect(this.target.port, this.target.host);
+      for (const s of [client, upstream]) {
+        this.sockets.add(s);
+        s.on('close', () => this.sockets.delete(s));
+        s.on('error', () => s.destroy());
+      }
+      client.on('data', (chunk: Buffer) => upstream.write(chunk));
+      upstream.on('data', (chunk: Buffer) => {
+        if (this.delayMs === 0) return void client.write(chunk);
+        const timer = setTimeout(() => {
+          this.timers.delete(timer);
+          client.write(chunk);
+        }, this.delayMs);
+        this.timers.add(timer);
+      });
+      client.on('close', () => upstream.destroy());
+      upstream.on('close', () => client.destroy());
+    });
+    await new Promise<void>((resolve, reject) => {
+      this.server!.once('error', reject);
+      this.server!.listen(this.port, '127.0.0.1', () => resolve());
+    });
+  }
+
+  /** Drops every connection and refuses new ones. */
+  async cut(): Promise<void> {
+    const server = this.server;
+    this.server = null;
+    for (const timer of this.timers) clearTimeout(timer);
+    this.timers.clear();
+    for (const s of this.sockets) s.destroy();
+    if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+
+  async restore(): Promise<void> {
+    await this.start();
+  }
+
+  async stop(): Promise<void> {
+    await this.cut();
+  }
+}

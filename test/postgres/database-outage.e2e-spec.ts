@@ -1,0 +1,85 @@
+import request from 'supertest';
+import type { IssuedCredential } from '../../src/auth/credentials.service.js';
+import { issueCredential, seedClients, tokenFor } from '../helpers/auth.js';
+import { freePort } from '../helpers/listen.js';
+import { TcpProxy } from '../helpers/tcp-proxy.js';
+import { startTestApp, type TestApp } from '../helpers/test-app.js';
+
+const PG = new URL(process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test');
+
+/** The database going away under a running service, and coming back. */
+describe('database outage (postgres, through a TCP proxy)', () => {
+  let proxy: TcpProxy;
+  let t: TestApp;
+  let partner: IssuedCredential;
+  let token: string;
+
+  beforeAll(async () => {
+    proxy = new TcpProxy({ host: PG.hostname, port: Number(PG.port || 5432) }, await freePort());
+    await proxy.start();
+    const viaProxy = new URL(PG.toString());
+    viaProxy.port = String(proxy.port);
+    // The auth cache would hide the outage from the guards for a while; here every request reads.
+    t = await startTestApp({ DATABASE_URL: viaProxy.toString(), DATABASE_QUERY_TIMEOUT_MS: '2000', AUTH_CACHE_SECONDS: '0' });
+    await seedClients(t);
+    partner = await issueCredential(t);
+    token = await tokenFor(t.http, partner);
+  });
+  afterAll(async () => {
+    await proxy.restore();
+    await t.close();
+    await proxy.stop();
+  });
+
+  const branches = () => request(t.http).get('/branches?SvcClientId=1001').set('svc-api-key', partner.apiKey).set('Authorization', `Bearer ${token}`);
+
+  it('answers 503 with Retry-After within a bounded time, fails readiness, and recovers without a restart', async () => {
+    expect((await branches()).status).toBe(200);
+
+    await proxy.cut();
+    const started = Date.now();
+    const down = await branches();
+    expect(Date.now() - started).toBeLessThan(6000);
+    expect(down.status).toBe(503);
+    expect(down.headers['content-type']).toBe('application/problem+json; charset=utf-8');
+    expect(down.headers['retry-after']).toBe('5');
+    expect(JSON.parse(down.text)).toMatchObject({
+      title: 'Service Unavailable',
+      status: 503,
+      detail: 'The database is unavailable; retry after the time in Retry-After.',
+    });
+    const ready = await request(t.http).get('/health/ready');
+    expect(ready.status).toBe(503);
+    expect(JSON.parse(ready.text).detail).toMatch(/^Not ready: .*database.* failed\.$/);
+    expect((await request(t.http).get('/health/live')).status).toBe(200);
+
+    await proxy.restore();
+    let recovered = 0;
+    for (let i = 0; i < 20 && recovered !== 200; i++) {
+      recovered = (await branches()).status;
+      if (recovered !== 200) await new Promise((r) => setTimeout(r, 250));
+    }
+    expect(recovered).toBe(200);
+    expect((await request(t.http).get('/health/ready')).status).toBe(200);
+  });
+
+  it('answers 503 when the database stops answering, bounded by the query timeout', async () => {
+    proxy.delayMs = 60_000;
+    try {
+      const started = Date.now();
+      const res = await branches();
+      expect(res.status).toBe(503);
+      expect(Date.now() - started).toBeLessThan(8000);
+    } finally {
+      proxy.delayMs = 0;
+      await proxy.cut();
+      await proxy.restore();
+    }
+    let status = 0;
+    for (let i = 0; i < 20 && status !== 200; i++) {
+      status = (await branches()).status;
+      if (status !== 200) await new Promise((r) => setTimeout(r, 250));
+    }
+    expect(status).toBe(200);
+  });
+});

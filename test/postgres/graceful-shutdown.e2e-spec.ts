@@ -1,0 +1,59 @@
+import { cliJson } from '../helpers/cli.js';
+import { freePort } from '../helpers/listen.js';
+import { startService, type ServiceProcess } from '../helpers/service-process.js';
+import { TcpProxy } from '../helpers/tcp-proxy.js';
+import { isolatedConfig } from '../helpers/test-config.js';
+
+const PG = new URL(process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test');
+
+/** A rolling update sends SIGTERM while a partner's request is still being answered. */
+describe('graceful shutdown (postgres, a slow database through a TCP proxy)', () => {
+  const { env, drop } = isolatedConfig();
+  let proxy: TcpProxy;
+  let service: ServiceProcess;
+  let credential: { clientId: string; clientSecret: string; apiKey: string };
+
+  beforeAll(async () => {
+    await cliJson(['migrations', 'run'], env);
+    await cliJson(['clients', 'add', '--id', '1001', '--name', 'Acme'], env);
+    credential = await cliJson(['credentials', 'add', '--clients', '1001', '--scopes', 'branches/standard.read'], env);
+    proxy = new TcpProxy({ host: PG.hostname, port: Number(PG.port || 5432) }, await freePort());
+    await proxy.start();
+    const viaProxy = new URL(PG.toString());
+    viaProxy.port = String(proxy.port);
+    service = await startService({ ...env, DATABASE_URL: viaProxy.toString(), MIGRATIONS_RUN: 'false', SHUTDOWN_GRACE_SECONDS: '20', LOG_LEVEL: 'info' });
+  });
+  afterAll(async () => {
+    await service.stop('SIGKILL');
+    await proxy.stop();
+    await drop();
+  });
+
+  it('finishes the request in flight, refuses new connections, and exits 0', async () => {
+    const form = new URLSearchParams({ grant_type: 'client_credentials', client_id: credential.clientId, client_secret: credential.clientSecret });
+    const tokenRes = await fetch(`${service.url}/connect/token`, {
+      method: 'POST',
+      headers: { 'svc-api-key': credential.apiKey, 'content-type': 'application/x-www-form-urlencoded' },
+      body: form,
+    });
+    const { access_token: token } = (await tokenRes.json()) as { access_token: string };
+    const call = () => fetch(`${service.url}/branches?SvcClientId=1001`, { headers: { 'svc-api-key': credential.apiKey, authorization: `Bearer ${token}` } });
+    expect((await call()).status).toBe(200);
+
+    // Every answer of the database now takes two seconds.
+    proxy.delayMs = 2000;
+    const started = Date.now();
+    const slow = call();
+    await new Promise((r) => setTimeout(r, 300));
+    const exited = service.stop('SIGTERM');
+    await new Promise((r) => setTimeout(r, 300));
+
+    await expect(fetch(`${service.url}/health/live`)).rejects.toThrow();
+    const res = await slow;
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual([]);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(2000);
+    expect(await exited).toBe(0);
+    expect(service.output()).toMatch(/SIGTERM: draining for up to 20 s/);
+  });
+});
