@@ -1,4 +1,4 @@
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { chmodSync, copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -8,6 +8,7 @@ import { promisify } from 'node:util';
 import { DataSource } from 'typeorm';
 import { parse } from 'yaml';
 import { freePort } from '../helpers/listen.js';
+import { startService } from '../helpers/service-process.js';
 
 /**
  * The production start path, as the image runs it: production dependencies only (no dev
@@ -28,46 +29,6 @@ function filesBelow(dir: string): string[] {
     .filter((entry) => !entry.isDirectory())
     .map((entry) => join(entry.parentPath, entry.name).slice(dir.length + 1))
     .sort();
-}
-
-interface Started {
-  url: string;
-  output: () => string;
-  stop: (signal?: NodeJS.Signals) => Promise<number | null>;
-}
-
-/** Starts `node dist/main.js` in `cwd` with exactly `env` (nothing inherited but PATH and HOME). */
-function startIn(cwd: string, env: Record<string, string>, timeoutMs = 60_000): Promise<Started> {
-  const child: ChildProcess = spawn(process.execPath, ['dist/main.js'], {
-    cwd,
-    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/tmp', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let text = '';
-  const exited = new Promise<number | null>((done) => child.once('exit', (code) => done(code)));
-  const stop = async (signal: NodeJS.Signals = 'SIGTERM'): Promise<number | null> => {
-    if (child.exitCode === null && child.signalCode === null) child.kill(signal);
-    return exited;
-  };
-  return new Promise((done, fail) => {
-    const timer = setTimeout(() => {
-      void stop('SIGKILL');
-      fail(new Error(`service did not start in time:\n${text}`));
-    }, timeoutMs);
-    const onData = (chunk: Buffer): void => {
-      text += chunk.toString();
-      if (/Results service listening on http:\/\/\S+/.test(text)) {
-        clearTimeout(timer);
-        done({ url: `http://127.0.0.1:${env.PORT}`, output: () => text, stop });
-      }
-    };
-    child.stdout?.on('data', onData);
-    child.stderr?.on('data', onData);
-    void exited.then((code) => {
-      clearTimeout(timer);
-      fail(new Error(`service exited with ${code}:\n${text}`));
-    });
-  });
 }
 
 describe('the production start path: production dependencies, migration Job, then node dist/main.js', () => {
@@ -158,7 +119,7 @@ describe('the production start path: production dependencies, migration Job, the
 
   it('starts without migrating or seeding, is ready, signs with the mounted key, writes nothing, exits 0 on SIGTERM', async () => {
     const before = filesBelow(app);
-    const service = await startIn(app, env);
+    const service = await startService(env, { cwd: app, exactEnv: true, timeoutMs: 60_000 });
     let code: number | null;
     try {
       const live = await fetch(`${service.url}/health/live`);

@@ -10,12 +10,23 @@ export interface ServiceProcess {
   stop: (signal?: NodeJS.Signals) => Promise<number | null>;
 }
 
+export interface StartOptions {
+  timeoutMs?: number;
+  /** Run `dist/main.js` of this folder (a production install) instead of this checkout's. */
+  cwd?: string;
+  /** Pass exactly `env` (with PATH and HOME), inheriting nothing else from the tests. */
+  exactEnv?: boolean;
+}
+
 /** Starts the built service (`node dist/main.js`) and waits until it says where it listens. */
-export function startService(env: Record<string, string>, timeoutMs = 120_000): Promise<ServiceProcess> {
-  const base = { ...process.env };
+export function startService(env: Record<string, string>, options: StartOptions = {}): Promise<ServiceProcess> {
+  const { timeoutMs = 120_000, cwd, exactEnv = false } = options;
+  const base: Record<string, string | undefined> = exactEnv
+    ? { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/tmp' }
+    : { ...process.env, NODE_OPTIONS: '', PORT: '0', HOST: '127.0.0.1', METRICS_PORT: '0' };
   delete base.DATABASE_URL;
   delete base.DATABASE_SCHEMA;
-  const child = spawn(process.execPath, [MAIN], { env: { ...base, NODE_OPTIONS: '', PORT: '0', HOST: '127.0.0.1', METRICS_PORT: '0', ...env } });
+  const child = spawn(process.execPath, [cwd ? 'dist/main.js' : MAIN], { cwd, env: { ...base, ...env } });
   let text = '';
   const exited = new Promise<number | null>((done) => child.once('exit', (code) => done(code)));
   const stop = async (signal: NodeJS.Signals = 'SIGTERM'): Promise<number | null> => {
