@@ -178,6 +178,35 @@ describe(`GET /visits/standard and /visits/plus (${process.env.TEST_DATABASE})`,
       expect(after.modificationDate > before.modificationDate).toBe(true);
     });
 
+    it('gives each page an ETag and answers 304 while the data is unchanged', async () => {
+      const first = await get(range(5, 3));
+      expect(first.headers.etag).toMatch(/^W\/"[\w-]{27}"$/);
+      expect(first.headers['cache-control']).toBe('private, no-cache');
+      const again = await get(range(5, 3)).set('If-None-Match', first.headers.etag);
+      expect(again.status).toBe(304);
+      expect(again.text).toBe('');
+      const otherPage = await get(range(5, 4));
+      expect(otherPage.headers.etag).not.toBe(first.headers.etag);
+    });
+
+    it('serves a changed branch code at once, never a page rendered before the change', async () => {
+      const before = await get(range(6, 6));
+      expect((before.body.data.visits as Visit[]).map((v) => v.branchCode)).toContain('LDS-01');
+      const { BranchesService } = await import('../src/branches/branches.service.js');
+      const { writeFileSync, mkdtempSync } = await import('node:fs');
+      const { join } = await import('node:path');
+      const { tmpdir } = await import('node:os');
+      const file = join(mkdtempSync(join(tmpdir(), 'branch-')), 'b.json');
+      writeFileSync(file, JSON.stringify([{ id: 'B-1', name: 'Leeds Central', branchCode: 'LDS-99', brandId: 5 }]));
+      await t.app.get(BranchesService).importFile(1001, file);
+      const after = await get(range(6, 6)).set('If-None-Match', before.headers.etag);
+      expect(after.status).toBe(200);
+      const codes = (after.body.data.visits as Visit[]).map((v) => v.branchCode);
+      expect(codes).toContain('LDS-99');
+      expect(codes).not.toContain('LDS-01');
+      expect((after.body.data.visits as Visit[]).find((v) => v.branchId === 'B-1')?.branchName).toBe('Leeds Central');
+    });
+
     it('matches parameter names in any case', async () => {
       const mixed = `/visits/standard?svcClientID=1001&FROMDATE=${day(3)}&todate=${day(2)}&sKiP=0&TAKE=10`;
       expect(ids(await get(mixed))).toEqual(ids(await get(range(3, 2))));

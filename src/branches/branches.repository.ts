@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, In } from 'typeorm';
 import { Branch } from './entities/branch.entity.js';
+import { bumpDataVersion } from '../clients/clients.repository.js';
 import { inTransaction } from '../database/transaction.js';
 
 @Injectable()
@@ -27,6 +28,7 @@ export class BranchesRepository {
       for (let i = 0; i < branches.length; i += 500) {
         await tx.getRepository(Branch).upsert(branches.slice(i, i + 500), ['id']);
       }
+      await bumpDataVersion(tx, branches.map((b) => b.clientId));
     });
   }
 }

@@ -1,8 +1,24 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource } from 'typeorm';
+import { DataSource, In, type EntityManager } from 'typeorm';
+import { inTransaction } from '../database/transaction.js';
 import { Brand } from './entities/brand.entity.js';
 import { Client } from './entities/client.entity.js';
+
+/**
+ * Moves the data version of clients whose visit responses change (visits, branch names or
+ * codes, brand or client names), inside the caller's transaction.
+ */
+export async function bumpDataVersion(tx: EntityManager, clientIds: number[]): Promise<void> {
+  const ids = [...new Set(clientIds)];
+  if (ids.length === 0) return;
+  await tx
+    .createQueryBuilder()
+    .update(Client)
+    .set({ dataVersion: () => 'data_version + 1' })
+    .where({ id: In(ids) })
+    .execute();
+}
 
 @Injectable()
 export class ClientsRepository {
@@ -21,7 +37,10 @@ export class ClientsRepository {
   }
 
   async saveClient(id: number, name: string): Promise<Client> {
-    await this.db.getRepository(Client).upsert({ id, name }, ['id']);
+    await inTransaction(this.db, async (tx) => {
+      await tx.getRepository(Client).upsert({ id, name }, ['id']);
+      await bumpDataVersion(tx, [id]);
+    });
     return (await this.findClient(id))!;
   }
 
@@ -34,7 +53,10 @@ export class ClientsRepository {
   }
 
   async saveBrand(brand: Pick<Brand, 'id' | 'clientId' | 'name'>): Promise<Brand> {
-    await this.db.getRepository(Brand).upsert(brand, ['id']);
+    await inTransaction(this.db, async (tx) => {
+      await tx.getRepository(Brand).upsert(brand, ['id']);
+      await bumpDataVersion(tx, [brand.clientId]);
+    });
     return (await this.findBrand(brand.id))!;
   }
 }

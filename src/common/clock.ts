@@ -2,17 +2,29 @@
  * Local wall-clock dates in the service's time zone (RESULTS_TIMEZONE). The interface's
  * date-times carry no offset: they are the venue's local time.
  */
+const formats = new Map<string, Intl.DateTimeFormat>();
+
+/** One formatter per zone: building one costs far more than using it. */
+function formatFor(zone: string): Intl.DateTimeFormat {
+  let format = formats.get(zone);
+  if (!format) {
+    format = new Intl.DateTimeFormat('en-CA', {
+      timeZone: zone,
+      year: 'numeric',
+      month: '2-digit',
+      day: '2-digit',
+      hour: '2-digit',
+      minute: '2-digit',
+      second: '2-digit',
+      hourCycle: 'h23',
+    });
+    formats.set(zone, format);
+  }
+  return format;
+}
+
 export function localDateTime(zone: string, at: Date = new Date()): string {
-  const parts = new Intl.DateTimeFormat('en-CA', {
-    timeZone: zone,
-    year: 'numeric',
-    month: '2-digit',
-    day: '2-digit',
-    hour: '2-digit',
-    minute: '2-digit',
-    second: '2-digit',
-    hourCycle: 'h23',
-  }).formatToParts(at);
+  const parts = formatFor(zone).formatToParts(at);
   const get = (type: string): string => parts.find((p) => p.type === type)?.value ?? '00';
   return `${get('year')}-${get('month')}-${get('day')}T${get('hour')}:${get('minute')}:${get('second')}`;
 }

@@ -238,6 +238,13 @@ export class AppConfig {
   @Max(600000, { message: 'an integer from 100 to 600000' })
   DATABASE_QUERY_TIMEOUT_MS = 10000;
 
+  /** Memory for rendered visit pages, in MiB per process; 0 turns the cache off. */
+  @Transform(toInt)
+  @IsInt({ message: 'an integer from 0 to 4096' })
+  @Min(0, { message: 'an integer from 0 to 4096' })
+  @Max(4096, { message: 'an integer from 0 to 4096' })
+  VISITS_CACHE_MB = 64;
+
   get usesPostgres(): boolean {
     return this.DATABASE_URL !== undefined;
   }

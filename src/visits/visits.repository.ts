@@ -3,6 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, In } from 'typeorm';
 import { VisitType } from './entities/visit-type.entity.js';
 import { Visit } from './entities/visit.entity.js';
+import { bumpDataVersion } from '../clients/clients.repository.js';
 import { inTransaction } from '../database/transaction.js';
 
 /** What an import compares to decide whether a re-imported visit changed. */
@@ -145,7 +146,7 @@ export class VisitsRepository {
     return found;
   }
 
-  /** Inserts or replaces the visits of one batch in one transaction. */
+  /** Inserts or replaces the visits of one batch, and moves their clients' data version, in one transaction. */
   async upsertBatch(visits: Visit[]): Promise<void> {
     if (visits.length === 0) return;
     await inTransaction(this.db, async (tx) => {
@@ -155,7 +156,18 @@ export class VisitsRepository {
           skipUpdateIfNoValuesChanged: false,
         });
       }
+      await bumpDataVersion(tx, visits.map((v) => v.clientId));
     });
+  }
+
+  /** The client's data version: part of every cached page's key. */
+  async dataVersion(clientId: number): Promise<number | null> {
+    const rows = await this.db.query<{ v: number | string }[]>(this.versionSql, [clientId]);
+    return rows[0] === undefined ? null : Number(rows[0].v);
+  }
+
+  private get versionSql(): string {
+    return `SELECT data_version AS v FROM clients WHERE id = ${this.postgres ? '$1' : '?'}`;
   }
 
   count(): Promise<number> {

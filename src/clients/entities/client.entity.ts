@@ -10,6 +10,13 @@ export class Client {
   @Column({ type: 'varchar', length: 200 })
   name!: string;
 
+  /**
+   * Moves on every change to the client's visits, branches, brands or name, so cached
+   * visit pages of an older version are never served.
+   */
+  @Column({ name: 'data_version', type: 'integer', default: 0 })
+  dataVersion!: number;
+
   @CreateDateColumn({ name: 'created_at', ...timestampColumn })
   createdAt!: Date;
 }
