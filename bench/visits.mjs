@@ -471,6 +471,12 @@ async function startService(env) {
     // As deployed (see Dockerfile): the schema is current, migrations ran as a separate step.
     MIGRATIONS_RUN: 'false',
     NODE_ENV: 'production',
+    // The limits stay on (the guard's cost is part of the measurement) but far above the load.
+    RATE_LIMIT_PER_MINUTE: '1000000',
+    TOKEN_RATE_LIMIT_PER_MINUTE: '100000',
+    METRICS_PORT: '0',
+    // BENCH_VISITS_CACHE_MB=0 measures every page rendered from the database.
+    VISITS_CACHE_MB: process.env.BENCH_VISITS_CACHE_MB?.trim() || '64',
   });
   const url = `http://127.0.0.1:${port}`;
   await waitFor(child, READY_TIMEOUT_MS, async () => ((await fetch(`${url}/health/ready`)).status === 200 ? true : undefined));
