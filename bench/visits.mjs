@@ -1,12 +1,20 @@
 // Benchmark of GET /visits/standard through the full stack (HTTP, API key and token checks,
-// query validation, database, JSON) against a bare node:http server that serves the very
-// same bytes: the gap between the two is what the service itself costs.
+// query validation, database, JSON) against two references that serve the very same bytes:
+// a bare node:http server (the ceiling; the gap is what the service costs in all) and a
+// minimal NestJS app on Express (the framework floor; the gap is what the service adds on
+// top of the framework). Also measured: a deep page (Skip near the end of the window) against
+// the first page, and POST /connect/token (scrypt-bound, so far slower by design).
 //
 // Run: npm run bench (builds, then runs this file). Settings, from the environment:
-//   BENCH_VISITS        visits loaded for client 1001 (default 100000)
+//   BENCH_SQLITE_VISITS    visits loaded for client 1001 on SQLite (default 200000)
+//   BENCH_POSTGRES_VISITS  visits loaded for client 1001 on PostgreSQL (default 1000000)
+//   BENCH_VISITS        when set, the visits on every database (overrides the two above)
 //   BENCH_DURATION      seconds per measured run (default 10)
 //   BENCH_CONNECTIONS   concurrent connections per run (default 50)
 //   BENCH_DATABASES     comma-separated, sqlite and/or postgres (default sqlite,postgres)
+//   BENCH_TOKEN_DURATION   seconds of the measured token run (default 10: at ~1 s a request under
+//                          load, a shorter run may see no answer at all)
+//   BENCH_VISITS_CACHE_MB  the service's VISITS_CACHE_MB (default 64; 0 renders every page anew)
 //   BENCH_POSTGRES_URL  server of the postgres runs (default postgres://postgres@127.0.0.1:5432/test)
 //
 // Each database gets a place of its own (a temporary DATA_DIR; a fresh schema bench_<time>)
@@ -32,6 +40,7 @@ const CLI = join(ROOT, 'dist', 'cli.js');
 const MAIN = join(ROOT, 'dist', 'main.js');
 const DEMO_DATA = join(ROOT, 'dist', 'demo', 'demo-data.js');
 const BARE_SERVER = join(ROOT, 'bench', 'bare-server.mjs');
+const FRAMEWORK_FLOOR = join(ROOT, 'bench', 'framework-floor.mjs');
 const RESULTS_DIR = join(ROOT, 'bench', 'results');
 
 const CLIENT = { id: 1001, name: 'Acme Dining Group' };
@@ -42,11 +51,19 @@ const TOWNS = ['Leeds', 'Manchester', 'York', 'Sheffield', 'Nottingham', 'Birmin
 const DATA_DAYS = 60;
 /** The longest range the endpoint accepts (VISITS_MAX_RANGE_DAYS), both ends included. */
 const WINDOW_DAYS = 31;
-const TAKES = [100, 1000];
+/** The measured pages, in table order; the deep page's Skip is set per data set. */
+const PAGES = [
+  { name: 'first', label: 'Take=100 first page', take: 100, deep: false },
+  { name: 'deep', label: 'Take=100 deep page', take: 100, deep: true },
+  { name: 'take1000', label: 'Take=1000', take: 1000, deep: false },
+];
+/** Responses slower than this are counted in each run. */
+const SLOW_MS = 1000;
 const FIRST_VISIT_ID = 900_000_001;
 /** Seconds of load before each measured run, not counted: JIT, pools and caches warm up first. */
 const WARMUP_SECONDS = 2;
-const PG_BATCH_ROWS = 1000;
+/** Rows per INSERT ... SELECT FROM unnest(arrays): 18 parameters whatever the batch size. */
+const PG_BATCH_ROWS = 10_000;
 const RSS_POLL_MS = 200;
 const READY_TIMEOUT_MS = 60_000;
 /** The service judges "today" in this zone (RESULTS_TIMEZONE default); ToDate must be before it. */
@@ -106,12 +123,19 @@ function readSettings(env = process.env) {
   for (const name of databases) {
     if (name !== 'sqlite' && name !== 'postgres') throw new Error(`BENCH_DATABASES: unknown database '${name}'`);
   }
+  const visitsOverride = positive('BENCH_VISITS', null);
+  const durationSeconds = positive('BENCH_DURATION', 10);
   return {
-    visits: positive('BENCH_VISITS', 100_000),
-    durationSeconds: positive('BENCH_DURATION', 10),
+    visits: {
+      sqlite: visitsOverride ?? positive('BENCH_SQLITE_VISITS', 200_000),
+      postgres: visitsOverride ?? positive('BENCH_POSTGRES_VISITS', 1_000_000),
+    },
+    durationSeconds,
+    tokenDurationSeconds: positive('BENCH_TOKEN_DURATION', 10),
     connections: positive('BENCH_CONNECTIONS', 50),
     databases,
     postgresUrl: env.BENCH_POSTGRES_URL?.trim() || 'postgres://postgres@127.0.0.1:5432/test',
+    visitsCacheMB: env.BENCH_VISITS_CACHE_MB?.trim() || '64',
   };
 }
 
@@ -327,6 +351,16 @@ function insertRows(client, table, columns, rows) {
   return client.query(`INSERT INTO ${table} (${columns.join(', ')}) VALUES ${tuples.join(', ')}`, values);
 }
 
+/** Column name to its SQL type (such as 'character varying(40)') of a table on the search_path. */
+async function columnTypes(client, table) {
+  const { rows } = await client.query(
+    'SELECT attname, format_type(atttypid, atttypmod) AS type FROM pg_attribute ' +
+      'WHERE attrelid = $1::regclass AND attnum > 0 AND NOT attisdropped',
+    [table],
+  );
+  return new Map(rows.map((row) => [row.attname, row.type]));
+}
+
 async function withPostgres(url, run) {
   const client = new pg.Client({ connectionString: url, application_name: 'visits-bench' });
   await client.connect();
@@ -347,14 +381,22 @@ async function loadPostgres(url, schema, count, visit, branches) {
       await insertRows(client, 'brands', ['id', 'client_id', 'name'], [[BRAND.id, CLIENT.id, BRAND.name]]);
       const branchRows = branches.map((b) => [b.id, CLIENT.id, BRAND.id, b.name, b.branchCode]);
       await insertRows(client, 'branches', ['id', 'client_id', 'brand_id', 'name', 'branch_code'], branchRows);
+      // A column per parameter, as an array: the server unnests them into rows. Each array is
+      // cast to its column's own type (read from the catalogue, so no type is repeated here).
+      const types = await columnTypes(client, 'visits');
+      const arrays = VISIT_COLUMNS.map((column, n) => {
+        if (!types.has(column)) throw new Error(`visits has no column ${column}`);
+        return `$${n + 1}::${types.get(column)}[]`;
+      });
+      const sql = `INSERT INTO visits (${VISIT_COLUMNS.join(', ')}) SELECT * FROM unnest(${arrays.join(', ')})`;
       for (let first = 0; first < count; first += PG_BATCH_ROWS) {
-        const rows = [];
+        const columns = VISIT_COLUMNS.map(() => []);
         for (let i = first; i < Math.min(first + PG_BATCH_ROWS, count); i++) {
           const row = visit(i);
           row.completed_at = new Date(row.completed_at).toISOString();
-          rows.push(VISIT_COLUMNS.map((column) => row[column]));
+          VISIT_COLUMNS.forEach((column, n) => columns[n].push(row[column]));
         }
-        await insertRows(client, 'visits', VISIT_COLUMNS, rows);
+        await client.query(sql, columns);
       }
       await client.query('COMMIT');
     } catch (error) {
@@ -476,7 +518,7 @@ async function startService(env) {
     TOKEN_RATE_LIMIT_PER_MINUTE: '100000',
     METRICS_PORT: '0',
     // BENCH_VISITS_CACHE_MB=0 measures every page rendered from the database.
-    VISITS_CACHE_MB: process.env.BENCH_VISITS_CACHE_MB?.trim() || '64',
+    VISITS_CACHE_MB: readSettings().visitsCacheMB,
   });
   const url = `http://127.0.0.1:${port}`;
   await waitFor(child, READY_TIMEOUT_MS, async () => ((await fetch(`${url}/health/ready`)).status === 200 ? true : undefined));
@@ -492,9 +534,32 @@ async function startBareServer(bodyFile, contentType) {
   return { ...child, url: `http://127.0.0.1:${port}` };
 }
 
+async function startFrameworkFloor(bodyFile, contentType, routePath) {
+  const child = startChild('framework floor', [FRAMEWORK_FLOOR, bodyFile, contentType, routePath], process.env);
+  const port = await waitFor(child, READY_TIMEOUT_MS, async () => {
+    const match = /\{"port":(\d+)\}/.exec(child.output());
+    return match ? Number(match[1]) : undefined;
+  });
+  return { ...child, url: `http://127.0.0.1:${port}` };
+}
+
 // ---------------------------------------------------------------------------------------------
 // HTTP
 // ---------------------------------------------------------------------------------------------
+
+/** The window ends where the generator says: Skip=windowVisits gives an empty page. */
+async function checkWindowEnd(service, credential, dates, windowCount) {
+  const query = new URLSearchParams({
+    SvcClientId: String(CLIENT.id),
+    FromDate: dates.from,
+    ToDate: dates.to,
+    Skip: String(windowCount - 1),
+    Take: '2',
+  });
+  const token = await getToken(service.url, credential);
+  const headers = { 'svc-api-key': credential.apiKey, authorization: `Bearer ${token}` };
+  await fetchPage(`${service.url}/visits/standard?${query}`, headers, 2, 1);
+}
 
 async function getToken(url, credential) {
   const response = await fetch(`${url}/connect/token`, {
@@ -511,15 +576,15 @@ async function getToken(url, credential) {
   return JSON.parse(body).access_token;
 }
 
-/** Fetches one page and checks it is a full one: 200 with exactly `take` visits. */
-async function fetchPage(url, headers, take) {
+/** Fetches one page and checks it: 200 with exactly `take` visits (a full page, by default). */
+async function fetchPage(url, headers, take, expected = take) {
   const response = await fetch(url, { headers });
   const bytes = Buffer.from(await response.arrayBuffer());
   if (response.status !== 200) {
     throw new Error(`GET ${url} answered ${response.status}: ${bytes.toString('utf8').slice(0, 500)}`);
   }
   const visits = JSON.parse(bytes.toString('utf8')).data?.visits;
-  if (visits?.length !== take) throw new Error(`GET ${url} gave ${visits?.length} visits, expected ${take}`);
+  if (visits?.length !== expected) throw new Error(`GET ${url} gave ${visits?.length} visits, expected ${expected}`);
   return { bytes, contentType: response.headers.get('content-type'), headers: Object.fromEntries(response.headers) };
 }
 
@@ -554,17 +619,41 @@ function watchRss(pid) {
   };
 }
 
-/** A warm-up run (discarded), then the measured run with identical settings. */
-async function measure(url, headers, settings, rssPid) {
-  const options = { url, headers, connections: settings.connections, pipelining: 1 };
-  await autocannon({ ...options, duration: WARMUP_SECONDS });
+/** One autocannon run; also counts the responses slower than SLOW_MS (from its response events). */
+function cannon(options) {
+  return new Promise((done, fail) => {
+    let slow = 0;
+    const instance = autocannon(options, (error, result) => (error ? fail(error) : done({ result, slow })));
+    instance.on('response', (_client, _status, _bytes, responseTime) => {
+      if (responseTime > SLOW_MS) slow++;
+    });
+  });
+}
+
+/**
+ * A warm-up run (discarded), then the measured run with identical settings. `request` holds
+ * url and headers, and method and body when not a GET.
+ */
+async function measure(request, settings, rssPid, durationSeconds = settings.durationSeconds, settle = undefined) {
+  const options = { ...request, connections: settings.connections, pipelining: 1 };
+  await cannon({ ...options, duration: WARMUP_SECONDS });
+  // Slow requests the warm-up left running would otherwise be counted against the run.
+  if (settle) await settle();
   const stopRss = rssPid === undefined ? null : watchRss(rssPid);
-  const result = await autocannon({ ...options, duration: settings.durationSeconds });
+  const { result, slow } = await cannon({ ...options, duration: durationSeconds });
   const peakRssMB = stopRss ? stopRss() : null;
   return {
+    durationSeconds,
     requests: result.requests.total,
     requestsPerSec: round(result.requests.average, 1),
-    latencyMs: { p50: result.latency.p50, p90: result.latency.p90, p99: result.latency.p99, max: result.latency.max },
+    latencyMs: {
+      p50: result.latency.p50,
+      p90: result.latency.p90,
+      p99: result.latency.p99,
+      p99_9: result.latency.p99_9,
+      max: result.latency.max,
+    },
+    slowerThan1s: slow,
     throughputMBps: round(result.throughput.average / MB, 2),
     ok2xx: result['2xx'],
     non2xx: result.non2xx,
@@ -578,6 +667,7 @@ async function measure(url, headers, settings, rssPid) {
 /** Anything that makes a run's figures suspect, said loudly right away and again at the end. */
 function problemsOf(run, what) {
   const found = [];
+  if (run.requests === 0) found.push(`${what}: no response within the run; lengthen it`);
   if (run.non2xx > 0) found.push(`${what}: ${run.non2xx} non-2xx responses (${JSON.stringify(run.statusCodes)})`);
   // autocannon counts a timeout (no answer within 10 s) as an error too.
   if (run.errors > 0) found.push(`${what}: ${run.errors} errors (${run.timeouts} of them timeouts)`);
@@ -585,13 +675,24 @@ function problemsOf(run, what) {
   return found;
 }
 
-async function benchPage(kind, take, service, credential, context) {
+/** Measures one reference server (bare or framework floor) on the page's bytes, then stops it. */
+async function measureReference(start, path, headers, settings) {
+  const server = await start();
+  try {
+    return await measure({ url: `${server.url}${path}`, headers }, settings);
+  } finally {
+    await stopChild(server.process);
+  }
+}
+
+async function benchPage(kind, spec, skip, service, credential, context) {
   const { dates, settings, scratch } = context;
+  const { take } = spec;
   const query = new URLSearchParams({
     SvcClientId: String(CLIENT.id),
     FromDate: dates.from,
     ToDate: dates.to,
-    Skip: '0',
+    Skip: String(skip),
     Take: String(take),
   });
   const path = `/visits/standard?${query}`;
@@ -599,29 +700,37 @@ async function benchPage(kind, take, service, credential, context) {
   const token = await getToken(service.url, credential);
   const headers = { 'svc-api-key': credential.apiKey, authorization: `Bearer ${token}` };
   const page = await fetchPage(`${service.url}${path}`, headers, take);
-  const bodyFile = join(scratch, `page-${kind}-${take}.json`);
+  const bodyFile = join(scratch, `page-${kind}-${spec.name}.json`);
   await writeFile(bodyFile, page.bytes);
 
-  log(`[${kind}] Take=${take}: ${page.bytes.length} bytes; measuring the service (${settings.durationSeconds} s)`);
-  const serviceRun = await measure(`${service.url}${path}`, headers, settings, service.pid);
-  // The bare server stands for this exact answer: check the service still gives it.
+  const what = `${kind} ${spec.label}`;
+  log(`[${kind}] ${spec.label} (Skip=${skip}): ${page.bytes.length} bytes; measuring the service (${settings.durationSeconds} s)`);
+  const serviceRun = await measure({ url: `${service.url}${path}`, headers }, settings, service.pid);
+  // The references stand for this exact answer: check the service still gives it.
   const after = await fetchPage(`${service.url}${path}`, headers, take);
   const sameBytes = after.bytes.equals(page.bytes);
 
-  log(`[${kind}] Take=${take}: measuring the bare server (${settings.durationSeconds} s)`);
-  const bare = await startBareServer(bodyFile, page.contentType);
-  let bareRun;
-  try {
-    bareRun = await measure(`${bare.url}${path}`, headers, settings);
-  } finally {
-    await stopChild(bare.process);
-  }
+  log(`[${kind}] ${spec.label}: measuring the bare server (${settings.durationSeconds} s)`);
+  const bareRun = await measureReference(() => startBareServer(bodyFile, page.contentType), path, headers, settings);
+  log(`[${kind}] ${spec.label}: measuring the framework floor (${settings.durationSeconds} s)`);
+  const floorRun = await measureReference(
+    () => startFrameworkFloor(bodyFile, page.contentType, '/visits/standard'),
+    path,
+    headers,
+    settings,
+  );
 
-  const what = `${kind} Take=${take}`;
-  const problems = [...problemsOf(serviceRun, `${what} service`), ...problemsOf(bareRun, `${what} bare`)];
+  const problems = [
+    ...problemsOf(serviceRun, `${what} service`),
+    ...problemsOf(bareRun, `${what} bare`),
+    ...problemsOf(floorRun, `${what} floor`),
+  ];
   if (!sameBytes) problems.push(`${what}: the service's page changed during the run`);
   return {
+    name: spec.name,
+    label: spec.label,
     take,
+    skip,
     path,
     bodyBytes: page.bytes.length,
     bytesPerVisit: Math.round(page.bytes.length / take),
@@ -629,9 +738,46 @@ async function benchPage(kind, take, service, credential, context) {
     serviceResponseHeaders: redactHeaders(page.headers),
     service: serviceRun,
     bare: bareRun,
+    floor: floorRun,
     ratio: round(serviceRun.requestsPerSec / bareRun.requestsPerSec, 3),
+    floorRatio: round(serviceRun.requestsPerSec / floorRun.requestsPerSec, 3),
     problems,
   };
+}
+
+/** POST /connect/token under the same load: one scrypt verification per request. */
+async function benchToken(kind, service, credential, context) {
+  const { settings } = context;
+  const seconds = settings.tokenDurationSeconds;
+  log(`[${kind}] POST /connect/token: measuring the service (${seconds} s)`);
+  const request = {
+    url: `${service.url}/connect/token`,
+    method: 'POST',
+    headers: { 'svc-api-key': credential.apiKey, 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({
+      grant_type: 'client_credentials',
+      client_id: credential.clientId,
+      client_secret: credential.clientSecret,
+    }).toString(),
+  };
+  // The warm-up leaves up to `connections` scrypt checks queued; one more token, answered
+  // after them, shows the queue has drained before the measured run starts.
+  const serviceRun = await measure(request, settings, service.pid, seconds, () => getToken(service.url, credential));
+  return {
+    name: 'token',
+    label: 'token',
+    path: '/connect/token',
+    service: serviceRun,
+    problems: problemsOf(serviceRun, `${kind} token service`),
+  };
+}
+
+/**
+ * Visits in the request window: day d of the data holds visits ceil(d*count/DAYS) up to
+ * ceil((d+1)*count/DAYS)-1 (see visitGenerator), and the window is the last WINDOW_DAYS days.
+ */
+function windowVisits(count) {
+  return count - Math.ceil(((DATA_DAYS - WINDOW_DAYS) * count) / DATA_DAYS);
 }
 
 function redactHeaders(headers) {
@@ -648,17 +794,20 @@ async function benchDatabase(kind, context) {
     await runCli(place.env, ['migrations', 'run']);
 
     const branches = benchBranches();
-    const visit = await visitGenerator(settings.visits, dates, branches);
-    log(`[${kind}] loading ${settings.visits} visits over ${dates.firstDataDay}..${dates.lastDataDay}`);
+    const count = settings.visits[kind];
+    const visit = await visitGenerator(count, dates, branches);
+    log(`[${kind}] loading ${count} visits over ${dates.firstDataDay}..${dates.lastDataDay}`);
     const loadStart = performance.now();
     let analyzeMs = null;
-    if (kind === 'sqlite') loadSqlite(join(place.env.DATA_DIR, 'results.sqlite'), settings.visits, visit, branches);
-    else analyzeMs = await loadPostgres(settings.postgresUrl, place.schema, settings.visits, visit, branches);
+    if (kind === 'sqlite') loadSqlite(join(place.env.DATA_DIR, 'results.sqlite'), count, visit, branches);
+    else analyzeMs = await loadPostgres(settings.postgresUrl, place.schema, count, visit, branches);
     const loadMs = performance.now() - loadStart - (analyzeMs ?? 0);
     const load = {
-      visits: settings.visits,
+      visits: count,
+      visitsPerDay: round(count / DATA_DAYS, 1),
+      windowVisits: windowVisits(count),
       seconds: round(loadMs / 1000, 2),
-      visitsPerSec: Math.round(settings.visits / (loadMs / 1000)),
+      visitsPerSec: Math.round(count / (loadMs / 1000)),
       analyzeSeconds: analyzeMs === null ? null : round(analyzeMs / 1000, 2),
     };
     log(
@@ -679,17 +828,35 @@ async function benchDatabase(kind, context) {
     const service = await startService(place.env);
     log(`[${kind}] service ready at ${service.url} (pid ${service.pid})`);
     const pages = [];
+    let token;
+    let servicePeakRssMB;
     try {
-      for (const take of TAKES) pages.push(await benchPage(kind, take, service, credential, context));
+      // The deep page is the last full page of the window: check that the window holds exactly
+      // the visits the generator put there (nothing after the deep page), so Skip means it.
+      const deepSkip = load.windowVisits - PAGES.find((p) => p.deep).take;
+      if (deepSkip < 0) throw new Error(`the window holds only ${load.windowVisits} visits; load more`);
+      await checkWindowEnd(service, credential, dates, load.windowVisits);
+      for (const spec of PAGES) pages.push(await benchPage(kind, spec, spec.deep ? deepSkip : 0, service, credential, context));
+      // The high-water mark covers start-up and the pages, warm-ups included (not the token run).
+      servicePeakRssMB = kbToMB(procStatusKb(service.pid, 'VmHWM'));
+      token = await benchToken(kind, service, credential, context);
     } catch (error) {
       // What the service said (it logs warnings and errors only) usually explains the failure.
       const exit = service.process.exitCode ?? service.process.signalCode;
       console.error(`\n[${kind}] service ${exit === null ? 'still running' : `exited (${exit})`}; its output:\n${service.output()}`);
       throw error;
     }
-    // The high-water mark covers start-up and both pages, warm-ups included.
-    const servicePeakRssMB = kbToMB(procStatusKb(service.pid, 'VmHWM'));
-    return { database: kind, load, servicePeakRssMB, pages };
+    const first = pages.find((p) => p.name === 'first');
+    const deep = pages.find((p) => p.name === 'deep');
+    const deepPage = {
+      skip: deep.skip,
+      firstP50: first.service.latencyMs.p50,
+      firstP99: first.service.latencyMs.p99,
+      deepP50: deep.service.latencyMs.p50,
+      deepP99: deep.service.latencyMs.p99,
+      p99Ratio: first.service.latencyMs.p99 > 0 ? round(deep.service.latencyMs.p99 / first.service.latencyMs.p99, 2) : null,
+    };
+    return { database: kind, load, servicePeakRssMB, deepPage, pages, token };
   } finally {
     // Stop this database's service and remove its data before the next database runs.
     await cleanUpTo(mark);
@@ -709,47 +876,44 @@ function formatTable(header, rows) {
   return [line(cells[0]), widths.map((w) => '-'.repeat(w)).join('  '), ...cells.slice(1).map(line)].join('\n');
 }
 
-function resultsTable(databases) {
+/** One table per database: a row per measured request, the references beside the service. */
+function resultsTable(db) {
   const header = [
-    'db',
-    'take',
+    db.database,
     'body KB',
     'svc req/s',
-    'svc p50',
-    'svc p99',
-    'svc MB/s',
-    'svc non2xx',
-    'svc err',
+    'p50',
+    'p99',
+    'max',
+    '>1s',
+    'RSS MB',
+    'non2xx',
+    'err',
     'bare req/s',
-    'bare p50',
-    'bare p99',
-    'bare MB/s',
-    'bare non2xx',
-    'bare err',
+    'floor req/s',
+    'floor p50',
+    'floor p99',
     'svc/bare',
-    'svc RSS MB',
+    'svc/floor',
   ];
-  const rows = databases.flatMap((db) =>
-    db.pages.map((p) => [
-      db.database,
-      p.take,
-      round(p.bodyBytes / 1000, 1),
-      p.service.requestsPerSec,
-      p.service.latencyMs.p50,
-      p.service.latencyMs.p99,
-      p.service.throughputMBps,
-      p.service.non2xx,
-      p.service.errors,
-      p.bare.requestsPerSec,
-      p.bare.latencyMs.p50,
-      p.bare.latencyMs.p99,
-      p.bare.throughputMBps,
-      p.bare.non2xx,
-      p.bare.errors,
-      p.ratio,
-      p.service.peakRssMB,
-    ]),
-  );
+  const rows = [...db.pages, db.token].map((p) => [
+    p.label,
+    p.bodyBytes === undefined ? null : round(p.bodyBytes / 1000, 1),
+    p.service.requestsPerSec,
+    p.service.latencyMs.p50,
+    p.service.latencyMs.p99,
+    p.service.latencyMs.max,
+    p.service.slowerThan1s,
+    p.service.peakRssMB,
+    p.service.non2xx,
+    p.service.errors,
+    p.bare?.requestsPerSec ?? null,
+    p.floor?.requestsPerSec ?? null,
+    p.floor?.latencyMs.p50 ?? null,
+    p.floor?.latencyMs.p99 ?? null,
+    p.ratio ?? null,
+    p.floorRatio ?? null,
+  ]);
   return formatTable(header, rows);
 }
 
@@ -772,7 +936,8 @@ async function main() {
   const dates = benchDates();
   log(`node ${machine.node} on ${machine.platform}; ${machine.cpus} x ${machine.cpuModel}; ${machine.totalMemoryGB} GB memory`);
   log(
-    `settings: ${settings.visits} visits, ${settings.durationSeconds} s per run (+${WARMUP_SECONDS} s warm-up), ` +
+    `settings: ${settings.databases.map((d) => `${settings.visits[d]} visits on ${d}`).join(', ')}, ` +
+      `${settings.durationSeconds} s per run (+${WARMUP_SECONDS} s warm-up), ` +
       `${settings.connections} connections, databases ${settings.databases.join(',')}`,
   );
   log(`window: FromDate=${dates.from} ToDate=${dates.to} (today in ${SERVICE_TIMEZONE}: ${dates.today})`);
@@ -789,32 +954,44 @@ async function main() {
     branches: BRANCH_COUNT,
     visits: settings.visits,
     days: `${dates.firstDataDay}..${dates.lastDataDay}`,
-    visitsPerDay: round(settings.visits / DATA_DAYS, 1),
     window: `${dates.from}..${dates.to}`,
-    bytesPerVisit: databases[0]?.pages.map((p) => ({ take: p.take, bytes: p.bytesPerVisit })),
+    bytesPerVisit: databases[0]?.pages.map((p) => ({ page: p.name, take: p.take, bytes: p.bytesPerVisit })),
   };
   log('');
   log(`machine: node ${machine.node}, ${machine.cpus} CPUs (${machine.cpuModel}), ${machine.totalMemoryGB} GB memory`);
   log(
-    `data set: ${dataSet.visits} visits of client ${CLIENT.id} (${dataSet.visitsPerDay}/day over ${dataSet.days}), ` +
-      `${BRANCH_COUNT} branches; window ${dataSet.window}; ` +
-      `${settings.connections} connections, ${settings.durationSeconds} s per run`,
+    `data set: visits of client ${CLIENT.id} over ${dataSet.days}, ${BRANCH_COUNT} branches; window ${dataSet.window}; ` +
+      `${settings.connections} connections, ${settings.durationSeconds} s per page run, ` +
+      `${settings.tokenDurationSeconds} s for the token run (each after ${WARMUP_SECONDS} s warm-up)`,
   );
   for (const db of databases) {
+    log('');
     log(
-      `load ${db.database}: ${db.load.seconds} s` +
+      `${db.database}: ${db.load.visits} visits (${db.load.visitsPerDay}/day, ${db.load.windowVisits} in the window), ` +
+        `loaded in ${db.load.seconds} s (${db.load.visitsPerSec} visits/s)` +
         (db.load.analyzeSeconds === null ? '' : ` + ANALYZE ${db.load.analyzeSeconds} s`) +
-        `; service peak RSS (VmHWM) ${db.servicePeakRssMB ?? '-'} MB`,
+        `; service peak RSS (VmHWM, start-up and pages) ${db.servicePeakRssMB ?? '-'} MB`,
     );
+    log(
+      `${db.database}: deep page (Skip=${db.deepPage.skip}) p50/p99 ${db.deepPage.deepP50}/${db.deepPage.deepP99} ms ` +
+        `vs first page ${db.deepPage.firstP50}/${db.deepPage.firstP99} ms; deep p99 / first p99 = ${db.deepPage.p99Ratio ?? '-'}`,
+    );
+    log(resultsTable(db));
   }
   log('');
-  log(resultsTable(databases));
-  log('(latency in ms; MB = 10^6 bytes; err = connection errors and timeouts; svc RSS = peak VmRSS sampled during the measured run)');
+  log(
+    '(latency in ms; >1s = responses slower than 1 s; MB = 10^6 bytes; RSS = peak service VmRSS sampled during the ' +
+      'measured run; non2xx, err (connection errors and timeouts) are the service\'s; bare = node:http, ' +
+      'floor = minimal NestJS/Express app, both serving the same bytes; token has no reference)',
+  );
+  if (settings.visitsCacheMB !== '0') {
+    log(`(VISITS_CACHE_MB=${settings.visitsCacheMB}: repeated pages, the deep one too, come from the page cache)`);
+  }
 
-  const problems = databases.flatMap((db) => db.pages.flatMap((p) => p.problems));
+  const problems = databases.flatMap((db) => [...db.pages, db.token].flatMap((p) => p.problems));
   const file = await writeResults(stamp, {
     startedAt: startedAt.toISOString(),
-    settings: { ...settings, warmupSeconds: WARMUP_SECONDS, takes: TAKES },
+    settings: { ...settings, warmupSeconds: WARMUP_SECONDS, pages: PAGES },
     machine,
     dataSet,
     databases,
