@@ -18,6 +18,8 @@ export interface VisitsPage {
 @Injectable()
 export class VisitsService {
   private readonly cache: PageCache | null;
+  /** Renders under way: concurrent requests for one page wait for a single render. */
+  private readonly rendering = new Map<string, Promise<Buffer>>();
 
   constructor(
     private readonly repo: VisitsRepository,
@@ -39,6 +41,17 @@ export class VisitsService {
     const etag = `W/"${createHash('sha256').update(key).digest('base64url').slice(0, 27)}"`;
     const cached = this.cache?.get(key);
     if (cached) return { body: cached, etag };
+    let render = this.rendering.get(key);
+    if (!render) {
+      render = this.render(query, variant).finally(() => this.rendering.delete(key));
+      this.rendering.set(key, render);
+    }
+    const body = await render;
+    this.cache?.set(key, body);
+    return { body, etag };
+  }
+
+  private async render(query: VisitsQueryDto, variant: VisitsVariant): Promise<Buffer> {
     const plus = variant === 'plus';
     const rows = await this.repo.page({
       clientId: query.SvcClientId,
@@ -50,8 +63,6 @@ export class VisitsService {
       take: query.Take,
       plus,
     });
-    const body = Buffer.from(visitsPageJson(rows, plus));
-    this.cache?.set(key, body);
-    return { body, etag };
+    return Buffer.from(visitsPageJson(rows, plus));
   }
 }
