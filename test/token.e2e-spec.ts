@@ -78,6 +78,17 @@ describe(`POST /connect/token (${process.env.TEST_DATABASE})`, () => {
     expect(res.body.token_type).toBe('Bearer');
   });
 
+  it('refuses Basic credentials that are not form-encoded properly with invalid_client', async () => {
+    const res = await request(t.http)
+      .post('/connect/token')
+      .set('svc-api-key', partner.apiKey)
+      .set('Authorization', `Basic ${Buffer.from('svc_%ZZ:secret').toString('base64')}`)
+      .type('form')
+      .send({ grant_type: 'client_credentials' });
+    expectOAuthError(res, 401, 'invalid_client', 'The Basic credentials are malformed.');
+    expect(res.headers['www-authenticate']).toBe('Basic realm="svc-results-api", charset="UTF-8"');
+  });
+
   it('refuses both client authentication methods at once with invalid_request', async () => {
     const basic = Buffer.from(`${partner.clientId}:${partner.clientSecret}`).toString('base64');
     const res = await request(t.http)

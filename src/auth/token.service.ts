@@ -3,6 +3,7 @@ import { Injectable } from '@nestjs/common';
 import { SignJWT } from 'jose';
 import { AppConfig } from '../config/app-config.js';
 import { MetricsService } from '../metrics/metrics.service.js';
+import { decodeBasic } from './basic-credentials.js';
 import { AuthCacheService, type CachedCredential } from './auth-cache.service.js';
 import { KeyringService, SIGNING_ALG } from './keyring.service.js';
 import { OAuthException } from './oauth-error.js';
@@ -44,18 +45,10 @@ function formValue(form: Record<string, unknown>, name: string): string | undefi
   return value;
 }
 
-/** RFC 6749 §2.3.1: the Basic user and password are form-urlencoded before base64. */
 function parseBasic(header: string): { clientId: string; secret: string } {
-  const match = /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(header);
-  const decoded = match ? Buffer.from(match[1], 'base64').toString('utf8') : '';
-  const colon = decoded.indexOf(':');
-  if (colon < 1) throw new OAuthException('invalid_client', 'The Basic credentials are malformed.', 401, BASIC_REALM);
-  try {
-    const unform = (s: string): string => decodeURIComponent(s.replace(/\+/g, ' '));
-    return { clientId: unform(decoded.slice(0, colon)), secret: unform(decoded.slice(colon + 1)) };
-  } catch {
-    throw new OAuthException('invalid_client', 'The Basic credentials are malformed.', 401, BASIC_REALM);
-  }
+  const credentials = decodeBasic(header);
+  if (!credentials) throw new OAuthException('invalid_client', 'The Basic credentials are malformed.', 401, BASIC_REALM);
+  return credentials;
 }
 
 /**

@@ -9,6 +9,11 @@ export function toInteger({ value }: { value: unknown }): unknown {
   return typeof value === 'string' && /^[+-]?\d{1,15}$/.test(value.trim()) ? Number(value) : value;
 }
 
+/** An empty query value is an absent one. */
+export function emptyIsAbsent({ value }: { value: unknown }): unknown {
+  return value === '' ? undefined : value;
+}
+
 export interface IntegerParamOptions {
   required: boolean;
   minimum: number;

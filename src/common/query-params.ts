@@ -1,4 +1,3 @@
-import { createParamDecorator, type ExecutionContext } from '@nestjs/common';
 import { ApiQuery, DECORATORS } from '@nestjs/swagger';
 import { plainToInstance } from 'class-transformer';
 import { getMetadataStorage, validateSync, type ValidationError } from 'class-validator';
@@ -108,11 +107,6 @@ export function requestQueryContext(request: Request): object | undefined {
   return (request.app?.locals as Record<string, object> | undefined)?.[QUERY_CONTEXT_LOCAL];
 }
 
-const QueryFor = createParamDecorator((dto: DtoClass<object>, context: ExecutionContext) => {
-  const request = context.switchToHttp().getRequest<Request>();
-  return parseQuery(dto, rawQueryString(request), requestQueryContext(request));
-});
-
 /**
  * Publishes the DTO's parameters (their @ApiProperty metadata) as the operation's query
  * parameters in the contract: the same class documents and validates them.
@@ -133,16 +127,4 @@ export function parameterDto(target: object, key: string | symbol | undefined, i
   const dto = types?.[index];
   if (!dto) throw new Error(`the query parameter of ${String(key)} needs a DTO class type`);
   return dto;
-}
-
-/**
- * Parameter decorator: the handler's parameter type (a class-validator DTO) names the
- * query parameters and their rules. Use instead of `@Query()` everywhere.
- */
-export function QueryParams(): ParameterDecorator {
-  return (target, key, index) => {
-    const dto = parameterDto(target, key, index);
-    QueryFor(dto)(target, key, index);
-    if (key !== undefined) documentQuery(dto, target, key);
-  };
 }

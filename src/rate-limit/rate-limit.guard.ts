@@ -10,6 +10,7 @@ import {
   type ThrottlerStorage,
 } from '@nestjs/throttler';
 import type { Request, Response } from 'express';
+import { decodeBasic } from '../auth/basic-credentials.js';
 import { OAuthException } from '../auth/oauth-error.js';
 import { ProblemException } from '../common/problem.js';
 import { MetricsService } from '../metrics/metrics.service.js';
@@ -30,9 +31,8 @@ export function apiKeyTracker(req: Request): string {
 export function clientIdTracker(req: Request): string {
   const body = req.body as Record<string, unknown> | undefined;
   if (typeof body?.client_id === 'string' && body.client_id) return `client:${digest(body.client_id)}`;
-  const basic = /^Basic\s+([A-Za-z0-9+/=]+)$/i.exec(req.headers.authorization ?? '');
-  const user = basic ? Buffer.from(basic[1], 'base64').toString('utf8').split(':')[0] : '';
-  return user ? `client:${digest(decodeURIComponent(user.replace(/\+/g, ' ')))}` : apiKeyTracker(req);
+  const basic = decodeBasic(req.headers.authorization);
+  return basic ? `client:${digest(basic.clientId)}` : apiKeyTracker(req);
 }
 
 /**

@@ -9,26 +9,6 @@ import { inTransaction } from '../database/transaction.js';
 /** What an import compares to decide whether a re-imported visit changed. */
 export type StoredVisit = Pick<Visit, 'id' | 'clientId' | 'modificationDate'> & { fingerprint: string };
 
-export const VISIT_UPSERT_COLUMNS: (keyof Visit)[] = [
-  'clientId',
-  'brandId',
-  'branchId',
-  'visitType',
-  'questionnaireType',
-  'visitScore',
-  'recommendScore',
-  'recommendComment',
-  'visitDate',
-  'visitDateTime',
-  'modificationDate',
-  'visitSource',
-  'sections',
-  'guestId',
-  'optInContactByEmail',
-  'optInJoinMarketing',
-  'completedAt',
-];
-
 /** The fields whose change moves a visit's modificationDate. */
 export function visitFingerprint(v: Omit<Visit, 'modificationDate' | 'id' | 'completedAt'>): string {
   return JSON.stringify([

@@ -1,9 +1,7 @@
 import { ApiProperty } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
 import { IsOptional, IsString, MaxLength } from 'class-validator';
-import { IntegerParam, SvcClientIdParam } from '../../common/query-fields.js';
-
-const emptyIsAbsent = ({ value }: { value: unknown }): unknown => (value === '' ? undefined : value);
+import { emptyIsAbsent, IntegerParam, SvcClientIdParam } from '../../common/query-fields.js';
 
 function AfterParam(): PropertyDecorator {
   return (target, key) => {

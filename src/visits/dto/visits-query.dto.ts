@@ -10,11 +10,9 @@ import {
   type ValidatorConstraintInterface,
 } from 'class-validator';
 import { daysBetween } from '../../common/clock.js';
-import { IntegerParam, SvcClientIdParam } from '../../common/query-fields.js';
+import { emptyIsAbsent, IntegerParam, SvcClientIdParam } from '../../common/query-fields.js';
 import { queryContextOf } from '../../common/query-params.js';
 import { isCalendarDate } from '../../common/record-reader.js';
-
-const emptyIsAbsent = ({ value }: { value: unknown }): unknown => (value === '' ? undefined : value);
 
 @ValidatorConstraint({ name: 'calendarDate' })
 class CalendarDate implements ValidatorConstraintInterface {
