@@ -63,6 +63,6 @@ export class VisitsService {
       take: query.Take,
       plus,
     });
-    return Buffer.from(visitsPageJson(rows, plus));
+    return visitsPageJson(rows, plus);
   }
 }
