@@ -81,8 +81,10 @@ export class VisitsRepository {
   }
 
   /**
-   * One page in one indexed query: the range on (client_id, visit_date_time, id) gives both
-   * the filter and the order visitDateTime, visitId, so Skip/Take pages are stable.
+   * One page in one query. The inner select finds the page's ids in the index on
+   * (client_id, visit_date_time, id, brand_id, visit_type) alone: the range gives the order
+   * visitDateTime, visitId (so Skip/Take pages are stable) and the filters are in the index,
+   * so the rows Skip passes over are never read. Only the page's own rows are then fetched.
    */
   async page(q: VisitPageQuery): Promise<VisitRow[]> {
     const params: unknown[] = [q.clientId, `${q.from}T00:00:00`, `${q.until}T00:00:00`];
@@ -97,17 +99,21 @@ export class VisitsRepository {
     if (!sql) {
       let n = 0;
       const p = (): string => (this.postgres ? `$${++n}` : '?');
-      const where = [`v.client_id = ${p()}`, `v.visit_date_time >= ${p()}`, `v.visit_date_time < ${p()}`];
-      if (byBrand) where.push(`v.brand_id = ${p()}`);
-      if (types > 0) where.push(`v.visit_type IN (${Array.from({ length: types }, p).join(', ')})`);
+      const where = [`client_id = ${p()}`, `visit_date_time >= ${p()}`, `visit_date_time < ${p()}`];
+      if (byBrand) where.push(`brand_id = ${p()}`);
+      if (types > 0) where.push(`visit_type IN (${Array.from({ length: types }, p).join(', ')})`);
       sql = `SELECT ${STANDARD_COLUMNS}${plus ? PLUS_COLUMNS : ''}
-        FROM visits v
+        FROM (
+          SELECT id FROM visits
+          WHERE ${where.join(' AND ')}
+          ORDER BY visit_date_time, id
+          LIMIT ${p()} OFFSET ${p()}
+        ) page
+        JOIN visits v ON v.id = page.id
         JOIN clients c ON c.id = v.client_id
         JOIN branches br ON br.id = v.branch_id
         LEFT JOIN brands b ON b.id = v.brand_id
-        WHERE ${where.join(' AND ')}
-        ORDER BY v.visit_date_time, v.id
-        LIMIT ${p()} OFFSET ${p()}`;
+        ORDER BY v.visit_date_time, v.id`;
       this.sqlCache.set(key, sql);
     }
     return sql;

@@ -14,7 +14,9 @@ import { VisitType } from './visit-type.entity.js';
  * interface publishes them; they sort correctly as text on both databases.
  */
 @Entity('visits')
-@Index('ix_visits_client_time', ['clientId', 'visitDateTime', 'id'])
+// A page is found in this index alone: it holds the order (visitDateTime, id) and the filters
+// (brand, visit type), so skipping to a deep page never reads the rows it skips.
+@Index('ix_visits_client_time', ['clientId', 'visitDateTime', 'id', 'brandId', 'visitType'])
 @Index('ix_visits_client_modified', ['clientId', 'modificationDate'])
 export class Visit {
   @PrimaryColumn({ type: 'bigint', transformer: bigIntTransformer })
