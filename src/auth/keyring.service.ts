@@ -12,7 +12,8 @@ export const SIGNING_ALG = 'ES256';
 export interface RingKey {
   kid: string;
   privateKey: KeyObject;
-  publicPem: string;
+  /** Verifies tokens: a key object made once, not a PEM parsed again for every request. */
+  publicKey: KeyObject;
   publicJwk: JWK;
   createdAt: Date;
   retiredAt: Date | null;
@@ -29,7 +30,7 @@ async function ringKey(privatePem: string, createdAt: Date, retiredAt: Date | nu
   return {
     kid,
     privateKey,
-    publicPem: publicKey.export({ type: 'spki', format: 'pem' }).toString(),
+    publicKey,
     publicJwk: { ...publicJwk, kid, alg: SIGNING_ALG, use: 'sig' },
     createdAt,
     retiredAt,

@@ -1,3 +1,4 @@
+import type { KeyObject } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { PassportStrategy } from '@nestjs/passport';
 import { decodeProtectedHeader } from 'jose';
@@ -7,6 +8,14 @@ import { AuthCacheService } from '../auth-cache.service.js';
 import { KeyringService, SIGNING_ALG } from '../keyring.service.js';
 import type { AuthenticatedRequest, Principal } from '../principal.js';
 import { TOKEN_AUDIENCE, TOKEN_TYPE } from '../token.service.js';
+
+type KeyCallback = (err: unknown, key?: string | Buffer) => void;
+
+/**
+ * jsonwebtoken, which passport-jwt verifies with, takes a KeyObject as it is (a PEM would be
+ * parsed again on every request); the passport-jwt typings only list string and Buffer.
+ */
+const passKeyObject = (done: KeyCallback, key: KeyObject): void => (done as unknown as (err: null, key: KeyObject) => void)(null, key);
 
 /** Why a bearer token was refused; the guard turns it into a 401 with RFC 6750 headers. */
 export class TokenRejected extends Error {}
@@ -34,7 +43,7 @@ export class JwtStrategy extends PassportStrategy(Strategy, 'jwt') {
       algorithms: [SIGNING_ALG],
       issuer: config.baseUrl,
       audience: TOKEN_AUDIENCE,
-      secretOrKeyProvider: (_req: unknown, rawJwt: string, done: (err: unknown, key?: string) => void) => {
+      secretOrKeyProvider: (_req: unknown, rawJwt: string, done: KeyCallback) => {
         let kid: string | undefined;
         try {
           const header = decodeProtectedHeader(rawJwt);
@@ -48,7 +57,7 @@ export class JwtStrategy extends PassportStrategy(Strategy, 'jwt') {
         }
         if (!kid) return done(new TokenRejected('The access token names no signing key.'));
         keyring.verificationKey(kid).then(
-          (key) => (key ? done(null, key.publicPem) : done(new TokenRejected('The access token is signed by an unknown key.'))),
+          (key) => (key ? passKeyObject(done, key.publicKey) : done(new TokenRejected('The access token is signed by an unknown key.'))),
           (error: unknown) => done(error),
         );
       },
