@@ -29,6 +29,12 @@ export function visitFingerprint(v: Omit<Visit, 'modificationDate' | 'id' | 'com
   ]);
 }
 
+/** A row's place in the order of pages: the page after it starts with the next row. */
+export interface PagePosition {
+  visitDateTime: string;
+  id: number | string;
+}
+
 /** The filter of one page of visits. */
 export interface VisitPageQuery {
   clientId: number;
@@ -40,6 +46,8 @@ export interface VisitPageQuery {
   visitTypes: string[];
   skip: number;
   take: number;
+  /** The row before the page (the last of the page before), when known: Skip is then not needed. */
+  after?: PagePosition;
   plus: boolean;
 }
 
@@ -85,21 +93,29 @@ export class VisitsRepository {
    * (client_id, visit_date_time, id, brand_id, visit_type) alone: the range gives the order
    * visitDateTime, visitId (so Skip/Take pages are stable) and the filters are in the index,
    * so the rows Skip passes over are never read. Only the page's own rows are then fetched.
+   * With the position of the row before the page, the range starts right after it (a seek)
+   * instead of passing over Skip index entries; it is the range's only lower bound, which
+   * both databases then seek to.
    */
   async page(q: VisitPageQuery): Promise<VisitRow[]> {
-    const params: unknown[] = [q.clientId, `${q.from}T00:00:00`, `${q.until}T00:00:00`];
+    const params: unknown[] = [q.clientId];
+    if (q.after) params.push(q.after.visitDateTime, q.after.id);
+    else params.push(`${q.from}T00:00:00`);
+    params.push(`${q.until}T00:00:00`);
     if (q.brandId !== undefined) params.push(q.brandId);
-    params.push(...q.visitTypes, q.take, q.skip);
-    return this.db.query<VisitRow[]>(this.pageSql(q.plus, q.brandId !== undefined, q.visitTypes.length), params);
+    params.push(...q.visitTypes, q.take, q.after ? 0 : q.skip);
+    return this.db.query<VisitRow[]>(this.pageSql(q.plus, q.after !== undefined, q.brandId !== undefined, q.visitTypes.length), params);
   }
 
-  private pageSql(plus: boolean, byBrand: boolean, types: number): string {
-    const key = `${plus}:${byBrand}:${types}`;
+  private pageSql(plus: boolean, seek: boolean, byBrand: boolean, types: number): string {
+    const key = `${plus}:${seek}:${byBrand}:${types}`;
     let sql = this.sqlCache.get(key);
     if (!sql) {
       let n = 0;
       const p = (): string => (this.postgres ? `$${++n}` : '?');
-      const where = [`client_id = ${p()}`, `visit_date_time >= ${p()}`, `visit_date_time < ${p()}`];
+      const where = [`client_id = ${p()}`];
+      where.push(seek ? `(visit_date_time, id) > (${p()}, ${p()})` : `visit_date_time >= ${p()}`);
+      where.push(`visit_date_time < ${p()}`);
       if (byBrand) where.push(`brand_id = ${p()}`);
       if (types > 0) where.push(`visit_type IN (${Array.from({ length: types }, p).join(', ')})`);
       sql = `SELECT ${STANDARD_COLUMNS}${plus ? PLUS_COLUMNS : ''}

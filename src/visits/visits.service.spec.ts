@@ -1,6 +1,6 @@
 import { loadConfig } from '../config/app-config.js';
 import { VisitsQueryDto } from './dto/visits-query.dto.js';
-import type { VisitsRepository } from './visits.repository.js';
+import type { VisitPageQuery, VisitRow, VisitsRepository } from './visits.repository.js';
 import { VisitsService } from './visits.service.js';
 
 function query(over: Partial<VisitsQueryDto> = {}): VisitsQueryDto {
@@ -48,5 +48,35 @@ describe('VisitsService pages', () => {
     const changed = await service.page(query(), 'standard');
     expect(renders()).toBe(4);
     expect(changed.etag).not.toBe(first.etag);
+  });
+});
+
+describe('VisitsService page starts', () => {
+  /** A repository that records each page query and answers `take` rows from `skip` on, of 10. */
+  function recording(version: { value: number }) {
+    const queries: VisitPageQuery[] = [];
+    const row = (n: number) => ({ id: n, visit_date_time: `2026-10-01T10:00:0${n}`, sections: '[]' }) as VisitRow;
+    const repo = {
+      dataVersion: () => Promise.resolve(version.value),
+      page: (q: VisitPageQuery) => {
+        queries.push(q);
+        return Promise.resolve(Array.from({ length: Math.max(0, Math.min(q.take, 10 - q.skip)) }, (_, i) => row(q.skip + i)));
+      },
+    };
+    return { repo: repo as unknown as VisitsRepository, queries };
+  }
+
+  it('starts the next page after the last row of the page before, and skips when it does not know', async () => {
+    const version = { value: 1 };
+    const { repo, queries } = recording(version);
+    const service = new VisitsService(repo, loadConfig({ VISITS_CACHE_MB: '0' }));
+    await service.page(query({ Skip: 0, Take: 4 }), 'standard');
+    await service.page(query({ Skip: 4, Take: 4 }), 'plus');
+    await service.page(query({ Skip: 6, Take: 4 }), 'standard');
+    await service.page(query({ Skip: 8, Take: 4, SvcBrandId: 5 }), 'standard');
+    expect(queries.map((q) => q.after)).toEqual([undefined, { visitDateTime: '2026-10-01T10:00:03', id: 3 }, undefined, undefined]);
+    version.value = 2;
+    await service.page(query({ Skip: 4, Take: 4 }), 'standard');
+    expect(queries.at(-1)?.after).toBeUndefined();
   });
 });
