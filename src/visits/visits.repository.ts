@@ -35,8 +35,8 @@ export interface PagePosition {
   id: number | string;
 }
 
-/** The filter of one page of visits. */
-export interface VisitPageQuery {
+/** The visits a query selects, in the order visitDateTime, visitId. */
+export interface VisitSelection {
   clientId: number;
   /** First local date, inclusive. */
   from: string;
@@ -44,10 +44,14 @@ export interface VisitPageQuery {
   until: string;
   brandId?: number;
   visitTypes: string[];
+}
+
+/** One page of a selection: `take` rows after passing over `skip`, counted from `after` when given. */
+export interface VisitPageQuery extends VisitSelection {
+  /** A row of the selection the page starts after (instead of its first row). */
+  after?: PagePosition;
   skip: number;
   take: number;
-  /** The row before the page (the last of the page before), when known: Skip is then not needed. */
-  after?: PagePosition;
   plus: boolean;
 }
 
@@ -93,35 +97,13 @@ export class VisitsRepository {
    * (client_id, visit_date_time, id, brand_id, visit_type) alone: the range gives the order
    * visitDateTime, visitId (so Skip/Take pages are stable) and the filters are in the index,
    * so the rows Skip passes over are never read. Only the page's own rows are then fetched.
-   * With the position of the row before the page, the range starts right after it (a seek)
-   * instead of passing over Skip index entries; it is the range's only lower bound, which
-   * both databases then seek to.
    */
   async page(q: VisitPageQuery): Promise<VisitRow[]> {
-    const params: unknown[] = [q.clientId];
-    if (q.after) params.push(q.after.visitDateTime, q.after.id);
-    else params.push(`${q.from}T00:00:00`);
-    params.push(`${q.until}T00:00:00`);
-    if (q.brandId !== undefined) params.push(q.brandId);
-    params.push(...q.visitTypes, q.take, q.after ? 0 : q.skip);
-    return this.db.query<VisitRow[]>(this.pageSql(q.plus, q.after !== undefined, q.brandId !== undefined, q.visitTypes.length), params);
-  }
-
-  private pageSql(plus: boolean, seek: boolean, byBrand: boolean, types: number): string {
-    const key = `${plus}:${seek}:${byBrand}:${types}`;
-    let sql = this.sqlCache.get(key);
-    if (!sql) {
-      let n = 0;
-      const p = (): string => (this.postgres ? `$${++n}` : '?');
-      const where = [`client_id = ${p()}`];
-      where.push(seek ? `(visit_date_time, id) > (${p()}, ${p()})` : `visit_date_time >= ${p()}`);
-      where.push(`visit_date_time < ${p()}`);
-      if (byBrand) where.push(`brand_id = ${p()}`);
-      if (types > 0) where.push(`visit_type IN (${Array.from({ length: types }, p).join(', ')})`);
-      sql = `SELECT ${STANDARD_COLUMNS}${plus ? PLUS_COLUMNS : ''}
+    const sql = this.sqlFor(`page:${q.plus}`, q, (where, p) => {
+      return `SELECT ${STANDARD_COLUMNS}${q.plus ? PLUS_COLUMNS : ''}
         FROM (
           SELECT id FROM visits
-          WHERE ${where.join(' AND ')}
+          WHERE ${where}
           ORDER BY visit_date_time, id
           LIMIT ${p()} OFFSET ${p()}
         ) page
@@ -130,6 +112,54 @@ export class VisitsRepository {
         JOIN branches br ON br.id = v.branch_id
         LEFT JOIN brands b ON b.id = v.brand_id
         ORDER BY v.visit_date_time, v.id`;
+    });
+    return this.db.query<VisitRow[]>(sql, [...this.selectionParams(q), q.take, q.skip]);
+  }
+
+  /** The position of the row `count` rows after `after` (or from the selection's start); null past the end. */
+  async positionAfter(q: VisitSelection & { after?: PagePosition }, count: number): Promise<PagePosition | null> {
+    const sql = this.sqlFor('position', q, (where, p) => {
+      return `SELECT visit_date_time AS "visitDateTime", id FROM visits
+        WHERE ${where}
+        ORDER BY visit_date_time, id
+        LIMIT 1 OFFSET ${p()}`;
+    });
+    const rows = await this.db.query<PagePosition[]>(sql, [...this.selectionParams(q), count - 1]);
+    return rows[0] ?? null;
+  }
+
+  /**
+   * The parameters of a selection, in the order of the conditions `sqlFor` writes. With a
+   * position, the range starts right after it: it is then the range's only lower bound (the
+   * position lies within the range), which both databases seek to in the index.
+   */
+  private selectionParams(q: VisitSelection & { after?: PagePosition }): unknown[] {
+    const params: unknown[] = [q.clientId];
+    if (q.after) params.push(q.after.visitDateTime, q.after.id);
+    else params.push(`${q.from}T00:00:00`);
+    params.push(`${q.until}T00:00:00`);
+    if (q.brandId !== undefined) params.push(q.brandId);
+    params.push(...q.visitTypes);
+    return params;
+  }
+
+  /** The statement `write` makes around a selection's conditions, made once per shape. */
+  private sqlFor(
+    name: string,
+    q: VisitSelection & { after?: PagePosition },
+    write: (where: string, param: () => string) => string,
+  ): string {
+    const key = `${name}:${q.after !== undefined}:${q.brandId !== undefined}:${q.visitTypes.length}`;
+    let sql = this.sqlCache.get(key);
+    if (!sql) {
+      let n = 0;
+      const p = (): string => (this.postgres ? `$${++n}` : '?');
+      const where = [`client_id = ${p()}`];
+      where.push(q.after ? `(visit_date_time, id) > (${p()}, ${p()})` : `visit_date_time >= ${p()}`);
+      where.push(`visit_date_time < ${p()}`);
+      if (q.brandId !== undefined) where.push(`brand_id = ${p()}`);
+      if (q.visitTypes.length > 0) where.push(`visit_type IN (${q.visitTypes.map(p).join(', ')})`);
+      sql = write(where.join(' AND '), p);
       this.sqlCache.set(key, sql);
     }
     return sql;

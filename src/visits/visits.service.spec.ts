@@ -1,7 +1,7 @@
 import { loadConfig } from '../config/app-config.js';
 import { VisitsQueryDto } from './dto/visits-query.dto.js';
-import type { VisitPageQuery, VisitRow, VisitsRepository } from './visits.repository.js';
-import { VisitsService } from './visits.service.js';
+import type { PagePosition, VisitPageQuery, VisitRow, VisitsRepository } from './visits.repository.js';
+import { MARK_STRIDE, VisitsService } from './visits.service.js';
 
 function query(over: Partial<VisitsQueryDto> = {}): VisitsQueryDto {
   return Object.assign(new VisitsQueryDto(), { SvcClientId: 1001, FromDate: '2026-10-01', ToDate: '2026-10-31', Skip: 0, Take: 100, ...over });
@@ -51,32 +51,66 @@ describe('VisitsService pages', () => {
   });
 });
 
-describe('VisitsService page starts', () => {
-  /** A repository that records each page query and answers `take` rows from `skip` on, of 10. */
-  function recording(version: { value: number }) {
-    const queries: VisitPageQuery[] = [];
-    const row = (n: number) => ({ id: n, visit_date_time: `2026-10-01T10:00:0${n}`, sections: '[]' }) as VisitRow;
+describe('VisitsService page marks', () => {
+  /** A selection of `count` rows, all at one time (so the id decides the order), with the calls made. */
+  function rows(count: number, version: { value: number }, failMarks = { times: 0 }) {
+    const all = Array.from({ length: count }, (_, i) => ({ id: 1000 + i, visit_date_time: '2026-10-01T10:00:00', sections: '[]' }) as VisitRow);
+    const indexAfter = (after?: PagePosition): number => (after ? all.findIndex((r) => r.id === after.id) + 1 : 0);
+    const calls = { pages: [] as VisitPageQuery[], positions: 0 };
     const repo = {
       dataVersion: () => Promise.resolve(version.value),
       page: (q: VisitPageQuery) => {
-        queries.push(q);
-        return Promise.resolve(Array.from({ length: Math.max(0, Math.min(q.take, 10 - q.skip)) }, (_, i) => row(q.skip + i)));
+        calls.pages.push(q);
+        const from = indexAfter(q.after) + q.skip;
+        return Promise.resolve(all.slice(from, from + q.take));
+      },
+      positionAfter: (q: { after?: PagePosition }, n: number) => {
+        calls.positions++;
+        if (failMarks.times > 0) {
+          failMarks.times--;
+          return Promise.reject(new Error('connection lost'));
+        }
+        const row = all[indexAfter(q.after) + n - 1];
+        return Promise.resolve(row ? { visitDateTime: row.visit_date_time, id: row.id } : null);
       },
     };
-    return { repo: repo as unknown as VisitsRepository, queries };
+    return { repo: repo as unknown as VisitsRepository, calls, ids: (skip: number, take: number) => all.slice(skip, skip + take).map((r) => r.id) };
   }
+  const pageIds = (page: { body: Buffer }): number[] =>
+    (JSON.parse(page.body.toString()) as { data: { visits: { visitId: number }[] } }).data.visits.map((v) => v.visitId);
 
-  it('starts the next page after the last row of the page before, and skips when it does not know', async () => {
+  it('serves every page from the mark before it, finding each mark once', async () => {
     const version = { value: 1 };
-    const { repo, queries } = recording(version);
+    const { repo, calls, ids } = rows(4500, version);
     const service = new VisitsService(repo, loadConfig({ VISITS_CACHE_MB: '0' }));
-    await service.page(query({ Skip: 0, Take: 4 }), 'standard');
-    await service.page(query({ Skip: 4, Take: 4 }), 'plus');
-    await service.page(query({ Skip: 6, Take: 4 }), 'standard');
-    await service.page(query({ Skip: 8, Take: 4, SvcBrandId: 5 }), 'standard');
-    expect(queries.map((q) => q.after)).toEqual([undefined, { visitDateTime: '2026-10-01T10:00:03', id: 3 }, undefined, undefined]);
+    for (let skip = 0; skip < 4600; skip += 300) {
+      expect(pageIds(await service.page(query({ Skip: skip, Take: 300 }), 'standard'))).toEqual(ids(skip, 300));
+    }
+    expect(calls.positions).toBe(4);
+    expect(Math.max(...calls.pages.map((q) => q.skip))).toBeLessThan(MARK_STRIDE);
+    expect(pageIds(await service.page(query({ Skip: 2500, Take: 7 }), 'plus'))).toEqual(ids(2500, 7));
+    expect(pageIds(await service.page(query({ Skip: 9000, Take: 7 }), 'plus'))).toEqual([]);
+    expect(calls.positions).toBe(5);
+    // Other data, other marks.
     version.value = 2;
-    await service.page(query({ Skip: 4, Take: 4 }), 'standard');
-    expect(queries.at(-1)?.after).toBeUndefined();
+    expect(pageIds(await service.page(query({ Skip: 2500, Take: 7 }), 'standard'))).toEqual(ids(2500, 7));
+    expect(calls.positions).toBe(7);
+  });
+
+  it('finds the marks for a jump far into the selection, then pages before it need none', async () => {
+    const { repo, calls, ids } = rows(3100, { value: 1 });
+    const service = new VisitsService(repo, loadConfig({ VISITS_CACHE_MB: '0' }));
+    expect(pageIds(await service.page(query({ Skip: 3050, Take: 100 }), 'standard'))).toEqual(ids(3050, 100));
+    expect(calls.positions).toBe(3);
+    expect(pageIds(await service.page(query({ Skip: 1999, Take: 2 }), 'standard'))).toEqual(ids(1999, 2));
+    expect(calls.positions).toBe(3);
+  });
+
+  it('fails only the request whose mark could not be found, and finds it for the next', async () => {
+    const fail = { times: 1 };
+    const { repo, ids } = rows(2500, { value: 1 }, fail);
+    const service = new VisitsService(repo, loadConfig({ VISITS_CACHE_MB: '0' }));
+    await expect(service.page(query({ Skip: 1500, Take: 10 }), 'standard')).rejects.toThrow('connection lost');
+    expect(pageIds(await service.page(query({ Skip: 1500, Take: 10 }), 'standard'))).toEqual(ids(1500, 10));
   });
 });

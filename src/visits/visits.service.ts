@@ -5,7 +5,7 @@ import { addDays } from '../common/clock.js';
 import { AppConfig } from '../config/app-config.js';
 import type { VisitsQueryDto } from './dto/visits-query.dto.js';
 import { visitsPageJson } from './visit-json.js';
-import { VisitsRepository, type PagePosition } from './visits.repository.js';
+import { VisitsRepository, type PagePosition, type VisitSelection } from './visits.repository.js';
 
 export type VisitsVariant = 'standard' | 'plus';
 
@@ -15,8 +15,22 @@ export interface VisitsPage {
   etag: string;
 }
 
-/** Page starts remembered: about 150 bytes each, so a few MB at most. */
-const SEEK_ENTRIES = 20_000;
+/** Rows between two marks of a selection: a page never passes over more than this many. */
+export const MARK_STRIDE = 1000;
+/** Selections whose marks are kept (a mark is about 100 bytes; a million-visit month has 1,000). */
+const MARKED_SELECTIONS = 500;
+
+/**
+ * Marks of one selection: marks[k] is the position of row (k + 1) * MARK_STRIDE - 1, the row
+ * before offset (k + 1) * MARK_STRIDE. They are found as far as pages have needed them.
+ */
+interface SelectionMarks {
+  marks: PagePosition[];
+  /** No row lies MARK_STRIDE rows past the last mark. */
+  complete: boolean;
+  /** Extensions run one after another: each starts from the last mark the one before found. */
+  queue: Promise<void>;
+}
 
 @Injectable()
 export class VisitsService {
@@ -25,12 +39,14 @@ export class VisitsService {
   /** Renders under way: concurrent requests for one page wait for a single render. */
   private readonly rendering = new Map<string, Promise<Buffer>>();
   /**
-   * Where a page starts, by query and Skip: the position of the row before it, learnt from
-   * the page before it. A partner paging through a range with Skip = 0, Take, 2 Take, ...
-   * then gets every page by an index seek, at the cost of the first page, instead of an
-   * OFFSET that passes over more entries with each page.
+   * Every MARK_STRIDE-th position of a selection (per data version), so that a page at any
+   * Skip starts from the mark before it by an index seek and passes over fewer than
+   * MARK_STRIDE entries, instead of an OFFSET over all the entries before it: without marks,
+   * a partner paging through a month of a million visits makes the database pass over half a
+   * billion index entries. Each replica finds the marks once per selection, as far as pages
+   * need them, in steps of one seek each.
    */
-  private readonly seeks = new LRUCache<string, PagePosition>({ max: SEEK_ENTRIES });
+  private readonly marks = new LRUCache<string, SelectionMarks>({ max: MARKED_SELECTIONS });
 
   constructor(
     private readonly repo: VisitsRepository,
@@ -44,7 +60,7 @@ export class VisitsService {
   /**
    * One page of a client's visits, in the order visitDateTime, visitId. Every accepted query
    * covers closed days (the dates are before today), so a page only changes when the client's
-   * data does: rendered pages and page starts are kept under keys holding the client's data
+   * data does: rendered pages and page marks are kept under keys holding the client's data
    * version, which every import moves in the same transaction as its writes.
    */
   async page(query: VisitsQueryDto, variant: VisitsVariant): Promise<VisitsPage> {
@@ -66,21 +82,44 @@ export class VisitsService {
     return { body, etag };
   }
 
-  private async render(query: VisitsQueryDto, variant: VisitsVariant, selection: string): Promise<Buffer> {
+  private async render(query: VisitsQueryDto, variant: VisitsVariant, selectionKey: string): Promise<Buffer> {
     const plus = variant === 'plus';
-    const rows = await this.repo.page({
+    const selection: VisitSelection = {
       clientId: query.SvcClientId,
       from: query.FromDate,
       until: addDays(query.ToDate, 1),
       brandId: query.SvcBrandId,
       visitTypes: query.visitTypeCodes,
-      skip: query.Skip,
-      take: query.Take,
-      after: this.seeks.get(`${selection}|${query.Skip}`),
-      plus,
-    });
-    const last = rows.at(-1);
-    if (last) this.seeks.set(`${selection}|${query.Skip + rows.length}`, { visitDateTime: last.visit_date_time, id: last.id });
+    };
+    const start = await this.pageStart(selectionKey, selection, query.Skip);
+    const rows = await this.repo.page({ ...selection, ...start, take: query.Take, plus });
     return visitsPageJson(rows, plus);
+  }
+
+  /** Where the page at `skip` starts: after the nearest mark before it, or from the start. */
+  private async pageStart(key: string, selection: VisitSelection, skip: number): Promise<{ after?: PagePosition; skip: number }> {
+    const needed = Math.floor(skip / MARK_STRIDE);
+    if (needed === 0) return { skip };
+    let entry = this.marks.get(key);
+    if (!entry) {
+      entry = { marks: [], complete: false, queue: Promise.resolve() };
+      this.marks.set(key, entry);
+    }
+    const found = entry;
+    const extension = entry.queue.then(() => this.extendMarks(found, selection, needed));
+    // A failed extension fails its own request only; the next one starts from the marks found.
+    entry.queue = extension.catch(() => undefined);
+    await extension;
+    const known = Math.min(needed, entry.marks.length);
+    if (known === 0) return { skip };
+    return { after: entry.marks[known - 1], skip: skip - known * MARK_STRIDE };
+  }
+
+  private async extendMarks(entry: SelectionMarks, selection: VisitSelection, needed: number): Promise<void> {
+    while (entry.marks.length < needed && !entry.complete) {
+      const mark = await this.repo.positionAfter({ ...selection, after: entry.marks.at(-1) }, MARK_STRIDE);
+      if (mark) entry.marks.push(mark);
+      else entry.complete = true;
+    }
   }
 }

@@ -1,0 +1,73 @@
+import request from 'supertest';
+import type { IssuedCredential } from '../src/auth/credentials.service.js';
+import { addDays } from '../src/common/clock.js';
+import { MARK_STRIDE } from '../src/visits/visits.service.js';
+import { issueCredential, tokenFor } from './helpers/auth.js';
+import { startTestApp, type TestApp } from './helpers/test-app.js';
+import { expectedIds, importVisits, seedVisits, type VisitRecord } from './helpers/visits-fixture.js';
+
+/**
+ * Pages beyond the first MARK_STRIDE rows of a selection start from a mark the service finds
+ * in the index (a seek) instead of an OFFSET from the start. They must be exactly the pages
+ * an OFFSET gives: same rows, same order, ties on visitDateTime included, filters included.
+ */
+describe(`GET /visits/standard deep pages (${process.env.TEST_DATABASE})`, () => {
+  let t: TestApp;
+  let visits: VisitRecord[];
+  let today: string;
+  let partner: IssuedCredential;
+  let token: string;
+
+  beforeAll(async () => {
+    t = await startTestApp({ AUTH_CACHE_SECONDS: '0' });
+    ({ visits, today } = await seedVisits(t));
+    // 2,700 more over four days, in bursts of nine at the same second with ids out of order.
+    const more: VisitRecord[] = [];
+    for (let i = 0; i < 2700; i++) {
+      const template = visits[i % 90];
+      const date = addDays(today, -(2 + (i % 4)));
+      const second = String(Math.floor(i / 9) % 60).padStart(2, '0');
+      more.push({
+        ...template,
+        visitId: 200_000 + ((i * 7919) % 100_000),
+        visitDateTime: `${date}T1${Math.floor(i / 540)}:${String(Math.floor(i / 9) % 60).padStart(2, '0')}:${second}`,
+        modificationDate: `${date}T23:00:00`,
+        completedAt: `${date}T22:00:00Z`,
+      });
+    }
+    await importVisits(t, more);
+    visits = [...visits, ...more];
+    partner = await issueCredential(t);
+    token = await tokenFor(t.http, partner);
+  });
+  afterAll(async () => {
+    await t.close();
+  });
+
+  const ids = async (query: string): Promise<number[]> => {
+    const res = await request(t.http).get(`/visits/standard?${query}`).set('svc-api-key', partner.apiKey).set('Authorization', `Bearer ${token}`);
+    expect(res.status).toBe(200);
+    return (res.body.data.visits as { visitId: number }[]).map((v) => v.visitId);
+  };
+
+  it.each([
+    ['all visits', '', undefined, undefined],
+    ['one brand and two visit types', '&SvcBrandId=5&VisitTypes=MV,OF', 5, ['MV', 'OF']],
+  ])('gives the pages of one ordered list at any Skip: %s', async (_, filters, brandId, types) => {
+    const from = addDays(today, -31);
+    const to = addDays(today, -1);
+    const whole = expectedIds(visits, { clientId: 1001, from, to, brandId, types });
+    expect(whole.length).toBeGreaterThan(MARK_STRIDE + 200);
+    const page = (skip: number, take: number): Promise<number[]> =>
+      ids(`SvcClientId=1001&FromDate=${from}&ToDate=${to}&Skip=${skip}&Take=${take}${filters}`);
+
+    // A jump far in first (the marks are found on the way), then in order, then around.
+    expect(await page(whole.length - 5, 10)).toEqual(whole.slice(-5));
+    const paged: number[] = [];
+    for (let skip = 0; skip < whole.length; skip += 333) paged.push(...(await page(skip, 333)));
+    expect(paged).toEqual(whole);
+    for (const skip of [MARK_STRIDE - 1, MARK_STRIDE, MARK_STRIDE + 1, 2 * MARK_STRIDE - 3, whole.length - 1, whole.length, whole.length + 5000]) {
+      expect(await page(skip, 4)).toEqual(whole.slice(skip, skip + 4));
+    }
+  });
+});
