@@ -5,6 +5,12 @@
 // top of the framework). Also measured: a deep page (Skip near the end of the window) against
 // the first page, and POST /connect/token (scrypt-bound, so far slower by design).
 //
+// Each page is measured twice: as configured by default, where a repeated page comes from the
+// page cache; then on a second service with the cache off (VISITS_CACHE_MB=0) where every
+// request asks for another page (Skip walks the window, or its last 50 pages for the deep
+// row), so every answer is read from the database and rendered: many partners pulling
+// different data at once.
+//
 // Run: npm run bench (builds, then runs this file). Settings, from the environment:
 //   BENCH_SQLITE_VISITS    visits loaded for client 1001 on SQLite (default 200000)
 //   BENCH_POSTGRES_VISITS  visits loaded for client 1001 on PostgreSQL (default 1000000)
@@ -14,7 +20,6 @@
 //   BENCH_DATABASES     comma-separated, sqlite and/or postgres (default sqlite,postgres)
 //   BENCH_TOKEN_DURATION   seconds of the measured token run (default 10: at ~1 s a request under
 //                          load, a shorter run may see no answer at all)
-//   BENCH_VISITS_CACHE_MB  the service's VISITS_CACHE_MB (default 64; 0 renders every page anew)
 //   BENCH_POSTGRES_URL  server of the postgres runs (default postgres://postgres@127.0.0.1:5432/test)
 //
 // Each database gets a place of its own (a temporary DATA_DIR; a fresh schema bench_<time>)
@@ -61,7 +66,13 @@ const PAGES = [
 const SLOW_MS = 1000;
 const FIRST_VISIT_ID = 900_000_001;
 /** Seconds of load before each measured run, not counted: JIT, pools and caches warm up first. */
-const WARMUP_SECONDS = 2;
+const WARMUP_SECONDS = 5;
+/**
+ * A response not complete after this many seconds counts as an error. Far above autocannon's
+ * 10 s default: on a saturated machine a slow answer is a result to report (its latency is in
+ * the histogram), not a failed measurement.
+ */
+const REQUEST_TIMEOUT_SECONDS = 30;
 /** Rows per INSERT ... SELECT FROM unnest(arrays): 18 parameters whatever the batch size. */
 const PG_BATCH_ROWS = 10_000;
 const RSS_POLL_MS = 200;
@@ -135,7 +146,6 @@ function readSettings(env = process.env) {
     connections: positive('BENCH_CONNECTIONS', 50),
     databases,
     postgresUrl: env.BENCH_POSTGRES_URL?.trim() || 'postgres://postgres@127.0.0.1:5432/test',
-    visitsCacheMB: env.BENCH_VISITS_CACHE_MB?.trim() || '64',
   };
 }
 
@@ -403,10 +413,11 @@ async function loadPostgres(url, schema, count, visit, branches) {
       await client.query('ROLLBACK').catch(() => undefined);
       throw error;
     }
-    // Fresh statistics, as autovacuum would give a table this size soon after: the planner
-    // should choose as it would in production, not from an empty-table guess.
+    // What autovacuum would do for a table this size soon after (this server may run with it
+    // off): fresh statistics, so the planner chooses as in production, and a visibility map,
+    // so that index-only scans (a page's ids, the rows a deep Skip passes over) stay in the index.
     const analyzeStart = performance.now();
-    await client.query('ANALYZE clients, brands, branches, visits');
+    await client.query('VACUUM (ANALYZE) clients, brands, branches, visits');
     return performance.now() - analyzeStart;
   });
 }
@@ -415,11 +426,13 @@ async function loadPostgres(url, schema, count, visit, branches) {
 // Places: an isolated database per run
 // ---------------------------------------------------------------------------------------------
 
-/** The environment of the service and its CLI, without any DATABASE_* the caller has set. */
+/** The environment of the service and its CLI, without any DATABASE_* or VISITS_CACHE_MB the caller has set. */
 function baseEnv(dataDir) {
   const env = { ...process.env, DATA_DIR: dataDir };
   delete env.DATABASE_URL;
   delete env.DATABASE_SCHEMA;
+  // The cached runs measure the default page cache; the uncached ones set it to 0.
+  delete env.VISITS_CACHE_MB;
   return env;
 }
 
@@ -502,9 +515,10 @@ async function freePort() {
   return port;
 }
 
-async function startService(env) {
+/** The service as deployed; `cacheMB` '0' turns the page cache off, undefined keeps its default. */
+async function startService(env, cacheMB = undefined) {
   const port = await freePort();
-  const child = startChild('service', [MAIN], {
+  const child = startChild(cacheMB === '0' ? 'service (cache off)' : 'service', [MAIN], {
     ...env,
     PORT: String(port),
     HOST: '127.0.0.1',
@@ -517,8 +531,7 @@ async function startService(env) {
     RATE_LIMIT_PER_MINUTE: '1000000',
     TOKEN_RATE_LIMIT_PER_MINUTE: '100000',
     METRICS_PORT: '0',
-    // BENCH_VISITS_CACHE_MB=0 measures every page rendered from the database.
-    VISITS_CACHE_MB: readSettings().visitsCacheMB,
+    ...(cacheMB === undefined ? {} : { VISITS_CACHE_MB: cacheMB }),
   });
   const url = `http://127.0.0.1:${port}`;
   await waitFor(child, READY_TIMEOUT_MS, async () => ((await fetch(`${url}/health/ready`)).status === 200 ? true : undefined));
@@ -635,7 +648,7 @@ function cannon(options) {
  * url and headers, and method and body when not a GET.
  */
 async function measure(request, settings, rssPid, durationSeconds = settings.durationSeconds, settle = undefined) {
-  const options = { ...request, connections: settings.connections, pipelining: 1 };
+  const options = { ...request, connections: settings.connections, pipelining: 1, timeout: REQUEST_TIMEOUT_SECONDS };
   await cannon({ ...options, duration: WARMUP_SECONDS });
   // Slow requests the warm-up left running would otherwise be counted against the run.
   if (settle) await settle();
@@ -669,7 +682,7 @@ function problemsOf(run, what) {
   const found = [];
   if (run.requests === 0) found.push(`${what}: no response within the run; lengthen it`);
   if (run.non2xx > 0) found.push(`${what}: ${run.non2xx} non-2xx responses (${JSON.stringify(run.statusCodes)})`);
-  // autocannon counts a timeout (no answer within 10 s) as an error too.
+  // autocannon counts a timeout (no answer within REQUEST_TIMEOUT_SECONDS) as an error too.
   if (run.errors > 0) found.push(`${what}: ${run.errors} errors (${run.timeouts} of them timeouts)`);
   for (const line of found) console.error(`\n!!!!!!!! ${line} !!!!!!!!\n`);
   return found;
@@ -729,6 +742,7 @@ async function benchPage(kind, spec, skip, service, credential, context) {
   return {
     name: spec.name,
     label: spec.label,
+    deep: spec.deep,
     take,
     skip,
     path,
@@ -742,6 +756,48 @@ async function benchPage(kind, spec, skip, service, credential, context) {
     ratio: round(serviceRun.requestsPerSec / bareRun.requestsPerSec, 3),
     floorRatio: round(serviceRun.requestsPerSec / floorRun.requestsPerSec, 3),
     problems,
+  };
+}
+
+/**
+ * The page's request shape on a service with the page cache off, each request for another
+ * page of the same size: Skip walks the window in steps of Take (the deep row: its last 50
+ * pages), so neither a cache nor the single render of concurrent equal requests can help.
+ * The ratios are to the references measured for the page itself (same size, same bytes).
+ */
+async function benchPageUncached(kind, page, service, credential, context, windowCount) {
+  const { dates, settings } = context;
+  const { take } = page;
+  const skips = page.deep
+    ? Array.from({ length: 50 }, (_, i) => page.skip - i * take).filter((skip) => skip >= 0)
+    : Array.from({ length: Math.floor((windowCount - take) / take) + 1 }, (_, i) => i * take);
+  const pathOf = (skip) =>
+    `/visits/standard?${new URLSearchParams({
+      SvcClientId: String(CLIENT.id),
+      FromDate: dates.from,
+      ToDate: dates.to,
+      Skip: String(skip),
+      Take: String(take),
+    })}`;
+  const token = await getToken(service.url, credential);
+  const headers = { 'svc-api-key': credential.apiKey, authorization: `Bearer ${token}` };
+  let next = 0;
+  const request = {
+    url: service.url,
+    headers,
+    requests: [{ method: 'GET', setupRequest: (request) => ({ ...request, path: pathOf(skips[next++ % skips.length]) }) }],
+  };
+  const label = `${page.label}, cache off`;
+  log(`[${kind}] ${label} (${skips.length} distinct pages, Skip ${Math.min(...skips)}..${Math.max(...skips)}): measuring the service (${settings.durationSeconds} s)`);
+  const run = await measure(request, settings, service.pid);
+  return {
+    label,
+    distinctPages: skips.length,
+    skips: [Math.min(...skips), Math.max(...skips)],
+    service: run,
+    ratio: round(run.requestsPerSec / page.bare.requestsPerSec, 3),
+    floorRatio: round(run.requestsPerSec / page.floor.requestsPerSec, 3),
+    problems: problemsOf(run, `${kind} ${label} service`),
   };
 }
 
@@ -785,6 +841,24 @@ function redactHeaders(headers) {
   return rest;
 }
 
+/** The deep page's latency against the first page's. */
+function deepVsFirst(deep, first) {
+  return {
+    firstP50: first.latencyMs.p50,
+    firstP99: first.latencyMs.p99,
+    deepP50: deep.latencyMs.p50,
+    deepP99: deep.latencyMs.p99,
+    p99Ratio: first.latencyMs.p99 > 0 ? round(deep.latencyMs.p99 / first.latencyMs.p99, 2) : null,
+  };
+}
+
+/** What the service said (it logs warnings and errors only) usually explains a failure. */
+function failed(service, error) {
+  const exit = service.process.exitCode ?? service.process.signalCode;
+  console.error(`\n[${service.label}] ${exit === null ? 'still running' : `exited (${exit})`}; its output:\n${service.output()}`);
+  throw error;
+}
+
 async function benchDatabase(kind, context) {
   const { settings, scratch, dates } = context;
   const mark = cleanups.length;
@@ -812,7 +886,7 @@ async function benchDatabase(kind, context) {
     };
     log(
       `[${kind}] loaded in ${load.seconds} s (${load.visitsPerSec} visits/s, generation included)` +
-        (analyzeMs === null ? '' : `; ANALYZE ${load.analyzeSeconds} s`),
+        (analyzeMs === null ? '' : `; VACUUM (ANALYZE) ${load.analyzeSeconds} s`),
     );
 
     const credential = await runCli(place.env, [
@@ -830,6 +904,7 @@ async function benchDatabase(kind, context) {
     const pages = [];
     let token;
     let servicePeakRssMB;
+    let uncachedPeakRssMB;
     try {
       // The deep page is the last full page of the window: check that the window holds exactly
       // the visits the generator put there (nothing after the deep page), so Skip means it.
@@ -841,22 +916,22 @@ async function benchDatabase(kind, context) {
       servicePeakRssMB = kbToMB(procStatusKb(service.pid, 'VmHWM'));
       token = await benchToken(kind, service, credential, context);
     } catch (error) {
-      // What the service said (it logs warnings and errors only) usually explains the failure.
-      const exit = service.process.exitCode ?? service.process.signalCode;
-      console.error(`\n[${kind}] service ${exit === null ? 'still running' : `exited (${exit})`}; its output:\n${service.output()}`);
-      throw error;
+      failed(service, error);
     }
+    await stopChild(service.process);
+    const uncachedService = await startService(place.env, '0');
+    log(`[${kind}] service with the page cache off ready at ${uncachedService.url} (pid ${uncachedService.pid})`);
+    try {
+      for (const page of pages) page.uncached = await benchPageUncached(kind, page, uncachedService, credential, context, load.windowVisits);
+      uncachedPeakRssMB = kbToMB(procStatusKb(uncachedService.pid, 'VmHWM'));
+    } catch (error) {
+      failed(uncachedService, error);
+    }
+    await stopChild(uncachedService.process);
     const first = pages.find((p) => p.name === 'first');
     const deep = pages.find((p) => p.name === 'deep');
-    const deepPage = {
-      skip: deep.skip,
-      firstP50: first.service.latencyMs.p50,
-      firstP99: first.service.latencyMs.p99,
-      deepP50: deep.service.latencyMs.p50,
-      deepP99: deep.service.latencyMs.p99,
-      p99Ratio: first.service.latencyMs.p99 > 0 ? round(deep.service.latencyMs.p99 / first.service.latencyMs.p99, 2) : null,
-    };
-    return { database: kind, load, servicePeakRssMB, deepPage, pages, token };
+    const deepPage = { skip: deep.skip, cached: deepVsFirst(deep.service, first.service), uncached: deepVsFirst(deep.uncached.service, first.uncached.service) };
+    return { database: kind, load, servicePeakRssMB, uncachedPeakRssMB, deepPage, pages, token };
   } finally {
     // Stop this database's service and remove its data before the next database runs.
     await cleanUpTo(mark);
@@ -890,13 +965,18 @@ function resultsTable(db) {
     'non2xx',
     'err',
     'bare req/s',
+    'bare p99',
+    'bare >1s',
     'floor req/s',
     'floor p50',
     'floor p99',
+    'floor >1s',
     'svc/bare',
     'svc/floor',
   ];
-  const rows = [...db.pages, db.token].map((p) => [
+  // A cache-off row stands beside the references of its page (pages of the same size).
+  const uncached = db.pages.map((p) => ({ ...p.uncached, bodyBytes: p.bodyBytes, bare: p.bare, floor: p.floor }));
+  const rows = [...db.pages, ...uncached, db.token].map((p) => [
     p.label,
     p.bodyBytes === undefined ? null : round(p.bodyBytes / 1000, 1),
     p.service.requestsPerSec,
@@ -908,9 +988,12 @@ function resultsTable(db) {
     p.service.non2xx,
     p.service.errors,
     p.bare?.requestsPerSec ?? null,
+    p.bare?.latencyMs.p99 ?? null,
+    p.bare?.slowerThan1s ?? null,
     p.floor?.requestsPerSec ?? null,
     p.floor?.latencyMs.p50 ?? null,
     p.floor?.latencyMs.p99 ?? null,
+    p.floor?.slowerThan1s ?? null,
     p.ratio ?? null,
     p.floorRatio ?? null,
   ]);
@@ -969,13 +1052,17 @@ async function main() {
     log(
       `${db.database}: ${db.load.visits} visits (${db.load.visitsPerDay}/day, ${db.load.windowVisits} in the window), ` +
         `loaded in ${db.load.seconds} s (${db.load.visitsPerSec} visits/s)` +
-        (db.load.analyzeSeconds === null ? '' : ` + ANALYZE ${db.load.analyzeSeconds} s`) +
-        `; service peak RSS (VmHWM, start-up and pages) ${db.servicePeakRssMB ?? '-'} MB`,
+        (db.load.analyzeSeconds === null ? '' : ` + VACUUM (ANALYZE) ${db.load.analyzeSeconds} s`) +
+        `; service peak RSS (VmHWM, start-up and pages) ${db.servicePeakRssMB ?? '-'} MB, with the cache off ${db.uncachedPeakRssMB ?? '-'} MB`,
     );
-    log(
-      `${db.database}: deep page (Skip=${db.deepPage.skip}) p50/p99 ${db.deepPage.deepP50}/${db.deepPage.deepP99} ms ` +
-        `vs first page ${db.deepPage.firstP50}/${db.deepPage.firstP99} ms; deep p99 / first p99 = ${db.deepPage.p99Ratio ?? '-'}`,
-    );
+    for (const mode of ['cached', 'uncached']) {
+      const d = db.deepPage[mode];
+      log(
+        `${db.database}: deep page (Skip=${db.deepPage.skip}${mode === 'cached' ? '' : ' and the 49 pages before it, cache off'}) ` +
+          `p50/p99 ${d.deepP50}/${d.deepP99} ms vs first page${mode === 'cached' ? '' : 's'} ${d.firstP50}/${d.firstP99} ms; ` +
+          `deep p99 / first p99 = ${d.p99Ratio ?? '-'}`,
+      );
+    }
     log(resultsTable(db));
   }
   log('');
@@ -984,11 +1071,12 @@ async function main() {
       'measured run; non2xx, err (connection errors and timeouts) are the service\'s; bare = node:http, ' +
       'floor = minimal NestJS/Express app, both serving the same bytes; token has no reference)',
   );
-  if (settings.visitsCacheMB !== '0') {
-    log(`(VISITS_CACHE_MB=${settings.visitsCacheMB}: repeated pages, the deep one too, come from the page cache)`);
-  }
+  log(
+    '(rows without "cache off": the default configuration, where the repeated page comes from the page cache; ' +
+      '"cache off": VISITS_CACHE_MB=0 and every request for another page, read from the database and rendered)',
+  );
 
-  const problems = databases.flatMap((db) => [...db.pages, db.token].flatMap((p) => p.problems));
+  const problems = databases.flatMap((db) => [...db.pages, ...db.pages.map((p) => p.uncached), db.token].flatMap((p) => p.problems));
   const file = await writeResults(stamp, {
     startedAt: startedAt.toISOString(),
     settings: { ...settings, warmupSeconds: WARMUP_SECONDS, pages: PAGES },
