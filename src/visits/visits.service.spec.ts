@@ -106,6 +106,21 @@ describe('VisitsService page marks', () => {
     expect(calls.positions).toBe(3);
   });
 
+  it('serves a page whose mark is known while marks further on are still being found', async () => {
+    const { repo, ids } = rows(6000, { value: 1 });
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    const positionAfter = repo.positionAfter.bind(repo);
+    let calls = 0;
+    repo.positionAfter = (q, n) => (++calls > 1 ? gate.then(() => positionAfter(q, n)) : positionAfter(q, n));
+    const service = new VisitsService(repo, loadConfig({ VISITS_CACHE_MB: '0' }));
+    expect(pageIds(await service.page(query({ Skip: 1000, Take: 5 }), 'standard'))).toEqual(ids(1000, 5));
+    const far = service.page(query({ Skip: 5000, Take: 5 }), 'standard');
+    expect(pageIds(await service.page(query({ Skip: 1500, Take: 5 }), 'standard'))).toEqual(ids(1500, 5));
+    open();
+    expect(pageIds(await far)).toEqual(ids(5000, 5));
+  });
+
   it('fails only the request whose mark could not be found, and finds it for the next', async () => {
     const fail = { times: 1 };
     const { repo, ids } = rows(2500, { value: 1 }, fail);

@@ -105,11 +105,13 @@ export class VisitsService {
       entry = { marks: [], complete: false, queue: Promise.resolve() };
       this.marks.set(key, entry);
     }
-    const found = entry;
-    const extension = entry.queue.then(() => this.extendMarks(found, selection, needed));
-    // A failed extension fails its own request only; the next one starts from the marks found.
-    entry.queue = extension.catch(() => undefined);
-    await extension;
+    if (entry.marks.length < needed && !entry.complete) {
+      const found = entry;
+      const extension = entry.queue.then(() => this.extendMarks(found, selection, needed));
+      // A failed extension fails its own request only; the next one starts from the marks found.
+      entry.queue = extension.catch(() => undefined);
+      await extension;
+    }
     const known = Math.min(needed, entry.marks.length);
     if (known === 0) return { skip };
     return { after: entry.marks[known - 1], skip: skip - known * MARK_STRIDE };
