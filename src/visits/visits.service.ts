@@ -17,8 +17,8 @@ export interface VisitsPage {
 
 /** Rows between two marks of a selection: a page never passes over more than this many. */
 export const MARK_STRIDE = 1000;
-/** Selections whose marks are kept (a mark is about 100 bytes; a million-visit month has 1,000). */
-const MARKED_SELECTIONS = 500;
+/** Marks kept over all selections: about 100 bytes each, so some 20 MB at most (a month of a million visits has 1,000). */
+const MARKS_KEPT = 200_000;
 
 /**
  * Marks of one selection: marks[k] is the position of row (k + 1) * MARK_STRIDE - 1, the row
@@ -42,11 +42,14 @@ export class VisitsService {
    * Every MARK_STRIDE-th position of a selection (per data version), so that a page at any
    * Skip starts from the mark before it by an index seek and passes over fewer than
    * MARK_STRIDE entries, instead of an OFFSET over all the entries before it: without marks,
-   * a partner paging through a month of a million visits makes the database pass over half a
-   * billion index entries. Each replica finds the marks once per selection, as far as pages
-   * need them, in steps of one seek each.
+   * a partner paging with Take=1000 through a month of a million visits (1,000 pages) makes
+   * the database pass over half a billion index entries. Each replica finds the marks once per
+   * selection, as far as pages need them, in steps of one seek each.
    */
-  private readonly marks = new LRUCache<string, SelectionMarks>({ max: MARKED_SELECTIONS });
+  private readonly marks = new LRUCache<string, SelectionMarks>({
+    maxSize: MARKS_KEPT,
+    sizeCalculation: (entry) => entry.marks.length + 1,
+  });
 
   constructor(
     private readonly repo: VisitsRepository,
@@ -111,6 +114,8 @@ export class VisitsService {
       // A failed extension fails its own request only; the next one starts from the marks found.
       entry.queue = extension.catch(() => undefined);
       await extension;
+      // Stored again so that the cache counts the marks it now holds.
+      if (this.marks.get(key) === entry) this.marks.set(key, entry);
     }
     const known = Math.min(needed, entry.marks.length);
     if (known === 0) return { skip };
