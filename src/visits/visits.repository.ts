@@ -88,8 +88,12 @@ export class VisitsRepository {
   private readonly postgres: boolean;
   private readonly sqlCache = new Map<string, string>();
 
+  /** Read on every page request, so written once. */
+  private readonly versionSql: string;
+
   constructor(@InjectDataSource() private readonly db: DataSource) {
     this.postgres = db.options.type === 'postgres';
+    this.versionSql = `SELECT data_version AS v FROM clients WHERE id = ${this.postgres ? '$1' : '?'}`;
   }
 
   /**
@@ -196,13 +200,5 @@ export class VisitsRepository {
   async dataVersion(clientId: number): Promise<number | null> {
     const rows = await this.db.query<{ v: number | string }[]>(this.versionSql, [clientId]);
     return rows[0] === undefined ? null : Number(rows[0].v);
-  }
-
-  private get versionSql(): string {
-    return `SELECT data_version AS v FROM clients WHERE id = ${this.postgres ? '$1' : '?'}`;
-  }
-
-  count(): Promise<number> {
-    return this.db.getRepository(Visit).count();
   }
 }
