@@ -560,33 +560,46 @@ async function startFrameworkFloor(bodyFile, contentType, routePath) {
 // HTTP
 // ---------------------------------------------------------------------------------------------
 
-/** The window ends where the generator says: Skip=windowVisits gives an empty page. */
-async function checkWindowEnd(service, credential, dates, windowCount) {
+/** The path of a page of the bench client's window. */
+function pagePath(dates, skip, take) {
   const query = new URLSearchParams({
     SvcClientId: String(CLIENT.id),
     FromDate: dates.from,
     ToDate: dates.to,
-    Skip: String(windowCount - 1),
-    Take: '2',
+    Skip: String(skip),
+    Take: String(take),
   });
-  const token = await getToken(service.url, credential);
-  const headers = { 'svc-api-key': credential.apiKey, authorization: `Bearer ${token}` };
-  await fetchPage(`${service.url}/visits/standard?${query}`, headers, 2, 1);
+  return `/visits/standard?${query}`;
 }
 
-async function getToken(url, credential) {
-  const response = await fetch(`${url}/connect/token`, {
+/** The window ends where the generator says: Skip=windowVisits gives an empty page. */
+async function checkWindowEnd(service, credential, dates, windowCount) {
+  await fetchPage(`${service.url}${pagePath(dates, windowCount - 1, 2)}`, await pageHeaders(service, credential), 2, 1);
+}
+
+/** A client_credentials token request (client_secret_post), as fetch and autocannon take it. */
+function tokenRequest(credential) {
+  return {
     method: 'POST',
     headers: { 'svc-api-key': credential.apiKey, 'content-type': 'application/x-www-form-urlencoded' },
     body: new URLSearchParams({
       grant_type: 'client_credentials',
       client_id: credential.clientId,
       client_secret: credential.clientSecret,
-    }),
-  });
+    }).toString(),
+  };
+}
+
+async function getToken(url, credential) {
+  const response = await fetch(`${url}/connect/token`, tokenRequest(credential));
   const body = await response.text();
   if (response.status !== 200) throw new Error(`POST /connect/token answered ${response.status}: ${body}`);
   return JSON.parse(body).access_token;
+}
+
+/** The headers of a page request, with a fresh token: a long BENCH_DURATION must not outlive one (an hour). */
+async function pageHeaders(service, credential) {
+  return { 'svc-api-key': credential.apiKey, authorization: `Bearer ${await getToken(service.url, credential)}` };
 }
 
 /** Fetches one page and checks it: 200 with exactly `take` visits (a full page, by default). */
@@ -701,17 +714,8 @@ async function measureReference(start, path, headers, settings) {
 async function benchPage(kind, spec, skip, service, credential, context) {
   const { dates, settings, scratch } = context;
   const { take } = spec;
-  const query = new URLSearchParams({
-    SvcClientId: String(CLIENT.id),
-    FromDate: dates.from,
-    ToDate: dates.to,
-    Skip: String(skip),
-    Take: String(take),
-  });
-  const path = `/visits/standard?${query}`;
-  // A fresh token per page: a long BENCH_DURATION must not outlive the token (one hour).
-  const token = await getToken(service.url, credential);
-  const headers = { 'svc-api-key': credential.apiKey, authorization: `Bearer ${token}` };
+  const path = pagePath(dates, skip, take);
+  const headers = await pageHeaders(service, credential);
   const page = await fetchPage(`${service.url}${path}`, headers, take);
   const bodyFile = join(scratch, `page-${kind}-${spec.name}.json`);
   await writeFile(bodyFile, page.bytes);
@@ -771,21 +775,11 @@ async function benchPageUncached(kind, page, service, credential, context, windo
   const skips = page.deep
     ? Array.from({ length: 50 }, (_, i) => page.skip - i * take).filter((skip) => skip >= 0)
     : Array.from({ length: Math.floor((windowCount - take) / take) + 1 }, (_, i) => i * take);
-  const pathOf = (skip) =>
-    `/visits/standard?${new URLSearchParams({
-      SvcClientId: String(CLIENT.id),
-      FromDate: dates.from,
-      ToDate: dates.to,
-      Skip: String(skip),
-      Take: String(take),
-    })}`;
-  const token = await getToken(service.url, credential);
-  const headers = { 'svc-api-key': credential.apiKey, authorization: `Bearer ${token}` };
   let next = 0;
   const request = {
     url: service.url,
-    headers,
-    requests: [{ method: 'GET', setupRequest: (request) => ({ ...request, path: pathOf(skips[next++ % skips.length]) }) }],
+    headers: await pageHeaders(service, credential),
+    requests: [{ method: 'GET', setupRequest: (request) => ({ ...request, path: pagePath(dates, skips[next++ % skips.length], take) }) }],
   };
   const label = `${page.label}, cache off`;
   log(`[${kind}] ${label} (${skips.length} distinct pages, Skip ${Math.min(...skips)}..${Math.max(...skips)}): measuring the service (${settings.durationSeconds} s)`);
@@ -806,16 +800,7 @@ async function benchToken(kind, service, credential, context) {
   const { settings } = context;
   const seconds = settings.tokenDurationSeconds;
   log(`[${kind}] POST /connect/token: measuring the service (${seconds} s)`);
-  const request = {
-    url: `${service.url}/connect/token`,
-    method: 'POST',
-    headers: { 'svc-api-key': credential.apiKey, 'content-type': 'application/x-www-form-urlencoded' },
-    body: new URLSearchParams({
-      grant_type: 'client_credentials',
-      client_id: credential.clientId,
-      client_secret: credential.clientSecret,
-    }).toString(),
-  };
+  const request = { url: `${service.url}/connect/token`, ...tokenRequest(credential) };
   // The warm-up leaves up to `connections` scrypt checks queued; one more token, answered
   // after them, shows the queue has drained before the measured run starts.
   const serviceRun = await measure(request, settings, service.pid, seconds, () => getToken(service.url, credential));
