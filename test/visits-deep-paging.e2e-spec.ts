@@ -2,9 +2,8 @@ import request from 'supertest';
 import type { IssuedCredential } from '../src/auth/credentials.service.js';
 import { addDays } from '../src/common/clock.js';
 import { MARK_STRIDE } from '../src/visits/visits.service.js';
-import { issueCredential, tokenFor } from './helpers/auth.js';
-import { startTestApp, type TestApp } from './helpers/test-app.js';
-import { expectedIds, importVisits, seedVisits, type VisitRecord } from './helpers/visits-fixture.js';
+import type { TestApp } from './helpers/test-app.js';
+import { expectedIds, importVisits, startVisitsApp, type VisitRecord } from './helpers/visits-fixture.js';
 
 /**
  * Pages beyond the first MARK_STRIDE rows of a selection start from a mark the service finds
@@ -19,26 +18,22 @@ describe(`GET /visits/standard deep pages (${process.env.TEST_DATABASE})`, () =>
   let token: string;
 
   beforeAll(async () => {
-    t = await startTestApp({ AUTH_CACHE_SECONDS: '0' });
-    ({ visits, today } = await seedVisits(t));
+    ({ t, visits, today, partner, token } = await startVisitsApp());
     // 2,700 more over four days, in bursts of nine at the same second with ids out of order.
     const more: VisitRecord[] = [];
     for (let i = 0; i < 2700; i++) {
       const template = visits[i % 90];
       const date = addDays(today, -(2 + (i % 4)));
-      const second = String(Math.floor(i / 9) % 60).padStart(2, '0');
       more.push({
         ...template,
         visitId: 200_000 + ((i * 7919) % 100_000),
-        visitDateTime: `${date}T1${Math.floor(i / 540)}:${String(Math.floor(i / 9) % 60).padStart(2, '0')}:${second}`,
+        visitDateTime: `${date}T1${Math.floor(i / 540)}:${String(Math.floor(i / 9) % 60).padStart(2, '0')}:00`,
         modificationDate: `${date}T23:00:00`,
         completedAt: `${date}T22:00:00Z`,
       });
     }
     await importVisits(t, more);
     visits = [...visits, ...more];
-    partner = await issueCredential(t);
-    token = await tokenFor(t.http, partner);
   });
   afterAll(async () => {
     await t.close();
@@ -68,6 +63,30 @@ describe(`GET /visits/standard deep pages (${process.env.TEST_DATABASE})`, () =>
     expect(paged).toEqual(whole);
     for (const skip of [MARK_STRIDE - 1, MARK_STRIDE, MARK_STRIDE + 1, 2 * MARK_STRIDE - 3, whole.length - 1, whole.length, whole.length + 5000]) {
       expect(await page(skip, 4)).toEqual(whole.slice(skip, skip + 4));
+    }
+  });
+
+  it('finds new marks after an import moves every row after its first day', async () => {
+    const from = addDays(today, -31);
+    const to = addDays(today, -1);
+    const page = (skip: number): Promise<number[]> => ids(`SvcClientId=1001&FromDate=${from}&ToDate=${to}&Skip=${skip}&Take=5`);
+    const before = expectedIds(visits, { clientId: 1001, from, to });
+    expect(await page(2 * MARK_STRIDE + 10)).toEqual(before.slice(2 * MARK_STRIDE + 10, 2 * MARK_STRIDE + 15));
+    // 300 visits on the window's first day shift every later position by 300.
+    const early = visits.filter((v) => v.clientId === 1001).slice(0, 300).map((v, i) => ({
+      ...v,
+      visitId: 400_000 + i,
+      visitDateTime: `${from}T08:00:00`,
+      modificationDate: `${from}T23:00:00`,
+      completedAt: `${from}T22:00:00Z`,
+    }));
+    await importVisits(t, early);
+    visits = [...visits, ...early];
+    const after = expectedIds(visits, { clientId: 1001, from, to });
+    expect(after.length).toBe(before.length + 300);
+    for (const skip of [MARK_STRIDE + 3, 2 * MARK_STRIDE + 10]) {
+      expect(await page(skip)).toEqual(after.slice(skip, skip + 5));
+      expect(await page(skip)).not.toEqual(before.slice(skip, skip + 5));
     }
   });
 });

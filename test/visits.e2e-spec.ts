@@ -3,7 +3,7 @@ import type { IssuedCredential } from '../src/auth/credentials.service.js';
 import { addDays } from '../src/common/clock.js';
 import { issueCredential, tokenFor } from './helpers/auth.js';
 import { startTestApp, type TestApp } from './helpers/test-app.js';
-import { expectedIds, importVisits, seedVisits, type VisitRecord } from './helpers/visits-fixture.js';
+import { expectedIds, importVisits, seedVisits, startVisitsApp, type VisitRecord } from './helpers/visits-fixture.js';
 
 const STANDARD_FIELDS = [
   'visitId', 'clientId', 'clientName', 'brandName', 'branchId', 'branchCode', 'branchName', 'visitType',
@@ -27,10 +27,7 @@ describe(`GET /visits/standard and /visits/plus (${process.env.TEST_DATABASE})`,
   let token: string;
 
   beforeAll(async () => {
-    t = await startTestApp({ AUTH_CACHE_SECONDS: '0' });
-    ({ visits, today } = await seedVisits(t));
-    partner = await issueCredential(t);
-    token = await tokenFor(t.http, partner);
+    ({ t, visits, today, partner, token } = await startVisitsApp());
   });
   afterAll(async () => {
     await t.close();

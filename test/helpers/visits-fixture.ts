@@ -4,8 +4,9 @@ import { join } from 'node:path';
 import { BranchesService } from '../../src/branches/branches.service.js';
 import { addDays, localDate } from '../../src/common/clock.js';
 import { VisitsImportService } from '../../src/visits/visits-import.service.js';
-import { seedClients } from './auth.js';
-import type { TestApp } from './test-app.js';
+import type { IssuedCredential } from '../../src/auth/credentials.service.js';
+import { issueCredential, seedClients, tokenFor } from './auth.js';
+import { startTestApp, type TestApp } from './test-app.js';
 
 export type VisitRecord = Record<string, unknown> & {
   visitId: number;
@@ -122,4 +123,21 @@ export function expectedIds(
     .filter((v) => !f.types || f.types.includes(v.visitType))
     .sort((a, b) => (a.visitDateTime < b.visitDateTime ? -1 : a.visitDateTime > b.visitDateTime ? 1 : a.visitId - b.visitId))
     .map((v) => v.visitId);
+}
+
+/** An app holding the visits of `seedVisits`, with a partner credential of client 1001 and its token. */
+export interface VisitsApp {
+  t: TestApp;
+  visits: VisitRecord[];
+  today: string;
+  partner: IssuedCredential;
+  token: string;
+}
+
+export async function startVisitsApp(): Promise<VisitsApp> {
+  // No credential cache: a test that changes a credential sees the change at once.
+  const t = await startTestApp({ AUTH_CACHE_SECONDS: '0' });
+  const { visits, today } = await seedVisits(t);
+  const partner = await issueCredential(t);
+  return { t, visits, today, partner, token: await tokenFor(t.http, partner) };
 }
