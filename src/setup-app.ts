@@ -63,6 +63,9 @@ export function setupApp(app: INestApplication): NestExpressApplication {
     today: () => localDate(config.RESULTS_TIMEZONE),
     takeMax: config.VISITS_TAKE_MAX,
     maxRangeDays: config.VISITS_MAX_RANGE_DAYS,
+    zone: config.RESULTS_TIMEZONE,
+    changesRetentionDays: config.CHANGES_RETENTION_DAYS,
+    now: () => new Date(),
   };
   const server: Express = express.getHttpAdapter().getInstance();
   server.locals[QUERY_CONTEXT_LOCAL] = context;

@@ -1,4 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
+import type { AppConfig } from '../config/app-config.js';
 import { ValidationProblem } from './problem.js';
 
 /**
@@ -8,6 +9,11 @@ import { ValidationProblem } from './problem.js';
  */
 export class PageTokens {
   constructor(private readonly key: string) {}
+
+  /** Tokens under PAGE_TOKEN_KEY, or else a key derived from API_KEY_HASH_KEY. */
+  static fromConfig(config: AppConfig): PageTokens {
+    return new PageTokens(config.PAGE_TOKEN_KEY ?? createHmac('sha256', config.API_KEY_HASH_KEY).update('page-tokens').digest('hex'));
+  }
 
   private sign(body: string): string {
     return createHmac('sha256', this.key).update(body).digest('base64url');

@@ -1,9 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource, In } from 'typeorm';
+import { DataSource, In, type EntityManager } from 'typeorm';
 import { VisitType } from './entities/visit-type.entity.js';
 import { Visit } from './entities/visit.entity.js';
-import { bumpDataVersion } from '../clients/clients.repository.js';
 import { inTransaction } from '../database/transaction.js';
 
 /** What an import compares to decide whether a re-imported visit changed. */
@@ -76,6 +75,27 @@ export interface VisitRow {
   guest_id?: string | null;
   opt_email?: boolean | number | null;
   opt_marketing?: boolean | number | null;
+}
+
+/** A page of the change feed: visits written after the sequence number `after`. */
+export interface ChangesPageQuery {
+  clientId: number;
+  after: number;
+  /** Only these brands; undefined for all. */
+  brandIds?: number[];
+  /** Only these visit types; undefined for all. */
+  visitTypes?: string[];
+  take: number;
+  plus: boolean;
+}
+
+export interface ChangeRow extends VisitRow {
+  change_seq: number | string;
+}
+
+/** How the SQLite driver stores a Date (UTC, milliseconds), so that stored and given times compare as text. */
+function sqliteTimestamp(at: Date): string {
+  return at.toISOString().replace('T', ' ').replace('Z', '');
 }
 
 const STANDARD_COLUMNS = `v.id, v.client_id, c.name AS client_name, b.name AS brand_name, v.branch_id,
@@ -182,18 +202,97 @@ export class VisitsRepository {
     return found;
   }
 
-  /** Inserts or replaces the visits of one batch, and moves their clients' data version, in one transaction. */
+  /**
+   * Inserts or replaces the visits of one batch in one transaction. Each client's visits take
+   * the next numbers of the client's write sequence, and the client's data version moves: both
+   * in one update of the client's row, whose lock the transaction then holds until it commits.
+   * A second writer of the client waits for that lock and so takes later numbers, and commits
+   * later: sequences are in commit order per client, and a reader that has seen a number has
+   * seen every smaller one. Clients are locked in id order, so two writers never deadlock.
+   */
   async upsertBatch(visits: Visit[]): Promise<void> {
     if (visits.length === 0) return;
+    const byClient = new Map<number, Visit[]>();
+    for (const visit of visits) byClient.set(visit.clientId, [...(byClient.get(visit.clientId) ?? []), visit]);
     await inTransaction(this.db, async (tx) => {
+      const changedAt = new Date();
+      for (const clientId of [...byClient.keys()].sort((a, b) => a - b)) {
+        const written = byClient.get(clientId)!;
+        const last = await this.takeSequence(tx, clientId, written.length);
+        written.forEach((visit, i) => {
+          visit.changeSeq = last - written.length + 1 + i;
+          visit.changedAt = changedAt;
+        });
+      }
       for (let i = 0; i < visits.length; i += 200) {
         await tx.getRepository(Visit).upsert(visits.slice(i, i + 200), {
           conflictPaths: ['id'],
           skipUpdateIfNoValuesChanged: false,
         });
       }
-      await bumpDataVersion(tx, visits.map((v) => v.clientId));
     });
+  }
+
+  /** Moves the client's write sequence on by `count` (and its data version by one); the new last number. */
+  private async takeSequence(tx: EntityManager, clientId: number, count: number): Promise<number> {
+    const p = this.postgres ? ['$1', '$2'] : ['?', '?'];
+    await tx.query(
+      `UPDATE clients SET change_seq = change_seq + ${p[0]}, data_version = data_version + 1 WHERE id = ${p[1]}`,
+      [count, clientId],
+    );
+    const rows = await tx.query<{ s: number | string }[]>(`SELECT change_seq AS s FROM clients WHERE id = ${p[0]}`, [clientId]);
+    if (rows[0] === undefined) throw new Error(`client ${clientId} does not exist`);
+    return Number(rows[0].s);
+  }
+
+  /**
+   * One page of the change feed: the selection's visits whose write sequence is after `after`,
+   * in sequence order, found in the index on (client_id, change_seq, brand_id, visit_type).
+   */
+  async changes(q: ChangesPageQuery): Promise<ChangeRow[]> {
+    const params: unknown[] = [q.clientId, q.after];
+    let n = 2;
+    const p = (): string => (this.postgres ? `$${++n}` : '?');
+    const where = [`client_id = ${this.postgres ? '$1' : '?'}`, `change_seq > ${this.postgres ? '$2' : '?'}`];
+    if (q.brandIds) {
+      where.push(`brand_id IN (${q.brandIds.map(p).join(', ')})`);
+      params.push(...q.brandIds);
+    }
+    if (q.visitTypes) {
+      where.push(`visit_type IN (${q.visitTypes.map(p).join(', ')})`);
+      params.push(...q.visitTypes);
+    }
+    const limit = p();
+    params.push(q.take);
+    const sql = `SELECT ${STANDARD_COLUMNS}${q.plus ? PLUS_COLUMNS : ''}, v.change_seq
+      FROM (
+        SELECT id FROM visits WHERE ${where.join(' AND ')}
+        ORDER BY change_seq
+        LIMIT ${limit}
+      ) page
+      JOIN visits v ON v.id = page.id
+      JOIN clients c ON c.id = v.client_id
+      JOIN branches br ON br.id = v.branch_id
+      LEFT JOIN brands b ON b.id = v.brand_id
+      ORDER BY v.change_seq`;
+    return this.db.query<ChangeRow[]>(sql, params);
+  }
+
+  /**
+   * Where a feed that starts at `since` begins: just before the first write sequence of a visit
+   * written at or after it, or at the client's last sequence when none was. Every visit written
+   * at or after `since` has a later number, whatever the clocks of the writers said.
+   */
+  async changesStart(clientId: number, since: Date): Promise<number> {
+    const p = this.postgres ? ['$1', '$2'] : ['?', '?'];
+    const at = this.postgres ? since : sqliteTimestamp(since);
+    const first = await this.db.query<{ s: number | string | null }[]>(
+      `SELECT MIN(change_seq) AS s FROM visits WHERE client_id = ${p[0]} AND changed_at >= ${p[1]}`,
+      [clientId, at],
+    );
+    if (first[0]?.s !== null && first[0]?.s !== undefined) return Number(first[0].s) - 1;
+    const head = await this.db.query<{ s: number | string }[]>(`SELECT change_seq AS s FROM clients WHERE id = ${p[0]}`, [clientId]);
+    return head[0] === undefined ? 0 : Number(head[0].s);
   }
 
   /** The client's data version: part of every cached page's key. */

@@ -1,3 +1,4 @@
+import { applyDecorators } from '@nestjs/common';
 import { ApiProperty } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
 import {
@@ -36,7 +37,7 @@ class BeforeToday implements ValidatorConstraintInterface {
 }
 
 @ValidatorConstraint({ name: 'takeMax' })
-class TakeMax implements ValidatorConstraintInterface {
+export class TakeMax implements ValidatorConstraintInterface {
   validate(value: unknown, args: ValidationArguments): boolean {
     const max = queryContextOf(args.object)?.takeMax;
     return typeof value !== 'number' || max === undefined || value <= max;
@@ -85,6 +86,26 @@ function DateParam(name: string, description: string): PropertyDecorator {
   };
 }
 
+/** `VisitTypes`: comma-separated 2-letter visit type codes, any case. */
+export function VisitTypesParam(): PropertyDecorator {
+  return applyDecorators(
+    ApiProperty({
+      name: 'VisitTypes',
+      type: 'string',
+      required: false,
+      description:
+        'Comma-separated 2-letter visit type codes, for example MV,OF (MV mystery visit, OF online feedback, ' +
+        'TA third-party review). Omitted: every type.',
+      pattern: '^[A-Za-z]{2}(,[A-Za-z]{2})*$',
+    }),
+    Transform(emptyIsAbsent),
+    IsOptional(),
+    Matches(/^[A-Za-z]{2}(,[A-Za-z]{2})*$/, {
+      message: (a) => `'VisitTypes' must be 2 alpha characters: '${String(a.value)}'.`,
+    }),
+  );
+}
+
 /**
  * The query of GET /visits/standard and /visits/plus, with every rule of the interface.
  * Names match case-insensitively; each violated rule is reported, all at once.
@@ -128,20 +149,7 @@ export class VisitsQueryDto {
   })
   SvcBrandId?: number;
 
-  @ApiProperty({
-    name: 'VisitTypes',
-    type: 'string',
-    required: false,
-    description:
-      'Comma-separated 2-letter visit type codes, for example MV,OF (MV mystery visit, OF online feedback, ' +
-      'TA third-party review). Omitted: every type.',
-    pattern: '^[A-Za-z]{2}(,[A-Za-z]{2})*$',
-  })
-  @Transform(emptyIsAbsent)
-  @IsOptional()
-  @Matches(/^[A-Za-z]{2}(,[A-Za-z]{2})*$/, {
-    message: (a) => `'VisitTypes' must be 2 alpha characters: '${String(a.value)}'.`,
-  })
+  @VisitTypesParam()
   VisitTypes?: string;
 
   /** Rule across parameters: ToDate on or after FromDate. */
