@@ -2,7 +2,6 @@ import { ApiProperty } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
 import {
   IsOptional,
-  Matches,
   MaxLength,
   Validate,
   ValidatorConstraint,
