@@ -43,9 +43,9 @@ describe(`GET /visits/standard/changes and /visits/plus/changes (${process.env.T
     expect(Object.keys(body)).toEqual(['data', 'paging']);
     expect(typeof body.paging.after).toBe('string');
     // The Link header names the same next page.
-    const link = /^<([^>]+)>; rel="next"$/.exec(res.headers.link as string);
+    const link = /^<([^>]+)>; rel="next"$/.exec(res.headers.link);
     expect(link).not.toBeNull();
-    expect(new URL(link![1]!).searchParams.get('after')).toBe(body.paging.after);
+    expect(new URL(link![1]).searchParams.get('after')).toBe(body.paging.after);
     return body;
   }
 
@@ -77,7 +77,7 @@ describe(`GET /visits/standard/changes and /visits/plus/changes (${process.env.T
     expect(seen.map((v) => v.visitId)).toEqual(client1001().map((v) => v.visitId));
     // Full pages, then the empty page that says nothing more was written.
     expect(pages).toBe(Math.ceil(client1001().length / 50) + 1);
-    expect(Object.keys(seen[0]!)).toEqual([
+    expect(Object.keys(seen[0])).toEqual([
       'visitId', 'clientId', 'clientName', 'brandName', 'branchId', 'branchCode', 'branchName', 'visitType',
       'questionnaireType', 'visitScore', 'recommendScore', 'recommendComment', 'visitDateTime', 'modificationDate',
       'visitSource', 'sections',
@@ -85,7 +85,7 @@ describe(`GET /visits/standard/changes and /visits/plus/changes (${process.env.T
   });
 
   it('gives the same visit objects as GET /visits/standard', async () => {
-    const v = client1001()[5]!;
+    const v = client1001()[5];
     const date = v.visitDateTime.slice(0, 10);
     const listed = await get(`/visits/standard?SvcClientId=1001&FromDate=${date}&ToDate=${date}&Skip=0&Take=1000`);
     const fromList = (listed.body as FeedPage).data.visits.find((x) => x.visitId === v.visitId);
@@ -98,26 +98,26 @@ describe(`GET /visits/standard/changes and /visits/plus/changes (${process.env.T
     const of = client1001().slice(0, 3);
     expect(body.data.visits.map((v) => v.visitId)).toEqual(of.map((v) => v.visitId));
     for (const [i, v] of body.data.visits.entries()) {
-      expect(v.guestId).toBe(of[i]!.guestId);
-      expect(v.optIns).toEqual(of[i]!.optIns ?? { contactByEmail: null, joinMarketing: null });
+      expect(v.guestId).toBe(of[i].guestId);
+      expect(v.optIns).toEqual(of[i].optIns ?? { contactByEmail: null, joinMarketing: null });
     }
   });
 
   it('shows a changed visit once more, in its new state, and an unchanged re-import not at all', async () => {
     const { after } = await follow(`/visits/standard/changes?SvcClientId=1001&Since=${hourAgo()}&Take=1000`, '&Take=1000');
     const [a, b] = client1001().slice(10, 12);
-    await importVisits(t, [a!, { ...b!, visitScore: 12.25 }]);
+    await importVisits(t, [a, { ...b, visitScore: 12.25 }]);
     const next = await page(`/visits/standard/changes?SvcClientId=1001&Take=1000&after=${encodeURIComponent(after)}`);
-    expect(next.data.visits.map((v) => [v.visitId, v.visitScore])).toEqual([[b!.visitId, 12.25]]);
+    expect(next.data.visits.map((v) => [v.visitId, v.visitScore])).toEqual([[b.visitId, 12.25]]);
     const none = await page(`/visits/standard/changes?SvcClientId=1001&Take=1000&after=${encodeURIComponent(next.paging.after)}`);
     expect(none.data.visits).toEqual([]);
     // Waiting at the end keeps the place: the token of an empty page reads on from the same point.
-    await importVisits(t, [{ ...a!, recommendComment: 'Changed later' }]);
+    await importVisits(t, [{ ...a, recommendComment: 'Changed later' }]);
     const later = await page(`/visits/standard/changes?SvcClientId=1001&Take=1000&after=${encodeURIComponent(none.paging.after)}`);
-    expect(later.data.visits.map((v) => [v.visitId, v.recommendComment])).toEqual([[a!.visitId, 'Changed later']]);
+    expect(later.data.visits.map((v) => [v.visitId, v.recommendComment])).toEqual([[a.visitId, 'Changed later']]);
     // A new first call sees each changed visit once, at its latest place.
     const { seen } = await follow(`/visits/standard/changes?SvcClientId=1001&Since=${hourAgo()}&Take=1000`, '&Take=1000');
-    expect(seen.map((v) => v.visitId).slice(-2)).toEqual([b!.visitId, a!.visitId]);
+    expect(seen.map((v) => v.visitId).slice(-2)).toEqual([b.visitId, a.visitId]);
     expect(new Set(seen.map((v) => v.visitId)).size).toBe(seen.length);
   });
 
@@ -125,7 +125,7 @@ describe(`GET /visits/standard/changes and /visits/plus/changes (${process.env.T
     const now = localDateTime(t.config.RESULTS_TIMEZONE, new Date(Date.now() + 3600_000));
     const body = await page(`/visits/standard/changes?SvcClientId=1001&Since=${now}`);
     expect(body.data.visits).toEqual([]);
-    const c = client1001()[20]!;
+    const c = client1001()[20];
     await importVisits(t, [{ ...c, visitScore: 1 }]);
     const next = await page(`/visits/standard/changes?SvcClientId=1001&after=${encodeURIComponent(body.paging.after)}`);
     expect(next.data.visits.map((v) => v.visitId)).toEqual([c.visitId]);
@@ -154,7 +154,7 @@ describe(`GET /visits/standard/changes and /visits/plus/changes (${process.env.T
     const body = await page(`/visits/standard/changes?SvcClientId=1001&Since=${hourAgo()}&Take=2`);
     const token = encodeURIComponent(body.paging.after);
     const [payload, signature] = body.paging.after.split('.');
-    const forged = `${payload!.slice(0, -2)}${payload!.endsWith('A') ? 'B' : 'A'}${payload!.slice(-1)}.${signature}`;
+    const forged = `${payload.slice(0, -2)}${payload.endsWith('A') ? 'B' : 'A'}${payload.slice(-1)}.${signature}`;
     expect(await errorsOf(`/visits/standard/changes?SvcClientId=1001&after=${encodeURIComponent(forged)}`)).toEqual([
       "'after' is not a valid page token.",
     ]);
@@ -194,10 +194,10 @@ describe(`GET /visits/standard/changes and /visits/plus/changes (${process.env.T
   it('refuses a Since older than the feed keeps, naming the oldest point', async () => {
     const old = new Date(Date.now() - 91 * 86_400_000).toISOString();
     const [message] = await errorsOf(`/visits/standard/changes?SvcClientId=1001&Since=${old}`);
-    const oldest = /^'Since' must not be earlier than '(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z)': the feed keeps 90 days\.$/.exec(message!);
+    const oldest = /^'Since' must not be earlier than '(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z)': the feed keeps 90 days\.$/.exec(message);
     expect(oldest).not.toBeNull();
     const expected = Date.now() - 90 * 86_400_000;
-    expect(Math.abs(Date.parse(oldest![1]!) - expected)).toBeLessThan(60_000);
+    expect(Math.abs(Date.parse(oldest![1]) - expected)).toBeLessThan(60_000);
   });
 
   it('needs the variant scope and an entitled client', async () => {
