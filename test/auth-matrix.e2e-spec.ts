@@ -14,6 +14,7 @@ import { startTestApp, type TestApp } from './helpers/test-app.js';
  * published contract, so an endpoint added without a sample here fails the first test.
  */
 const VISITS_QUERY = 'FromDate=2024-01-01&ToDate=2024-01-31&Skip=0&Take=10';
+const CHANGES_QUERY = `Since=${new Date(Date.now() - 86_400_000).toISOString()}`;
 const SAMPLES: Record<string, { path: string; scope: string; upload?: true }> = {
   'GET /menus': { path: '/menus?SvcClientId=1001', scope: 'menus/standard.read' },
   'GET /menus/dishes': { path: '/menus/dishes?SvcClientId=1001&menuId=101', scope: 'menus/standard.read' },
@@ -22,6 +23,8 @@ const SAMPLES: Record<string, { path: string; scope: string; upload?: true }> = 
   'GET /branches': { path: '/branches?SvcClientId=1001', scope: 'branches/standard.read' },
   'GET /visits/standard': { path: `/visits/standard?SvcClientId=1001&${VISITS_QUERY}`, scope: 'visits/standard.read' },
   'GET /visits/plus': { path: `/visits/plus?SvcClientId=1001&${VISITS_QUERY}`, scope: 'visits/plus.read' },
+  'GET /visits/standard/changes': { path: `/visits/standard/changes?SvcClientId=1001&${CHANGES_QUERY}`, scope: 'visits/standard.read' },
+  'GET /visits/plus/changes': { path: `/visits/plus/changes?SvcClientId=1001&${CHANGES_QUERY}`, scope: 'visits/plus.read' },
 };
 const FOREIGN: Record<string, string> = {
   'GET /menus': '/menus?SvcClientId=1002',
@@ -31,6 +34,8 @@ const FOREIGN: Record<string, string> = {
   'GET /branches': '/branches?SvcClientId=1002',
   'GET /visits/standard': `/visits/standard?SvcClientId=1002&${VISITS_QUERY}`,
   'GET /visits/plus': `/visits/plus?SvcClientId=1002&${VISITS_QUERY}`,
+  'GET /visits/standard/changes': `/visits/standard/changes?SvcClientId=1002&${CHANGES_QUERY}`,
+  'GET /visits/plus/changes': `/visits/plus/changes?SvcClientId=1002&${CHANGES_QUERY}`,
 };
 
 const INSTANCE = /^urn:svc:api:results:error:[0-9a-f-]{36}$/;
