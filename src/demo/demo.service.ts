@@ -12,7 +12,7 @@ import type { ImportReport } from '../common/import-report.js';
 import { AppConfig } from '../config/app-config.js';
 import { MenusImportService } from '../menus/menus-import.service.js';
 import { VisitsImportService } from '../visits/visits-import.service.js';
-import { demoClients, demoMenus, demoVisits } from './demo-data.js';
+import { demoClients, demoMenus, demoReviews, demoVisits } from './demo-data.js';
 import { writeDemoImage } from './demo-images.js';
 
 export const DEMO_CREDENTIALS_FILE = 'demo-credentials.json';
@@ -72,8 +72,13 @@ export class DemoService {
         branches += check(await this.branches.importFile(client.id, file));
       }
       const visitsFile = join(work, 'visits.ndjson');
-      await writeFile(visitsFile, demoVisits({ today, days: 90 }).map((v) => JSON.stringify(v)).join('\n'));
+      const generated = demoVisits({ today, days: 90 });
+      await writeFile(visitsFile, generated.map((v) => JSON.stringify(v)).join('\n'));
       const visits = check(await this.visits.importFile(visitsFile));
+      // Then the reviews of the latest mystery visits, re-scored: the change feed shows them last.
+      const reviewsFile = join(work, 'reviews.ndjson');
+      await writeFile(reviewsFile, demoReviews(generated).map((v) => JSON.stringify(v)).join('\n'));
+      check(await this.visits.importFile(reviewsFile));
 
       let menus = 0;
       const allMenus = demoMenus(today);
