@@ -56,8 +56,7 @@ describe(`malformed bearer tokens (${process.env.TEST_DATABASE})`, () => {
   let parts: [string, string, string];
 
   beforeAll(async () => {
-    // Signing keys are read from the database on every request (the keyring failure test).
-    t = await startTestApp({ AUTH_CACHE_SECONDS: '0' });
+    t = await startTestApp();
     await seedClients(t);
     partner = await issueCredential(t);
     token = await tokenFor(t.http, partner);
@@ -139,6 +138,26 @@ describe(`malformed bearer tokens (${process.env.TEST_DATABASE})`, () => {
       { numRuns: 200 },
     );
   });
+});
+
+describe(`a bearer token while the signing keys cannot be read (${process.env.TEST_DATABASE})`, () => {
+  let t: TestApp;
+  let partner: IssuedCredential;
+  let token: string;
+
+  beforeAll(async () => {
+    // Signing keys are read from the database on every request.
+    t = await startTestApp({ AUTH_CACHE_SECONDS: '0' });
+    await seedClients(t);
+    partner = await issueCredential(t);
+    token = await tokenFor(t.http, partner);
+  });
+  afterAll(async () => {
+    await t.close();
+  });
+
+  const branches = (authorization: string) =>
+    request(t.http).get('/branches?SvcClientId=1001').set('svc-api-key', partner.apiKey).set('Authorization', authorization);
 
   it('keeps a failing keyring a server error, not a 401', async () => {
     const runner = t.app.get(DataSource).createQueryRunner();
