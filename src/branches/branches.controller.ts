@@ -1,6 +1,6 @@
 import { Controller, Get } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
-import { EntitledQuery } from '../auth/entitlements.js';
+import { EntitledQuery, selectionOf } from '../auth/entitlements.js';
 import { RequiresScope } from '../auth/requires-scope.decorator.js';
 import { Scope } from '../auth/scopes.js';
 import { ApiDataErrors } from '../common/api-responses.js';
@@ -22,6 +22,6 @@ export class BranchesController {
   @ApiOkResponse({ type: BranchDto, isArray: true })
   @ApiDataErrors()
   list(@EntitledQuery() query: BranchesQueryDto): Promise<BranchDto[]> {
-    return this.branches.listForClient(query.SvcClientId);
+    return this.branches.list(selectionOf(query));
   }
 }

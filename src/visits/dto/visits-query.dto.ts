@@ -151,10 +151,5 @@ export class VisitsQueryDto {
   /** Rule across parameters: the range within the configured number of days. */
   @Validate(DateRange)
   readonly _range?: undefined;
-
-  /** The visit type codes asked for, upper-case; empty for all. */
-  get visitTypeCodes(): string[] {
-    return this.VisitTypes ? [...new Set(this.VisitTypes.toUpperCase().split(','))] : [];
-  }
 }
 
