@@ -18,6 +18,7 @@ export class BranchesController {
   @ApiOperation({
     operationId: 'listBranches',
     summary: "The client's branches: the service's branch ids and the client's own branch codes.",
+    description: 'A credential restricted to brands gets the branches of those brands only.',
   })
   @ApiOkResponse({ type: BranchDto, isArray: true })
   @ApiDataErrors()
