@@ -1,7 +1,7 @@
 import { Controller, Get, Req, Res } from '@nestjs/common';
 import type { Request, Response } from 'express';
 import { ApiOkResponse, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
-import { EntitledQuery } from '../auth/entitlements.js';
+import { EntitledQuery, selectionOf } from '../auth/entitlements.js';
 import { RequiresScope } from '../auth/requires-scope.decorator.js';
 import { Scope } from '../auth/scopes.js';
 import { ApiDataErrors } from '../common/api-responses.js';
@@ -43,7 +43,7 @@ export class VisitsController {
   @ApiResponse(NOT_MODIFIED)
   @ApiDataErrors()
   async standard(@EntitledQuery() query: VisitsQueryDto, @Req() req: Request, @Res() res: Response): Promise<void> {
-    send(req, res, await this.visits.page(query, 'standard'));
+    send(req, res, await this.visits.page(selectionOf(query), query, 'standard'));
   }
 
   @Get('plus')
@@ -57,6 +57,6 @@ export class VisitsController {
   @ApiResponse(NOT_MODIFIED)
   @ApiDataErrors()
   async plus(@EntitledQuery() query: VisitsQueryDto, @Req() req: Request, @Res() res: Response): Promise<void> {
-    send(req, res, await this.visits.page(query, 'plus'));
+    send(req, res, await this.visits.page(selectionOf(query), query, 'plus'));
   }
 }
