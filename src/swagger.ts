@@ -20,7 +20,11 @@ const RATE_LIMIT_HEADERS = {
   },
 };
 
-type Operation = { security?: unknown[]; responses?: Record<string, { headers?: Record<string, unknown> }> };
+type Operation = {
+  security?: unknown[];
+  requestBody?: { content?: Record<string, unknown> };
+  responses?: Record<string, { headers?: Record<string, unknown> }>;
+};
 
 /**
  * What the decorators cannot say: public operations declare an empty security list, every
@@ -34,8 +38,10 @@ function complete(document: OpenAPIObject): OpenAPIObject {
       operation.security ??= [];
       for (const [status, response] of Object.entries(operation.responses)) {
         const headers = { ...response.headers };
-        // A body too large is refused while it is read, before the rate limiter runs.
-        if (!path.startsWith('/health/') && status !== '413') Object.assign(headers, RATE_LIMIT_HEADERS);
+        // A form or JSON body too large is refused by the body parser, before the rate limiter
+        // runs; a multipart upload is read, and refused, after it.
+        const beforeLimiter = status === '413' && !operation.requestBody?.content?.['multipart/form-data'];
+        if (!path.startsWith('/health/') && !beforeLimiter) Object.assign(headers, RATE_LIMIT_HEADERS);
         if (status === '429' || status === '503') headers['Retry-After'] = RETRY_AFTER;
         if (Object.keys(headers).length > 0) response.headers = headers;
       }

@@ -304,13 +304,6 @@ describe(`menus and dishes (${process.env.TEST_DATABASE})`, () => {
         expect([await count('dishes'), await count('dish_images')]).toEqual(before);
       });
 
-      it('an image over the size limit, refused while streaming', async () => {
-        const noise = Buffer.alloc(300 * 1024, 7);
-        const res = await post((r) => r.attach('', noise, 'big.png').field('json', dish()));
-        expect(res.status).toBe(400);
-        expect(problem(res).errors).toEqual(['The image must be at most 0.2 MiB.']);
-      });
-
       it('an image over the pixel limit', async () => {
         const huge = await sharp({ create: { width: 1200, height: 1000, channels: 3, background: '#000' } }).png().toBuffer();
         const res = await post((r) => r.attach('', huge, 'huge.png').field('json', dish()));
@@ -329,6 +322,22 @@ describe(`menus and dishes (${process.env.TEST_DATABASE})`, () => {
         expect(res.status).toBe(403);
         expect(problem(res).detail).toBe('The credential is not entitled to menu 201.');
       });
+    });
+
+    it('refuses an image over the size limit with a 413 naming the limit, closes the connection and writes nothing', async () => {
+      const before = [await count('dishes'), await count('dish_images')];
+      const noise = Buffer.alloc(300 * 1024, 7);
+      const res = await post((r) => r.field('json', dish({ code: 'TOO-BIG' })).attach('', noise, 'big.png'));
+      expect(res.status).toBe(413);
+      expect(res.headers.connection).toBe('close');
+      expect(problem(res)).toEqual({
+        title: 'Payload Too Large',
+        status: 413,
+        detail: "The request body is larger than the service accepts; see 'errors' for the limit.",
+        instance: expect.stringMatching(/^urn:svc:api:results:error:[0-9a-f-]{36}$/),
+        errors: ['The image must be at most 204800 bytes (200 KiB).'],
+      });
+      expect([await count('dishes'), await count('dish_images')]).toEqual(before);
     });
 
     it('leaves exactly one dish and one image after twenty concurrent posts of one code', async () => {

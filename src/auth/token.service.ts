@@ -107,7 +107,7 @@ export class TokenService {
     }
 
     const clientId = auth.clientId;
-    const retryAfter = this.failures.blockedFor(clientId);
+    const retryAfter = await this.failures.blockedFor(clientId);
     if (retryAfter > 0) {
       throw new OAuthException('slow_down', `Too many failed token requests for this client; retry after ${retryAfter} seconds.`, 429, {
         'Retry-After': String(retryAfter),
@@ -116,7 +116,7 @@ export class TokenService {
     const credential = await this.authenticate(clientId, auth.secret, basic);
     const key = request.apiKey ? await this.cache.apiKey(request.apiKey) : null;
     if (!key || key.revoked || key.credentialId !== credential.clientId) {
-      this.failures.recordFailure(clientId);
+      await this.failures.recordFailure(clientId);
       const reason = !request.apiKey
         ? 'The svc-api-key header is required.'
         : !key || key.revoked
@@ -137,7 +137,7 @@ export class TokenService {
     const credential = await this.cache.credential(clientId);
     const matches = await verifySecret(secret, credential?.credential.secretHash ?? DUMMY_HASH);
     if (!credential || !matches || credential.disabled) {
-      this.failures.recordFailure(clientId);
+      await this.failures.recordFailure(clientId);
       throw new OAuthException('invalid_client', 'Client authentication failed.', 401, basic ? BASIC_REALM : {});
     }
     return credential;

@@ -27,7 +27,7 @@ export class ProblemDto {
 
   @ApiPropertyOptional({
     type: [String],
-    description: '400 only: one message per violated rule.',
+    description: '400: one message per violated rule; 413: the limit the body broke.',
     example: ["'SvcClientId' must not be empty."],
   })
   errors?: string[];

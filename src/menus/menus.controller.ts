@@ -72,6 +72,11 @@ export class MenusController {
   @ApiConsumes('multipart/form-data')
   @ApiBody({ type: DishUploadDto })
   @ApiOkResponse({ type: DishResponseDto })
+  @ApiProblemResponse(
+    413,
+    'The body is larger than the service accepts: the image is over its limit (5 MiB unless configured), which `errors` names. ' +
+      'The connection closes after the response.',
+  )
   @ApiDataErrors()
   async upload(@EntitledQuery() query: ClientQueryDto, @Req() req: UploadRequest): Promise<DishResponseDto> {
     const parts = req.uploadParts ?? { files: [], fields: {} };

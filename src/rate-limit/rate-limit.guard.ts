@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { Injectable, type ExecutionContext } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import {
@@ -13,13 +12,12 @@ import type { Request, Response } from 'express';
 import { decodeBasic } from '../auth/basic-credentials.js';
 import { OAuthException } from '../auth/oauth-error.js';
 import { ProblemException } from '../common/problem.js';
+import { storeKeyDigest as digest } from '../common/store-key.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 
 export const TOKEN_PATH = '/connect/token';
 
 export const isTokenRequest = (req: Request): boolean => req.path === TOKEN_PATH;
-
-const digest = (value: string): string => createHash('sha256').update(value).digest('base64url').slice(0, 22);
 
 /** Per API key (the key itself never reaches the store, only a digest); by address without one. */
 export function apiKeyTracker(req: Request): string {

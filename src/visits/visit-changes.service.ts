@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import type { EffectiveSelection } from '../auth/entitlements.js';
 import { PageTokens } from '../common/page-token.js';
 import { ValidationProblem } from '../common/problem.js';
 import { AppConfig } from '../config/app-config.js';
@@ -13,12 +14,6 @@ import type { VisitsVariant } from './visits.service.js';
  * `Since`, so it is included. A partner may see a few changes twice, never miss one.
  */
 export const SINCE_MARGIN_MS = 5 * 60_000;
-
-/** The filters a page reads: those of the query, narrowed to what the credential may read. */
-export interface ChangesSelection {
-  brandIds?: number[];
-  visitTypes?: string[];
-}
 
 /** A page of the change feed, and the token of the page after it. */
 export interface ChangesPage {
@@ -40,22 +35,21 @@ export class VisitChangesService {
   /**
    * The client's visits written after the point the query names, in the order they were
    * written, each in its current state. The token of the next page holds the last write
-   * sequence read, bound to the client, the variant and the query's filters; an empty page
-   * gives back a token at the same point.
+   * sequence read, bound to the client, the variant and the query's own filters; an empty page
+   * gives back a token at the same point. The rows are those of the effective selection (the
+   * query's filters narrowed to what the credential may read), applied on every page.
    */
-  async page(query: ChangesQueryDto, variant: VisitsVariant, selection: ChangesSelection): Promise<ChangesPage> {
+  async page(query: ChangesQueryDto, variant: VisitsVariant, selection: EffectiveSelection): Promise<ChangesPage> {
     const scope = ['changes', variant, query.SvcClientId, query.SvcBrandId ?? '', query.visitTypeCodes.sort().join(',')].join(':');
     const start = query.after !== undefined ? this.position(scope, query.after) : await this.sinceStart(query);
-    const nothing = selection.brandIds?.length === 0 || selection.visitTypes?.length === 0;
-    const rows = nothing
-      ? []
-      : await this.repo.changes({
-          clientId: query.SvcClientId,
-          after: start,
-          ...selection,
-          take: query.Take ?? Math.min(CHANGES_DEFAULT_TAKE, this.config.VISITS_TAKE_MAX),
-          plus: variant === 'plus',
-        });
+    const rows = await this.repo.changes({
+      clientId: selection.clientId,
+      after: start,
+      brandIds: selection.brandIds,
+      visitTypes: selection.visitTypes,
+      take: query.Take ?? Math.min(CHANGES_DEFAULT_TAKE, this.config.VISITS_TAKE_MAX),
+      plus: variant === 'plus',
+    });
     const last = rows.length > 0 ? Number(rows[rows.length - 1].change_seq) : start;
     const after = this.tokens.encode(scope, [last]);
     return { body: visitsPageJson(rows, variant === 'plus', after), after };

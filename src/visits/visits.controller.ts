@@ -1,7 +1,7 @@
 import { Controller, Get, Req, Res } from '@nestjs/common';
 import type { Request, Response } from 'express';
 import { ApiOkResponse, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
-import { EntitledQuery } from '../auth/entitlements.js';
+import { EntitledQuery, selectionOf } from '../auth/entitlements.js';
 import { RequiresScope } from '../auth/requires-scope.decorator.js';
 import { Scope } from '../auth/scopes.js';
 import { ApiDataErrors } from '../common/api-responses.js';
@@ -11,11 +11,10 @@ import {
   StandardChangesResponseDto,
   StandardVisitsResponseDto,
 } from './dto/visit.dto.js';
-import type { AuthenticatedRequest } from '../auth/principal.js';
 import { AppConfig } from '../config/app-config.js';
 import { ChangesQueryDto } from './dto/changes-query.dto.js';
 import { VisitsQueryDto } from './dto/visits-query.dto.js';
-import { VisitChangesService, type ChangesPage, type ChangesSelection } from './visit-changes.service.js';
+import { VisitChangesService, type ChangesPage } from './visit-changes.service.js';
 import { VisitsService, type VisitsPage, type VisitsVariant } from './visits.service.js';
 
 const PAGING =
@@ -52,16 +51,6 @@ function send(req: Request, res: Response, page: VisitsPage): void {
   res.end(page.body);
 }
 
-/** The filters a feed page reads: the query's, narrowed to what the credential may read. */
-function selection(query: ChangesQueryDto, req: AuthenticatedRequest): ChangesSelection {
-  const principal = req.principal!;
-  const types = query.visitTypeCodes;
-  return {
-    brandIds: query.SvcBrandId !== undefined ? [query.SvcBrandId] : principal.brands ? [...principal.brands] : undefined,
-    visitTypes: types.length > 0 ? types : principal.visitTypes ? [...principal.visitTypes] : undefined,
-  };
-}
-
 @ApiTags('visits')
 @Controller('visits')
 export class VisitsController {
@@ -78,7 +67,7 @@ export class VisitsController {
   @ApiResponse(NOT_MODIFIED)
   @ApiDataErrors()
   async standard(@EntitledQuery() query: VisitsQueryDto, @Req() req: Request, @Res() res: Response): Promise<void> {
-    send(req, res, await this.visits.page(query, 'standard'));
+    send(req, res, await this.visits.page(selectionOf(query), query, 'standard'));
   }
 
   @Get('plus')
@@ -92,7 +81,7 @@ export class VisitsController {
   @ApiResponse(NOT_MODIFIED)
   @ApiDataErrors()
   async plus(@EntitledQuery() query: VisitsQueryDto, @Req() req: Request, @Res() res: Response): Promise<void> {
-    send(req, res, await this.visits.page(query, 'plus'));
+    send(req, res, await this.visits.page(selectionOf(query), query, 'plus'));
   }
 
   @Get('standard/changes')
@@ -100,8 +89,8 @@ export class VisitsController {
   @ApiOperation({ operationId: 'getStandardVisitChanges', summary: "The client's visits as they change, by cursor.", description: CHANGES })
   @ApiOkResponse({ type: StandardChangesResponseDto, headers: LINK })
   @ApiDataErrors()
-  async standardChanges(@EntitledQuery() query: ChangesQueryDto, @Req() req: AuthenticatedRequest, @Res() res: Response): Promise<void> {
-    this.sendChanges(res, query, 'standard', await this.changes.page(query, 'standard', selection(query, req)));
+  async standardChanges(@EntitledQuery() query: ChangesQueryDto, @Res() res: Response): Promise<void> {
+    this.sendChanges(res, query, 'standard', await this.changes.page(query, 'standard', selectionOf(query)));
   }
 
   @Get('plus/changes')
@@ -113,8 +102,8 @@ export class VisitsController {
   })
   @ApiOkResponse({ type: PlusChangesResponseDto, headers: LINK })
   @ApiDataErrors()
-  async plusChanges(@EntitledQuery() query: ChangesQueryDto, @Req() req: AuthenticatedRequest, @Res() res: Response): Promise<void> {
-    this.sendChanges(res, query, 'plus', await this.changes.page(query, 'plus', selection(query, req)));
+  async plusChanges(@EntitledQuery() query: ChangesQueryDto, @Res() res: Response): Promise<void> {
+    this.sendChanges(res, query, 'plus', await this.changes.page(query, 'plus', selectionOf(query)));
   }
 
   /** A feed page is never cached: the next call with the same token may hold more. */

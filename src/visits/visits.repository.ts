@@ -41,8 +41,15 @@ export interface VisitSelection {
   from: string;
   /** Day after the last local date: the range is [from, until). */
   until: string;
-  brandId?: number;
-  visitTypes: string[];
+  /** Only these brands (an empty list selects nothing); null for any brand. */
+  brandIds: readonly number[] | null;
+  /** Only these visit types (an empty list selects nothing); null for any type. */
+  visitTypes: readonly string[] | null;
+}
+
+/** A selection that no row can match: it is answered without asking the database. */
+function selectsNothing(q: Pick<VisitSelection, 'brandIds' | 'visitTypes'>): boolean {
+  return q.brandIds?.length === 0 || q.visitTypes?.length === 0;
 }
 
 /** One page of a selection: `take` rows after passing over `skip`, counted from `after` when given. */
@@ -81,10 +88,10 @@ export interface VisitRow {
 export interface ChangesPageQuery {
   clientId: number;
   after: number;
-  /** Only these brands; undefined for all. */
-  brandIds?: number[];
-  /** Only these visit types; undefined for all. */
-  visitTypes?: string[];
+  /** Only these brands; null for all. */
+  brandIds: readonly number[] | null;
+  /** Only these visit types; null for all. */
+  visitTypes: readonly string[] | null;
   take: number;
   plus: boolean;
 }
@@ -123,6 +130,7 @@ export class VisitsRepository {
    * so the rows Skip passes over are never read. Only the page's own rows are then fetched.
    */
   async page(q: VisitPageQuery): Promise<VisitRow[]> {
+    if (selectsNothing(q)) return [];
     const sql = this.sqlFor(`page:${q.plus}`, q, (where, p) => {
       return `SELECT ${STANDARD_COLUMNS}${q.plus ? PLUS_COLUMNS : ''}
         FROM (
@@ -142,6 +150,7 @@ export class VisitsRepository {
 
   /** The position of the row `count` rows after `after` (or from the selection's start); null past the end. */
   async positionAfter(q: VisitSelection & { after?: PagePosition }, count: number): Promise<PagePosition | null> {
+    if (selectsNothing(q)) return null;
     const sql = this.sqlFor('position', q, (where, p) => {
       return `SELECT visit_date_time AS "visitDateTime", id FROM visits
         WHERE ${where}
@@ -162,18 +171,21 @@ export class VisitsRepository {
     if (q.after) params.push(q.after.visitDateTime, q.after.id);
     else params.push(`${q.from}T00:00:00`);
     params.push(`${q.until}T00:00:00`);
-    if (q.brandId !== undefined) params.push(q.brandId);
-    params.push(...q.visitTypes);
+    params.push(...(q.brandIds ?? []), ...(q.visitTypes ?? []));
     return params;
   }
 
-  /** The statement `write` makes around a selection's conditions, made once per shape. */
+  /**
+   * The statement `write` makes around a selection's conditions, made once per shape. The
+   * brand and type lists are `IN` lists on columns of the page index, so a page's ids are
+   * still found in the index alone; callers never pass an empty list (see selectsNothing).
+   */
   private sqlFor(
     name: string,
     q: VisitSelection & { after?: PagePosition },
     write: (where: string, param: () => string) => string,
   ): string {
-    const key = `${name}:${q.after !== undefined}:${q.brandId !== undefined}:${q.visitTypes.length}`;
+    const key = `${name}:${q.after !== undefined}:${q.brandIds?.length ?? '*'}:${q.visitTypes?.length ?? '*'}`;
     let sql = this.sqlCache.get(key);
     if (!sql) {
       let n = 0;
@@ -181,8 +193,8 @@ export class VisitsRepository {
       const where = [`client_id = ${p()}`];
       where.push(q.after ? `(visit_date_time, id) > (${p()}, ${p()})` : `visit_date_time >= ${p()}`);
       where.push(`visit_date_time < ${p()}`);
-      if (q.brandId !== undefined) where.push(`brand_id = ${p()}`);
-      if (q.visitTypes.length > 0) where.push(`visit_type IN (${q.visitTypes.map(p).join(', ')})`);
+      if (q.brandIds) where.push(`brand_id IN (${q.brandIds.map(p).join(', ')})`);
+      if (q.visitTypes) where.push(`visit_type IN (${q.visitTypes.map(p).join(', ')})`);
       sql = write(where.join(' AND '), p);
       this.sqlCache.set(key, sql);
     }
@@ -250,6 +262,7 @@ export class VisitsRepository {
    * in sequence order, found in the index on (client_id, change_seq, brand_id, visit_type).
    */
   async changes(q: ChangesPageQuery): Promise<ChangeRow[]> {
+    if (selectsNothing(q)) return [];
     const params: unknown[] = [q.clientId, q.after];
     let n = 2;
     const p = (): string => (this.postgres ? `$${++n}` : '?');

@@ -95,7 +95,7 @@ export function VisitTypesParam(): PropertyDecorator {
       required: false,
       description:
         'Comma-separated 2-letter visit type codes, for example MV,OF (MV mystery visit, OF online feedback, ' +
-        'TA third-party review). Omitted: every type.',
+        'TA third-party review). Omitted: every type the credential may read.',
       pattern: '^[A-Za-z]{2}(,[A-Za-z]{2})*$',
     }),
     Transform(emptyIsAbsent),
@@ -145,7 +145,9 @@ export class VisitsQueryDto {
     required: false,
     minimum: 1,
     minimumText: "greater than '0'",
-    description: 'Only visits of this brand (for example 5). Use only when the operator instructs it.',
+    description:
+      'Only visits of this brand (for example 5). Use only when the operator instructs it. ' +
+      'Omitted: every brand the credential may read.',
   })
   SvcBrandId?: number;
 
@@ -159,10 +161,5 @@ export class VisitsQueryDto {
   /** Rule across parameters: the range within the configured number of days. */
   @Validate(DateRange)
   readonly _range?: undefined;
-
-  /** The visit type codes asked for, upper-case; empty for all. */
-  get visitTypeCodes(): string[] {
-    return this.VisitTypes ? [...new Set(this.VisitTypes.toUpperCase().split(','))] : [];
-  }
 }
 
