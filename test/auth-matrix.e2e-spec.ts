@@ -260,7 +260,7 @@ describe(`authentication matrix over every protected endpoint (${process.env.TES
         checked.push(op);
       }
     }
-    expect(checked.sort()).toEqual(['GET /branches', 'GET /visits/plus', 'GET /visits/standard']);
+    expect(checked.sort()).toEqual(['GET /branches', 'GET /visits/plus', 'GET /visits/plus/changes', 'GET /visits/standard', 'GET /visits/standard/changes']);
     // The same requests of an unrestricted credential see every brand and type.
     const all = await call('GET /visits/standard', { 'svc-api-key': partner.apiKey, Authorization: `Bearer ${token}` });
     expect((all.body.data.visits as unknown[]).length).toBe(9);
@@ -270,7 +270,7 @@ describe(`authentication matrix over every protected endpoint (${process.env.TES
     const restricted = await issueCredential(t, { brands: [5], visitTypes: ['MV'] });
     const auth = { 'svc-api-key': restricted.apiKey, Authorization: `Bearer ${await tokenFor(t.http, restricted)}` };
     const filtered = operations.filter((op) => parameters[op].some((p) => p === 'SvcBrandId' || p === 'VisitTypes'));
-    expect(filtered.sort()).toEqual(['GET /visits/plus', 'GET /visits/standard']);
+    expect(filtered.sort()).toEqual(['GET /visits/plus', 'GET /visits/plus/changes', 'GET /visits/standard', 'GET /visits/standard/changes']);
     for (const op of filtered) {
       const path = SAMPLES[op].path;
       expectProblem(await call(op, auth, `${path}&SvcBrandId=6`), 403, 'The credential is not entitled to SvcBrandId 6.');
