@@ -13,7 +13,7 @@ import type { ImportReport } from './common/import-report.js';
 import { OperatorError } from './common/operator-error.js';
 import { RecordFileError } from './common/record-file.js';
 import { ConfigError, loadConfig } from './config/app-config.js';
-import { generateMigration, openDataSource, pendingSchemaChanges } from './database/migration-tools.js';
+import { generateMigration, openDataSource, pendingSchemaChanges, prepareSchema, SchemaMissingError } from './database/migration-tools.js';
 import { DemoService } from './demo/demo.service.js';
 import { MenusImportService } from './menus/menus-import.service.js';
 import { VisitsImportService } from './visits/visits-import.service.js';
@@ -45,6 +45,7 @@ const words = (value: string): string[] => value.split(/[\s,]+/).filter(Boolean)
 
 async function withApp<T>(run: (app: INestApplicationContext) => Promise<T>): Promise<T> {
   const config = loadConfig();
+  await prepareSchema(config);
   const app = await NestFactory.createApplicationContext(AppModule.forRoot(config), { logger: ['error', 'warn'] });
   try {
     return await run(app);
@@ -372,7 +373,7 @@ export async function runCli(argv: string[]): Promise<void> {
       process.exitCode = error.exitCode;
       return;
     }
-    const known = error instanceof OperatorError || error instanceof ConfigError || error instanceof RecordFileError;
+    const known = error instanceof OperatorError || error instanceof ConfigError || error instanceof RecordFileError || error instanceof SchemaMissingError;
     const message = known ? (error).message : `unexpected error: ${(error as Error)?.stack ?? String(error)}`;
     if (jsonMode) process.stdout.write(`${JSON.stringify({ error: message })}\n`);
     process.stderr.write(`error: ${message}\n`);

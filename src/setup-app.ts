@@ -2,7 +2,7 @@ import type { INestApplication } from '@nestjs/common';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import type { Express } from 'express';
 import helmet from 'helmet';
-import { Logger } from 'nestjs-pino';
+import { AppLogger } from './logging/app-logger.js';
 import { localDate } from './common/clock.js';
 import { QUERY_CONTEXT_LOCAL, type QueryContext } from './common/query-params.js';
 import { AppConfig } from './config/app-config.js';
@@ -20,7 +20,7 @@ function trustProxy(setting: string): boolean | number | string {
 export function setupApp(app: INestApplication): NestExpressApplication {
   const express = app as NestExpressApplication;
   const config = app.get(AppConfig);
-  express.useLogger(app.get(Logger));
+  express.useLogger(app.get(AppLogger));
   express.disable('x-powered-by');
   express.set('trust proxy', trustProxy(config.TRUST_PROXY));
   // Security headers; the CSP lets Swagger UI (its own script and inline styles) work at /docs.

@@ -127,10 +127,17 @@ export class DemoService {
     }
   }
 
-  /** Tells a newcomer where the API is and how to call it. */
+  /**
+   * Tells a newcomer where the API is and how to call it: the address the process listens
+   * on, and the addresses to open, which are under PUBLIC_BASE_URL when it is set (behind a
+   * proxy or ingress the listening address is not the one a browser can reach).
+   */
   async announce(url: string): Promise<void> {
-    const base = url.replace('[::1]', 'localhost').replace('127.0.0.1', 'localhost');
-    const lines = [`Results service listening on ${base}`, `Swagger UI: ${base}/docs`];
+    const local = url.replace('[::1]', 'localhost').replace('127.0.0.1', 'localhost');
+    const lines = [`Results service listening on ${local}`];
+    const base = this.config.PUBLIC_BASE_URL ? this.config.baseUrl : local;
+    if (this.config.PUBLIC_BASE_URL) lines.push(`Public address: ${base}`);
+    lines.push(`Swagger UI: ${base}/docs`);
     const demo = await this.readCredentials();
     if (demo) {
       lines.push(`Demo credentials (${this.credentialsPath}):`);
