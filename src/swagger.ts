@@ -57,8 +57,20 @@ const addApiKeyToTokenRequests = (request: { url: string; headers: Record<string
   return request;
 };
 
+/**
+ * Where the API is: the configured public address, or else the host the document was
+ * fetched from (a relative server), so Swagger UI and generated clients call the address
+ * they were opened at (localhost, 127.0.0.1, a pod address) rather than one named here.
+ */
+function serverUrl(config: AppConfig): string {
+  return config.PUBLIC_BASE_URL ? config.baseUrl : '/';
+}
+
 /** The OpenAPI document, generated from the controllers and DTOs. */
 export function buildOpenApi(app: INestApplication, config: AppConfig): OpenAPIObject {
+  // Relative to the server (OpenAPI resolves relative URLs against it), so Swagger UI asks
+  // the host it was opened at for a token: the CSP's connect-src 'self' allows only that.
+  const tokenUrl = config.PUBLIC_BASE_URL ? `${config.baseUrl}/connect/token` : '/connect/token';
   const builder = new DocumentBuilder()
     .setTitle('Results service API')
     .setDescription(
@@ -67,13 +79,13 @@ export function buildOpenApi(app: INestApplication, config: AppConfig): OpenAPIO
         'client-credentials bearer token from `POST /connect/token`.',
     )
     .setVersion('1.0.0')
-    .addServer(config.baseUrl)
+    .addServer(serverUrl(config))
     .addApiKey({ type: 'apiKey', in: 'header', name: 'svc-api-key', description: 'The API key issued with your credential.' }, API_KEY_SCHEME)
     .addOAuth2(
       {
         type: 'oauth2',
         description: 'Client-credentials access token from POST /connect/token (send the svc-api-key header too).',
-        flows: { clientCredentials: { tokenUrl: `${config.baseUrl}/connect/token`, scopes: { ...SCOPE_DESCRIPTIONS } } },
+        flows: { clientCredentials: { tokenUrl, scopes: { ...SCOPE_DESCRIPTIONS } } },
       },
       OAUTH_SCHEME,
     );
