@@ -3,44 +3,88 @@ import { DocumentBuilder, SwaggerModule, type OpenAPIObject } from '@nestjs/swag
 import { SCOPE_DESCRIPTIONS } from './auth/scopes.js';
 import { API_KEY_SCHEME, OAUTH_SCHEME } from './common/openapi-names.js';
 import type { AppConfig } from './config/app-config.js';
+import { TOKEN_PATH } from './rate-limit/rate-limit.guard.js';
 
 const RETRY_AFTER = {
+  required: true,
   description: 'Seconds to wait before retrying.',
   schema: { type: 'integer', minimum: 1, example: 30 },
 };
 
 const RATE_LIMIT_HEADERS = {
   'RateLimit-Policy': {
+    required: true,
     description: 'The limits that apply (IETF draft-ietf-httpapi-ratelimit-headers): `"default";q=60;w=60` per API key, `"token";q=10;w=60` per client id on the token endpoint.',
     schema: { type: 'string', example: '"default";q=60;w=60' },
   },
   RateLimit: {
+    required: true,
     description: 'What is left of each limit: `r` requests remaining, `t` seconds until the window resets.',
     schema: { type: 'string', example: '"default";r=59;t=42' },
   },
 };
 
-type Operation = { security?: unknown[]; responses?: Record<string, { headers?: Record<string, unknown> }> };
+const WWW_AUTHENTICATE = {
+  required: true,
+  description:
+    'The challenge of the credential that failed: `ApiKey realm="svc-results-api", header="svc-api-key"` for the API key, ' +
+    'RFC 6750 `Bearer realm="svc-results-api"` (with `error="invalid_token"` and a description for a token that was sent) ' +
+    'for the access token.',
+  schema: { type: 'string', example: 'Bearer realm="svc-results-api", error="invalid_token", error_description="The access token has expired."' },
+};
+
+/** The token endpoint challenges only a failed API key or HTTP Basic authentication (RFC 6749 §5.2). */
+const TOKEN_WWW_AUTHENTICATE = {
+  required: false,
+  description:
+    'Sent when the svc-api-key failed (`ApiKey realm="svc-results-api", header="svc-api-key"`) or the client ' +
+    'authenticated with HTTP Basic (`Basic realm="svc-results-api", charset="UTF-8"`); not for client credentials in the form.',
+  schema: { type: 'string', example: 'Basic realm="svc-results-api", charset="UTF-8"' },
+};
+
+interface Schema {
+  maximum?: number;
+  maxLength?: number;
+  properties?: Record<string, Schema>;
+}
+interface Parameter {
+  name: string;
+  in: string;
+  schema?: Schema;
+}
+type Operation = {
+  security?: unknown[];
+  parameters?: Parameter[];
+  responses?: Record<string, { headers?: Record<string, unknown> }>;
+};
 
 /**
  * What the decorators cannot say: public operations declare an empty security list, every
- * 429 and 503 documents its Retry-After header, and every rate-limited operation (all but
- * the health probes) documents the RateLimit headers on each of its responses.
+ * 401 documents its WWW-Authenticate challenge, every 429 and 503 its Retry-After header,
+ * every rate-limited operation (all but the health probes) the RateLimit headers on each of
+ * its responses, and the limits that come from the configuration (the largest Take, the
+ * largest image) are in the schemas.
  */
-function complete(document: OpenAPIObject): OpenAPIObject {
+function complete(document: OpenAPIObject, config: AppConfig): OpenAPIObject {
   for (const [path, item] of Object.entries(document.paths)) {
     for (const operation of Object.values(item as Record<string, Operation>)) {
       if (typeof operation !== 'object' || !operation.responses) continue;
       operation.security ??= [];
+      for (const parameter of operation.parameters ?? []) {
+        if (parameter.in === 'query' && parameter.name === 'Take' && parameter.schema) parameter.schema.maximum = config.VISITS_TAKE_MAX;
+      }
       for (const [status, response] of Object.entries(operation.responses)) {
         const headers = { ...response.headers };
         // A body too large is refused while it is read, before the rate limiter runs.
         if (!path.startsWith('/health/') && status !== '413') Object.assign(headers, RATE_LIMIT_HEADERS);
+        if (status === '401') headers['WWW-Authenticate'] = path === TOKEN_PATH ? TOKEN_WWW_AUTHENTICATE : WWW_AUTHENTICATE;
         if (status === '429' || status === '503') headers['Retry-After'] = RETRY_AFTER;
         if (Object.keys(headers).length > 0) response.headers = headers;
       }
     }
   }
+  const upload = (document.components?.schemas?.DishUploadDto as Schema | undefined)?.properties?.file;
+  if (upload) upload.maxLength = config.IMAGE_MAX_BYTES;
   return document;
 }
 
@@ -93,6 +137,7 @@ export function buildOpenApi(app: INestApplication, config: AppConfig): OpenAPIO
     SwaggerModule.createDocument(app, builder.build(), {
       operationIdFactory: (controller: string, method: string) => `${controller.replace(/Controller$/, '')}_${method}`,
     }),
+    config,
   );
 }
 

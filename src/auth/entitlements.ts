@@ -24,7 +24,11 @@ export interface EntitledSelection {
  * its clients, its brands (all by default) and its visit types (all by default).
  */
 export function assertEntitled(principal: Principal | undefined, selection: EntitledSelection): void {
-  if (!principal) throw new ProblemException(401, 'Authentication is required.');
+  if (!principal) {
+    throw new ProblemException(401, 'An access token is required: send Authorization: Bearer <token>.', {
+      headers: { 'WWW-Authenticate': 'Bearer realm="svc-results-api"' },
+    });
+  }
   const { SvcClientId: client, SvcBrandId: brand, VisitTypes: types } = selection;
   if (client !== undefined && !principal.clients.has(client)) {
     throw notEntitled(`SvcClientId ${client}`);

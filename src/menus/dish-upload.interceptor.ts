@@ -4,11 +4,11 @@ import type { Request, Response } from 'express';
 import type { Observable } from 'rxjs';
 import { ValidationProblem } from '../common/problem.js';
 import { AppConfig } from '../config/app-config.js';
+import { DISH_JSON_PART_MAX_BYTES } from './dto/menu.dto.js';
 import type { UploadParts } from './menus.service.js';
 
 /** Room for the json part and the multipart framing on top of the image itself. */
 const FORM_OVERHEAD = 256 * 1024;
-const JSON_PART_MAX = 64 * 1024;
 
 export interface UploadRequest extends Request {
   uploadParts?: UploadParts;
@@ -65,7 +65,7 @@ export class DishUploadInterceptor implements NestInterceptor {
       try {
         parser = busboy({
           headers: request.headers,
-          limits: { fileSize: this.config.IMAGE_MAX_BYTES, files: 3, fields: 4, parts: 6, fieldSize: JSON_PART_MAX, fieldNameSize: 100 },
+          limits: { fileSize: this.config.IMAGE_MAX_BYTES, files: 3, fields: 4, parts: 6, fieldSize: DISH_JSON_PART_MAX_BYTES, fieldNameSize: 100 },
         });
       } catch {
         reject(new ValidationProblem(['The multipart body is malformed: its boundary is missing.']));

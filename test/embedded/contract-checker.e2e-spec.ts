@@ -29,6 +29,12 @@ describe('the contract checker', () => {
     expect(contractViolations('GET', '/visits/standard', 429, { ...limits, 'content-type': 'application/problem+json' }, json({ ...problem, status: 429 }))).toEqual([
       'GET /visits/standard -> 429: documented header Retry-After is missing',
     ]);
+    expect(contractViolations('GET', '/branches', 401, { ...limits, 'content-type': 'application/problem+json' }, json({ ...problem, status: 401 }))).toEqual([
+      'GET /branches -> 401: documented header WWW-Authenticate is missing',
+    ]);
+    // A header documented as optional may be absent: the token endpoint challenges only some 401s.
+    const oauth = { error: 'invalid_client', error_description: 'Client authentication failed.' };
+    expect(contractViolations('POST', '/connect/token', 401, { ...limits, 'content-type': 'application/json' }, json(oauth))).toEqual([]);
     expect(contractViolations('GET', '/branches', 200, { 'content-type': 'application/json' }, json([]))).toEqual([
       'GET /branches -> 200: documented header RateLimit is missing',
       'GET /branches -> 200: documented header RateLimit-Policy is missing',

@@ -75,7 +75,9 @@ export function contractViolations(method: string, path: string, status: number,
   const spec = operation.responses[String(status)];
   if (!spec) return [`${where}: status ${status} is not documented`];
   const problems: string[] = [];
-  for (const name of Object.keys(spec.headers ?? {})) {
+  for (const [name, header] of Object.entries(spec.headers ?? {})) {
+    // A header documented as optional (`required: false`) may be absent; every other must be sent.
+    if ((header as { required?: boolean }).required === false) continue;
     if (headers[name.toLowerCase()] === undefined) problems.push(`${where}: documented header ${name} is missing`);
   }
   if (status === 304 || !spec.content) return problems;
