@@ -54,7 +54,18 @@ export function setupApp(app: INestApplication): NestExpressApplication {
       origin: config.CORS_ORIGINS.split(','),
       methods: ['GET', 'POST'],
       allowedHeaders: ['Authorization', 'svc-api-key', 'Content-Type', 'X-Request-Id', 'If-None-Match'],
-      exposedHeaders: ['RateLimit', 'RateLimit-Policy', 'Retry-After', 'Link', 'X-Request-Id', 'ETag', 'WWW-Authenticate'],
+      exposedHeaders: [
+        'RateLimit',
+        'RateLimit-Policy',
+        'X-Rate-Limit-Limit',
+        'X-Rate-Limit-Remaining',
+        'X-Rate-Limit-Reset',
+        'Retry-After',
+        'Link',
+        'X-Request-Id',
+        'ETag',
+        'WWW-Authenticate',
+      ],
       maxAge: 600,
     });
   }

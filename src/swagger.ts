@@ -22,6 +22,24 @@ const RATE_LIMIT_HEADERS = {
     description: 'What is left of each limit: `r` requests remaining, `t` seconds until the window resets.',
     schema: { type: 'string', example: '"default";r=59;t=42' },
   },
+  'X-Rate-Limit-Limit': {
+    required: true,
+    description:
+      'Requests allowed in the window of the limit closest to refusing (the one with the fewest remaining): ' +
+      'the per-key limit, or on the token endpoint its per-client limit when that is closer. The same limit as ' +
+      'the matching `RateLimit` item\'s `q`.',
+    schema: { type: 'integer', minimum: 1, example: 60 },
+  },
+  'X-Rate-Limit-Remaining': {
+    required: true,
+    description: 'Requests left in that window (the `r` of the same limit in `RateLimit`).',
+    schema: { type: 'integer', minimum: 0, example: 59 },
+  },
+  'X-Rate-Limit-Reset': {
+    required: true,
+    description: 'When that window ends and the count starts afresh, an ISO 8601 date-time in UTC (now plus the `t` of `RateLimit`).',
+    schema: { type: 'string', format: 'date-time', example: '2026-11-22T20:31:00.000Z' },
+  },
 };
 
 const WWW_AUTHENTICATE = {
@@ -41,6 +59,11 @@ const TOKEN_WWW_AUTHENTICATE = {
     'authenticated with HTTP Basic (`Basic realm="svc-results-api", charset="UTF-8"`); not for client credentials in the form.',
   schema: { type: 'string', example: 'Basic realm="svc-results-api", charset="UTF-8"' },
 };
+
+/** The name of the token endpoint's (optional) challenge among the contract's headers. */
+const TOKEN_CHALLENGE = 'WWW-Authenticate.token';
+
+const ref = (name: string) => ({ $ref: `#/components/headers/${name}` });
 
 interface Schema {
   maximum?: number;
@@ -76,13 +99,26 @@ function complete(document: OpenAPIObject, config: AppConfig): OpenAPIObject {
       for (const [status, response] of Object.entries(operation.responses)) {
         const headers = { ...response.headers };
         // A body too large is refused while it is read, before the rate limiter runs.
-        if (!path.startsWith('/health/') && status !== '413') Object.assign(headers, RATE_LIMIT_HEADERS);
-        if (status === '401') headers['WWW-Authenticate'] = path === TOKEN_PATH ? TOKEN_WWW_AUTHENTICATE : WWW_AUTHENTICATE;
-        if (status === '429' || status === '503') headers['Retry-After'] = RETRY_AFTER;
+        if (!path.startsWith('/health/') && status !== '413') {
+          for (const name of Object.keys(RATE_LIMIT_HEADERS)) headers[name] = ref(name);
+        }
+        if (status === '401') headers['WWW-Authenticate'] = ref(path === TOKEN_PATH ? TOKEN_CHALLENGE : 'WWW-Authenticate');
+        if (status === '429' || status === '503') headers['Retry-After'] = ref('Retry-After');
         if (Object.keys(headers).length > 0) response.headers = headers;
       }
     }
   }
+  // Each header is described once and referenced by every response that sends it.
+  document.components = {
+    ...document.components,
+    headers: {
+      ...document.components?.headers,
+      ...RATE_LIMIT_HEADERS,
+      'Retry-After': RETRY_AFTER,
+      'WWW-Authenticate': WWW_AUTHENTICATE,
+      [TOKEN_CHALLENGE]: TOKEN_WWW_AUTHENTICATE,
+    },
+  };
   const upload = (document.components?.schemas?.DishUploadDto as Schema | undefined)?.properties?.file;
   if (upload) upload.maxLength = config.IMAGE_MAX_BYTES;
   return document;

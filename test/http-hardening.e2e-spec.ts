@@ -98,6 +98,16 @@ describe(`CORS when origins are configured, no trusted proxy (${process.env.TEST
     expect(refused.headers['access-control-allow-origin']).toBeUndefined();
   });
 
+  it('lets a browser read the rate-limit, retry and challenge headers', async () => {
+    const res = await request(t.http).get('/.well-known/jwks.json').set('Origin', 'https://bi.example.com');
+    expect(res.status).toBe(200);
+    expect(res.headers['x-rate-limit-limit']).toBe(String(t.config.RATE_LIMIT_PER_MINUTE));
+    const exposed = String(res.headers['access-control-expose-headers']).split(',');
+    expect(exposed).toEqual(
+      expect.arrayContaining(['RateLimit', 'RateLimit-Policy', 'X-Rate-Limit-Limit', 'X-Rate-Limit-Remaining', 'X-Rate-Limit-Reset', 'Retry-After', 'WWW-Authenticate']),
+    );
+  });
+
   it('takes X-Forwarded-Proto only from a trusted proxy: no HSTS for a direct plain-http request claiming https', async () => {
     const res = await request(t.http).get('/health/live').set('X-Forwarded-Proto', 'https');
     expect(res.status).toBe(200);

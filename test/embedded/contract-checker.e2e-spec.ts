@@ -1,7 +1,13 @@
 import { contractViolations } from '../helpers/contract.js';
 
 const json = (value: unknown): Buffer => Buffer.from(JSON.stringify(value));
-const limits = { ratelimit: '"default";r=5;t=30', 'ratelimit-policy': '"default";q=60;w=60' };
+const limits = {
+  ratelimit: '"default";r=5;t=30',
+  'ratelimit-policy': '"default";q=60;w=60',
+  'x-rate-limit-limit': '60',
+  'x-rate-limit-remaining': '5',
+  'x-rate-limit-reset': '2026-11-22T20:31:00.000Z',
+};
 const problem = { title: 'Bad Request', status: 400, detail: 'x', instance: 'urn:svc:api:results:error:00000000-0000-4000-8000-000000000000', errors: ['e'] };
 
 /** The checker every HTTP test runs its responses through must itself catch a drift. */
@@ -38,6 +44,9 @@ describe('the contract checker', () => {
     expect(contractViolations('GET', '/branches', 200, { 'content-type': 'application/json' }, json([]))).toEqual([
       'GET /branches -> 200: documented header RateLimit is missing',
       'GET /branches -> 200: documented header RateLimit-Policy is missing',
+      'GET /branches -> 200: documented header X-Rate-Limit-Limit is missing',
+      'GET /branches -> 200: documented header X-Rate-Limit-Remaining is missing',
+      'GET /branches -> 200: documented header X-Rate-Limit-Reset is missing',
     ]);
   });
 });

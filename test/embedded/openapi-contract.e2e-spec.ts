@@ -31,6 +31,7 @@ interface Contract {
   paths: Record<string, Record<string, Operation>>;
   components: {
     schemas: Record<string, Schema>;
+    headers: Record<string, { required?: boolean; schema?: Schema }>;
     securitySchemes: Record<string, { flows?: { clientCredentials?: { tokenUrl: string } } }>;
   };
 }
@@ -44,6 +45,14 @@ const operations = Object.entries(contract.paths).flatMap(([path, item]) =>
   Object.entries(item).map(([method, operation]) => ({ where: `${method.toUpperCase()} ${path}`, path, operation })),
 );
 const isPublic = (path: string): boolean => path.startsWith('/health/') || path.startsWith('/.well-known/');
+/** The response headers of a response, each through its `$ref` to the contract's headers. */
+const headersOf = (response: Response): Record<string, { required?: boolean; schema?: Schema }> =>
+  Object.fromEntries(
+    Object.entries(response.headers ?? {}).map(([name, header]) => {
+      const { $ref } = header as { $ref?: string };
+      return [name, $ref ? contract.components.headers[$ref.replace('#/components/headers/', '')] : (header as { required?: boolean })];
+    }),
+  );
 const resolve = (schema: Schema): Schema =>
   schema.$ref ? contract.components.schemas[schema.$ref.replace('#/components/schemas/', '')] : schema;
 
@@ -125,12 +134,28 @@ describe('the committed contract (openapi/openapi.json) says what the API does',
         if (code === '401') {
           expect({ at, headers }).toEqual({ at, headers: expect.arrayContaining(['WWW-Authenticate']) });
           // Always sent by the data endpoints; by the token endpoint only for a failed API key or Basic authentication.
-          const required = (response.headers!['WWW-Authenticate'] as { required?: boolean }).required;
+          const required = headersOf(response)['WWW-Authenticate'].required;
           expect({ at, required }).toEqual({ at, required: where !== 'POST /connect/token' });
         }
         if (code === '429' || code === '503') expect({ at, headers }).toEqual({ at, headers: expect.arrayContaining(['Retry-After']) });
       }
     }
+  });
+
+  it('documents the rate-limit headers, IETF and X-Rate-Limit-*, on every rate-limited response', () => {
+    const names = ['RateLimit', 'RateLimit-Policy', 'X-Rate-Limit-Limit', 'X-Rate-Limit-Remaining', 'X-Rate-Limit-Reset'];
+    let checked = 0;
+    for (const { where, path, operation } of operations.filter((o) => !o.path.startsWith('/health/'))) {
+      // A body too large is refused while it is read, before the rate limiter.
+      for (const [code, response] of Object.entries(operation.responses).filter(([c]) => c !== '413')) {
+        const at = `${where} -> ${code}`;
+        const headers = headersOf(response);
+        expect({ at, path, documented: names.filter((n) => headers[n]?.required === true) }).toEqual({ at, path, documented: names });
+        expect(headers['X-Rate-Limit-Reset'].schema).toMatchObject({ type: 'string', format: 'date-time' });
+        checked++;
+      }
+    }
+    expect(checked).toBeGreaterThan(50);
   });
 
   it('puts every bound of every parameter and form field in its schema', () => {
