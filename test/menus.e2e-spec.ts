@@ -169,6 +169,10 @@ describe(`menus and dishes (${process.env.TEST_DATABASE})`, () => {
       const res = await get('/menus/dishes?svcclientid=1001&MENUID=x');
       expect(res.status).toBe(400);
       expect(problem(res).errors).toEqual(["'menuId' must be an integer: 'x'."]);
+      // Ids are 32-bit integers: a larger one is a 400, not a database error.
+      const large = await get('/menus/dishes?SvcClientId=1001&menuId=3000000000');
+      expect(large.status).toBe(400);
+      expect(problem(large).errors).toEqual(["'menuId' must be less than or equal to '2147483647'."]);
     });
   });
 
@@ -283,6 +287,7 @@ describe(`menus and dishes (${process.env.TEST_DATABASE})`, () => {
           ],
         ],
         ['a menu that does not exist', (r) => r.attach('', png, 'a.png').field('json', dish({ menuId: 999 })), ["'menuId' 999 is not a menu of client 1001."]],
+        ['a menu id past 32 bits', (r) => r.attach('', png, 'a.png').field('json', dish({ menuId: 3000000000 })), ["'menuId' must be less than or equal to '2147483647'."]],
       ];
 
       it.each(cases)('%s', async (_name, build, errors) => {

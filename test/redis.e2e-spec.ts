@@ -46,17 +46,27 @@ describe(`two service processes sharing one Redis (${process.env.TEST_DATABASE})
     const { access_token: token } = (await tokenRes.json()) as { access_token: string };
     const statuses: number[] = [];
     const remaining: string[] = [];
+    const legacy: string[] = [];
     for (let i = 0; i < 7; i++) {
       const target = i % 2 === 0 ? b : a;
+      const before = Date.now();
       const res = await fetch(`${target.url}/branches?SvcClientId=1001`, {
         headers: { 'svc-api-key': credential.apiKey, authorization: `Bearer ${token}` },
       });
+      const after = Date.now();
       statuses.push(res.status);
       remaining.push(res.headers.get('ratelimit')?.replace(/;t=\d+$/, '') ?? '');
+      legacy.push(`${res.headers.get('x-rate-limit-limit')}/${res.headers.get('x-rate-limit-remaining')}`);
+      // The reset is the shared window's end: within a second of now + t.
+      const t = Number(/;t=(\d+)$/.exec(res.headers.get('ratelimit') ?? '')?.[1]) * 1000;
+      const reset = Date.parse(res.headers.get('x-rate-limit-reset') ?? '');
+      expect(reset).toBeGreaterThan(before + t - 1000);
+      expect(reset).toBeLessThanOrEqual(after + t);
     }
     // One token request and five data requests fill the six; each process alone saw three or four.
     expect(statuses).toEqual([200, 200, 200, 200, 200, 429, 429]);
     expect(remaining).toEqual(['"default";r=4', '"default";r=3', '"default";r=2', '"default";r=1', '"default";r=0', '"default";r=0', '"default";r=0']);
+    expect(legacy).toEqual(['6/4', '6/3', '6/2', '6/1', '6/0', '6/0', '6/0']);
   });
 
   it('share the token-failure lockout: failures spread over both lock the client id out on each', async () => {

@@ -43,7 +43,11 @@ function visitTypeCodes(types: string[] | string | undefined): string[] {
  * the entitlement is a 403; without a filter, the entitlement itself is the filter.
  */
 export function effectiveSelection(principal: Principal | undefined, selection: EntitledSelection): EffectiveSelection {
-  if (!principal) throw new ProblemException(401, 'Authentication is required.');
+  if (!principal) {
+    throw new ProblemException(401, 'An access token is required: send Authorization: Bearer <token>.', {
+      headers: { 'WWW-Authenticate': 'Bearer realm="svc-results-api"' },
+    });
+  }
   const { SvcClientId: clientId, SvcBrandId: brand } = selection;
   if (!principal.clients.has(clientId)) throw notEntitled(`SvcClientId ${clientId}`);
 

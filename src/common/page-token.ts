@@ -2,6 +2,12 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { AppConfig } from '../config/app-config.js';
 import { ValidationProblem } from './problem.js';
 
+/** The longest page token accepted. */
+export const PAGE_TOKEN_MAX_LENGTH = 2048;
+
+/** The shape of every page token: a base64url body and its base64url signature. */
+export const PAGE_TOKEN_PATTERN = '^[A-Za-z0-9_-]+\\.[A-Za-z0-9_-]+$';
+
 /**
  * Opaque page tokens: the position after the last item of a page, bound to the query it
  * came from (`scope`, such as `menus:1001`) and signed, so a token replayed with another
@@ -28,7 +34,7 @@ export class PageTokens {
   decode(scope: string, token: string): (string | number)[] {
     const invalid = new ValidationProblem(["'after' is not a valid page token."]);
     const [body, signature, extra] = token.split('.');
-    if (!body || !signature || extra !== undefined || token.length > 2048) throw invalid;
+    if (!body || !signature || extra !== undefined || token.length > PAGE_TOKEN_MAX_LENGTH) throw invalid;
     const expected = Buffer.from(this.sign(body));
     const given = Buffer.from(signature);
     if (expected.length !== given.length || !timingSafeEqual(expected, given)) throw invalid;

@@ -6,11 +6,11 @@ import { discardBody, lingerAfterResponse } from '../common/body-drain.js';
 import { PayloadTooLargeProblem, ValidationProblem } from '../common/problem.js';
 import { AppConfig } from '../config/app-config.js';
 import { imageTooLargeMessage } from './image-inspector.js';
+import { DISH_JSON_PART_MAX_BYTES } from './dto/menu.dto.js';
 import type { UploadParts } from './menus.service.js';
 
 /** Room for the json part and the multipart framing on top of the image itself. */
 const FORM_OVERHEAD = 256 * 1024;
-const JSON_PART_MAX = 64 * 1024;
 /**
  * A body over the limit is still read to its end, and dropped, up to this many times the
  * largest form or for DRAIN_MS, so that a client that writes the whole body before it reads
@@ -92,7 +92,7 @@ export class DishUploadInterceptor implements NestInterceptor {
       try {
         parser = busboy({
           headers: request.headers,
-          limits: { fileSize: this.config.IMAGE_MAX_BYTES, files: 3, fields: 4, parts: 6, fieldSize: JSON_PART_MAX, fieldNameSize: 100 },
+          limits: { fileSize: this.config.IMAGE_MAX_BYTES, files: 3, fields: 4, parts: 6, fieldSize: DISH_JSON_PART_MAX_BYTES, fieldNameSize: 100 },
         });
       } catch {
         reject(new ValidationProblem(['The multipart body is malformed: its boundary is missing.']));

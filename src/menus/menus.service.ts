@@ -3,6 +3,7 @@ import { notEntitled } from '../auth/entitlements.js';
 import { localDate } from '../common/clock.js';
 import { PageTokens } from '../common/page-token.js';
 import { ProblemException, ValidationProblem } from '../common/problem.js';
+import { ID_MAX } from '../common/query-fields.js';
 import { RecordReader } from '../common/record-reader.js';
 import { AppConfig } from '../config/app-config.js';
 import { readDishFields } from './dish-fields.js';
@@ -109,7 +110,7 @@ export class MenusService {
     let menuId: number | null = null;
     if (json !== undefined) {
       const reader = new RecordReader(json, '');
-      menuId = reader.int('menuId', { min: 1 });
+      menuId = reader.int('menuId', { min: 1, max: ID_MAX });
       fields = readDishFields(reader, menuId ?? 0);
       errors.push(...reader.errors);
     }

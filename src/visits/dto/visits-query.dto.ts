@@ -11,7 +11,7 @@ import {
   type ValidatorConstraintInterface,
 } from 'class-validator';
 import { daysBetween } from '../../common/clock.js';
-import { emptyIsAbsent, IntegerParam, SvcClientIdParam } from '../../common/query-fields.js';
+import { emptyIsAbsent, ID_MAX, IntegerParam, QUERY_INTEGER_MAX, SvcClientIdParam } from '../../common/query-fields.js';
 import { queryContextOf } from '../../common/query-params.js';
 import { isCalendarDate } from '../../common/record-reader.js';
 
@@ -124,6 +124,7 @@ export class VisitsQueryDto {
     required: true,
     minimum: 0,
     minimumText: "greater than or equal to '0'",
+    maximum: QUERY_INTEGER_MAX,
     description: 'Visits to skip, in the order visitDateTime then visitId.',
     example: 0,
   })
@@ -134,8 +135,10 @@ export class VisitsQueryDto {
     required: true,
     minimum: 1,
     minimumText: "greater than '0'",
+    // The configured VISITS_TAKE_MAX is enforced by TakeMax and replaces this in the contract.
+    maximum: QUERY_INTEGER_MAX,
     description:
-      'Visits to return, at most 1000 (configurable). A page shorter than Take is the last; when it is equal, ' +
+      'Visits to return, at most the maximum the service is configured with (1000 by default). A page shorter than Take is the last; when it is equal, ' +
       'repeat with Skip increased by Take.',
     example: 100,
   })
@@ -145,6 +148,7 @@ export class VisitsQueryDto {
     required: false,
     minimum: 1,
     minimumText: "greater than '0'",
+    maximum: ID_MAX,
     description:
       'Only visits of this brand (for example 5). Use only when the operator instructs it. ' +
       'Omitted: every brand the credential may read.',
