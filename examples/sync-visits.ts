@@ -36,7 +36,6 @@ async function replace(file: string, text: string): Promise<void> {
 export async function syncVisits(o: SyncOptions): Promise<number> {
   const api = createClient<paths>({ baseUrl: o.baseUrl, headers: { 'svc-api-key': o.apiKey } });
   const token = await api.POST('/connect/token', {
-    params: { header: { 'svc-api-key': o.apiKey } },
     body: { grant_type: 'client_credentials', client_id: o.clientId, client_secret: o.clientSecret },
     bodySerializer: (body) => new URLSearchParams(body as Record<string, string>).toString(),
     headers: { 'Content-Type': 'application/x-www-form-urlencoded' },

@@ -72,7 +72,9 @@ describe('the committed contract (openapi/openapi.json) says what the API does',
       'GET /menus/dishes',
       'GET /menus/dishes/images/{imageId}',
       'GET /visits/plus',
+      'GET /visits/plus/changes',
       'GET /visits/standard',
+      'GET /visits/standard/changes',
       'POST /menus/dishes',
     ]);
     for (const { where, operation } of data) {
@@ -196,7 +198,14 @@ describe('the committed contract (openapi/openapi.json) says what the API does',
 
   /** What the service's query rules say of a value: null when it passes, else the messages. */
   function verdict<T extends object>(dto: DtoClass<T>, query: Record<string, string>): string[] | null {
-    const context: QueryContext = { today: () => '2026-12-01', takeMax: defaults.VISITS_TAKE_MAX, maxRangeDays: defaults.VISITS_MAX_RANGE_DAYS };
+    const context: QueryContext = {
+      today: () => '2026-12-01',
+      takeMax: defaults.VISITS_TAKE_MAX,
+      maxRangeDays: defaults.VISITS_MAX_RANGE_DAYS,
+      zone: defaults.RESULTS_TIMEZONE,
+      changesRetentionDays: defaults.CHANGES_RETENTION_DAYS,
+      now: () => new Date('2026-12-01T12:00:00Z'),
+    };
     try {
       parseQuery(dto, new URLSearchParams(query).toString(), context);
       return null;

@@ -9,7 +9,7 @@ import {
   type ValidatorConstraintInterface,
 } from 'class-validator';
 import { instantOfLocal } from '../../common/clock.js';
-import { emptyIsAbsent, IntegerParam, SvcClientIdParam } from '../../common/query-fields.js';
+import { emptyIsAbsent, ID_MAX, IntegerParam, QUERY_INTEGER_MAX, SvcClientIdParam } from '../../common/query-fields.js';
 import { queryContextOf, type QueryContext } from '../../common/query-params.js';
 import { TakeMax, VisitTypesParam } from './visits-query.dto.js';
 
@@ -121,6 +121,8 @@ export class ChangesQueryDto {
     required: false,
     minimum: 1,
     minimumText: "greater than '0'",
+    // The configured VISITS_TAKE_MAX is enforced by TakeMax and replaces this in the contract.
+    maximum: QUERY_INTEGER_MAX,
     description: `Changed visits to return, at most 1000 (configurable); ${CHANGES_DEFAULT_TAKE} when omitted.`,
   })
   Take?: number;
@@ -129,6 +131,7 @@ export class ChangesQueryDto {
     required: false,
     minimum: 1,
     minimumText: "greater than '0'",
+    maximum: ID_MAX,
     description: 'Only visits of this brand. A page token is bound to it.',
   })
   SvcBrandId?: number;
