@@ -74,3 +74,11 @@ describe(`the partner sync script of the README (${process.env.TEST_DATABASE})`,
     expect((copy[own[3].visitId] as { visitScore: number }).visitScore).toBe(1.5);
   });
 });
+
+describe('the README', () => {
+  it('shows the partner script exactly as examples/sync-visits.ts has it, types imported from the generated file', () => {
+    const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
+    const script = readFileSync(new URL('../examples/sync-visits.ts', import.meta.url), 'utf8');
+    expect(readme).toContain(`\`\`\`ts\n${script.replace("'../test/generated/results-api.js'", "'./results-api.js'")}\`\`\``);
+  });
+});
