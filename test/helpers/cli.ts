@@ -1,5 +1,6 @@
 import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import passport from 'passport';
 import { runCli } from '../../src/cli/program.js';
 
 export interface CliResult {
@@ -25,12 +26,21 @@ function commandEnv(env: Record<string, string>): Record<string, string | undefi
 export async function cli(args: string[], env: Record<string, string>): Promise<CliResult> {
   let stdout = '';
   let stderr = '';
-  const code = await runCli(args, {
-    env: commandEnv(env),
-    stdout: { write: (text: string) => (stdout += text) },
-    stderr: { write: (text: string) => (stderr += text) },
-  });
-  return { code, stdout, stderr };
+  // passport keeps its strategies per process: the command's application context registers its
+  // own bearer-token strategy over that of an application this test file runs, and closes its
+  // database afterwards. Put the application's strategies back, as a separate process leaves them.
+  const strategies = passport as unknown as { _strategies: Record<string, passport.Strategy> };
+  const before = { ...strategies._strategies };
+  try {
+    const code = await runCli(args, {
+      env: commandEnv(env),
+      stdout: { write: (text: string) => (stdout += text) },
+      stderr: { write: (text: string) => (stderr += text) },
+    });
+    return { code, stdout, stderr };
+  } finally {
+    strategies._strategies = before;
+  }
 }
 
 export async function cliJson<T = unknown>(args: string[], env: Record<string, string>): Promise<T> {
