@@ -18,8 +18,11 @@ const common = {
 };
 
 export default {
-  testTimeout: 60000,
+  // A test or hook that starts the built service (migrations, demo data) or Chromium takes
+  // tens of seconds on a busy 2-core machine; waits inside tests are for conditions.
+  testTimeout: 120_000,
   maxWorkers: 2,
+  testSequencer: '<rootDir>/test/support/sequencer.mjs',
   projects: [
     { ...common, displayName: 'unit', roots: ['<rootDir>/src'], testMatch: ['**/*.spec.ts'] },
     {

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import sharp from 'sharp';
 import { DataSource } from 'typeorm';
 import { dataSourceOptions } from '../src/database/data-source-options.js';
-import { cli, cliJson } from './helpers/cli.js';
+import { cli, cliJson, SPAWN_TIMEOUT_MS, spawnCli } from './helpers/cli.js';
 import { isolatedConfig } from './helpers/test-config.js';
 
 const files = mkdtempSync(join(tmpdir(), 'cli-files-'));
@@ -68,14 +68,40 @@ describe(`operator CLI (${process.env.TEST_DATABASE})`, () => {
   it('prints help for every command', async () => {
     const commands = [
       [], ['clients', 'add'], ['clients', 'list'], ['brands', 'add'], ['branches', 'import'], ['visits', 'import'],
-      ['menus', 'import'], ['credentials', 'add'], ['credentials', 'list'], ['credentials', 'disable'],
-      ['keys', 'add'], ['keys', 'revoke'], ['demo'], ['migrations', 'run'], ['migrations', 'check'],
+      ['menus', 'import'], ['credentials', 'add'], ['credentials', 'list'], ['credentials', 'disable'], ['credentials', 'enable'],
+      ['keys', 'add'], ['keys', 'revoke'], ['signing-keys', 'list'], ['signing-keys', 'rotate'], ['signing-keys', 'retire'],
+      ['demo'], ['migrations', 'run'], ['migrations', 'check'], ['migrations', 'generate'],
     ];
     for (const command of commands) {
       const result = await cli([...command, '--help'], env);
-      expect(result.code).toBe(0);
-      expect(result.stdout).toMatch(/^Usage: results-cli/);
+      expect({ command, code: result.code, stderr: result.stderr }).toEqual({ command, code: 0, stderr: '' });
+      expect(result.stdout).toMatch(new RegExp(`^Usage: results-cli ${command.join(' ')}`));
     }
+    const groups = await cli(['--help'], env);
+    for (const group of ['clients', 'brands', 'branches', 'visits', 'menus', 'credentials', 'keys', 'signing-keys', 'demo', 'migrations']) {
+      expect(groups.stdout).toMatch(new RegExp(`^  ${group} `, 'm'));
+    }
+  });
+
+  it('answers usage errors with the message and the help on stderr, and no command with the help', async () => {
+    const unknown = await cli(['clients', 'remove'], env);
+    expect(unknown).toEqual({ code: 1, stdout: '', stderr: expect.stringMatching(/^error: unknown command 'remove'\n\nUsage: results-cli clients /) });
+    const none = await cli([], env);
+    expect(none.code).toBe(1);
+    expect(none.stdout).toBe('');
+    expect(none.stderr).toMatch(/^Usage: results-cli \[options\] \[command\]/);
+  });
+
+  it('keeps the output mode of each run to itself when runs overlap', async () => {
+    const [json, text, failed] = await Promise.all([
+      cli(['--json', 'clients', 'list'], env),
+      cli(['clients', 'list'], env),
+      cli(['--json', 'keys', 'revoke', 'svck_none'], env),
+    ]);
+    expect(json).toEqual({ code: 0, stdout: '[]\n', stderr: '' });
+    expect(text).toEqual({ code: 0, stdout: '(no clients)\n', stderr: '' });
+    expect(failed.code).toBe(1);
+    expect(JSON.parse(failed.stdout)).toEqual({ error: "no API key has the prefix 'svck_none'" });
   });
 
   it('reports the schema as current after the migrations', async () => {
@@ -285,10 +311,36 @@ describe(`operator CLI (${process.env.TEST_DATABASE})`, () => {
     expect(types.map((t) => t.visit_type)).toEqual(['MV', 'OF', 'TA']);
     const nullable = await db.query<{ n: string | number }[]>('SELECT COUNT(*) AS n FROM visits WHERE recommend_score IS NULL');
     expect(Number(nullable[0]?.n)).toBeGreaterThan(0);
-  });
+    // Thousands of visits and dozens of images: seconds on an idle machine, many times that on a busy one.
+  }, 300_000);
 
   it('reports keys and credentials that do not exist', async () => {
     expect((await cli(['keys', 'revoke', 'svck_nothing'], env)).stderr).toContain("no API key has the prefix 'svck_nothing'");
     expect((await cli(['credentials', 'disable', 'svc_nobody'], env)).stderr).toContain("credential 'svc_nobody' does not exist");
+  });
+
+  // The commands above run in this process; these start the binary itself, as operators and the migration Job do.
+  describe('the built binary, node dist/cli.js', () => {
+    const LIMIT = SPAWN_TIMEOUT_MS + 30_000;
+
+    it('prints the help and exits 0', async () => {
+      const result = await spawnCli(['--help'], env);
+      expect(result.code).toBe(0);
+      expect(result.stdout).toMatch(/^Usage: results-cli \[options\] \[command\]/);
+      expect(result.stdout).toContain('migrations');
+    }, LIMIT);
+
+    it('answers --json with the data of the configured database', async () => {
+      const result = await spawnCli(['clients', 'list', '--json'], env);
+      expect(result.code).toBe(0);
+      const clients = JSON.parse(result.stdout) as { id: number; name: string }[];
+      expect(clients.map((c) => c.id)).toEqual([1001, 1002]);
+      expect(clients).toEqual(await cliJson(['clients', 'list'], env));
+    }, LIMIT);
+
+    it("exits 1 with the message on stderr on an operator's mistake", async () => {
+      const result = await spawnCli(['brands', 'add', '--client', '4242', '--id', '9', '--name', 'X'], env);
+      expect(result).toEqual({ code: 1, stdout: '', stderr: "error: client 4242 does not exist; add it with 'clients add'\n" });
+    }, LIMIT);
   });
 });

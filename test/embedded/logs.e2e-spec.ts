@@ -37,7 +37,9 @@ describe('request logs', () => {
         headers: { 'svc-api-key': c.apiKey, authorization: `Bearer ${token}` },
       });
       const instance = ((await denied.json()) as { instance: string }).instance;
-      await new Promise((r) => setTimeout(r, 200));
+      // The log line of a request follows its response: wait for both complete lines.
+      const logged = (text: string, part: string): boolean => text.split('\n').slice(0, -1).some((l) => l.includes(part));
+      await service.waitForOutput((text) => logged(text, '"id":"partner-req-42"') && logged(text, `"problemInstance":"${instance}"`));
       const lines = service.output().split('\n').filter((l) => l.startsWith('{'));
       const records = lines.map((l) => JSON.parse(l) as Record<string, unknown>);
       expect(records.find((r) => (r.req as { id?: string } | undefined)?.id === 'partner-req-42')).toMatchObject({

@@ -19,6 +19,8 @@ import { startService } from '../helpers/service-process.js';
  */
 
 const run = promisify(execFile);
+/** Per start of the CLI: a node process loading the whole service, on a shared and busy machine. */
+const SPAWN_TIMEOUT_MS = 120_000;
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const POSTGRES_URL = process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 
@@ -46,7 +48,8 @@ describe('the production start path: production dependencies, migration Job, the
     run(process.execPath, ['dist/cli.js', ...args], {
       cwd: app,
       env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/tmp', ...env },
-      timeout: 60_000,
+      timeout: SPAWN_TIMEOUT_MS,
+      killSignal: 'SIGKILL',
     });
 
   beforeAll(async () => {
@@ -115,11 +118,11 @@ describe('the production start path: production dependencies, migration Job, the
     expect((JSON.parse(first.stdout) as { applied: string[] }).applied.length).toBeGreaterThan(0);
     const second = await cli(['--json', 'migrations', 'run']);
     expect(JSON.parse(second.stdout)).toEqual({ applied: [] });
-  });
+  }, 2 * SPAWN_TIMEOUT_MS + 30_000);
 
   it('starts without migrating or seeding, is ready, signs with the mounted key, writes nothing, exits 0 on SIGTERM', async () => {
     const before = filesBelow(app);
-    const service = await startService(env, { cwd: app, exactEnv: true, timeoutMs: 60_000 });
+    const service = await startService(env, { cwd: app, exactEnv: true });
     let code: number | null;
     try {
       const live = await fetch(`${service.url}/health/live`);
@@ -153,5 +156,5 @@ describe('the production start path: production dependencies, migration Job, the
     // A read-only root filesystem is fine: nothing was written beside the code, nor in DATA_DIR.
     expect(filesBelow(app)).toEqual(before);
     expect(filesBelow(dataDir)).toEqual([]);
-  });
+  }, 180_000);
 });

@@ -83,7 +83,7 @@ describe('the embedded default: first and second start with no configuration', (
   });
 
   it('stops with a message naming a wrong setting', async () => {
-    await expect(startService({ DATA_DIR: dataDir, VISITS_MAX_RANGE_DAYS: '-3' }, { timeoutMs: 20_000 })).rejects.toThrow(
+    await expect(startService({ DATA_DIR: dataDir, VISITS_MAX_RANGE_DAYS: '-3' })).rejects.toThrow(
       /exited with 78:\nInvalid configuration:\n {2}- VISITS_MAX_RANGE_DAYS="-3": expected an integer from 1 to 3660/,
     );
   });

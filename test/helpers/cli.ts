@@ -1,5 +1,7 @@
 import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import passport from 'passport';
+import { runCli } from '../../src/cli/program.js';
 
 export interface CliResult {
   code: number;
@@ -9,26 +11,59 @@ export interface CliResult {
 
 const CLI = fileURLToPath(new URL('../../dist/cli.js', import.meta.url));
 
-/** Runs the built operator CLI (`npm run cli` without the build step) with the given environment. */
-export function cli(args: string[], env: Record<string, string>): Promise<CliResult> {
-  return new Promise((done) => {
-    const base = { ...process.env };
-    delete base.DATABASE_URL;
-    delete base.DATABASE_SCHEMA;
-    execFile(
-      process.execPath,
-      [CLI, ...args],
-      { env: { ...base, NODE_OPTIONS: '', ...env }, timeout: 60_000 },
-      (error, stdout, stderr) => {
-        const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
-        done({ code, stdout, stderr });
-      },
-    );
-  });
+/** The environment a command sees: this process's, without its database, then `env` (the test file's database). */
+function commandEnv(env: Record<string, string>): Record<string, string | undefined> {
+  const base = { ...process.env };
+  delete base.DATABASE_URL;
+  delete base.DATABASE_SCHEMA;
+  return { ...base, ...env };
+}
+
+/**
+ * Runs an operator command in this process, as `npm run cli -- <args>` would run it with the
+ * given environment: same commands, output and exit code, without the start of a process.
+ */
+export async function cli(args: string[], env: Record<string, string>): Promise<CliResult> {
+  let stdout = '';
+  let stderr = '';
+  // passport keeps its strategies per process: the command's application context registers its
+  // own bearer-token strategy over that of an application this test file runs, and closes its
+  // database afterwards. Put the application's strategies back, as a separate process leaves them.
+  const strategies = passport as unknown as { _strategies: Record<string, passport.Strategy> };
+  const before = { ...strategies._strategies };
+  try {
+    const code = await runCli(args, {
+      env: commandEnv(env),
+      stdout: { write: (text: string) => (stdout += text) },
+      stderr: { write: (text: string) => (stderr += text) },
+    });
+    return { code, stdout, stderr };
+  } finally {
+    strategies._strategies = before;
+  }
 }
 
 export async function cliJson<T = unknown>(args: string[], env: Record<string, string>): Promise<T> {
   const result = await cli(['--json', ...args], env);
   if (result.code !== 0) throw new Error(`cli ${args.join(' ')} exited ${result.code}: ${result.stderr}${result.stdout}`);
   return JSON.parse(result.stdout) as T;
+}
+
+/** Per start of the binary: a node process loading the whole service, on a shared and busy machine. */
+export const SPAWN_TIMEOUT_MS = 120_000;
+
+/** Runs the built binary (`node dist/cli.js`) in a child process: for the tests of the binary itself. */
+export function spawnCli(args: string[], env: Record<string, string>): Promise<CliResult> {
+  return new Promise((done, fail) => {
+    execFile(
+      process.execPath,
+      [CLI, ...args],
+      { env: { ...commandEnv(env), NODE_OPTIONS: '' }, timeout: SPAWN_TIMEOUT_MS, killSignal: 'SIGKILL' },
+      (error, stdout, stderr) => {
+        if (error?.killed) return fail(new Error(`dist/cli.js ${args.join(' ')} did not finish in ${SPAWN_TIMEOUT_MS} ms:\n${stderr}`));
+        const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
+        done({ code, stdout, stderr });
+      },
+    );
+  });
 }

@@ -7,6 +7,12 @@ export interface ServiceProcess {
   url: string;
   output: () => string;
   child: ChildProcessWithoutNullStreams;
+  /**
+   * Resolves once the output so far matches; fails when the process ends first or after
+   * `timeoutMs` (a generous default: wait for what the service says, not for a time).
+   */
+  waitForOutput: (expected: RegExp | ((text: string) => boolean), timeoutMs?: number) => Promise<void>;
+  /** Signals the process (unless it has ended) and resolves with its exit code once it and its pipes are closed. */
   stop: (signal?: NodeJS.Signals) => Promise<number | null>;
 }
 
@@ -18,8 +24,14 @@ export interface StartOptions {
   exactEnv?: boolean;
 }
 
+// Every process a test file starts ends with the file, even when a test fails before its own stop().
+const running = new Set<ServiceProcess['stop']>();
+afterAll(async () => {
+  await Promise.all([...running].map((stop) => stop('SIGKILL')));
+});
+
 /** Starts the built service (`node dist/main.js`) and waits until it says where it listens. */
-export function startService(env: Record<string, string>, options: StartOptions = {}): Promise<ServiceProcess> {
+export async function startService(env: Record<string, string>, options: StartOptions = {}): Promise<ServiceProcess> {
   const { timeoutMs = 120_000, cwd, exactEnv = false } = options;
   const base: Record<string, string | undefined> = exactEnv
     ? { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/tmp' }
@@ -28,29 +40,56 @@ export function startService(env: Record<string, string>, options: StartOptions 
   delete base.DATABASE_SCHEMA;
   const child = spawn(process.execPath, [cwd ? 'dist/main.js' : MAIN], { cwd, env: { ...base, ...env } });
   let text = '';
-  const exited = new Promise<number | null>((done) => child.once('exit', (code) => done(code)));
+  let ended = false;
+  const listeners = new Set<() => void>();
+  // 'close': the process has exited and all its output has been read.
+  const closed = new Promise<number | null>((done) =>
+    child.once('close', (code) => {
+      ended = true;
+      running.delete(stop);
+      for (const listener of [...listeners]) listener();
+      done(code);
+    }),
+  );
   const stop = async (signal: NodeJS.Signals = 'SIGTERM'): Promise<number | null> => {
-    if (child.exitCode === null) child.kill(signal);
-    return exited;
+    if (!ended) child.kill(signal);
+    return closed;
   };
-  return new Promise((done, fail) => {
-    const timer = setTimeout(() => {
-      void stop('SIGKILL');
-      fail(new Error(`service did not start in time:\n${text}`));
-    }, timeoutMs);
-    const onData = (chunk: Buffer): void => {
-      text += chunk.toString();
-      const match = /Results service listening on (http:\/\/\S+)/.exec(text);
-      if (match) {
+  running.add(stop);
+  const onData = (chunk: Buffer): void => {
+    text += chunk.toString();
+    for (const listener of [...listeners]) listener();
+  };
+  child.stdout.on('data', onData);
+  child.stderr.on('data', onData);
+
+  const waitForOutput = (expected: RegExp | ((text: string) => boolean), waitMs = 120_000): Promise<void> =>
+    new Promise((done, fail) => {
+      const matches = (): boolean => (typeof expected === 'function' ? expected(text) : expected.test(text));
+      const finish = (then: () => void): void => {
         clearTimeout(timer);
-        done({ url: match[1], output: () => text, child, stop });
-      }
-    };
-    child.stdout.on('data', onData);
-    child.stderr.on('data', onData);
-    void exited.then((code) => {
-      clearTimeout(timer);
-      fail(new Error(`service exited with ${code}:\n${text}`));
+        listeners.delete(check);
+        then();
+      };
+      const check = (): void => {
+        if (matches()) finish(done);
+        else if (ended) finish(() => fail(new Error(`service exited before its output matched ${String(expected)}:\n${text}`)));
+      };
+      const timer = setTimeout(
+        () => finish(() => fail(new Error(`service output did not match ${String(expected)} within ${waitMs} ms:\n${text}`))),
+        waitMs,
+      );
+      listeners.add(check);
+      check();
     });
-  });
+
+  try {
+    await waitForOutput(/Results service listening on http:\/\/\S+\n/, timeoutMs);
+  } catch (error) {
+    if (ended) throw new Error(`service exited with ${await closed}:\n${text}`, { cause: error });
+    await stop('SIGKILL');
+    throw new Error(`service did not start in time:\n${text}`, { cause: error });
+  }
+  const url = /Results service listening on (http:\/\/\S+)/.exec(text)![1];
+  return { url, output: () => text, child, waitForOutput, stop };
 }

@@ -9,6 +9,7 @@ export class TcpProxy {
   private server: Server | null = null;
   private readonly sockets = new Set<Socket>();
   private readonly timers = new Set<NodeJS.Timeout>();
+  private readonly holdListeners = new Set<() => void>();
   delayMs = 0;
 
   constructor(
@@ -33,6 +34,7 @@ export class TcpProxy {
           client.write(chunk);
         }, this.delayMs);
         this.timers.add(timer);
+        for (const listener of [...this.holdListeners]) listener();
       });
       client.on('close', () => upstream.destroy());
       upstream.on('close', () => client.destroy());
@@ -40,6 +42,20 @@ export class TcpProxy {
     await new Promise<void>((resolve, reject) => {
       this.server!.once('error', reject);
       this.server!.listen(this.port, '127.0.0.1', () => resolve());
+    });
+  }
+
+  /**
+   * Resolves when the proxy next holds back an answer of the database (with `delayMs` set):
+   * a query of the service is then in flight.
+   */
+  answerHeldBack(): Promise<void> {
+    return new Promise((done) => {
+      const listener = (): void => {
+        this.holdListeners.delete(listener);
+        done();
+      };
+      this.holdListeners.add(listener);
     });
   }
 

@@ -31,10 +31,19 @@ export function isolatedConfig(env: Record<string, string> = {}): { config: AppC
     drop: async () => {
       rmSync(dataDir, { recursive: true, force: true });
       if (config.DATABASE_URL) {
-        const db = new DataSource({ type: 'postgres', url: config.DATABASE_URL });
+        const db = new DataSource({ type: 'postgres', url: config.DATABASE_URL, poolSize: 1 });
         await db.initialize();
-        await db.query(`DROP SCHEMA IF EXISTS "${config.DATABASE_SCHEMA}" CASCADE`);
-        await db.destroy();
+        const runner = db.createQueryRunner();
+        // The pool's end does not wait for its connection to close; the test file's end should.
+        const connection = (await runner.connect()) as { once(event: 'end', listener: () => void): void };
+        const closed = new Promise<void>((resolve) => connection.once('end', resolve));
+        try {
+          await runner.query(`DROP SCHEMA IF EXISTS "${config.DATABASE_SCHEMA}" CASCADE`);
+        } finally {
+          await runner.release();
+          await db.destroy();
+        }
+        await closed;
       }
     },
   };

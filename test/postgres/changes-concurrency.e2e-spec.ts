@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import request from 'supertest';
 import { addDays, localDate } from '../../src/common/clock.js';
-import { cli } from '../helpers/cli.js';
+import { spawnCli } from '../helpers/cli.js';
 import { issueCredential, seedClients, tokenFor } from '../helpers/auth.js';
 import { startTestApp, type TestApp } from '../helpers/test-app.js';
 import { BranchesService } from '../../src/branches/branches.service.js';
@@ -95,7 +95,7 @@ describe('change feed under concurrent imports (postgres, two processes)', () =>
     const files = [writerFile('a', 1, day), writerFile('b', 1 + PER_WRITER / 3, day)];
     let running = files.length;
     const writers = files.map(async (file) => {
-      const result = await cli(['visits', 'import', file], t.env);
+      const result = await spawnCli(['visits', 'import', file], t.env);
       running--;
       return result;
     });

@@ -1,6 +1,7 @@
 import request from 'supertest';
 import type { IssuedCredential } from '../../src/auth/credentials.service.js';
 import { issueCredential, seedClients, tokenFor } from '../helpers/auth.js';
+import { eventually } from '../helpers/eventually.js';
 import { freePort } from '../helpers/listen.js';
 import { TcpProxy } from '../helpers/tcp-proxy.js';
 import { startTestApp, type TestApp } from '../helpers/test-app.js';
@@ -54,12 +55,7 @@ describe('database outage (postgres, through a TCP proxy)', () => {
     expect((await request(t.http).get('/health/live')).status).toBe(200);
 
     await proxy.restore();
-    let recovered = 0;
-    for (let i = 0; i < 20 && recovered !== 200; i++) {
-      recovered = (await branches()).status;
-      if (recovered !== 200) await new Promise((r) => setTimeout(r, 250));
-    }
-    expect(recovered).toBe(200);
+    expect(await eventually(async () => (await branches()).status, (status) => status === 200, 30_000)).toBe(200);
     expect((await request(t.http).get('/health/ready')).status).toBe(200);
   });
 
@@ -69,17 +65,13 @@ describe('database outage (postgres, through a TCP proxy)', () => {
       const started = Date.now();
       const res = await branches();
       expect(res.status).toBe(503);
-      expect(Date.now() - started).toBeLessThan(8000);
+      // The query timeout (2 s) ends the wait, not the database's 60 s: room for a busy machine.
+      expect(Date.now() - started).toBeLessThan(20_000);
     } finally {
       proxy.delayMs = 0;
       await proxy.cut();
       await proxy.restore();
     }
-    let status = 0;
-    for (let i = 0; i < 20 && status !== 200; i++) {
-      status = (await branches()).status;
-      if (status !== 200) await new Promise((r) => setTimeout(r, 250));
-    }
-    expect(status).toBe(200);
+    expect(await eventually(async () => (await branches()).status, (status) => status === 200, 30_000)).toBe(200);
   });
 });

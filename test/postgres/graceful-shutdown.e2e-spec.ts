@@ -43,10 +43,13 @@ describe('graceful shutdown (postgres, a slow database through a TCP proxy)', ()
     // Every answer of the database now takes two seconds.
     proxy.delayMs = 2000;
     const started = Date.now();
+    const held = proxy.answerHeldBack();
     const slow = call();
-    await new Promise((r) => setTimeout(r, 300));
+    // The request is being answered (its query waits on the database) when SIGTERM arrives.
+    await held;
     const exited = service.stop('SIGTERM');
-    await new Promise((r) => setTimeout(r, 300));
+    // The service stops listening in the same step as it logs this.
+    await service.waitForOutput(/SIGTERM: draining for up to 20 s/);
 
     await expect(fetch(`${service.url}/health/live`)).rejects.toThrow();
     const res = await slow;

@@ -1,0 +1,127 @@
+import type { INestApplicationContext } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { Redis } from 'ioredis';
+import { DataSource } from 'typeorm';
+import { AppModule } from '../app.module.js';
+import type { ImportReport } from '../common/import-report.js';
+import { OperatorError } from '../common/operator-error.js';
+import { loadConfig, type AppConfig } from '../config/app-config.js';
+import { openDataSource, prepareSchema } from '../database/migration-tools.js';
+
+/** A stream the CLI writes to: the process's own, or a test's buffer. */
+export interface CliStream {
+  write(text: string): unknown;
+  isTTY?: boolean;
+  columns?: number;
+}
+
+/** Everything a run of the CLI reads from or writes to outside itself. */
+export interface CliIo {
+  env: Record<string, string | undefined>;
+  stdout: CliStream;
+  stderr: CliStream;
+}
+
+/** Output of one command: JSON with --json, else the human lines. */
+export interface Output {
+  json: unknown;
+  text: string;
+  /** Exit code; 1 when an import refused records. */
+  code?: number;
+}
+
+/**
+ * The state of one run of the CLI: where its output goes, whether it is JSON, and its exit
+ * code. Each run has its own, so runs in one process never see each other's.
+ */
+export class CliContext {
+  json: boolean;
+  exitCode = 0;
+
+  constructor(
+    readonly io: CliIo,
+    argv: readonly string[],
+  ) {
+    // Known before commander has parsed anything, so a refused option still answers in JSON.
+    this.json = argv.includes('--json');
+  }
+
+  config(): AppConfig {
+    return loadConfig(this.io.env);
+  }
+
+  emit(output: Output): void {
+    this.io.stdout.write(this.json ? `${JSON.stringify(output.json, null, 2)}\n` : `${output.text}\n`);
+    this.exitCode = output.code ?? 0;
+  }
+
+  /** A commander action that prints what `run` returns. */
+  action<A extends unknown[]>(run: (...args: A) => Promise<Output>): (...args: A) => Promise<void> {
+    return async (...args: A) => this.emit(await run(...args));
+  }
+
+  /** Runs `use` in the service's application context (no HTTP listener), closed afterwards in every case. */
+  async withApp<T>(use: (app: INestApplicationContext) => Promise<T>): Promise<T> {
+    const config = this.config();
+    // The PostgreSQL schema exists, or is created when migrations run at start: else one line naming it.
+    await prepareSchema(config);
+    // What the context created so far, to close it when the start itself fails (the context is not returned then).
+    const created: unknown[] = [];
+    let app: INestApplicationContext;
+    try {
+      app = await NestFactory.createApplicationContext(AppModule.forRoot(config), {
+        logger: ['error', 'warn'],
+        // Rethrow instead of ending the process: the CLI reports the error and sets the exit code.
+        abortOnError: false,
+        instrument: { instanceDecorator: (instance: unknown) => (created.push(instance), instance) },
+      });
+    } catch (error) {
+      await closeCreated(created);
+      throw error;
+    }
+    try {
+      return await use(app);
+    } finally {
+      await app.close();
+    }
+  }
+
+  /** Runs `use` with a data source for migration commands, destroyed afterwards in every case. */
+  async withDataSource<T>(use: (db: DataSource) => Promise<T>): Promise<T> {
+    const db = await openDataSource(this.config());
+    try {
+      return await use(db);
+    } finally {
+      await db.destroy();
+    }
+  }
+}
+
+/** Closes the connections of a context whose start failed. */
+async function closeCreated(instances: unknown[]): Promise<void> {
+  for (const instance of instances.reverse()) {
+    if (instance instanceof DataSource && instance.isInitialized) await instance.destroy().catch(() => undefined);
+    if (instance instanceof Redis) instance.disconnect();
+  }
+}
+
+export function positiveInt(name: string) {
+  return (value: string): number => {
+    if (!/^\d+$/.test(value) || Number(value) <= 0 || !Number.isSafeInteger(Number(value))) {
+      throw new OperatorError(`${name} must be an integer greater than 0: '${value}'`);
+    }
+    return Number(value);
+  };
+}
+
+export function intList(name: string) {
+  return (value: string): number[] => value.split(',').map((v) => positiveInt(name)(v.trim()));
+}
+
+export const words = (value: string): string[] => value.split(/[\s,]+/).filter(Boolean);
+
+export function importOutput(report: ImportReport): Output {
+  const lines = [`${report.file}: imported ${report.imported}, rejected ${report.rejected.length}`];
+  for (const r of report.rejected) lines.push(`  line ${r.line}: ${r.errors.join(' ')}`);
+  return { json: report, text: lines.join('\n'), code: report.rejected.length > 0 ? 1 : 0 };
+}

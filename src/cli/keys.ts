@@ -1,0 +1,31 @@
+import type { Command } from 'commander';
+import { CredentialsService } from '../auth/credentials.service.js';
+import type { CliContext } from './context.js';
+
+export function registerKeys(program: Command, cli: CliContext): void {
+  const keys = program.command('keys').description('API keys of credentials');
+  keys
+    .command('add')
+    .description('issue a further API key for a credential (for rotation); printed once')
+    .argument('<clientId>', 'the credential client id')
+    .action(
+      cli.action(async (clientId: string) =>
+        cli.withApp(async (app) => {
+          const key = await app.get(CredentialsService).addKey(clientId);
+          return { json: key, text: JSON.stringify(key) };
+        }),
+      ),
+    );
+  keys
+    .command('revoke')
+    .description('revoke an API key by its display prefix')
+    .argument('<prefix>', 'the key prefix shown by credentials list')
+    .action(
+      cli.action(async (prefix: string) =>
+        cli.withApp(async (app) => {
+          await app.get(CredentialsService).revokeKey(prefix);
+          return { json: { prefix, revoked: true }, text: `key ${prefix} revoked` };
+        }),
+      ),
+    );
+}

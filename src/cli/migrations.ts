@@ -1,0 +1,53 @@
+import { resolve } from 'node:path';
+import type { Command } from 'commander';
+import { OperatorError } from '../common/operator-error.js';
+import { generateMigration, pendingSchemaChanges } from '../database/migration-tools.js';
+import type { CliContext } from './context.js';
+
+export function registerMigrations(program: Command, cli: CliContext): void {
+  const migrations = program.command('migrations').description('database schema');
+  migrations
+    .command('run')
+    .description('apply pending migrations (production runs this once per release, as a Job)')
+    .action(
+      cli.action(async () =>
+        cli.withDataSource(async (db) => {
+          const applied = await db.runMigrations({ transaction: 'each' });
+          const names = applied.map((m) => m.name);
+          return { json: { applied: names }, text: names.length ? `applied: ${names.join(', ')}` : 'schema is current' };
+        }),
+      ),
+    );
+  migrations
+    .command('check')
+    .description('exit 1 when migrations are pending or the entities need SQL no migration has')
+    .action(
+      cli.action(async () =>
+        cli.withDataSource(async (db) => {
+          const pending = await db.showMigrations();
+          const drift = pending ? [] : (await pendingSchemaChanges(db)).up;
+          const ok = !pending && drift.length === 0;
+          return {
+            json: { pendingMigrations: pending, drift },
+            text: ok ? 'schema is current' : pending ? 'migrations are pending' : `schema drift:\n${drift.join('\n')}`,
+            code: ok ? 0 : 1,
+          };
+        }),
+      ),
+    );
+  migrations
+    .command('generate')
+    .description('(development) write a migration for the configured database from the entity changes')
+    .argument('<name>', 'migration class name, e.g. AddMenuNotes')
+    .option('--source <dir>', 'source folder', 'src')
+    .action(
+      cli.action(async (name: string, opts: { source: string }) => {
+        if (!/^[A-Z][A-Za-z0-9]*$/.test(name)) throw new OperatorError(`name must be PascalCase: '${name}'`);
+        return cli.withDataSource(async (db) => {
+          await db.runMigrations({ transaction: 'each' });
+          const file = await generateMigration(db, name, resolve(opts.source));
+          return { json: { file }, text: file ? `wrote ${file}` : 'no changes: nothing to generate' };
+        });
+      }),
+    );
+}

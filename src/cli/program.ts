@@ -1,0 +1,73 @@
+import { Command, CommanderError } from 'commander';
+import { OperatorError } from '../common/operator-error.js';
+import { RecordFileError } from '../common/record-file.js';
+import { ConfigError } from '../config/app-config.js';
+import { SchemaMissingError } from '../database/migration-tools.js';
+import { registerBranches } from './branches.js';
+import { registerBrands } from './brands.js';
+import { registerClients } from './clients.js';
+import { CliContext, type CliIo } from './context.js';
+import { registerCredentials } from './credentials.js';
+import { registerDemo } from './demo.js';
+import { registerKeys } from './keys.js';
+import { registerMenus } from './menus.js';
+import { registerMigrations } from './migrations.js';
+import { registerSigningKeys } from './signing-keys.js';
+import { registerVisits } from './visits.js';
+
+/** The operator commands, writing to the run's streams; errors and --help throw instead of ending the process. */
+export function buildCli(cli: CliContext): Command {
+  const { stdout, stderr } = cli.io;
+  // Set before the subcommands are added: they copy these settings from their parent.
+  const program = new Command('results-cli')
+    .description('Operator commands of the results service. They use the database the environment configures.')
+    .option('--json', 'machine-readable JSON output')
+    .showHelpAfterError()
+    .exitOverride()
+    .configureOutput({
+      writeOut: (text) => stdout.write(text),
+      writeErr: (text) => stderr.write(text),
+      getOutHelpWidth: () => (stdout.isTTY && stdout.columns) || 80,
+      getErrHelpWidth: () => (stderr.isTTY && stderr.columns) || 80,
+    })
+    .hook('preAction', (command) => {
+      cli.json = Boolean(command.optsWithGlobals().json);
+    });
+  for (const register of [
+    registerClients,
+    registerBrands,
+    registerBranches,
+    registerVisits,
+    registerMenus,
+    registerCredentials,
+    registerKeys,
+    registerSigningKeys,
+    registerDemo,
+    registerMigrations,
+  ]) {
+    register(program, cli);
+  }
+  return program;
+}
+
+/**
+ * Runs one operator command (`args` as typed after `results-cli`) and resolves to its exit
+ * code: 0, 1 for an operator's mistake or refused records, 2 for an unexpected error, or
+ * commander's code for a usage error. It never ends the process.
+ */
+export async function runCli(args: readonly string[], io: CliIo): Promise<number> {
+  const cli = new CliContext(io, args);
+  try {
+    await buildCli(cli).parseAsync([...args], { from: 'user' });
+    return cli.exitCode;
+  } catch (error) {
+    // Commander has already written its message (or the help) to the run's streams.
+    if (error instanceof CommanderError) return error.exitCode;
+    const known =
+      error instanceof OperatorError || error instanceof ConfigError || error instanceof RecordFileError || error instanceof SchemaMissingError;
+    const message = known ? error.message : `unexpected error: ${(error as Error)?.stack ?? String(error)}`;
+    if (cli.json) io.stdout.write(`${JSON.stringify({ error: message })}\n`);
+    io.stderr.write(`error: ${message}\n`);
+    return known ? 1 : 2;
+  }
+}

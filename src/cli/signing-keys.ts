@@ -1,0 +1,44 @@
+import type { Command } from 'commander';
+import { KeyringService } from '../auth/keyring.service.js';
+import type { CliContext } from './context.js';
+
+export function registerSigningKeys(program: Command, cli: CliContext): void {
+  const signing = program.command('signing-keys').description('keys that sign access tokens');
+  signing
+    .command('list')
+    .description('list signing keys: which signs, which are retired')
+    .action(
+      cli.action(async () =>
+        cli.withApp(async (app) => {
+          const keys = await app.get(KeyringService).list();
+          const text = keys
+            .map((k) => `${k.kid}\t${k.source}\t${k.signing ? 'signing' : k.retiredAt ? `retired ${k.retiredAt}` : 'verifying'}\t${k.createdAt}`)
+            .join('\n');
+          return { json: keys, text: text || '(no signing keys yet: one is created on first use)' };
+        }),
+      ),
+    );
+  signing
+    .command('rotate')
+    .description('add a new signing key; tokens signed by older keys keep verifying until those are retired')
+    .action(
+      cli.action(async () =>
+        cli.withApp(async (app) => {
+          const key = await app.get(KeyringService).rotate();
+          return { json: key, text: `signing key ${key.kid} added; it signs new tokens` };
+        }),
+      ),
+    );
+  signing
+    .command('retire')
+    .description('retire a signing key: tokens it signed stop working (within 30 seconds on every replica)')
+    .argument('<kid>', 'the key id')
+    .action(
+      cli.action(async (kid: string) =>
+        cli.withApp(async (app) => {
+          await app.get(KeyringService).retire(kid);
+          return { json: { kid, retired: true }, text: `signing key ${kid} retired` };
+        }),
+      ),
+    );
+}

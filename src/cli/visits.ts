@@ -1,0 +1,21 @@
+import { resolve } from 'node:path';
+import type { Command } from 'commander';
+import { VisitsImportService } from '../visits/visits-import.service.js';
+import { importOutput, type CliContext } from './context.js';
+
+export function registerVisits(program: Command, cli: CliContext): void {
+  program
+    .command('visits')
+    .description('visit results')
+    .command('import')
+    .description(
+      'import visits (NDJSON or JSON array in the interface shape plus brandId, guestId, optIns, completedAt); ' +
+        'upserts by visitId',
+    )
+    .argument('<file>', 'file to import')
+    .action(
+      cli.action(async (file: string) =>
+        cli.withApp(async (app) => importOutput(await app.get(VisitsImportService).importFile(resolve(file)))),
+      ),
+    );
+}
