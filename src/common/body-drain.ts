@@ -29,7 +29,8 @@ export function discardBody(request: IncomingMessage, bound: DrainBound): Promis
       read += chunk.length;
       if (read > bound.maxBytes) finish();
     };
-    const timer = setTimeout(finish, bound.maxMs);
+    // A bound, not work to wait for: it never keeps the process alive by itself.
+    const timer = setTimeout(finish, bound.maxMs).unref();
     request.on('data', onData).once('end', finish).once('close', finish);
     request.resume();
   });
@@ -49,7 +50,7 @@ export function lingerAfterResponse(request: IncomingMessage, maxMs: number): vo
   // Node's HTTP server calls destroySoon() once the last response on the connection is written.
   socket.destroySoon = (): void => {
     socket.end();
-    const timer = setTimeout(() => socket.destroy(), maxMs);
+    const timer = setTimeout(() => socket.destroy(), maxMs).unref();
     socket.once('close', () => clearTimeout(timer));
   };
   request.resume();
