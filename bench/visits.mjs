@@ -62,6 +62,14 @@ const PAGES = [
   { name: 'deep', label: 'Take=100 deep page', take: 100, deep: true },
   { name: 'take1000', label: 'Take=1000', take: 1000, deep: false },
 ];
+/** Change feed pages: Take=500 after the first page of the history, and after 95% of it. */
+const FEEDS = [
+  { name: 'feed-start', label: 'feed Take=500 from the start', take: 500, at: 0 },
+  { name: 'feed-deep', label: 'feed Take=500 deep', take: 500, at: 0.95 },
+];
+/** The loaded visits were written over this many days before the bench started (within the feed's 90). */
+const FEED_DAYS = 60;
+const BENCH_STARTED_MS = Date.now();
 /** Responses slower than this are counted in each run. */
 const SLOW_MS = 1000;
 const FIRST_VISIT_ID = 900_000_001;
@@ -103,6 +111,8 @@ const VISIT_COLUMNS = [
   'opt_in_contact_by_email',
   'opt_in_join_marketing',
   'completed_at',
+  'change_seq',
+  'changed_at',
 ];
 
 const execFileAsync = promisify(execFile);
@@ -285,6 +295,9 @@ async function visitGenerator(count, dates, branches) {
       opt_in_join_marketing: header.optIns?.joinMarketing ?? null,
       // An instant; each loader writes it in its driver's form.
       completed_at: completedMs,
+      // A history of `count` writes in generation order over the last FEED_DAYS days: the change feed's order.
+      change_seq: i + 1,
+      changed_at: changedAt(i, count),
     };
   };
 }
@@ -326,12 +339,19 @@ function demoPools(demo) {
 /** better-sqlite3 binds no booleans; TypeORM stores SQLite datetimes as 'yyyy-mm-dd hh:mm:ss.sss' UTC. */
 function sqliteVisit(row) {
   const flag = (value) => (value === null ? null : value ? 1 : 0);
+  const stamp = (ms) => new Date(ms).toISOString().replace('T', ' ').slice(0, 23);
   return {
     ...row,
     opt_in_contact_by_email: flag(row.opt_in_contact_by_email),
     opt_in_join_marketing: flag(row.opt_in_join_marketing),
-    completed_at: new Date(row.completed_at).toISOString().replace('T', ' ').slice(0, 23),
+    completed_at: stamp(row.completed_at),
+    changed_at: stamp(row.changed_at),
   };
+}
+
+/** When write `i` of `count` happened: evenly over the FEED_DAYS days before the bench started. */
+function changedAt(i, count) {
+  return BENCH_STARTED_MS - FEED_DAYS * DAY + Math.floor((i * FEED_DAYS * DAY) / count);
 }
 
 function loadSqlite(file, count, visit, branches) {
@@ -342,7 +362,7 @@ function loadSqlite(file, count, visit, branches) {
       db.prepare(`INSERT INTO ${table} (${columns.join(', ')}) VALUES (${columns.map((c) => `@${c}`).join(', ')})`);
     // One transaction: one fsync instead of one per row.
     db.transaction(() => {
-      insert('clients', ['id', 'name']).run(CLIENT);
+      insert('clients', ['id', 'name', 'change_seq']).run({ ...CLIENT, change_seq: count });
       insert('brands', ['id', 'client_id', 'name']).run({ ...BRAND, client_id: CLIENT.id });
       const branch = insert('branches', ['id', 'client_id', 'brand_id', 'name', 'branch_code']);
       for (const b of branches) branch.run({ id: b.id, client_id: CLIENT.id, brand_id: BRAND.id, name: b.name, branch_code: b.branchCode });
@@ -387,7 +407,7 @@ async function loadPostgres(url, schema, count, visit, branches) {
     await client.query(`SET search_path TO "${schema}"`);
     await client.query('BEGIN');
     try {
-      await insertRows(client, 'clients', ['id', 'name'], [[CLIENT.id, CLIENT.name]]);
+      await insertRows(client, 'clients', ['id', 'name', 'change_seq'], [[CLIENT.id, CLIENT.name, count]]);
       await insertRows(client, 'brands', ['id', 'client_id', 'name'], [[BRAND.id, CLIENT.id, BRAND.name]]);
       const branchRows = branches.map((b) => [b.id, CLIENT.id, BRAND.id, b.name, b.branchCode]);
       await insertRows(client, 'branches', ['id', 'client_id', 'brand_id', 'name', 'branch_code'], branchRows);
@@ -404,6 +424,7 @@ async function loadPostgres(url, schema, count, visit, branches) {
         for (let i = first; i < Math.min(first + PG_BATCH_ROWS, count); i++) {
           const row = visit(i);
           row.completed_at = new Date(row.completed_at).toISOString();
+          row.changed_at = new Date(row.changed_at).toISOString();
           VISIT_COLUMNS.forEach((column, n) => columns[n].push(row[column]));
         }
         await client.query(sql, columns);
@@ -711,17 +732,16 @@ async function measureReference(start, path, headers, settings) {
   }
 }
 
-async function benchPage(kind, spec, skip, service, credential, context) {
-  const { dates, settings, scratch } = context;
+async function benchPage(kind, spec, skip, service, credential, context, path = pagePath(context.dates, skip, spec.take)) {
+  const { settings, scratch } = context;
   const { take } = spec;
-  const path = pagePath(dates, skip, take);
   const headers = await pageHeaders(service, credential);
   const page = await fetchPage(`${service.url}${path}`, headers, take);
   const bodyFile = join(scratch, `page-${kind}-${spec.name}.json`);
   await writeFile(bodyFile, page.bytes);
 
   const what = `${kind} ${spec.label}`;
-  log(`[${kind}] ${spec.label} (Skip=${skip}): ${page.bytes.length} bytes; measuring the service (${settings.durationSeconds} s)`);
+  log(`[${kind}] ${spec.label} (${skip === null ? path.replace(/after=[^&]+/, 'after=…') : `Skip=${skip}`}): ${page.bytes.length} bytes; measuring the service (${settings.durationSeconds} s)`);
   const serviceRun = await measure({ url: `${service.url}${path}`, headers }, settings, service.pid);
   // The references stand for this exact answer: check the service still gives it.
   const after = await fetchPage(`${service.url}${path}`, headers, take);
@@ -731,7 +751,7 @@ async function benchPage(kind, spec, skip, service, credential, context) {
   const bareRun = await measureReference(() => startBareServer(bodyFile, page.contentType), path, headers, settings);
   log(`[${kind}] ${spec.label}: measuring the framework floor (${settings.durationSeconds} s)`);
   const floorRun = await measureReference(
-    () => startFrameworkFloor(bodyFile, page.contentType, '/visits/standard'),
+    () => startFrameworkFloor(bodyFile, page.contentType, path.slice(0, path.indexOf('?'))),
     path,
     headers,
     settings,
@@ -793,6 +813,19 @@ async function benchPageUncached(kind, page, service, credential, context, windo
     floorRatio: round(run.requestsPerSec / page.floor.requestsPerSec, 3),
     problems: problemsOf(run, `${kind} ${label} service`),
   };
+}
+
+/**
+ * A change feed page: the page after the one that a first call (Since) gives, at `spec.at` of
+ * the loaded history. A feed page is never cached: each request reads the database again.
+ */
+async function benchFeed(kind, spec, service, credential, context, count) {
+  const since = new Date(changedAt(Math.floor(spec.at * count), count)).toISOString();
+  const first = `${service.url}/visits/standard/changes?SvcClientId=${CLIENT.id}&Take=${spec.take}&Since=${since}`;
+  const firstPage = await fetchPage(first, await pageHeaders(service, credential), spec.take);
+  const after = JSON.parse(firstPage.bytes.toString('utf8')).paging.after;
+  const path = `/visits/standard/changes?SvcClientId=${CLIENT.id}&Take=${spec.take}&after=${encodeURIComponent(after)}`;
+  return benchPage(kind, spec, null, service, credential, context, path);
 }
 
 /** POST /connect/token under the same load: one scrypt verification per request. */
@@ -887,6 +920,7 @@ async function benchDatabase(kind, context) {
     const service = await startService(place.env);
     log(`[${kind}] service ready at ${service.url} (pid ${service.pid})`);
     const pages = [];
+    const feeds = [];
     let token;
     let servicePeakRssMB;
     let uncachedPeakRssMB;
@@ -899,6 +933,7 @@ async function benchDatabase(kind, context) {
       for (const spec of PAGES) pages.push(await benchPage(kind, spec, spec.deep ? deepSkip : 0, service, credential, context));
       // The high-water mark covers start-up and the pages, warm-ups included (not the token run).
       servicePeakRssMB = kbToMB(procStatusKb(service.pid, 'VmHWM'));
+      for (const spec of FEEDS) feeds.push(await benchFeed(kind, spec, service, credential, context, count));
       token = await benchToken(kind, service, credential, context);
     } catch (error) {
       failed(service, error);
@@ -916,7 +951,7 @@ async function benchDatabase(kind, context) {
     const first = pages.find((p) => p.name === 'first');
     const deep = pages.find((p) => p.name === 'deep');
     const deepPage = { skip: deep.skip, cached: deepVsFirst(deep.service, first.service), uncached: deepVsFirst(deep.uncached.service, first.uncached.service) };
-    return { database: kind, load, servicePeakRssMB, uncachedPeakRssMB, deepPage, pages, token };
+    return { database: kind, load, servicePeakRssMB, uncachedPeakRssMB, deepPage, pages, feeds, token };
   } finally {
     // Stop this database's service and remove its data before the next database runs.
     await cleanUpTo(mark);
@@ -961,7 +996,7 @@ function resultsTable(db) {
   ];
   // A cache-off row stands beside the references of its page (pages of the same size).
   const uncached = db.pages.map((p) => ({ ...p.uncached, bodyBytes: p.bodyBytes, bare: p.bare, floor: p.floor }));
-  const rows = [...db.pages, ...uncached, db.token].map((p) => [
+  const rows = [...db.pages, ...uncached, ...(db.feeds ?? []), db.token].map((p) => [
     p.label,
     p.bodyBytes === undefined ? null : round(p.bodyBytes / 1000, 1),
     p.service.requestsPerSec,
@@ -1061,10 +1096,10 @@ async function main() {
       '"cache off": VISITS_CACHE_MB=0 and every request for another page, read from the database and rendered)',
   );
 
-  const problems = databases.flatMap((db) => [...db.pages, ...db.pages.map((p) => p.uncached), db.token].flatMap((p) => p.problems));
+  const problems = databases.flatMap((db) => [...db.pages, ...db.pages.map((p) => p.uncached), ...db.feeds, db.token].flatMap((p) => p.problems));
   const file = await writeResults(stamp, {
     startedAt: startedAt.toISOString(),
-    settings: { ...settings, warmupSeconds: WARMUP_SECONDS, pages: PAGES },
+    settings: { ...settings, warmupSeconds: WARMUP_SECONDS, pages: PAGES, feeds: FEEDS },
     machine,
     dataSet,
     databases,

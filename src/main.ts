@@ -4,6 +4,7 @@ import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { AppModule } from './app.module.js';
 import { AppConfig, ConfigError, loadConfig } from './config/app-config.js';
+import { prepareSchema, SchemaMissingError } from './database/migration-tools.js';
 import { DemoService } from './demo/demo.service.js';
 import { LifecycleService } from './health/lifecycle.service.js';
 import { startMetricsServer } from './metrics/metrics-server.js';
@@ -21,6 +22,8 @@ async function bootstrap(): Promise<void> {
     }
     throw error;
   }
+  // Before the application: its connections name the schema, and migrations run in it.
+  await prepareSchema(config);
   const app = await NestFactory.create(AppModule.forRoot(config), { bufferLogs: true });
   setupApp(app);
   if (config.SEED_DEMO) await app.get(DemoService).seedIfEmpty();
@@ -62,6 +65,8 @@ async function bootstrap(): Promise<void> {
 }
 
 bootstrap().catch((error: unknown) => {
-  process.stderr.write(`results-service failed to start: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  // An operator's mistake in one line; anything unexpected with its stack.
+  const text = error instanceof SchemaMissingError ? error.message : error instanceof Error ? (error.stack ?? error.message) : String(error);
+  process.stderr.write(`results-service failed to start: ${text}\n`);
   process.exit(1);
 });

@@ -1,8 +1,8 @@
 import type { INestApplication } from '@nestjs/common';
 import type { NestExpressApplication } from '@nestjs/platform-express';
-import type { Express } from 'express';
+import type { Express, NextFunction, Request, Response } from 'express';
 import helmet from 'helmet';
-import { Logger } from 'nestjs-pino';
+import { AppLogger } from './logging/app-logger.js';
 import { localDate } from './common/clock.js';
 import { QUERY_CONTEXT_LOCAL, type QueryContext } from './common/query-params.js';
 import { AppConfig } from './config/app-config.js';
@@ -20,28 +20,32 @@ function trustProxy(setting: string): boolean | number | string {
 export function setupApp(app: INestApplication): NestExpressApplication {
   const express = app as NestExpressApplication;
   const config = app.get(AppConfig);
-  express.useLogger(app.get(Logger));
+  express.useLogger(app.get(AppLogger));
   express.disable('x-powered-by');
   express.set('trust proxy', trustProxy(config.TRUST_PROXY));
   // Security headers; the CSP lets Swagger UI (its own script and inline styles) work at /docs.
-  express.use(
-    helmet({
-      contentSecurityPolicy: {
-        directives: {
-          defaultSrc: ["'self'"],
-          scriptSrc: ["'self'"],
-          styleSrc: ["'self'", "'unsafe-inline'"],
-          imgSrc: ["'self'", 'data:'],
-          fontSrc: ["'self'", 'data:'],
-          connectSrc: ["'self'"],
-          objectSrc: ["'none'"],
-          frameAncestors: ["'none'"],
-          baseUri: ["'self'"],
-          formAction: ["'self'"],
-        },
-      },
-    }),
-  );
+  // HSTS and upgrade-insecure-requests only on requests that came over TLS (req.secure: the
+  // connection itself, or X-Forwarded-Proto from a proxy TRUST_PROXY trusts). Over plain http
+  // they would make the browser fetch Swagger UI's scripts over https, from a port that
+  // speaks none, and pin the host to https (a blank page at http://<address>:3000/docs).
+  const directives = {
+    defaultSrc: ["'self'"],
+    scriptSrc: ["'self'"],
+    styleSrc: ["'self'", "'unsafe-inline'"],
+    imgSrc: ["'self'", 'data:'],
+    fontSrc: ["'self'", 'data:'],
+    connectSrc: ["'self'"],
+    objectSrc: ["'none'"],
+    frameAncestors: ["'none'"],
+    baseUri: ["'self'"],
+    formAction: ["'self'"],
+  };
+  const overTls = helmet({ contentSecurityPolicy: { directives: { ...directives, upgradeInsecureRequests: [] } } });
+  const plainHttp = helmet({
+    contentSecurityPolicy: { directives: { ...directives, upgradeInsecureRequests: null } },
+    strictTransportSecurity: false,
+  });
+  express.use((req: Request, res: Response, next: NextFunction) => (req.secure ? overTls : plainHttp)(req, res, next));
   // Small bodies only: the token form and JSON are tiny; uploads are read by their own limits.
   express.useBodyParser('urlencoded', { limit: '16kb', extended: false });
   express.useBodyParser('json', { limit: '64kb' });
@@ -50,7 +54,18 @@ export function setupApp(app: INestApplication): NestExpressApplication {
       origin: config.CORS_ORIGINS.split(','),
       methods: ['GET', 'POST'],
       allowedHeaders: ['Authorization', 'svc-api-key', 'Content-Type', 'X-Request-Id', 'If-None-Match'],
-      exposedHeaders: ['RateLimit', 'RateLimit-Policy', 'Retry-After', 'Link', 'X-Request-Id', 'ETag', 'WWW-Authenticate'],
+      exposedHeaders: [
+        'RateLimit',
+        'RateLimit-Policy',
+        'X-Rate-Limit-Limit',
+        'X-Rate-Limit-Remaining',
+        'X-Rate-Limit-Reset',
+        'Retry-After',
+        'Link',
+        'X-Request-Id',
+        'ETag',
+        'WWW-Authenticate',
+      ],
       maxAge: 600,
     });
   }
@@ -63,6 +78,9 @@ export function setupApp(app: INestApplication): NestExpressApplication {
     today: () => localDate(config.RESULTS_TIMEZONE),
     takeMax: config.VISITS_TAKE_MAX,
     maxRangeDays: config.VISITS_MAX_RANGE_DAYS,
+    zone: config.RESULTS_TIMEZONE,
+    changesRetentionDays: config.CHANGES_RETENTION_DAYS,
+    now: () => new Date(),
   };
   const server: Express = express.getHttpAdapter().getInstance();
   server.locals[QUERY_CONTEXT_LOCAL] = context;

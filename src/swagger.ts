@@ -3,44 +3,127 @@ import { DocumentBuilder, SwaggerModule, type OpenAPIObject } from '@nestjs/swag
 import { SCOPE_DESCRIPTIONS } from './auth/scopes.js';
 import { API_KEY_SCHEME, OAUTH_SCHEME } from './common/openapi-names.js';
 import type { AppConfig } from './config/app-config.js';
+import { TOKEN_PATH } from './rate-limit/rate-limit.guard.js';
 
 const RETRY_AFTER = {
+  required: true,
   description: 'Seconds to wait before retrying.',
   schema: { type: 'integer', minimum: 1, example: 30 },
 };
 
 const RATE_LIMIT_HEADERS = {
   'RateLimit-Policy': {
+    required: true,
     description: 'The limits that apply (IETF draft-ietf-httpapi-ratelimit-headers): `"default";q=60;w=60` per API key, `"token";q=10;w=60` per client id on the token endpoint.',
     schema: { type: 'string', example: '"default";q=60;w=60' },
   },
   RateLimit: {
+    required: true,
     description: 'What is left of each limit: `r` requests remaining, `t` seconds until the window resets.',
     schema: { type: 'string', example: '"default";r=59;t=42' },
   },
+  'X-Rate-Limit-Limit': {
+    required: true,
+    description:
+      'Requests allowed in the window of the limit closest to refusing (the one with the fewest remaining): ' +
+      'the per-key limit, or on the token endpoint its per-client limit when that is closer. The same limit as ' +
+      'the matching `RateLimit` item\'s `q`.',
+    schema: { type: 'integer', minimum: 1, example: 60 },
+  },
+  'X-Rate-Limit-Remaining': {
+    required: true,
+    description: 'Requests left in that window (the `r` of the same limit in `RateLimit`).',
+    schema: { type: 'integer', minimum: 0, example: 59 },
+  },
+  'X-Rate-Limit-Reset': {
+    required: true,
+    description: 'When that window ends and the count starts afresh, an ISO 8601 date-time in UTC (now plus the `t` of `RateLimit`).',
+    schema: { type: 'string', format: 'date-time', example: '2026-11-22T20:31:00.000Z' },
+  },
 };
 
-type Operation = { security?: unknown[]; responses?: Record<string, { headers?: Record<string, unknown> }> };
+const WWW_AUTHENTICATE = {
+  required: true,
+  description:
+    'The challenge of the credential that failed: `ApiKey realm="svc-results-api", header="svc-api-key"` for the API key, ' +
+    'RFC 6750 `Bearer realm="svc-results-api"` (with `error="invalid_token"` and a description for a token that was sent) ' +
+    'for the access token.',
+  schema: { type: 'string', example: 'Bearer realm="svc-results-api", error="invalid_token", error_description="The access token has expired."' },
+};
+
+/** The token endpoint challenges only a failed API key or HTTP Basic authentication (RFC 6749 §5.2). */
+const TOKEN_WWW_AUTHENTICATE = {
+  required: false,
+  description:
+    'Sent when the svc-api-key failed (`ApiKey realm="svc-results-api", header="svc-api-key"`) or the client ' +
+    'authenticated with HTTP Basic (`Basic realm="svc-results-api", charset="UTF-8"`); not for client credentials in the form.',
+  schema: { type: 'string', example: 'Basic realm="svc-results-api", charset="UTF-8"' },
+};
+
+/** The name of the token endpoint's (optional) challenge among the contract's headers. */
+const TOKEN_CHALLENGE = 'WWW-Authenticate.token';
+
+const ref = (name: string) => ({ $ref: `#/components/headers/${name}` });
+
+interface Schema {
+  maximum?: number;
+  maxLength?: number;
+  properties?: Record<string, Schema>;
+}
+interface Parameter {
+  name: string;
+  in: string;
+  schema?: Schema;
+}
+type Operation = {
+  security?: unknown[];
+  requestBody?: { content?: Record<string, unknown> };
+  parameters?: Parameter[];
+  responses?: Record<string, { headers?: Record<string, unknown> }>;
+};
 
 /**
  * What the decorators cannot say: public operations declare an empty security list, every
- * 429 and 503 documents its Retry-After header, and every rate-limited operation (all but
- * the health probes) documents the RateLimit headers on each of its responses.
+ * 401 documents its WWW-Authenticate challenge, every 429 and 503 its Retry-After header,
+ * every rate-limited operation (all but the health probes) the RateLimit headers on each of
+ * its responses, and the limits that come from the configuration (the largest Take, the
+ * largest image) are in the schemas.
  */
-function complete(document: OpenAPIObject): OpenAPIObject {
+function complete(document: OpenAPIObject, config: AppConfig): OpenAPIObject {
   for (const [path, item] of Object.entries(document.paths)) {
     for (const operation of Object.values(item as Record<string, Operation>)) {
       if (typeof operation !== 'object' || !operation.responses) continue;
       operation.security ??= [];
+      for (const parameter of operation.parameters ?? []) {
+        if (parameter.in === 'query' && parameter.name === 'Take' && parameter.schema) parameter.schema.maximum = config.VISITS_TAKE_MAX;
+      }
       for (const [status, response] of Object.entries(operation.responses)) {
         const headers = { ...response.headers };
-        // A body too large is refused while it is read, before the rate limiter runs.
-        if (!path.startsWith('/health/') && status !== '413') Object.assign(headers, RATE_LIMIT_HEADERS);
-        if (status === '429' || status === '503') headers['Retry-After'] = RETRY_AFTER;
+        // A form or JSON body too large is refused by the body parser, before the rate limiter
+        // runs; a multipart upload is read, and refused, after it.
+        const beforeLimiter = status === '413' && !operation.requestBody?.content?.['multipart/form-data'];
+        if (!path.startsWith('/health/') && !beforeLimiter) {
+          for (const name of Object.keys(RATE_LIMIT_HEADERS)) headers[name] = ref(name);
+        }
+        if (status === '401') headers['WWW-Authenticate'] = ref(path === TOKEN_PATH ? TOKEN_CHALLENGE : 'WWW-Authenticate');
+        if (status === '429' || status === '503') headers['Retry-After'] = ref('Retry-After');
         if (Object.keys(headers).length > 0) response.headers = headers;
       }
     }
   }
+  // Each header is described once and referenced by every response that sends it.
+  document.components = {
+    ...document.components,
+    headers: {
+      ...document.components?.headers,
+      ...RATE_LIMIT_HEADERS,
+      'Retry-After': RETRY_AFTER,
+      'WWW-Authenticate': WWW_AUTHENTICATE,
+      [TOKEN_CHALLENGE]: TOKEN_WWW_AUTHENTICATE,
+    },
+  };
+  const upload = (document.components?.schemas?.DishUploadDto as Schema | undefined)?.properties?.file;
+  if (upload) upload.maxLength = config.IMAGE_MAX_BYTES;
   return document;
 }
 
@@ -57,8 +140,20 @@ const addApiKeyToTokenRequests = (request: { url: string; headers: Record<string
   return request;
 };
 
+/**
+ * Where the API is: the configured public address, or else the host the document was
+ * fetched from (a relative server), so Swagger UI and generated clients call the address
+ * they were opened at (localhost, 127.0.0.1, a pod address) rather than one named here.
+ */
+function serverUrl(config: AppConfig): string {
+  return config.PUBLIC_BASE_URL ? config.baseUrl : '/';
+}
+
 /** The OpenAPI document, generated from the controllers and DTOs. */
 export function buildOpenApi(app: INestApplication, config: AppConfig): OpenAPIObject {
+  // Relative to the server (OpenAPI resolves relative URLs against it), so Swagger UI asks
+  // the host it was opened at for a token: the CSP's connect-src 'self' allows only that.
+  const tokenUrl = config.PUBLIC_BASE_URL ? `${config.baseUrl}/connect/token` : '/connect/token';
   const builder = new DocumentBuilder()
     .setTitle('Results service API')
     .setDescription(
@@ -67,13 +162,13 @@ export function buildOpenApi(app: INestApplication, config: AppConfig): OpenAPIO
         'client-credentials bearer token from `POST /connect/token`.',
     )
     .setVersion('1.0.0')
-    .addServer(config.baseUrl)
+    .addServer(serverUrl(config))
     .addApiKey({ type: 'apiKey', in: 'header', name: 'svc-api-key', description: 'The API key issued with your credential.' }, API_KEY_SCHEME)
     .addOAuth2(
       {
         type: 'oauth2',
         description: 'Client-credentials access token from POST /connect/token (send the svc-api-key header too).',
-        flows: { clientCredentials: { tokenUrl: `${config.baseUrl}/connect/token`, scopes: { ...SCOPE_DESCRIPTIONS } } },
+        flows: { clientCredentials: { tokenUrl, scopes: { ...SCOPE_DESCRIPTIONS } } },
       },
       OAUTH_SCHEME,
     );
@@ -81,6 +176,7 @@ export function buildOpenApi(app: INestApplication, config: AppConfig): OpenAPIO
     SwaggerModule.createDocument(app, builder.build(), {
       operationIdFactory: (controller: string, method: string) => `${controller.replace(/Controller$/, '')}_${method}`,
     }),
+    config,
   );
 }
 

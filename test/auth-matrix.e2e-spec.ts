@@ -5,15 +5,20 @@ import { CredentialsService, type IssuedCredential } from '../src/auth/credentia
 import { KeyringService } from '../src/auth/keyring.service.js';
 import { Menu } from '../src/menus/entities/menu.entity.js';
 import { MenusRepository } from '../src/menus/menus.repository.js';
+import { BranchesRepository } from '../src/branches/branches.repository.js';
+import { Branch } from '../src/branches/entities/branch.entity.js';
+import { ClientsService } from '../src/clients/clients.service.js';
 import { makeImage } from './helpers/images.js';
 import { issueCredential, seedClients, tokenFor } from './helpers/auth.js';
 import { startTestApp, type TestApp } from './helpers/test-app.js';
+import { importVisits } from './helpers/visits-fixture.js';
 
 /**
  * A valid request for every protected operation. The matrix reads the operations from the
  * published contract, so an endpoint added without a sample here fails the first test.
  */
 const VISITS_QUERY = 'FromDate=2024-01-01&ToDate=2024-01-31&Skip=0&Take=10';
+const CHANGES_QUERY = `Since=${new Date(Date.now() - 86_400_000).toISOString()}`;
 const SAMPLES: Record<string, { path: string; scope: string; upload?: true }> = {
   'GET /menus': { path: '/menus?SvcClientId=1001', scope: 'menus/standard.read' },
   'GET /menus/dishes': { path: '/menus/dishes?SvcClientId=1001&menuId=101', scope: 'menus/standard.read' },
@@ -22,6 +27,8 @@ const SAMPLES: Record<string, { path: string; scope: string; upload?: true }> = 
   'GET /branches': { path: '/branches?SvcClientId=1001', scope: 'branches/standard.read' },
   'GET /visits/standard': { path: `/visits/standard?SvcClientId=1001&${VISITS_QUERY}`, scope: 'visits/standard.read' },
   'GET /visits/plus': { path: `/visits/plus?SvcClientId=1001&${VISITS_QUERY}`, scope: 'visits/plus.read' },
+  'GET /visits/standard/changes': { path: `/visits/standard/changes?SvcClientId=1001&${CHANGES_QUERY}`, scope: 'visits/standard.read' },
+  'GET /visits/plus/changes': { path: `/visits/plus/changes?SvcClientId=1001&${CHANGES_QUERY}`, scope: 'visits/plus.read' },
 };
 const FOREIGN: Record<string, string> = {
   'GET /menus': '/menus?SvcClientId=1002',
@@ -31,6 +38,8 @@ const FOREIGN: Record<string, string> = {
   'GET /branches': '/branches?SvcClientId=1002',
   'GET /visits/standard': `/visits/standard?SvcClientId=1002&${VISITS_QUERY}`,
   'GET /visits/plus': `/visits/plus?SvcClientId=1002&${VISITS_QUERY}`,
+  'GET /visits/standard/changes': `/visits/standard/changes?SvcClientId=1002&${CHANGES_QUERY}`,
+  'GET /visits/plus/changes': `/visits/plus/changes?SvcClientId=1002&${CHANGES_QUERY}`,
 };
 
 const INSTANCE = /^urn:svc:api:results:error:[0-9a-f-]{36}$/;
@@ -41,6 +50,8 @@ describe(`authentication matrix over every protected endpoint (${process.env.TES
   let other: IssuedCredential;
   let token: string;
   let operations: string[];
+  /** The query parameters of each operation, as the contract publishes them. */
+  let parameters: Record<string, string[]>;
   let imageId: string;
   let png: Buffer;
 
@@ -62,12 +73,45 @@ describe(`authentication matrix over every protected endpoint (${process.env.TES
       .field('json', JSON.stringify({ menuId: 101, code: 'A', description: 'A', type: 'Main' }));
     imageId = /images\/([0-9a-f-]{36})/.exec(upload.body.data.dish.image.url as string)![1]!;
     const contract = (await request(t.http).get('/docs/openapi.json')).body as {
-      paths: Record<string, Record<string, { security?: Record<string, string[]>[] }>>;
+      paths: Record<string, Record<string, { security?: Record<string, string[]>[]; parameters?: { name: string; in: string }[] }>>;
     };
     operations = Object.entries(contract.paths).flatMap(([path, ops]) =>
       Object.entries(ops)
-        .filter(([, op]) => op.security?.some((s) => 'svc-api-key' in s))
+        // The operations that need a token as well as the key (the token endpoint needs the key only).
+        .filter(([, op]) => op.security?.some((s) => 'svc-api-key' in s && 'oauth2' in s))
         .map(([method]) => `${method.toUpperCase()} ${path}`),
+    );
+    parameters = Object.fromEntries(
+      Object.entries(contract.paths).flatMap(([path, ops]) =>
+        Object.entries(ops).map(([method, op]) => [
+          `${method.toUpperCase()} ${path}`,
+          (op.parameters ?? []).filter((p) => p.in === 'query').map((p) => p.name),
+        ]),
+      ),
+    );
+
+    // Client 1001 has two brands; a branch and a visit of each brand and type, and one of no brand.
+    await t.app.get(ClientsService).addBrand(1001, 6, 'Acme Pizzeria');
+    await t.app.get(BranchesRepository).upsertMany(
+      [['B-1', 5], ['B-2', 6], ['B-3', null]].map(([id, brandId]) =>
+        Object.assign(new Branch(), { id, clientId: 1001, name: `Branch ${id}`, branchCode: null, brandId }),
+      ),
+    );
+    let visitId = 1;
+    await importVisits(
+      t,
+      ['B-1', 'B-2', 'B-3'].flatMap((branchId) =>
+        ['MV', 'OF', 'TA'].map((visitType) => ({
+          visitId: visitId++,
+          clientId: 1001,
+          branchId,
+          visitType,
+          questionnaireType: 'Q',
+          visitScore: 50,
+          visitDateTime: '2024-01-15T12:00:00',
+          sections: [],
+        })),
+      ),
     );
   });
   afterAll(async () => {
@@ -196,6 +240,43 @@ describe(`authentication matrix over every protected endpoint (${process.env.TES
     for (const op of operations) {
       const res = await call(op, { 'svc-api-key': partner.apiKey, Authorization: `Bearer ${token}` }, FOREIGN[op]);
       expectProblem(res, 403, 'The credential is not entitled to SvcClientId 1002.');
+    }
+  });
+
+  it('a credential restricted to brands and visit types reads only those, on every operation', async () => {
+    const restricted = await issueCredential(t, { brands: [5], visitTypes: ['MV'] });
+    const auth = { 'svc-api-key': restricted.apiKey, Authorization: `Bearer ${await tokenFor(t.http, restricted)}` };
+    const checked: string[] = [];
+    for (const op of operations) {
+      const res = await call(op, auth);
+      expect([op, res.status]).toEqual([op, 200]);
+      const body = res.body as { data?: { visits?: { visitId: number; brandName: string; visitType: string }[] } } | { id: string }[];
+      if (Array.isArray(body)) {
+        // Branches: only those of the entitled brands (a branch without a brand is of none).
+        expect([op, body.map((b) => b.id)]).toEqual([op, ['B-1']]);
+        checked.push(op);
+      } else if (body.data?.visits) {
+        // The visit of branch B-1 (brand 5) of type MV, and nothing else: no filter in the query widens it.
+        expect([op, body.data.visits.map((v) => [v.visitId, v.brandName, v.visitType])]).toEqual([op, [[1, 'Acme Grill', 'MV']]]);
+        checked.push(op);
+      }
+    }
+    expect(checked.sort()).toEqual(['GET /branches', 'GET /visits/plus', 'GET /visits/plus/changes', 'GET /visits/standard', 'GET /visits/standard/changes']);
+    // The same requests of an unrestricted credential see every brand and type.
+    const all = await call('GET /visits/standard', { 'svc-api-key': partner.apiKey, Authorization: `Bearer ${token}` });
+    expect((all.body.data.visits as unknown[]).length).toBe(9);
+  });
+
+  it('403: a SvcBrandId or VisitTypes outside the entitlement, on every operation that takes them', async () => {
+    const restricted = await issueCredential(t, { brands: [5], visitTypes: ['MV'] });
+    const auth = { 'svc-api-key': restricted.apiKey, Authorization: `Bearer ${await tokenFor(t.http, restricted)}` };
+    const filtered = operations.filter((op) => parameters[op].some((p) => p === 'SvcBrandId' || p === 'VisitTypes'));
+    expect(filtered.sort()).toEqual(['GET /visits/plus', 'GET /visits/plus/changes', 'GET /visits/standard', 'GET /visits/standard/changes']);
+    for (const op of filtered) {
+      const path = SAMPLES[op].path;
+      expectProblem(await call(op, auth, `${path}&SvcBrandId=6`), 403, 'The credential is not entitled to SvcBrandId 6.');
+      expectProblem(await call(op, auth, `${path}&visittypes=mv,of`), 403, 'The credential is not entitled to the visit type(s) OF.');
+      expect((await call(op, auth, `${path}&SvcBrandId=5&VisitTypes=MV`)).status).toBe(200);
     }
   });
 

@@ -241,12 +241,14 @@ describe(`operator CLI (${process.env.TEST_DATABASE})`, () => {
     expect(after.keys.map((k) => k.revoked)).toEqual([true, false]);
   });
 
-  it('refuses credentials with unknown scopes, clients, brands or visit types', async () => {
+  it('refuses credentials with unknown scopes, clients, brands or visit types, or an empty list of visit types', async () => {
     const cases: [string[], string][] = [
       [['--clients', '1001', '--scopes', 'visits/everything'], 'unknown scope(s): visits/everything'],
       [['--clients', '999', '--scopes', 'visits/standard.read'], 'client 999 does not exist'],
       [['--clients', '1002', '--scopes', 'visits/standard.read', '--brands', '5'], 'brand 5 is not a brand of client(s) 1002'],
       [['--clients', '1001', '--scopes', 'visits/standard.read', '--visit-types', 'ZZ'], 'unknown visit type(s): ZZ'],
+      // Stored, an empty restriction would read as "every visit type".
+      [['--clients', '1001', '--scopes', 'visits/standard.read', '--visit-types', ' , '], '--visit-types needs at least one code (leave it out for all types)'],
     ];
     for (const [args, message] of cases) {
       const result = await cli(['credentials', 'add', ...args], env);

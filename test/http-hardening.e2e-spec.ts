@@ -14,13 +14,35 @@ describe(`HTTP hardening (${process.env.TEST_DATABASE})`, () => {
     const res = await request(t.http).get('/health/live');
     expect(res.headers['x-powered-by']).toBeUndefined();
     expect(res.headers['x-content-type-options']).toBe('nosniff');
-    expect(res.headers['strict-transport-security']).toMatch(/^max-age=\d+; includeSubDomains$/);
     expect(res.headers['x-frame-options']).toBe('SAMEORIGIN');
     const csp = res.headers['content-security-policy'];
     expect(csp).toContain("default-src 'self'");
     expect(csp).toContain("script-src 'self'");
     expect(csp).toContain("frame-ancestors 'none'");
     expect(csp).not.toContain("script-src 'self' 'unsafe-inline'");
+  });
+
+  it('sends neither HSTS nor upgrade-insecure-requests over plain http (Swagger UI loads at any http address)', async () => {
+    for (const path of ['/health/live', '/docs', '/docs/swagger-ui-init.js']) {
+      const res = await request(t.http).get(path);
+      expect(res.status).toBe(200);
+      expect(res.headers['strict-transport-security']).toBeUndefined();
+      expect(res.headers['content-security-policy']).toContain("script-src 'self'");
+      expect(res.headers['content-security-policy']).not.toContain('upgrade-insecure-requests');
+    }
+    const forwardedHttp = await request(t.http).get('/docs').set('X-Forwarded-Proto', 'http');
+    expect(forwardedHttp.headers['strict-transport-security']).toBeUndefined();
+    expect(forwardedHttp.headers['content-security-policy']).not.toContain('upgrade-insecure-requests');
+  });
+
+  it('sends HSTS and upgrade-insecure-requests when the trusted proxy says the request came over https', async () => {
+    for (const path of ['/health/live', '/docs']) {
+      const res = await request(t.http).get(path).set('X-Forwarded-Proto', 'https');
+      expect(res.status).toBe(200);
+      expect(res.headers['strict-transport-security']).toMatch(/^max-age=\d+; includeSubDomains$/);
+      expect(res.headers['content-security-policy']).toContain("script-src 'self'");
+      expect(res.headers['content-security-policy']).toMatch(/(^|;)upgrade-insecure-requests(;|$)/);
+    }
   });
 
   it('answers no CORS preflight unless origins are configured', async () => {
@@ -52,7 +74,7 @@ describe(`HTTP hardening (${process.env.TEST_DATABASE})`, () => {
   });
 });
 
-describe(`CORS when origins are configured (${process.env.TEST_DATABASE})`, () => {
+describe(`CORS when origins are configured, no trusted proxy (${process.env.TEST_DATABASE})`, () => {
   let t: TestApp;
   beforeAll(async () => {
     t = await startTestApp({ CORS_ORIGINS: 'https://bi.example.com' });
@@ -74,5 +96,22 @@ describe(`CORS when origins are configured (${process.env.TEST_DATABASE})`, () =
     expect(allowed.headers['access-control-allow-headers']).toContain('svc-api-key');
     const refused = await preflight('https://evil.example.net');
     expect(refused.headers['access-control-allow-origin']).toBeUndefined();
+  });
+
+  it('lets a browser read the rate-limit, retry and challenge headers', async () => {
+    const res = await request(t.http).get('/.well-known/jwks.json').set('Origin', 'https://bi.example.com');
+    expect(res.status).toBe(200);
+    expect(res.headers['x-rate-limit-limit']).toBe(String(t.config.RATE_LIMIT_PER_MINUTE));
+    const exposed = String(res.headers['access-control-expose-headers']).split(',');
+    expect(exposed).toEqual(
+      expect.arrayContaining(['RateLimit', 'RateLimit-Policy', 'X-Rate-Limit-Limit', 'X-Rate-Limit-Remaining', 'X-Rate-Limit-Reset', 'Retry-After', 'WWW-Authenticate']),
+    );
+  });
+
+  it('takes X-Forwarded-Proto only from a trusted proxy: no HSTS for a direct plain-http request claiming https', async () => {
+    const res = await request(t.http).get('/health/live').set('X-Forwarded-Proto', 'https');
+    expect(res.status).toBe(200);
+    expect(res.headers['strict-transport-security']).toBeUndefined();
+    expect(res.headers['content-security-policy']).not.toContain('upgrade-insecure-requests');
   });
 });

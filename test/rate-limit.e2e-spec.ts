@@ -6,6 +6,32 @@ import { startTestApp, type TestApp } from './helpers/test-app.js';
 
 const POLICY = /^"default";q=5;w=60$/;
 
+/** A response and the clock around it: the server answered between `before` and `after`. */
+async function timed(req: request.Test): Promise<{ res: request.Response; before: number; after: number }> {
+  const before = Date.now();
+  const res = await req;
+  return { res, before, after: Date.now() };
+}
+
+/**
+ * The X-Rate-Limit-* headers say what the `name` item of RateLimit-Policy and RateLimit say:
+ * limit = q, remaining = r, and reset = the window's end as an ISO 8601 UTC date-time, within
+ * a second of now + t (t is the whole seconds left, rounded up).
+ */
+function expectXRateLimit({ res, before, after }: { res: request.Response; before: number; after: number }, name: string): void {
+  const policy = new RegExp(`"${name}";q=(\\d+);w=\\d+`).exec(String(res.headers['ratelimit-policy']));
+  const item = new RegExp(`"${name}";r=(\\d+);t=(\\d+)`).exec(String(res.headers.ratelimit));
+  expect(policy).not.toBeNull();
+  expect(item).not.toBeNull();
+  expect(res.headers['x-rate-limit-limit']).toBe(policy![1]);
+  expect(res.headers['x-rate-limit-remaining']).toBe(item![1]);
+  const reset = String(res.headers['x-rate-limit-reset']);
+  expect(reset).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
+  const t = Number(item![2]) * 1000;
+  expect(Date.parse(reset)).toBeGreaterThan(before + t - 1000);
+  expect(Date.parse(reset)).toBeLessThanOrEqual(after + t);
+}
+
 describe(`rate limits (${process.env.TEST_DATABASE}, counters in the process)`, () => {
   let t: TestApp;
   let partner: IssuedCredential;
@@ -34,13 +60,20 @@ describe(`rate limits (${process.env.TEST_DATABASE}, counters in the process)`, 
   it('allows the limit per API key, with RateLimit headers on every response, then answers 429', async () => {
     // The token request above was the first of this key's five.
     for (let remaining = 3; remaining >= 0; remaining--) {
-      const res = await branches(partner);
+      const answer = await timed(branches(partner));
+      const { res } = answer;
       expect(res.status).toBe(200);
       expect(res.headers['ratelimit-policy']).toMatch(POLICY);
       expect(res.headers.ratelimit).toMatch(new RegExp(`^"default";r=${remaining};t=\\d+$`));
+      expect(res.headers['x-rate-limit-limit']).toBe('5');
+      expect(res.headers['x-rate-limit-remaining']).toBe(String(remaining));
+      expectXRateLimit(answer, 'default');
     }
-    const refused = await branches(partner);
+    const answer = await timed(branches(partner));
+    const refused = answer.res;
     expect(refused.status).toBe(429);
+    expect(refused.headers['x-rate-limit-remaining']).toBe('0');
+    expectXRateLimit(answer, 'default');
     expect(refused.headers['content-type']).toBe('application/problem+json; charset=utf-8');
     const retryAfter = Number(refused.headers['retry-after']);
     expect(retryAfter).toBeGreaterThan(0);
@@ -57,12 +90,15 @@ describe(`rate limits (${process.env.TEST_DATABASE}, counters in the process)`, 
   it('counts per API key: another key is not limited', async () => {
     const res = await request(t.http).get('/health/live');
     expect(res.headers.ratelimit).toBeUndefined();
-    const fresh = await request(t.http)
-      .get('/branches?SvcClientId=1001')
-      .set('svc-api-key', other.apiKey)
-      .set('Authorization', 'Bearer not-a-token');
+    expect(res.headers['x-rate-limit-limit']).toBeUndefined();
+    const answer = await timed(
+      request(t.http).get('/branches?SvcClientId=1001').set('svc-api-key', other.apiKey).set('Authorization', 'Bearer not-a-token'),
+    );
+    const fresh = answer.res;
     expect(fresh.status).toBe(401);
     expect(fresh.headers.ratelimit).toMatch(/^"default";r=4;t=\d+$/);
+    expect(fresh.headers['x-rate-limit-remaining']).toBe('4');
+    expectXRateLimit(answer, 'default');
   });
 
   it('counts failed requests too', async () => {
@@ -81,13 +117,22 @@ describe(`rate limits (${process.env.TEST_DATABASE}, counters in the process)`, 
         .send({ grant_type: 'client_credentials', client_id: third.clientId, client_secret: third.clientSecret });
     const keys = [third.apiKey, (await t.app.get((await import('../src/auth/credentials.service.js')).CredentialsService).addKey(third.clientId)).apiKey];
     for (let i = 0; i < 3; i++) {
-      const ok = await ask(keys[i % 2]);
+      const answer = await timed(ask(keys[i % 2]));
+      const ok = answer.res;
       expect(ok.status).toBe(200);
       expect(ok.headers['ratelimit-policy']).toContain('"token";q=3;w=60');
+      // The X-Rate-Limit-* headers show the limit closest to refusing: here the client's own.
+      expect(ok.headers['x-rate-limit-limit']).toBe('3');
+      expect(ok.headers['x-rate-limit-remaining']).toBe(String(2 - i));
+      expectXRateLimit(answer, 'token');
     }
     // Another key of the same client does not get round the per-client limit.
-    const refused = await ask(keys[1]);
+    const answer = await timed(ask(keys[1]));
+    const refused = answer.res;
     expect(refused.status).toBe(429);
+    expect(refused.headers['x-rate-limit-limit']).toBe('3');
+    expect(refused.headers['x-rate-limit-remaining']).toBe('0');
+    expectXRateLimit(answer, 'token');
     expect(refused.headers['content-type']).toBe('application/json; charset=utf-8');
     expect(refused.body).toEqual({ error: 'slow_down', error_description: expect.stringMatching(/^Too many token requests for this client; retry after \d+ seconds\.$/) });
     expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0);

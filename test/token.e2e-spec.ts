@@ -145,8 +145,17 @@ describe(`POST /connect/token (${process.env.TEST_DATABASE})`, () => {
     expectOAuthError(await post({ grant_type: 'client_credentials' }), 401, 'invalid_client', 'Client authentication is required: client_id and client_secret.');
   });
 
+  it('refuses form fields longer than the contract allows with invalid_request', async () => {
+    expectOAuthError(await post({ ...creds(), client_id: 'c'.repeat(101) }), 400, 'invalid_request', "The parameter 'client_id' must be at most 100 characters.");
+    expectOAuthError(await post({ ...creds(), client_secret: 's'.repeat(201) }), 400, 'invalid_request', "The parameter 'client_secret' must be at most 200 characters.");
+    expectOAuthError(await post({ ...creds(), scope: `svc-results-api${' x'.repeat(500)}` }), 400, 'invalid_request', "The parameter 'scope' must be at most 1000 characters.");
+  });
+
   it('refuses a wrong secret with invalid_client, and a Basic one with a Basic challenge', async () => {
-    expectOAuthError(await post({ ...creds(other), client_secret: 'wrong' }, other.apiKey), 401, 'invalid_client', 'Client authentication failed.');
+    const posted = await post({ ...creds(other), client_secret: 'wrong' }, other.apiKey);
+    expectOAuthError(posted, 401, 'invalid_client', 'Client authentication failed.');
+    // No challenge for form credentials (RFC 6749 §5.2), so OAuth clients report the body's error.
+    expect(posted.headers['www-authenticate']).toBeUndefined();
     const basic = Buffer.from(`${other.clientId}:wrong`).toString('base64');
     const res = await request(t.http)
       .post('/connect/token')

@@ -1,6 +1,7 @@
 import request from 'supertest';
 import type { IssuedCredential } from '../src/auth/credentials.service.js';
 import { addDays } from '../src/common/clock.js';
+import { issueCredential, tokenFor } from './helpers/auth.js';
 import { MARK_STRIDE } from '../src/visits/visits.service.js';
 import type { TestApp } from './helpers/test-app.js';
 import { expectedIds, importVisits, startVisitsApp, type VisitRecord } from './helpers/visits-fixture.js';
@@ -39,8 +40,8 @@ describe(`GET /visits/standard deep pages (${process.env.TEST_DATABASE})`, () =>
     await t.close();
   });
 
-  const ids = async (query: string): Promise<number[]> => {
-    const res = await request(t.http).get(`/visits/standard?${query}`).set('svc-api-key', partner.apiKey).set('Authorization', `Bearer ${token}`);
+  const ids = async (query: string, c: IssuedCredential = partner, bearer = token): Promise<number[]> => {
+    const res = await request(t.http).get(`/visits/standard?${query}`).set('svc-api-key', c.apiKey).set('Authorization', `Bearer ${bearer}`);
     expect(res.status).toBe(200);
     return (res.body.data.visits as { visitId: number }[]).map((v) => v.visitId);
   };
@@ -63,6 +64,28 @@ describe(`GET /visits/standard deep pages (${process.env.TEST_DATABASE})`, () =>
     expect(paged).toEqual(whole);
     for (const skip of [MARK_STRIDE - 1, MARK_STRIDE, MARK_STRIDE + 1, 2 * MARK_STRIDE - 3, whole.length - 1, whole.length, whole.length + 5000]) {
       expect(await page(skip, 4)).toEqual(whole.slice(skip, skip + 4));
+    }
+  });
+
+  it("never serves one credential a deep page or a page mark found for another's entitlement", async () => {
+    const from = addDays(today, -31);
+    const to = addDays(today, -1);
+    const grill = await issueCredential(t, { brands: [5], scopes: ['visits/standard.read'] });
+    const feedback = await issueCredential(t, { visitTypes: ['OF'], scopes: ['visits/standard.read'] });
+    const readers: [string, IssuedCredential, string, { brandIds?: number[]; types?: string[] }][] = [
+      ['unrestricted', partner, token, {}],
+      ['brand 5', grill, await tokenFor(t.http, grill), { brandIds: [5] }],
+      ['type OF', feedback, await tokenFor(t.http, feedback), { types: ['OF'] }],
+    ];
+    const whole = expectedIds(visits, { clientId: 1001, from, to });
+    expect(expectedIds(visits, { clientId: 1001, from, to, brandIds: [5] }).length).toBeGreaterThan(MARK_STRIDE + 200);
+    // The same URLs for all three, the unrestricted credential first: its pages and marks are found first.
+    for (const skip of [MARK_STRIDE + 100, 2 * MARK_STRIDE + 7, whole.length - 3, 150]) {
+      for (const [name, c, bearer, entitled] of readers) {
+        const expected = expectedIds(visits, { clientId: 1001, from, to, ...entitled }).slice(skip, skip + 5);
+        const got = await ids(`SvcClientId=1001&FromDate=${from}&ToDate=${to}&Skip=${skip}&Take=5`, c, bearer);
+        expect([name, skip, got]).toEqual([name, skip, expected]);
+      }
     }
   });
 

@@ -250,6 +250,9 @@ describe(`GET /visits/standard and /visits/plus (${process.env.TEST_DATABASE})`,
       [{ Take: '0' }, "'Take' must be greater than '0'."],
       [{ Take: '1001' }, "'Take' must be less than or equal to '1000'."],
       [{ SvcBrandId: '0' }, "'SvcBrandId' must be greater than '0'."],
+      // Ids are 32-bit integers: a larger one is a 400 (on PostgreSQL it was a database error).
+      [{ SvcBrandId: '3000000000' }, "'SvcBrandId' must be less than or equal to '2147483647'."],
+      [{ SvcClientId: '2147483648' }, "'SvcClientId' must be less than or equal to '2147483647'."],
       [{ VisitTypes: 'MV,M1' }, "'VisitTypes' must be 2 alpha characters: 'MV,M1'."],
       [{ VisitTypes: 'MVX' }, "'VisitTypes' must be 2 alpha characters: 'MVX'."],
       [{ VisitTypes: 'MV,' }, "'VisitTypes' must be 2 alpha characters: 'MV,'."],
@@ -294,30 +297,126 @@ describe(`GET /visits/standard and /visits/plus (${process.env.TEST_DATABASE})`,
     });
   });
 
-  describe('enforces entitlements with 403', () => {
+  describe('enforces entitlements', () => {
     let limited: IssuedCredential;
     let limitedToken: string;
     beforeAll(async () => {
       limited = await issueCredential(t, { clients: [1001], brands: [5], visitTypes: ['MV', 'OF'], scopes: ['visits/standard.read'] });
       limitedToken = await tokenFor(t.http, limited);
     });
-    const forbidden = async (path: string, detail: string) => {
-      const res = await get(path, limited, limitedToken);
+    const forbidden = async (path: string, detail: string, c = limited, bearer = limitedToken) => {
+      const res = await get(path, c, bearer);
       expect(res.status).toBe(403);
       expect(res.headers['content-type']).toBe(PROBLEM);
       expect(JSON.parse(res.text)).toMatchObject({ title: 'Forbidden', status: 403, detail });
     };
+    const brandNames: Record<number, string> = { 5: 'Acme Grill', 6: 'Acme Pizzeria' };
+    /** Every visit of the page is of one of the brands and types, and the page is exactly the expected one. */
+    const expectOnly = (res: request.Response, expected: number[], brands: number[], types: string[]) => {
+      expect(res.status).toBe(200);
+      expect(expected.length).toBeGreaterThan(0);
+      expect(ids(res)).toEqual(expected);
+      for (const v of res.body.data.visits as Visit[]) {
+        expect(brands.map((b) => brandNames[b])).toContain(v.brandName);
+        expect(types).toContain(v.visitType);
+      }
+    };
 
-    it('refuses a client, brand or visit type outside the credential', async () => {
+    it('refuses a client, brand or visit type outside the credential with 403', async () => {
       await forbidden(range(3, 2).replace('SvcClientId=1001', 'SvcClientId=1002'), 'The credential is not entitled to SvcClientId 1002.');
       await forbidden(range(3, 2, '&SvcBrandId=6'), 'The credential is not entitled to SvcBrandId 6.');
       await forbidden(range(3, 2, '&VisitTypes=MV,ta'), 'The credential is not entitled to the visit type(s) TA.');
     });
 
-    it('allows what the credential is entitled to', async () => {
+    it('without SvcBrandId or VisitTypes, returns only the entitled brands and visit types', async () => {
+      const entitled = expectedIds(visits, { clientId: 1001, from: day(31), to: day(1), brandIds: [5], types: ['MV', 'OF'] });
+      expect(entitled.length).toBeLessThan(expectedIds(visits, { clientId: 1001, from: day(31), to: day(1) }).length);
+      expectOnly(await get(range(31, 1), limited, limitedToken), entitled, [5], ['MV', 'OF']);
+      // An empty VisitTypes means "every type", which for this credential is its own types.
+      expectOnly(await get(range(31, 1, '&VisitTypes='), limited, limitedToken), entitled, [5], ['MV', 'OF']);
+    });
+
+    it('with an entitled filter, returns that subset', async () => {
       const res = await get(range(10, 1, '&SvcBrandId=5&VisitTypes=OF'), limited, limitedToken);
-      expect(res.status).toBe(200);
-      expect(ids(res)).toEqual(expectedIds(visits, { clientId: 1001, from: day(10), to: day(1), brandId: 5, types: ['OF'] }));
+      expectOnly(res, expectedIds(visits, { clientId: 1001, from: day(10), to: day(1), brandId: 5, types: ['OF'] }), [5], ['OF']);
+      expectOnly(
+        await get(range(31, 1, '&VisitTypes=mv'), limited, limitedToken),
+        expectedIds(visits, { clientId: 1001, from: day(31), to: day(1), brandIds: [5], types: ['MV'] }),
+        [5],
+        ['MV'],
+      );
+      expectOnly(
+        await get(range(31, 1, '&svcbrandid=5'), limited, limitedToken),
+        expectedIds(visits, { clientId: 1001, from: day(31), to: day(1), brandId: 5, types: ['MV', 'OF'] }),
+        [5],
+        ['MV', 'OF'],
+      );
+    });
+
+    it('applies the same rule to /visits/plus', async () => {
+      const pizzeria = await issueCredential(t, { brands: [6], visitTypes: ['TA', 'MV'], scopes: ['visits/standard.read', 'visits/plus.read'] });
+      const pizzeriaToken = await tokenFor(t.http, pizzeria);
+      const plus = (rest: string) => get(range(31, 1, rest).replace('/standard', '/plus'), pizzeria, pizzeriaToken);
+      const expected = expectedIds(visits, { clientId: 1001, from: day(31), to: day(1), brandIds: [6], types: ['TA', 'MV'] });
+      expectOnly(await plus(''), expected, [6], ['TA', 'MV']);
+      expectOnly(await plus('&VisitTypes=TA'), expectedIds(visits, { clientId: 1001, from: day(31), to: day(1), brandIds: [6], types: ['TA'] }), [6], ['TA']);
+      await forbidden(range(31, 1, '&SvcBrandId=5').replace('/standard', '/plus'), 'The credential is not entitled to SvcBrandId 5.', pizzeria, pizzeriaToken);
+      await forbidden(range(31, 1, '&VisitTypes=OF').replace('/standard', '/plus'), 'The credential is not entitled to the visit type(s) OF.', pizzeria, pizzeriaToken);
+    });
+
+    it('never serves one credential a page rendered for another entitlement of the same client', async () => {
+      const grill = await issueCredential(t, { brands: [5], scopes: ['visits/standard.read', 'visits/plus.read'] });
+      const pizzeria = await issueCredential(t, { brands: [6], scopes: ['visits/standard.read', 'visits/plus.read'] });
+      const [grillToken, pizzeriaToken] = [await tokenFor(t.http, grill), await tokenFor(t.http, pizzeria)];
+      const all = ['MV', 'OF', 'TA'];
+      for (const variant of ['/standard', '/plus']) {
+        for (const [skip, take] of [[0, 1000], [0, 7], [14, 7]]) {
+          const url = range(31, 1).replace('/standard', variant).replace('Skip=0&Take=1000', `Skip=${skip}&Take=${take}`);
+          const expected = (brandIds?: number[]) =>
+            expectedIds(visits, { clientId: 1001, from: day(31), to: day(1), brandIds }).slice(skip, skip + take);
+          // The unrestricted credential asks first, so its page is in the cache when the others ask.
+          const whole = await get(url);
+          expect(ids(whole)).toEqual(expected());
+          const first = await get(url, grill, grillToken);
+          expectOnly(first, expected([5]), [5], all);
+          const second = await get(url, pizzeria, pizzeriaToken);
+          expectOnly(second, expected([6]), [6], all);
+          expectOnly(await get(url, grill, grillToken), expected([5]), [5], all);
+          expect(new Set([whole.headers.etag, first.headers.etag, second.headers.etag]).size).toBe(3);
+          // Another entitlement's validator is not this page's: the page itself is sent.
+          expectOnly(await get(url, pizzeria, pizzeriaToken).set('If-None-Match', first.headers.etag), expected([6]), [6], all);
+          expect((await get(url, pizzeria, pizzeriaToken).set('If-None-Match', second.headers.etag)).status).toBe(304);
+        }
+      }
+    });
+
+    it('reads nothing for a credential whose stored entitlement is an empty list of brands or visit types', async () => {
+      const { DataSource } = await import('typeorm');
+      const { Credential } = await import('../src/auth/entities/credential.entity.js');
+      const credentials = t.app.get(DataSource).getRepository(Credential);
+      const none = await issueCredential(t);
+      const noneToken = await tokenFor(t.http, none);
+      expect(ids(await get(range(31, 1), none, noneToken)).length).toBeGreaterThan(0);
+      const cases: [{ brandIds: string | null; visitTypes?: string }, string][] = [
+        [{ brandIds: '' }, 'The credential is not entitled to SvcBrandId 5.'],
+        [{ brandIds: null, visitTypes: ' ' }, 'The credential is not entitled to the visit type(s) MV.'],
+      ];
+      for (const [change, refusal] of cases) {
+        await credentials.update({ clientId: none.clientId }, change);
+        for (const path of [range(31, 1), range(31, 1).replace('/standard', '/plus')]) {
+          const res = await get(path, none, noneToken);
+          expect(res.status).toBe(200);
+          expect(res.body).toEqual({ data: { visits: [] } });
+        }
+        await forbidden(range(31, 1, '&SvcBrandId=5&VisitTypes=MV'), refusal, none, noneToken);
+      }
+      const branches = await get('/branches?SvcClientId=1001', none, noneToken);
+      expect(branches.status).toBe(200);
+      await credentials.update({ clientId: none.clientId }, { brandIds: '', visitTypes: null });
+      const noBrands = await get('/branches?SvcClientId=1001', none, noneToken);
+      expect(noBrands.status).toBe(200);
+      expect(noBrands.body).toEqual([]);
+      expect(branches.body).not.toEqual([]);
     });
 
     it('refuses plus without its scope', async () => {
@@ -335,25 +434,48 @@ describe(`GET /branches (${process.env.TEST_DATABASE})`, () => {
     t = await startTestApp();
     await seedVisits(t);
     partner = await issueCredential(t);
+    const { BranchesService } = await import('../src/branches/branches.service.js');
+    const { writeFileSync, mkdtempSync } = await import('node:fs');
+    const { join } = await import('node:path');
+    const { tmpdir } = await import('node:os');
+    const file = join(mkdtempSync(join(tmpdir(), 'branch-')), 'b.json');
+    writeFileSync(file, JSON.stringify([{ id: 'B-3', name: 'Pop-up', branchCode: 'POP' }]));
+    await t.app.get(BranchesService).importFile(1001, file);
   });
   afterAll(async () => {
     await t.close();
   });
+  const list = async (c: IssuedCredential, query = 'SvcClientId=1001'): Promise<request.Response> =>
+    request(t.http).get(`/branches?${query}`).set('svc-api-key', c.apiKey).set('Authorization', `Bearer ${await tokenFor(t.http, c)}`);
 
   it("returns the client's branches as a JSON array of { id, name, branchCode }", async () => {
-    const token = await tokenFor(t.http, partner);
-    const res = await request(t.http).get('/branches?svcclientid=1001').set('svc-api-key', partner.apiKey).set('Authorization', `Bearer ${token}`);
+    const res = await list(partner, 'svcclientid=1001');
     expect(res.status).toBe(200);
     expect(res.headers['content-type']).toBe('application/json; charset=utf-8');
     expect(res.body).toEqual([
       { id: 'B-1', name: 'Leeds', branchCode: 'LDS-01' },
       { id: 'B-2', name: 'York', branchCode: null },
+      { id: 'B-3', name: 'Pop-up', branchCode: 'POP' },
     ]);
   });
 
+  it('returns a credential restricted to brands only the branches of those brands', async () => {
+    const grill = await issueCredential(t, { brands: [5], scopes: ['branches/standard.read'] });
+    const both = await issueCredential(t, { brands: [6, 5], visitTypes: ['OF'], scopes: ['branches/standard.read'] });
+    expect((await list(grill)).body).toEqual([{ id: 'B-1', name: 'Leeds', branchCode: 'LDS-01' }]);
+    // A branch without a brand belongs to none of a restricted credential's brands.
+    expect((await list(both)).body).toEqual([
+      { id: 'B-1', name: 'Leeds', branchCode: 'LDS-01' },
+      { id: 'B-2', name: 'York', branchCode: null },
+    ]);
+    // Parameters /branches does not take are ignored, they widen nothing.
+    expect((await list(grill, 'SvcClientId=1001&SvcBrandId=6')).body).toEqual([{ id: 'B-1', name: 'Leeds', branchCode: 'LDS-01' }]);
+    const foreign = await list(grill, 'SvcClientId=1002');
+    expect(foreign.status).toBe(403);
+  });
+
   it('refuses a missing or malformed SvcClientId with 400', async () => {
-    const token = await tokenFor(t.http, partner);
-    const res = await request(t.http).get('/branches?SvcClientId=abc').set('svc-api-key', partner.apiKey).set('Authorization', `Bearer ${token}`);
+    const res = await list(partner, 'SvcClientId=abc');
     expect(res.status).toBe(400);
     expect(JSON.parse(res.text).errors).toEqual(["'SvcClientId' must be an integer: 'abc'."]);
   });

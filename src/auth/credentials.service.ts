@@ -55,6 +55,9 @@ export class CredentialsService {
     const unknown = input.scopes.filter((s) => !isScope(s));
     if (unknown.length > 0) throw new OperatorError(`unknown scope(s): ${unknown.join(', ')}`);
     const scopes = [...new Set([Scope.Api, ...input.scopes])];
+    // Stored, an empty list would read as "all": a restriction to nothing is refused instead.
+    if (input.brands?.length === 0) throw new OperatorError('--brands needs at least one brand id (leave it out for all brands)');
+    if (input.visitTypes?.length === 0) throw new OperatorError('--visit-types needs at least one code (leave it out for all types)');
     for (const brandId of input.brands ?? []) {
       const brand = await this.clients.findBrand(brandId);
       if (!brand || !input.clients.includes(brand.clientId)) {

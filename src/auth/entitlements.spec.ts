@@ -1,5 +1,5 @@
 import { ProblemException } from '../common/problem.js';
-import { assertEntitled } from './entitlements.js';
+import { effectiveSelection, selectionOf } from './entitlements.js';
 import type { Principal } from './principal.js';
 
 const principal = (over: Partial<Principal> = {}): Principal => ({
@@ -12,9 +12,9 @@ const principal = (over: Partial<Principal> = {}): Principal => ({
   ...over,
 });
 
-function refusal(p: Principal, selection: Parameters<typeof assertEntitled>[1]): { status: number; detail: string } {
+function refusal(p: Principal, selection: Parameters<typeof effectiveSelection>[1]): { status: number; detail: string } {
   try {
-    assertEntitled(p, selection);
+    effectiveSelection(p, selection);
   } catch (error) {
     const e = error as ProblemException;
     return { status: e.getStatus(), detail: e.detail };
@@ -22,9 +22,14 @@ function refusal(p: Principal, selection: Parameters<typeof assertEntitled>[1]):
   throw new Error('expected a refusal');
 }
 
-describe('assertEntitled', () => {
+describe('effectiveSelection', () => {
   it('allows the credential its clients, and every brand and visit type by default', () => {
-    expect(() => assertEntitled(principal(), { SvcClientId: 1003, SvcBrandId: 99, VisitTypes: ['MV', 'ZZ'] })).not.toThrow();
+    expect(effectiveSelection(principal(), { SvcClientId: 1003 })).toEqual({ clientId: 1003, brandIds: null, visitTypes: null });
+    expect(effectiveSelection(principal(), { SvcClientId: 1003, SvcBrandId: 99, VisitTypes: 'ta,MV,mv' })).toEqual({
+      clientId: 1003,
+      brandIds: [99],
+      visitTypes: ['MV', 'TA'],
+    });
   });
 
   it('refuses another client with a 403 naming it', () => {
@@ -33,16 +38,44 @@ describe('assertEntitled', () => {
 
   it('refuses a brand outside the credential brands', () => {
     const p = principal({ brands: new Set([5, 6]) });
-    expect(() => assertEntitled(p, { SvcClientId: 1001, SvcBrandId: 6 })).not.toThrow();
+    expect(effectiveSelection(p, { SvcClientId: 1001, SvcBrandId: 6 }).brandIds).toEqual([6]);
     expect(refusal(p, { SvcClientId: 1001, SvcBrandId: 7 })).toEqual({ status: 403, detail: 'The credential is not entitled to SvcBrandId 7.' });
   });
 
   it('refuses visit types outside the credential visit types, naming each', () => {
     const p = principal({ visitTypes: new Set(['MV']) });
-    expect(() => assertEntitled(p, { SvcClientId: 1001, VisitTypes: ['MV'] })).not.toThrow();
+    expect(effectiveSelection(p, { SvcClientId: 1001, VisitTypes: ['MV'] }).visitTypes).toEqual(['MV']);
     expect(refusal(p, { SvcClientId: 1001, VisitTypes: ['MV', 'OF', 'TA'] })).toEqual({
       status: 403,
       detail: 'The credential is not entitled to the visit type(s) OF, TA.',
     });
+  });
+
+  it('restricts a query without filters to the entitled brands and visit types', () => {
+    const p = principal({ brands: new Set([9, 5]), visitTypes: new Set(['OF', 'MV']) });
+    expect(effectiveSelection(p, { SvcClientId: 1001 })).toEqual({ clientId: 1001, brandIds: [5, 9], visitTypes: ['MV', 'OF'] });
+    expect(effectiveSelection(p, { SvcClientId: 1001, VisitTypes: '' })).toEqual({ clientId: 1001, brandIds: [5, 9], visitTypes: ['MV', 'OF'] });
+    expect(effectiveSelection(p, { SvcClientId: 1001, SvcBrandId: 9, VisitTypes: 'of' })).toEqual({
+      clientId: 1001,
+      brandIds: [9],
+      visitTypes: ['OF'],
+    });
+  });
+
+  it('turns an entitlement to no brand or no visit type into empty lists, never into "all"', () => {
+    const p = principal({ brands: new Set(), visitTypes: new Set() });
+    expect(effectiveSelection(p, { SvcClientId: 1001 })).toEqual({ clientId: 1001, brandIds: [], visitTypes: [] });
+    expect(refusal(p, { SvcClientId: 1001, SvcBrandId: 5 }).status).toBe(403);
+    expect(refusal(p, { SvcClientId: 1001, VisitTypes: 'MV' }).status).toBe(403);
+  });
+
+  it('refuses a request without a principal with 401', () => {
+    expect(refusal(undefined as unknown as Principal, { SvcClientId: 1001 }).status).toBe(401);
+  });
+});
+
+describe('selectionOf', () => {
+  it('fails for a query that was never checked against the entitlements', () => {
+    expect(() => selectionOf({ SvcClientId: 1001 })).toThrow('@EntitledQuery');
   });
 });

@@ -9,8 +9,9 @@ export const REQUIRED_SCOPE = 'results:requiredScope';
 export function RequiresScope(scope: ScopeName): MethodDecorator & ClassDecorator {
   return applyDecorators(
     SetMetadata(REQUIRED_SCOPE, scope),
-    ApiSecurity(API_KEY_SCHEME),
-    ApiSecurity(OAUTH_SCHEME, [scope]),
+    // One requirement naming both: the API key AND a token with the scope (two requirement
+    // objects would mean either one suffices).
+    ApiSecurity({ [API_KEY_SCHEME]: [], [OAUTH_SCHEME]: [scope] }),
     ApiExtension('x-required-scopes', [scope]),
   );
 }

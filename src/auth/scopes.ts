@@ -1,4 +1,4 @@
-/** The scopes of the API (DESIGN "Scopes"). */
+/** The scopes of the API (docs/interface.md, "Authentication"). */
 export const Scope = {
   Api: 'svc-results-api',
   VisitsStandard: 'visits/standard.read',

@@ -1,24 +1,27 @@
+import { DataSource } from 'typeorm';
 import { loadConfig } from '../config/app-config.js';
+import { MetricsService } from '../metrics/metrics.service.js';
 import { TokenFailuresService } from './token-failures.service.js';
 
-describe('TokenFailuresService', () => {
+describe('TokenFailuresService without Redis', () => {
   const config = loadConfig({ TOKEN_FAILURES_MAX: '3', TOKEN_FAILURES_WINDOW_SECONDS: '60' });
+  // The metrics' database gauges are only read when scraped; this source is never opened.
+  const metrics = new MetricsService(new DataSource({ type: 'better-sqlite3', database: ':memory:' }));
 
-  it('blocks a client id after the allowed failures until the window ends', () => {
-    const failures = new TokenFailuresService(config);
-    const t0 = 1_000_000;
-    for (let i = 0; i < 2; i++) failures.recordFailure('svc_a', t0);
-    expect(failures.blockedFor('svc_a', t0)).toBe(0);
-    failures.recordFailure('svc_a', t0);
-    expect(failures.blockedFor('svc_a', t0 + 1000)).toBe(59);
-    expect(failures.blockedFor('svc_b', t0 + 1000)).toBe(0);
-    expect(failures.blockedFor('svc_a', t0 + 60_000)).toBe(0);
+  it('blocks a client id after the allowed failures, for the rest of the window', async () => {
+    const failures = new TokenFailuresService(config, null, metrics);
+    await failures.recordFailure('svc_a');
+    await failures.recordFailure('svc_a');
+    expect(await failures.blockedFor('svc_a')).toBe(0);
+    await failures.recordFailure('svc_a');
+    expect(await failures.blockedFor('svc_a')).toBeGreaterThanOrEqual(59);
+    expect(await failures.blockedFor('svc_b')).toBe(0);
   });
 
-  it('starts a new window after the old one ends', () => {
-    const failures = new TokenFailuresService(config);
-    for (let i = 0; i < 3; i++) failures.recordFailure('svc_a', 0);
-    failures.recordFailure('svc_a', 61_000);
-    expect(failures.blockedFor('svc_a', 61_000)).toBe(0);
+  it('keeps a lockout while 150,000 other client ids fail (more than it tracks at once)', async () => {
+    const failures = new TokenFailuresService(config, null, metrics);
+    for (let i = 0; i < 3; i++) await failures.recordFailure('svc_a');
+    for (let i = 0; i < 150_000; i++) await failures.recordFailure(`svc_other_${i}`);
+    expect(await failures.blockedFor('svc_a')).toBeGreaterThanOrEqual(50);
   });
 });

@@ -1,21 +1,20 @@
-import { Body, Controller, Headers, HttpCode, Post, Req, Res } from '@nestjs/common';
-import {
-  ApiBadRequestResponse,
-  ApiBody,
-  ApiConsumes,
-  ApiHeader,
-  ApiOkResponse,
-  ApiOperation,
-  ApiTags,
-  ApiTooManyRequestsResponse,
-  ApiUnauthorizedResponse,
-} from '@nestjs/swagger';
+import { applyDecorators, Body, Controller, Headers, HttpCode, Post, Req, Res } from '@nestjs/common';
+import { ApiBody, ApiConsumes, ApiExtraModels, ApiOkResponse, ApiOperation, ApiResponse, ApiSecurity, ApiTags, getSchemaPath } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
 import { ApiProblemResponse } from '../common/api-responses.js';
+import { API_KEY_SCHEME } from '../common/openapi-names.js';
 import { Public } from '../common/public.decorator.js';
 import { OAuthErrorDto, TokenRequestDto, TokenResponseDto } from './dto/token.dto.js';
 import { OAuthException } from './oauth-error.js';
 import { TokenService, type TokenResponse } from './token.service.js';
+
+/** An OAuth error response (RFC 6749 §5.2) of the token endpoint, with an example body of its status. */
+function ApiOAuthErrorResponse(status: number, description: string, example: OAuthErrorDto): MethodDecorator {
+  return applyDecorators(
+    ApiExtraModels(OAuthErrorDto),
+    ApiResponse({ status, description, content: { 'application/json': { schema: { $ref: getSchemaPath(OAuthErrorDto) }, example } } }),
+  );
+}
 
 @ApiTags('auth')
 @Public()
@@ -36,13 +35,20 @@ export class TokenController {
   })
   @ApiConsumes('application/x-www-form-urlencoded')
   @ApiBody({ type: TokenRequestDto })
-  @ApiHeader({ name: 'svc-api-key', required: true, description: 'The API key of the same credential.' })
+  // The API key only: the token endpoint is where the bearer token comes from.
+  @ApiSecurity(API_KEY_SCHEME)
   @ApiOkResponse({ type: TokenResponseDto, description: 'The access token. `Cache-Control: no-store`.' })
-  @ApiBadRequestResponse({ type: OAuthErrorDto, description: '`invalid_request`, `unsupported_grant_type` or `invalid_scope`.' })
-  @ApiUnauthorizedResponse({ type: OAuthErrorDto, description: '`invalid_client`: bad client credentials or svc-api-key.' })
-  @ApiTooManyRequestsResponse({
-    type: OAuthErrorDto,
-    description: '`slow_down`: too many requests, or too many failed ones, for this client id.',
+  @ApiOAuthErrorResponse(400, '`invalid_request`, `unsupported_grant_type` or `invalid_scope`.', {
+    error: 'invalid_request',
+    error_description: "The parameter 'grant_type' is required.",
+  })
+  @ApiOAuthErrorResponse(401, '`invalid_client`: bad client credentials or svc-api-key; `WWW-Authenticate` names the scheme.', {
+    error: 'invalid_client',
+    error_description: 'Client authentication failed.',
+  })
+  @ApiOAuthErrorResponse(429, '`slow_down`: too many requests, or too many failed ones, for this client id.', {
+    error: 'slow_down',
+    error_description: 'Too many token requests for this client; retry after 42 seconds.',
   })
   @ApiProblemResponse(413, 'The form is larger than the service accepts (16 KiB).')
   async token(

@@ -4,6 +4,7 @@ import { SignJWT } from 'jose';
 import { AppConfig } from '../config/app-config.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { decodeBasic } from './basic-credentials.js';
+import { TOKEN_FORM_MAX_LENGTH } from './dto/token.dto.js';
 import { AuthCacheService, type CachedCredential } from './auth-cache.service.js';
 import { KeyringService, SIGNING_ALG } from './keyring.service.js';
 import { OAuthException } from './oauth-error.js';
@@ -34,6 +35,10 @@ export interface TokenResponse {
 /** A scrypt hash of a random secret: checking an unknown client costs what checking a known one does. */
 const DUMMY_HASH = 'scrypt$32768$8$1$AAAAAAAAAAAAAAAAAAAAAA$AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA';
 
+/**
+ * The challenge of a failed client_secret_basic authentication (RFC 6749 §5.2). A failed
+ * client_secret_post gets none: standard OAuth clients then read the error from the body.
+ */
 const BASIC_REALM = { 'WWW-Authenticate': 'Basic realm="svc-results-api", charset="UTF-8"' };
 
 function formValue(form: Record<string, unknown>, name: string): string | undefined {
@@ -41,6 +46,10 @@ function formValue(form: Record<string, unknown>, name: string): string | undefi
   if (value === undefined) return undefined;
   if (typeof value !== 'string') {
     throw new OAuthException('invalid_request', `The parameter '${name}' must be given once, as text.`);
+  }
+  const max = (TOKEN_FORM_MAX_LENGTH as Record<string, number | undefined>)[name];
+  if (max !== undefined && value.length > max) {
+    throw new OAuthException('invalid_request', `The parameter '${name}' must be at most ${max} characters.`);
   }
   return value;
 }
@@ -107,7 +116,7 @@ export class TokenService {
     }
 
     const clientId = auth.clientId;
-    const retryAfter = this.failures.blockedFor(clientId);
+    const retryAfter = await this.failures.blockedFor(clientId);
     if (retryAfter > 0) {
       throw new OAuthException('slow_down', `Too many failed token requests for this client; retry after ${retryAfter} seconds.`, 429, {
         'Retry-After': String(retryAfter),
@@ -116,7 +125,7 @@ export class TokenService {
     const credential = await this.authenticate(clientId, auth.secret, basic);
     const key = request.apiKey ? await this.cache.apiKey(request.apiKey) : null;
     if (!key || key.revoked || key.credentialId !== credential.clientId) {
-      this.failures.recordFailure(clientId);
+      await this.failures.recordFailure(clientId);
       const reason = !request.apiKey
         ? 'The svc-api-key header is required.'
         : !key || key.revoked
@@ -137,7 +146,7 @@ export class TokenService {
     const credential = await this.cache.credential(clientId);
     const matches = await verifySecret(secret, credential?.credential.secretHash ?? DUMMY_HASH);
     if (!credential || !matches || credential.disabled) {
-      this.failures.recordFailure(clientId);
+      await this.failures.recordFailure(clientId);
       throw new OAuthException('invalid_client', 'Client authentication failed.', 401, basic ? BASIC_REALM : {});
     }
     return credential;

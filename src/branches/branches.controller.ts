@@ -1,6 +1,6 @@
 import { Controller, Get } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
-import { EntitledQuery } from '../auth/entitlements.js';
+import { EntitledQuery, selectionOf } from '../auth/entitlements.js';
 import { RequiresScope } from '../auth/requires-scope.decorator.js';
 import { Scope } from '../auth/scopes.js';
 import { ApiDataErrors } from '../common/api-responses.js';
@@ -18,10 +18,11 @@ export class BranchesController {
   @ApiOperation({
     operationId: 'listBranches',
     summary: "The client's branches: the service's branch ids and the client's own branch codes.",
+    description: 'A credential restricted to brands gets the branches of those brands only.',
   })
   @ApiOkResponse({ type: BranchDto, isArray: true })
   @ApiDataErrors()
   list(@EntitledQuery() query: BranchesQueryDto): Promise<BranchDto[]> {
-    return this.branches.listForClient(query.SvcClientId);
+    return this.branches.list(selectionOf(query));
   }
 }

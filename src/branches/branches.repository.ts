@@ -9,11 +9,15 @@ import { inTransaction } from '../database/transaction.js';
 export class BranchesRepository {
   constructor(@InjectDataSource() private readonly db: DataSource) {}
 
-  /** The client's branches in id order: the GET /branches payload. */
-  listForClient(clientId: number): Promise<Pick<Branch, 'id' | 'name' | 'branchCode'>[]> {
+  /**
+   * The client's branches in id order: the GET /branches payload. With a list of brands, only
+   * the branches of those brands (an empty list: none; a branch without a brand is in no list).
+   */
+  async list(clientId: number, brandIds: readonly number[] | null): Promise<Pick<Branch, 'id' | 'name' | 'branchCode'>[]> {
+    if (brandIds?.length === 0) return [];
     return this.db.getRepository(Branch).find({
       select: { id: true, name: true, branchCode: true },
-      where: { clientId },
+      where: brandIds ? { clientId, brandId: In([...brandIds]) } : { clientId },
       order: { id: 'ASC' },
     });
   }

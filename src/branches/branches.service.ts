@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import type { EffectiveSelection } from '../auth/entitlements.js';
 import { ClientsService } from '../clients/clients.service.js';
 import type { ImportReport } from '../common/import-report.js';
 import { readAllRecords } from '../common/record-file.js';
@@ -13,8 +14,9 @@ export class BranchesService {
     private readonly clients: ClientsService,
   ) {}
 
-  listForClient(clientId: number): Promise<Pick<Branch, 'id' | 'name' | 'branchCode'>[]> {
-    return this.repo.listForClient(clientId);
+  /** The client's branches a credential may read: those of its entitled brands (all when unrestricted). */
+  list(entitled: EffectiveSelection): Promise<Pick<Branch, 'id' | 'name' | 'branchCode'>[]> {
+    return this.repo.list(entitled.clientId, entitled.brandIds);
   }
 
   /**

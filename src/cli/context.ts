@@ -6,7 +6,7 @@ import { AppModule } from '../app.module.js';
 import type { ImportReport } from '../common/import-report.js';
 import { OperatorError } from '../common/operator-error.js';
 import { loadConfig, type AppConfig } from '../config/app-config.js';
-import { openDataSource } from '../database/migration-tools.js';
+import { openDataSource, prepareSchema } from '../database/migration-tools.js';
 
 /** A stream the CLI writes to: the process's own, or a test's buffer. */
 export interface CliStream {
@@ -63,6 +63,8 @@ export class CliContext {
   /** Runs `use` in the service's application context (no HTTP listener), closed afterwards in every case. */
   async withApp<T>(use: (app: INestApplicationContext) => Promise<T>): Promise<T> {
     const config = this.config();
+    // The PostgreSQL schema exists, or is created when migrations run at start: else one line naming it.
+    await prepareSchema(config);
     // What the context created so far, to close it when the start itself fails (the context is not returned then).
     const created: unknown[] = [];
     let app: INestApplicationContext;

@@ -2,6 +2,7 @@ import { Command, CommanderError } from 'commander';
 import { OperatorError } from '../common/operator-error.js';
 import { RecordFileError } from '../common/record-file.js';
 import { ConfigError } from '../config/app-config.js';
+import { SchemaMissingError } from '../database/migration-tools.js';
 import { registerBranches } from './branches.js';
 import { registerBrands } from './brands.js';
 import { registerClients } from './clients.js';
@@ -62,7 +63,8 @@ export async function runCli(args: readonly string[], io: CliIo): Promise<number
   } catch (error) {
     // Commander has already written its message (or the help) to the run's streams.
     if (error instanceof CommanderError) return error.exitCode;
-    const known = error instanceof OperatorError || error instanceof ConfigError || error instanceof RecordFileError;
+    const known =
+      error instanceof OperatorError || error instanceof ConfigError || error instanceof RecordFileError || error instanceof SchemaMissingError;
     const message = known ? error.message : `unexpected error: ${(error as Error)?.stack ?? String(error)}`;
     if (cli.json) io.stdout.write(`${JSON.stringify({ error: message })}\n`);
     io.stderr.write(`error: ${message}\n`);

@@ -6,16 +6,17 @@ import {
   ApiProperty,
   ApiPropertyOptional,
 } from '@nestjs/swagger';
+import { BAD_REQUEST_DETAIL, statusTitle } from './problem.js';
 
 /** RFC 9457 problem document, as every error except the token endpoint's. */
 export class ProblemDto {
   @ApiProperty({ example: 'Bad Request', description: 'The status phrase.' })
   title!: string;
 
-  @ApiProperty({ example: 400 })
+  @ApiProperty({ type: 'integer', minimum: 400, maximum: 599, example: 400, description: 'The HTTP status code of the response.' })
   status!: number;
 
-  @ApiProperty({ example: "The request could not be processed; see 'errors' for each rule it broke." })
+  @ApiProperty({ example: BAD_REQUEST_DETAIL, description: 'What went wrong, for people.' })
   detail!: string;
 
   @ApiProperty({
@@ -27,20 +28,46 @@ export class ProblemDto {
 
   @ApiPropertyOptional({
     type: [String],
-    description: '400 only: one message per violated rule.',
+    description: '400: one message per violated rule; 413: the limit the body broke.',
     example: ["'SvcClientId' must not be empty."],
   })
   errors?: string[];
 }
 
-/** A problem+json response of the given status. */
-export function ApiProblemResponse(status: number, description: string): MethodDecorator & ClassDecorator {
+/** What a problem of each status says, in the words the service uses for it. */
+const EXAMPLE_DETAILS: Record<number, string> = {
+  400: BAD_REQUEST_DETAIL,
+  401: 'An access token is required: send Authorization: Bearer <token>.',
+  403: 'The credential is not entitled to SvcClientId 1002.',
+  404: 'No resource exists at this address.',
+  413: 'The request body is larger than the service accepts.',
+  429: 'The rate limit of 60 requests a minute is reached; retry after 42 seconds.',
+  500: 'An internal error occurred. Quote the instance id when reporting it.',
+  503: 'The database is unavailable; retry after the time in Retry-After.',
+};
+
+/** An example problem body of the given status. */
+export function problemExample(status: number, detail = EXAMPLE_DETAILS[status] ?? statusTitle(status)): Record<string, unknown> {
+  return {
+    title: statusTitle(status),
+    status,
+    detail,
+    instance: 'urn:svc:api:results:error:3f1c2a9e-8b7d-4c55-9a10-2f4e6d8b1c07',
+    ...(status === 400 ? { errors: ["'SvcClientId' must not be empty.", "'Take' must be greater than '0'."] } : {}),
+  };
+}
+
+/**
+ * A problem+json response of the given status, with an example body of that status
+ * (`detail`: the example's detail, when the status's usual one does not fit the operation).
+ */
+export function ApiProblemResponse(status: number, description: string, detail?: string): MethodDecorator & ClassDecorator {
   return applyDecorators(
     ApiExtraModels(ProblemDto),
     ApiResponse({
       status,
       description,
-      content: { 'application/problem+json': { schema: { $ref: getSchemaPath(ProblemDto) } } },
+      content: { 'application/problem+json': { schema: { $ref: getSchemaPath(ProblemDto) }, example: problemExample(status, detail) } },
     }),
   );
 }
@@ -49,7 +76,7 @@ export function ApiProblemResponse(status: number, description: string): MethodD
 export function ApiDataErrors(): MethodDecorator & ClassDecorator {
   return applyDecorators(
     ApiProblemResponse(400, 'A parameter breaks a rule; `errors` lists each.'),
-    ApiProblemResponse(401, 'svc-api-key or access token missing, invalid or revoked; `WWW-Authenticate` says which.'),
+    ApiProblemResponse(401, 'svc-api-key or access token missing, invalid, expired or revoked; `WWW-Authenticate` says which.'),
     ApiProblemResponse(403, 'The token lacks the scope, or the query asks for data the credential is not entitled to.'),
     ApiProblemResponse(429, 'Rate limit reached; retry after `Retry-After` seconds.'),
     ApiProblemResponse(500, 'Internal error; quote the instance.'),

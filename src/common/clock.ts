@@ -44,3 +44,17 @@ export function addDays(date: string, days: number): string {
 export function daysBetween(from: string, to: string): number {
   return Math.round((Date.parse(`${to}T00:00:00Z`) - Date.parse(`${from}T00:00:00Z`)) / 86_400_000);
 }
+
+/**
+ * The instant at which the wall clock of `zone` shows `local` (`yyyy-mm-ddThh:mm:ss[.sss]`).
+ * In a gap (clocks put forward) the time is read with the offset before the change; in an
+ * overlap (clocks put back), the earlier of the two instants.
+ */
+export function instantOfLocal(local: string, zone: string): Date {
+  const asUtc = Date.parse(`${local}Z`);
+  const offsetAt = (at: number): number => Date.parse(`${localDateTime(zone, new Date(at))}Z`) - Math.floor(at / 1000) * 1000;
+  // Two offsets may apply near a change: try the one in force a day before and a day after.
+  const candidates = [offsetAt(asUtc - 86_400_000), offsetAt(asUtc + 86_400_000)].map((offset) => asUtc - offset);
+  const exact = candidates.filter((at) => localDateTime(zone, new Date(at)) === local.slice(0, 19)).sort((a, b) => a - b);
+  return new Date(exact[0] ?? candidates[0]);
+}

@@ -1,5 +1,12 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
+import type { AppConfig } from '../config/app-config.js';
 import { ValidationProblem } from './problem.js';
+
+/** The longest page token accepted. */
+export const PAGE_TOKEN_MAX_LENGTH = 2048;
+
+/** The shape of every page token: a base64url body and its base64url signature. */
+export const PAGE_TOKEN_PATTERN = '^[A-Za-z0-9_-]+\\.[A-Za-z0-9_-]+$';
 
 /**
  * Opaque page tokens: the position after the last item of a page, bound to the query it
@@ -8,6 +15,11 @@ import { ValidationProblem } from './problem.js';
  */
 export class PageTokens {
   constructor(private readonly key: string) {}
+
+  /** Tokens under PAGE_TOKEN_KEY, or else a key derived from API_KEY_HASH_KEY. */
+  static fromConfig(config: AppConfig): PageTokens {
+    return new PageTokens(config.PAGE_TOKEN_KEY ?? createHmac('sha256', config.API_KEY_HASH_KEY).update('page-tokens').digest('hex'));
+  }
 
   private sign(body: string): string {
     return createHmac('sha256', this.key).update(body).digest('base64url');
@@ -22,7 +34,7 @@ export class PageTokens {
   decode(scope: string, token: string): (string | number)[] {
     const invalid = new ValidationProblem(["'after' is not a valid page token."]);
     const [body, signature, extra] = token.split('.');
-    if (!body || !signature || extra !== undefined || token.length > 2048) throw invalid;
+    if (!body || !signature || extra !== undefined || token.length > PAGE_TOKEN_MAX_LENGTH) throw invalid;
     const expected = Buffer.from(this.sign(body));
     const given = Buffer.from(signature);
     if (expected.length !== given.length || !timingSafeEqual(expected, given)) throw invalid;

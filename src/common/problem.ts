@@ -23,7 +23,7 @@ export function statusTitle(status: number): string {
 }
 
 export interface ProblemOptions {
-  /** One message per violated rule (400 only). */
+  /** One message per violated rule (400), or the limit a body broke (413). */
   errors?: string[];
   /** Response headers to set, such as `WWW-Authenticate` or `Retry-After`. */
   headers?: Record<string, string>;
@@ -50,6 +50,15 @@ export const BAD_REQUEST_DETAIL = "The request could not be processed; see 'erro
 export class ValidationProblem extends ProblemException {
   constructor(errors: string[]) {
     super(400, BAD_REQUEST_DETAIL, { errors });
+  }
+}
+
+export const TOO_LARGE_DETAIL = "The request body is larger than the service accepts; see 'errors' for the limit.";
+
+/** A 413 naming the limit the request body broke. */
+export class PayloadTooLargeProblem extends ProblemException {
+  constructor(errors: string[]) {
+    super(413, TOO_LARGE_DETAIL, { errors });
   }
 }
 

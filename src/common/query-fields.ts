@@ -1,7 +1,13 @@
 import { applyDecorators } from '@nestjs/common';
 import { ApiProperty } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
-import { IsDefined, IsInt, IsOptional, Min } from 'class-validator';
+import { IsDefined, IsInt, IsOptional, Max, Min } from 'class-validator';
+
+/** Largest id of a client, brand or menu: their columns are 32-bit integers. */
+export const ID_MAX = 2_147_483_647;
+
+/** Largest integer a query value is read as: 15 digits (longer values are not integers to the rules). */
+export const QUERY_INTEGER_MAX = 999_999_999_999_999;
 
 /** Query strings are text: an integer-looking value becomes a number, an empty one is absent. */
 export function toInteger({ value }: { value: unknown }): unknown {
@@ -19,6 +25,8 @@ export interface IntegerParamOptions {
   minimum: number;
   /** Comparison word of the minimum rule: `greater than '0'` or `greater than or equal to '0'`. */
   minimumText: string;
+  /** The largest value accepted ({@link ID_MAX} for ids). */
+  maximum: number;
   description: string;
   /** Left out for optional parameters: Swagger UI would fill it in and filter by it. */
   example?: number;
@@ -26,21 +34,24 @@ export interface IntegerParamOptions {
 
 /**
  * An integer query parameter with the message forms of the interface:
- * `'Name' must not be empty.`, `'Name' must be an integer: 'abc'.`, `'Name' must be greater than '0'.`
+ * `'Name' must not be empty.`, `'Name' must be an integer: 'abc'.`, `'Name' must be greater than '0'.`,
+ * `'Name' must be less than or equal to '2147483647'.` The contract's schema states the same bounds.
  */
 export function IntegerParam(name: string, options: IntegerParamOptions): PropertyDecorator {
   return applyDecorators(
     ApiProperty({
       name,
       type: 'integer',
-      format: 'int64',
+      format: options.maximum <= ID_MAX ? 'int32' : 'int64',
       minimum: options.minimum,
+      maximum: options.maximum,
       required: options.required,
       description: options.description,
       example: options.example,
     }),
     Transform(toInteger),
     // Listed in the order class-validator runs them; the parser reports the last one broken.
+    Max(options.maximum, { message: `'${name}' must be less than or equal to '${options.maximum}'.` }),
     Min(options.minimum, { message: `'${name}' must be ${options.minimumText}.` }),
     IsInt({ message: (a) => `'${name}' must be an integer: '${String(a.value)}'.` }),
     options.required ? IsDefined({ message: `'${name}' must not be empty.` }) : IsOptional(),
@@ -53,6 +64,7 @@ export const SvcClientIdParam = (): PropertyDecorator =>
     required: true,
     minimum: 1,
     minimumText: "greater than '0'",
+    maximum: ID_MAX,
     description: 'The client the request is made for. Names of query parameters match case-insensitively.',
     example: 1001,
   });

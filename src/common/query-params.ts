@@ -21,6 +21,12 @@ export interface QueryContext {
   takeMax: number;
   /** Largest FromDate..ToDate range, in days, of the visits endpoints. */
   maxRangeDays: number;
+  /** The service's time zone (RESULTS_TIMEZONE): local date-times are read in it. */
+  zone: string;
+  /** How far back, in days, a change feed may start. */
+  changesRetentionDays: number;
+  /** The current instant. */
+  now(): Date;
 }
 
 export function queryContextOf(object: object): QueryContext | undefined {

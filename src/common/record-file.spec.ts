@@ -38,11 +38,12 @@ describe('readAllRecords', () => {
     expect((await readAllRecords(path)).map((r) => r.line)).toEqual([1, 2]);
   });
 
-  it('reads CSV with a header row, trimmed, with line numbers', async () => {
-    const path = file('b.csv', 'id,name,branchCode\nB1, Leeds ,LDS\n"B2","York, North",\n');
+  it('reads CSV with a header row, trimmed, with line numbers; an empty cell is a field not given', async () => {
+    const path = file('b.csv', 'id,name,branchCode\nB1, Leeds ,LDS\n"B2","York, North",\nB3,,""\n');
     expect(await readAllRecords(path)).toEqual([
       { line: 2, value: { id: 'B1', name: 'Leeds', branchCode: 'LDS' } },
-      { line: 3, value: { id: 'B2', name: 'York, North', branchCode: '' } },
+      { line: 3, value: { id: 'B2', name: 'York, North' } },
+      { line: 4, value: { id: 'B3' } },
     ]);
   });
 });

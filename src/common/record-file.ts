@@ -96,7 +96,9 @@ async function* csv(path: string): AsyncGenerator<FileRecord> {
   );
   try {
     for await (const row of parser as AsyncIterable<{ record: Record<string, string>; info: { lines: number } }>) {
-      yield { line: row.info.lines, value: row.record };
+      // CSV cannot tell an empty value from a missing one: an empty cell is a field not given.
+      const value = Object.fromEntries(Object.entries(row.record).filter(([, cell]) => cell !== ''));
+      yield { line: row.info.lines, value };
     }
   } catch (error) {
     const err = error as Error & { lines?: number };

@@ -1,6 +1,26 @@
+/** A number as text (CSV): decimal digits with an optional fraction and exponent, nothing else. */
+const DECIMAL = /^-?\d+(\.\d+)?([eE][+-]?\d+)?$/;
+
+/** Characters no text column stores as given: NUL (PostgreSQL refuses it), and halves of a surrogate pair (encoded as U+FFFD). */
+// eslint-disable-next-line no-control-regex -- NUL is exactly what this looks for
+const UNSTORABLE = /[\u0000\p{Cs}]/u;
+
+/** Length in characters (code points), as the databases count a varchar's length, not UTF-16 units. */
+function characters(s: string): number {
+  let n = 0;
+  for (const _ of s) n++;
+  return n;
+}
+
 /**
  * Reads fields of one untrusted record (an import line, a JSON form part), collecting
  * one message per violated rule instead of stopping at the first.
+ *
+ * A value is kept exactly as given: an empty string is an empty string, not an absent value
+ * (only `undefined` and `null` are absent), so an optional text field imported as `""` is
+ * served as `""`. A required field must not be absent nor `""`. A field that is not text
+ * (a number, a boolean, a date) given as `""` is refused, not read as absent. CSV, which
+ * cannot tell an empty value from a missing one, leaves empty cells out (see record-file.ts).
  */
 export class RecordReader {
   readonly errors: string[] = [];
@@ -19,9 +39,10 @@ export class RecordReader {
     return this.errors.length === 0;
   }
 
+  /** Whether the field has a value: anything but absent or null (`""` is a value). */
   has(field: string): boolean {
     const v = this.data[field];
-    return v !== undefined && v !== null && v !== '';
+    return v !== undefined && v !== null;
   }
 
   raw(field: string): unknown {
@@ -32,13 +53,14 @@ export class RecordReader {
     return `'${this.prefix}${field}'`;
   }
 
+  /** True when the field has no value to read: absent or null, or `""` where a value is required. */
   private missing(field: string, required: boolean): boolean {
-    if (this.has(field)) return false;
+    if (this.has(field) && !(required && this.data[field] === '')) return false;
     if (required) this.errors.push(`${this.name(field)} must not be empty.`);
     return true;
   }
 
-  /** An integer; numeric strings (CSV) are accepted. */
+  /** An integer; integer strings (CSV) are accepted. */
   int(field: string, opts: { min?: number; max?: number; required?: boolean } = {}): number | null {
     const required = opts.required ?? true;
     if (this.missing(field, required)) return null;
@@ -59,11 +81,12 @@ export class RecordReader {
     return n;
   }
 
+  /** A finite number; decimal strings (CSV) are accepted. */
   number(field: string, opts: { required?: boolean; min?: number; max?: number } = {}): number | null {
     const required = opts.required ?? true;
     if (this.missing(field, required)) return null;
     const v = this.data[field];
-    const n = typeof v === 'string' && v.trim() !== '' ? Number(v) : v;
+    const n = typeof v === 'string' && DECIMAL.test(v.trim()) ? Number(v) : v;
     if (typeof n !== 'number' || !Number.isFinite(n)) {
       this.errors.push(`${this.name(field)} must be a number: '${String(v)}'.`);
       return null;
@@ -75,6 +98,7 @@ export class RecordReader {
     return n;
   }
 
+  /** Text, kept as given (`""` included, when the field is optional); `max` counts characters. */
   string(field: string, opts: { max?: number; required?: boolean; pattern?: RegExp; patternText?: string } = {}): string | null {
     const required = opts.required ?? true;
     const v = this.data[field];
@@ -84,8 +108,12 @@ export class RecordReader {
     }
     if (this.missing(field, required)) return null;
     const s = v as string;
-    if (opts.max !== undefined && s.length > opts.max) {
+    if (opts.max !== undefined && s.length > opts.max && characters(s) > opts.max) {
       this.errors.push(`${this.name(field)} must be at most ${opts.max} characters.`);
+      return null;
+    }
+    if (UNSTORABLE.test(s)) {
+      this.errors.push(`${this.name(field)} must not contain NUL characters or unpaired UTF-16 surrogates.`);
       return null;
     }
     if (opts.pattern && !opts.pattern.test(s)) {
@@ -96,11 +124,8 @@ export class RecordReader {
   }
 
   boolean(field: string, opts: { required?: boolean } = {}): boolean | null {
+    if (this.missing(field, opts.required ?? false)) return null;
     const v = this.data[field];
-    if (v === undefined || v === null || v === '') {
-      if (opts.required) this.errors.push(`${this.name(field)} must not be empty.`);
-      return null;
-    }
     if (typeof v === 'boolean') return v;
     if (v === 'true' || v === 'false') return v === 'true';
     this.errors.push(`${this.name(field)} must be true, false or null.`);

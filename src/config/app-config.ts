@@ -97,6 +97,13 @@ export class AppConfig {
   @Max(3660, { message: 'an integer from 1 to 3660' })
   VISITS_MAX_RANGE_DAYS = 31;
 
+  /** How far back, in days, a change feed's first call ('Since') may start. */
+  @Transform(toInt)
+  @IsInt({ message: 'an integer from 1 to 3660' })
+  @Min(1, { message: 'an integer from 1 to 3660' })
+  @Max(3660, { message: 'an integer from 1 to 3660' })
+  CHANGES_RETENTION_DAYS = 90;
+
   /** Log level of the JSON logs. */
   @IsIn(LOG_LEVELS, { message: `one of ${LOG_LEVELS.join(', ')}` })
   LOG_LEVEL: (typeof LOG_LEVELS)[number] = 'info';

@@ -6,21 +6,54 @@ import { dataSourceOptions } from './data-source-options.js';
 
 /** A data source for migration commands: never runs migrations by itself. */
 export async function openDataSource(config: AppConfig): Promise<DataSource> {
-  if (config.DATABASE_URL) await ensureSchema(config);
+  await ensureSchema(config);
   const db = new DataSource({ ...dataSourceOptions(config), migrationsRun: false });
   return db.initialize();
 }
 
-/** Creates the configured PostgreSQL schema if it does not exist yet. */
-export async function ensureSchema(config: AppConfig): Promise<void> {
-  if (!config.DATABASE_URL || config.DATABASE_SCHEMA === 'public') return;
-  const db = new DataSource({ type: 'postgres', url: config.DATABASE_URL });
+/** The configured PostgreSQL schema is missing and this process may not create it. */
+export class SchemaMissingError extends Error {
+  constructor(schema: string) {
+    super(
+      `DATABASE_SCHEMA "${schema}" does not exist in the database, and with MIGRATIONS_RUN=false this process does not create it: ` +
+        'run the migrations first (npm run cli -- migrations run), or start with MIGRATIONS_RUN=true',
+    );
+    this.name = 'SchemaMissingError';
+  }
+}
+
+/** `"name"`: a PostgreSQL identifier quoted, with any double quote in it doubled. */
+export const quoteIdentifier = (name: string): string => `"${name.replace(/"/g, '""')}"`;
+
+/**
+ * Makes sure the configured PostgreSQL schema exists before anything uses it (the
+ * connection's search_path names it, and migrations create their tables in it). Whoever
+ * applies the migrations creates it: `migrations run`, or a start with MIGRATIONS_RUN=true.
+ * Otherwise a missing schema is a SchemaMissingError. Nothing to do on SQLite.
+ */
+export async function prepareSchema(config: AppConfig, create = config.MIGRATIONS_RUN): Promise<void> {
+  if (!config.DATABASE_URL) return;
+  const db = new DataSource({
+    type: 'postgres',
+    url: config.DATABASE_URL,
+    applicationName: 'results-service',
+    connectTimeoutMS: Math.min(5000, config.DATABASE_QUERY_TIMEOUT_MS),
+  });
   await db.initialize();
   try {
-    await db.query(`CREATE SCHEMA IF NOT EXISTS "${config.DATABASE_SCHEMA}"`);
+    // Looked up first: CREATE SCHEMA IF NOT EXISTS needs the CREATE privilege even when the schema exists.
+    const found = await db.query<unknown[]>('SELECT 1 FROM pg_namespace WHERE nspname = $1', [config.DATABASE_SCHEMA]);
+    if (found.length > 0) return;
+    if (!create) throw new SchemaMissingError(config.DATABASE_SCHEMA);
+    await db.query(`CREATE SCHEMA IF NOT EXISTS ${quoteIdentifier(config.DATABASE_SCHEMA)}`);
   } finally {
     await db.destroy();
   }
+}
+
+/** Creates the configured PostgreSQL schema if it does not exist yet. */
+export function ensureSchema(config: AppConfig): Promise<void> {
+  return prepareSchema(config, true);
 }
 
 /** The SQL the entities still need after every migration: empty when the schema is current. */

@@ -12,7 +12,7 @@ import type { ImportReport } from '../common/import-report.js';
 import { AppConfig } from '../config/app-config.js';
 import { MenusImportService } from '../menus/menus-import.service.js';
 import { VisitsImportService } from '../visits/visits-import.service.js';
-import { demoClients, demoMenus, demoVisits } from './demo-data.js';
+import { demoClients, demoMenus, demoReviews, demoVisits } from './demo-data.js';
 import { writeDemoImage } from './demo-images.js';
 
 export const DEMO_CREDENTIALS_FILE = 'demo-credentials.json';
@@ -72,8 +72,13 @@ export class DemoService {
         branches += check(await this.branches.importFile(client.id, file));
       }
       const visitsFile = join(work, 'visits.ndjson');
-      await writeFile(visitsFile, demoVisits({ today, days: 90 }).map((v) => JSON.stringify(v)).join('\n'));
+      const generated = demoVisits({ today, days: 90 });
+      await writeFile(visitsFile, generated.map((v) => JSON.stringify(v)).join('\n'));
       const visits = check(await this.visits.importFile(visitsFile));
+      // Then the reviews of the latest mystery visits, re-scored: the change feed shows them last.
+      const reviewsFile = join(work, 'reviews.ndjson');
+      await writeFile(reviewsFile, demoReviews(generated).map((v) => JSON.stringify(v)).join('\n'));
+      check(await this.visits.importFile(reviewsFile));
 
       let menus = 0;
       const allMenus = demoMenus(today);
@@ -122,10 +127,17 @@ export class DemoService {
     }
   }
 
-  /** Tells a newcomer where the API is and how to call it. */
+  /**
+   * Tells a newcomer where the API is and how to call it: the address the process listens
+   * on, and the addresses to open, which are under PUBLIC_BASE_URL when it is set (behind a
+   * proxy or ingress the listening address is not the one a browser can reach).
+   */
   async announce(url: string): Promise<void> {
-    const base = url.replace('[::1]', 'localhost').replace('127.0.0.1', 'localhost');
-    const lines = [`Results service listening on ${base}`, `Swagger UI: ${base}/docs`];
+    const local = url.replace('[::1]', 'localhost').replace('127.0.0.1', 'localhost');
+    const lines = [`Results service listening on ${local}`];
+    const base = this.config.PUBLIC_BASE_URL ? this.config.baseUrl : local;
+    if (this.config.PUBLIC_BASE_URL) lines.push(`Public address: ${base}`);
+    lines.push(`Swagger UI: ${base}/docs`);
     const demo = await this.readCredentials();
     if (demo) {
       lines.push(`Demo credentials (${this.credentialsPath}):`);

@@ -40,7 +40,7 @@ export class HealthController {
     summary: 'The service can serve requests: the database answers, its migrations are current, Redis answers when configured.',
   })
   @ApiOkResponse({ description: 'Ready.' })
-  @ApiProblemResponse(503, 'Not ready: the detail names the failing checks.')
+  @ApiProblemResponse(503, 'Not ready: the detail names the failing checks.', 'Not ready: database failed.')
   async ready(): Promise<unknown> {
     if (this.lifecycle.shuttingDown) {
       throw new ProblemException(503, 'Not ready: shutting down.', { headers: { 'Retry-After': '5' } });

@@ -1,66 +1,32 @@
-import { randomUUID } from 'node:crypto';
-import type { IncomingMessage, ServerResponse } from 'node:http';
-import { Module } from '@nestjs/common';
-import { LoggerModule } from 'nestjs-pino';
-import type { Request } from 'express';
+import { Global, Inject, Module, RequestMethod, type MiddlewareConsumer, type NestModule } from '@nestjs/common';
+import type { NextFunction, Request, Response } from 'express';
+import type { HttpLogger } from 'pino-http';
 import { AppConfig } from '../config/app-config.js';
-import { routeOf } from '../metrics/request-metrics.middleware.js';
+import { AppLogger } from './app-logger.js';
+import { createRequestLogger, requestLogContext } from './request-logging.js';
 
-const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
-
-/** Paths redacted from every log line: credentials never reach the logs. */
-export const REDACTED_PATHS = [
-  'req.headers.authorization',
-  'req.headers["svc-api-key"]',
-  'req.headers.cookie',
-  'req.body.client_secret',
-  'client_secret',
-  'clientSecret',
-  'apiKey',
-];
-
-type Locals = { locals?: Record<string, unknown> };
+const REQUEST_LOGGER = Symbol('REQUEST_LOGGER');
 
 /**
- * JSON lines through pino: one line per request with method, route, status, duration,
- * request id (accepted from `X-Request-Id` or generated, and echoed), the caller's
- * client id and, on errors, the problem instance id.
+ * JSON lines through pino: the request lines (request-logging.ts), and Nest's own logger
+ * (`AppLogger`, installed by setupApp) on the same root logger.
  */
+@Global()
 @Module({
-  imports: [
-    LoggerModule.forRootAsync({
-      inject: [AppConfig],
-      useFactory: (config: AppConfig) => ({
-        pinoHttp: {
-          level: config.LOG_LEVEL,
-          redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
-          genReqId: (req: IncomingMessage, res: ServerResponse) => {
-            const given = req.headers['x-request-id'];
-            const id = typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
-            res.setHeader('X-Request-Id', id);
-            return id;
-          },
-          customProps: (req: IncomingMessage, res: ServerResponse) => {
-            const locals = (res as ServerResponse & Locals).locals ?? {};
-            return {
-              route: routeOf(req as Request),
-              clientId: locals.clientId,
-              problemInstance: locals.problemInstance,
-            };
-          },
-          serializers: {
-            req: (req: { id: unknown; method: string; url: string }) => ({
-              id: req.id,
-              method: req.method,
-              url: req.url,
-            }),
-            res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
-          },
-          customLogLevel: (_req: IncomingMessage, res: ServerResponse, err?: Error) =>
-            err || res.statusCode >= 500 ? 'error' : 'info',
-        },
-      }),
-    }),
+  providers: [
+    { provide: REQUEST_LOGGER, inject: [AppConfig], useFactory: (config: AppConfig) => createRequestLogger(config) },
+    { provide: AppLogger, inject: [REQUEST_LOGGER], useFactory: (http: HttpLogger) => new AppLogger(http.logger) },
   ],
+  exports: [AppLogger],
 })
-export class LoggingModule {}
+export class LoggingModule implements NestModule {
+  constructor(@Inject(REQUEST_LOGGER) private readonly http: HttpLogger) {}
+
+  configure(consumer: MiddlewareConsumer): void {
+    const http = this.http;
+    // Every route; the handlers (and Nest's logs for them) run with the request's logger.
+    consumer
+      .apply((req: Request, res: Response, next: NextFunction) => http(req, res, () => requestLogContext.run(req.log, next)))
+      .forRoutes({ path: '{/*splat}', method: RequestMethod.ALL });
+  }
+}

@@ -2,13 +2,24 @@ import { Injectable, type CallHandler, type ExecutionContext, type NestIntercept
 import busboy from 'busboy';
 import type { Request, Response } from 'express';
 import type { Observable } from 'rxjs';
-import { ValidationProblem } from '../common/problem.js';
+import { discardBody, lingerAfterResponse } from '../common/body-drain.js';
+import { PayloadTooLargeProblem, ValidationProblem } from '../common/problem.js';
 import { AppConfig } from '../config/app-config.js';
+import { imageTooLargeMessage } from './image-inspector.js';
+import { DISH_JSON_PART_MAX_BYTES } from './dto/menu.dto.js';
 import type { UploadParts } from './menus.service.js';
 
 /** Room for the json part and the multipart framing on top of the image itself. */
 const FORM_OVERHEAD = 256 * 1024;
-const JSON_PART_MAX = 64 * 1024;
+/**
+ * A body over the limit is still read to its end, and dropped, up to this many times the
+ * largest form or for DRAIN_MS, so that a client that writes the whole body before it reads
+ * can read the 413 after it. A body declared larger than that is answered at once.
+ */
+const DRAIN_FACTOR = 4;
+const DRAIN_MS = 10_000;
+/** How long a connection answered before its body ended keeps reading after the response. */
+const LINGER_MS = 10_000;
 
 export interface UploadRequest extends Request {
   uploadParts?: UploadParts;
@@ -16,16 +27,19 @@ export interface UploadRequest extends Request {
 
 /**
  * Reads the multipart form of POST /menus/dishes while it streams (busboy): at most one
- * image of at most IMAGE_MAX_BYTES is held in memory, and a larger body is refused as soon
- * as the limit is passed, without reading the rest. Parts without a name, or with an empty
- * one, are the image, as the interface shows them.
+ * image of at most IMAGE_MAX_BYTES is held in memory. A larger body is a 413: nothing more
+ * of it is kept, the rest is read and dropped (up to a bound), and the connection closes
+ * after the response without resetting, so every client can read it. Parts without a name,
+ * or with an empty one, are the image, as the interface shows them.
  */
 @Injectable()
 export class DishUploadInterceptor implements NestInterceptor {
-  private readonly mib: string;
+  private readonly maxForm: number;
+  private readonly drainBytes: number;
 
   constructor(private readonly config: AppConfig) {
-    this.mib = (config.IMAGE_MAX_BYTES / (1024 * 1024)).toFixed(1);
+    this.maxForm = config.IMAGE_MAX_BYTES + FORM_OVERHEAD;
+    this.drainBytes = DRAIN_FACTOR * this.maxForm;
   }
 
   async intercept(context: ExecutionContext, next: CallHandler): Promise<Observable<unknown>> {
@@ -35,37 +49,50 @@ export class DishUploadInterceptor implements NestInterceptor {
     if (!request.is('multipart/form-data')) {
       throw new ValidationProblem(['The request must be multipart/form-data with an image part and a json part.']);
     }
-    const declared = Number(request.headers['content-length']);
-    if (Number.isFinite(declared) && declared > this.config.IMAGE_MAX_BYTES + FORM_OVERHEAD) {
-      // Refused before reading the body; the connection closes so the client stops sending.
-      response.setHeader('Connection', 'close');
-      throw new ValidationProblem([`The image must be at most ${this.mib} MiB.`]);
-    }
     try {
+      const declared = Number(request.headers['content-length']);
+      if (Number.isFinite(declared) && declared > this.maxForm) {
+        // Too large by its declared length: none of it is parsed.
+        if (declared <= this.drainBytes) await discardBody(request, { maxBytes: this.drainBytes, maxMs: DRAIN_MS });
+        throw this.tooLarge();
+      }
       request.uploadParts = await this.read(request);
     } catch (error) {
       response.setHeader('Connection', 'close');
+      if (!request.complete) lingerAfterResponse(request, LINGER_MS);
       throw error;
     }
     return next.handle();
+  }
+
+  private tooLarge(): PayloadTooLargeProblem {
+    return new PayloadTooLargeProblem([imageTooLargeMessage(this.config.IMAGE_MAX_BYTES)]);
   }
 
   private read(request: Request): Promise<UploadParts> {
     return new Promise((resolve, reject) => {
       const parts: UploadParts = { files: [], fields: {} };
       let failed = false;
+      let received = 0;
       let parser: busboy.Busboy;
-      const fail = (message: string): void => {
-        if (failed) return;
+      const stop = (): boolean => {
+        if (failed) return false;
         failed = true;
         request.unpipe(parser);
         request.resume();
-        reject(new ValidationProblem([message]));
+        return true;
+      };
+      const fail = (message: string): void => {
+        if (stop()) reject(new ValidationProblem([message]));
+      };
+      const tooLarge = (): void => {
+        if (!stop()) return;
+        void discardBody(request, { maxBytes: this.drainBytes - received, maxMs: DRAIN_MS }).then(() => reject(this.tooLarge()));
       };
       try {
         parser = busboy({
           headers: request.headers,
-          limits: { fileSize: this.config.IMAGE_MAX_BYTES, files: 3, fields: 4, parts: 6, fieldSize: JSON_PART_MAX, fieldNameSize: 100 },
+          limits: { fileSize: this.config.IMAGE_MAX_BYTES, files: 3, fields: 4, parts: 6, fieldSize: DISH_JSON_PART_MAX_BYTES, fieldNameSize: 100 },
         });
       } catch {
         reject(new ValidationProblem(['The multipart body is malformed: its boundary is missing.']));
@@ -74,7 +101,10 @@ export class DishUploadInterceptor implements NestInterceptor {
       parser.on('file', (name: string | undefined, stream, info) => {
         const chunks: Buffer[] = [];
         stream.on('data', (chunk: Buffer) => chunks.push(chunk));
-        stream.on('limit', () => fail(`The image must be at most ${this.mib} MiB.`));
+        stream.on('limit', () => {
+          chunks.length = 0;
+          tooLarge();
+        });
         stream.on('end', () => {
           if (!failed) parts.files.push({ fieldname: name ?? '', originalname: info.filename ?? '', buffer: Buffer.concat(chunks) });
         });
@@ -93,6 +123,9 @@ export class DishUploadInterceptor implements NestInterceptor {
         if (!failed) resolve(parts);
       });
       request.on('aborted', () => fail('The upload was interrupted.'));
+      request.on('data', (chunk: Buffer) => {
+        received += chunk.length;
+      });
       request.pipe(parser);
     });
   }

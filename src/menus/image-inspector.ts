@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import sharp, { type Metadata } from 'sharp';
+import { formatBytes } from '../common/byte-size.js';
 
 export const IMAGE_TYPES = { jpeg: 'image/jpeg', png: 'image/png', webp: 'image/webp' } as const;
 
@@ -19,7 +20,10 @@ export interface PreparedImage {
 /** Why an image was refused; the message is shown to the caller as is. */
 export class ImageRejected extends Error {}
 
-const MEGABYTE = 1024 * 1024;
+/** The message for an image over the size limit, wherever it is found out. */
+export function imageTooLargeMessage(maxBytes: number): string {
+  return `The image must be at most ${maxBytes} bytes (${formatBytes(maxBytes)}).`;
+}
 
 /**
  * Judges an image by its bytes alone: JPEG, PNG or WebP, decodable to the end, within the
@@ -29,7 +33,7 @@ const MEGABYTE = 1024 * 1024;
 export async function prepareImage(input: Buffer, limits: ImageLimits): Promise<PreparedImage> {
   if (input.length === 0) throw new ImageRejected('The image is empty.');
   if (input.length > limits.maxBytes) {
-    throw new ImageRejected(`The image must be at most ${(limits.maxBytes / MEGABYTE).toFixed(1)} MiB.`);
+    throw new ImageRejected(imageTooLargeMessage(limits.maxBytes));
   }
   let meta: Metadata;
   try {

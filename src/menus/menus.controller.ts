@@ -49,7 +49,7 @@ export class MenusController {
     summary: 'The dishes of one of the client menus, by display order then id, a page at a time.',
   })
   @ApiOkResponse({ type: DishesPageDto })
-  @ApiProblemResponse(404, 'No menu has this id.')
+  @ApiProblemResponse(404, 'No menu has this id.', 'Menu 101 does not exist.')
   @ApiDataErrors()
   async dishes(@EntitledQuery() query: DishesQueryDto, @Res({ passthrough: true }) res: Response): Promise<DishesPageDto> {
     const page = await this.menus.dishes(query.SvcClientId, query.menuId, query.after);
@@ -66,12 +66,18 @@ export class MenusController {
     summary: 'Add a dish with its image to a menu, or update the dish with the same code on that menu.',
     description:
       'multipart/form-data with the image (a file part with an empty name, or named `file`) and the dish as JSON ' +
-      'in the part `json`. The image is judged by its bytes: JPEG, PNG or WebP, at most 5 MiB and 40 megapixels. ' +
+      'in the part `json`. The image is judged by its bytes: JPEG, PNG or WebP, at most `IMAGE_MAX_BYTES` (5 MiB by default, ' +
+      'the `maxLength` of the image part) and `IMAGE_MAX_PIXELS` (40 megapixels by default). ' +
       'Metadata such as EXIF (with any location) is removed before the image is stored.',
   })
   @ApiConsumes('multipart/form-data')
   @ApiBody({ type: DishUploadDto })
   @ApiOkResponse({ type: DishResponseDto })
+  @ApiProblemResponse(
+    413,
+    'The body is larger than the service accepts: the image is over its limit (5 MiB unless configured), which `errors` names. ' +
+      'The connection closes after the response.',
+  )
   @ApiDataErrors()
   async upload(@EntitledQuery() query: ClientQueryDto, @Req() req: UploadRequest): Promise<DishResponseDto> {
     const parts = req.uploadParts ?? { files: [], fields: {} };
@@ -81,11 +87,15 @@ export class MenusController {
   @Get('dishes/images/:imageId')
   @RequiresScope(Scope.Menus)
   @ApiOperation({ operationId: 'getDishImage', summary: 'The image of a dish, as stored (the `image.url` of a dish record).' })
-  @ApiParam({ name: 'imageId', format: 'uuid' })
+  @ApiParam({
+    name: 'imageId',
+    description: 'The id in the `image.url` of a dish record; any other id is a 404.',
+    schema: { type: 'string', format: 'uuid', minLength: 36, maxLength: 36, pattern: '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' },
+  })
   @ApiProduces('image/jpeg', 'image/png', 'image/webp')
   @ApiOkResponse({ description: 'The image bytes, with `ETag` and `Cache-Control`.', schema: { type: 'string', format: 'binary' } })
   @ApiResponse({ status: 304, description: 'Not modified: the If-None-Match ETag is current.' })
-  @ApiProblemResponse(404, 'No image has this id.')
+  @ApiProblemResponse(404, 'No image has this id.', 'No image has this id.')
   @ApiDataErrors()
   @Header('Cache-Control', 'private, max-age=31536000, immutable')
   async image(

@@ -3,8 +3,8 @@ import { notEntitled } from '../auth/entitlements.js';
 import { localDate } from '../common/clock.js';
 import { PageTokens } from '../common/page-token.js';
 import { ProblemException, ValidationProblem } from '../common/problem.js';
+import { ID_MAX } from '../common/query-fields.js';
 import { RecordReader } from '../common/record-reader.js';
-import { hashApiKey } from '../auth/secrets.js';
 import { AppConfig } from '../config/app-config.js';
 import { readDishFields } from './dish-fields.js';
 import type { DishDto, MenuDto } from './dto/menu.dto.js';
@@ -38,7 +38,7 @@ export class MenusService {
     private readonly repo: MenusRepository,
     private readonly config: AppConfig,
   ) {
-    this.tokens = new PageTokens(config.PAGE_TOKEN_KEY ?? hashApiKey('page-tokens', config.API_KEY_HASH_KEY));
+    this.tokens = PageTokens.fromConfig(config);
   }
 
   /** The client's active menus, a page at a time, in id order. */
@@ -110,7 +110,7 @@ export class MenusService {
     let menuId: number | null = null;
     if (json !== undefined) {
       const reader = new RecordReader(json, '');
-      menuId = reader.int('menuId', { min: 1 });
+      menuId = reader.int('menuId', { min: 1, max: ID_MAX });
       fields = readDishFields(reader, menuId ?? 0);
       errors.push(...reader.errors);
     }

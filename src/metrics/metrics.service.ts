@@ -58,6 +58,12 @@ export class MetricsService {
     registers: [this.registry],
   });
 
+  readonly tokenFailureStoreFallbacks = new Counter({
+    name: 'results_token_failure_store_fallbacks_total',
+    help: 'Failed-token-request checks and counts done in the process because Redis could not be reached.',
+    registers: [this.registry],
+  });
+
   constructor(@InjectDataSource() db: DataSource) {
     collectDefaultMetrics({ register: this.registry, prefix: 'results_process_' });
     const pool = (): PgPool | undefined =>

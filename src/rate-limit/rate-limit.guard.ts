@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { Injectable, type ExecutionContext } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import {
@@ -13,13 +12,13 @@ import type { Request, Response } from 'express';
 import { decodeBasic } from '../auth/basic-credentials.js';
 import { OAuthException } from '../auth/oauth-error.js';
 import { ProblemException } from '../common/problem.js';
+import { storeKeyDigest as digest } from '../common/store-key.js';
 import { MetricsService } from '../metrics/metrics.service.js';
+import type { CountResult } from './rate-limit.storage.js';
 
 export const TOKEN_PATH = '/connect/token';
 
 export const isTokenRequest = (req: Request): boolean => req.path === TOKEN_PATH;
-
-const digest = (value: string): string => createHash('sha256').update(value).digest('base64url').slice(0, 22);
 
 /** Per API key (the key itself never reaches the store, only a digest); by address without one. */
 export function apiKeyTracker(req: Request): string {
@@ -35,10 +34,36 @@ export function clientIdTracker(req: Request): string {
   return basic ? `client:${digest(basic.clientId)}` : apiKeyTracker(req);
 }
 
+interface LimitState {
+  limit: number;
+  remaining: number;
+  /** Epoch ms at which the limit's window (or block) ends. */
+  resetAt: number;
+}
+
+const LEGACY_STATE = 'rateLimitLegacyHeaders';
+
+/**
+ * The widely parsed `X-Rate-Limit-Limit`, `-Remaining` and `-Reset` (an ISO 8601 UTC
+ * date-time) hold one value each, so they describe the limit closest to refusing: the one
+ * with the fewest requests remaining (on a tie, the one that resets later). On the token
+ * endpoint that is often its own per-client limit rather than the per-key one.
+ */
+function setLegacyHeaders(res: Response, state: LimitState): void {
+  const locals = res.locals as Record<string, LimitState | undefined>;
+  const shown = locals[LEGACY_STATE];
+  if (shown && (shown.remaining < state.remaining || (shown.remaining === state.remaining && shown.resetAt >= state.resetAt))) return;
+  locals[LEGACY_STATE] = state;
+  res.setHeader('X-Rate-Limit-Limit', String(state.limit));
+  res.setHeader('X-Rate-Limit-Remaining', String(state.remaining));
+  res.setHeader('X-Rate-Limit-Reset', new Date(state.resetAt).toISOString());
+}
+
 /**
  * The first global guard, so failed requests count too. Fixed windows per API key over the
  * whole API ("default") and per client id on the token endpoint ("token"). Every response
- * carries the IETF RateLimit-Policy and RateLimit headers; a refused request is a 429 with
+ * carries the IETF RateLimit-Policy and RateLimit headers, and the X-Rate-Limit-* ones many
+ * clients already parse; a refused request is a 429 with
  * Retry-After (problem+json, or the OAuth error body on the token endpoint).
  */
 @Injectable()
@@ -58,10 +83,12 @@ export class RateLimitGuard extends ThrottlerGuard {
     const res = context.switchToHttp().getResponse<Response>();
     const name = throttler.name ?? 'default';
     const key = generateKey(context, await getTracker(req, context), name);
-    const count = await this.storageService.increment(key, ttl, limit, blockDuration, name);
+    const count = (await this.storageService.increment(key, ttl, limit, blockDuration, name)) as CountResult;
     const reset = count.isBlocked ? count.timeToBlockExpire : count.timeToExpire;
+    const remaining = Math.max(0, limit - count.totalHits);
     res.append('RateLimit-Policy', `"${name}";q=${limit};w=${Math.round(ttl / 1000)}`);
-    res.append('RateLimit', `"${name}";r=${Math.max(0, limit - count.totalHits)};t=${reset}`);
+    res.append('RateLimit', `"${name}";r=${remaining};t=${reset}`);
+    setLegacyHeaders(res, { limit, remaining, resetAt: count.resetAt });
     if (!count.isBlocked) return true;
 
     this.metrics.rateLimited.inc({ limit: name });

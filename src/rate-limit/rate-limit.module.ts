@@ -10,7 +10,7 @@ import { RateLimitStorage } from './rate-limit.storage.js';
 
 const MINUTE_MS = 60_000;
 
-/** The limits of DESIGN.md: per API key over the whole API, and per client id on the token endpoint. */
+/** The limits of docs/interface.md ("Rate limits"): per API key over the whole API, and per client id on the token endpoint. */
 @Module({
   imports: [
     ThrottlerModule.forRootAsync({

@@ -9,6 +9,8 @@ export interface CountResult {
   timeToExpire: number;
   isBlocked: boolean;
   timeToBlockExpire: number;
+  /** When requests are counted afresh (epoch ms): the window's end, or the block's when blocked. */
+  resetAt: number;
 }
 
 /**
@@ -60,18 +62,23 @@ export class RateLimitStorage implements ThrottlerStorage {
           limit,
           blockDuration,
         )) as [number, number, number, number];
+        const now = Date.now();
         return {
           totalHits: hits,
           timeToExpire: Math.max(1, Math.ceil(windowMs / 1000)),
           isBlocked: blocked === 1,
           timeToBlockExpire: Math.max(0, Math.ceil(blockMs / 1000)),
+          resetAt: now + Math.max(0, blocked === 1 ? blockMs : windowMs),
         };
       } catch (error) {
         this.metrics.rateLimitStoreFallbacks.inc();
         this.logger.debug(`counted in the process: ${(error as Error).message}`);
       }
     }
-    return this.local.increment(key, ttl, limit, blockDuration, throttlerName);
+    const count = await this.local.increment(key, ttl, limit, blockDuration, throttlerName);
+    const record = this.local.storage.get(key);
+    const end = count.isBlocked ? record?.blockExpiresAt : record?.expiresAt;
+    return { ...count, resetAt: end ?? Date.now() + (count.isBlocked ? count.timeToBlockExpire : count.timeToExpire) * 1000 };
   }
 
   onApplicationShutdown(): void {

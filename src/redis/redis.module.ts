@@ -6,8 +6,8 @@ export const REDIS = Symbol('Redis');
 
 /**
  * The Redis client when REDIS_URL is set, else null. Commands fail fast instead of queueing
- * while Redis is away (the rate limiter then counts in the process), and the client keeps
- * reconnecting in the background.
+ * while Redis is away (the rate limiter and the token-failure lockout then count in the
+ * process), and the client keeps reconnecting in the background.
  */
 function createRedis(config: AppConfig): Redis | null {
   if (!config.REDIS_URL) return null;
@@ -25,7 +25,7 @@ function createRedis(config: AppConfig): Redis | null {
     healthy = true;
   });
   client.on('error', (error: Error) => {
-    if (healthy !== false) logger.warn(`unreachable (${error.message}): rate limits are counted per process until it returns`);
+    if (healthy !== false) logger.warn(`unreachable (${error.message}): rate limits and token failures are counted per process until it returns`);
     healthy = false;
   });
   return client;

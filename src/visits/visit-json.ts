@@ -32,9 +32,12 @@ function writeVisit(out: ByteWriter, row: VisitRow, plus: boolean): void {
   );
 }
 
-/** The response body `{ "data": { "visits": [...] } }`, written straight into one buffer. */
-export function visitsPageJson(rows: VisitRow[], plus: boolean): Buffer {
-  let expected = 32;
+/**
+ * The response body `{ "data": { "visits": [...] } }`, written straight into one buffer; with
+ * `after`, a page of the change feed: `paging.after` follows the data.
+ */
+export function visitsPageJson(rows: VisitRow[], plus: boolean, after?: string): Buffer {
+  let expected = 32 + (after?.length ?? 0);
   for (const row of rows) expected += row.sections.length + (row.recommend_comment?.length ?? 0) + FIELDS_BYTES;
   const out = new ByteWriter(expected);
   out.text('{"data":{"visits":[');
@@ -42,5 +45,5 @@ export function visitsPageJson(rows: VisitRow[], plus: boolean): Buffer {
     if (i > 0) out.text(',');
     writeVisit(out, row, plus);
   });
-  return out.text(']}}').result();
+  return out.text(after === undefined ? ']}}' : `]},"paging":{"after":${JSON.stringify(after)}}}`).result();
 }

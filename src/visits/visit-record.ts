@@ -28,7 +28,7 @@ function readSection(parent: RecordReader, value: unknown, at: string): Record<s
   const s = parent.nested(value, at);
   const name = s.string('name', { max: 200 });
   const score = s.number('score', { required: false });
-  const questions = (s.array('questions') ?? []).map((q, i) => readQuestion(s, q, `${at}questions[${i}].`));
+  const questions = (s.array('questions') ?? []).map((q, i) => readQuestion(s, q, `questions[${i}].`));
   parent.adopt(s);
   return { name, score, questions };
 }

@@ -74,7 +74,8 @@ export class VisitsImportService {
     );
     const stored = await this.visits.findStored(parsed.map((p) => p.visit.id));
     const now = localDateTime(this.config.RESULTS_TIMEZONE);
-    const accepted = new Map<number, Visit>();
+    /** Accepted visits by id; null for those unchanged, which need no write. */
+    const accepted = new Map<number, Visit | null>();
 
     for (const { line, visit, hasModificationDate } of parsed) {
       const errors: string[] = [];
@@ -95,10 +96,12 @@ export class VisitsImportService {
         report.rejected.push({ line, errors });
         continue;
       }
+      // A visit re-imported as it is stays as it is: no write, no new place in the change feed.
+      const unchanged = previous !== undefined && visitFingerprint(visit) === previous.fingerprint;
       visit.modificationDate = this.modificationDate(visit, hasModificationDate, previous, now);
-      accepted.set(visit.id, visit);
+      accepted.set(visit.id, unchanged ? null : visit);
     }
-    await this.visits.upsertBatch([...accepted.values()]);
+    await this.visits.upsertBatch([...accepted.values()].filter((v): v is Visit => v !== null));
     report.imported += accepted.size;
   }
 

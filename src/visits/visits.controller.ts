@@ -1,13 +1,21 @@
 import { Controller, Get, Req, Res } from '@nestjs/common';
 import type { Request, Response } from 'express';
 import { ApiOkResponse, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
-import { EntitledQuery } from '../auth/entitlements.js';
+import { EntitledQuery, selectionOf } from '../auth/entitlements.js';
 import { RequiresScope } from '../auth/requires-scope.decorator.js';
 import { Scope } from '../auth/scopes.js';
 import { ApiDataErrors } from '../common/api-responses.js';
-import { PlusVisitsResponseDto, StandardVisitsResponseDto } from './dto/visit.dto.js';
+import {
+  PlusChangesResponseDto,
+  PlusVisitsResponseDto,
+  StandardChangesResponseDto,
+  StandardVisitsResponseDto,
+} from './dto/visit.dto.js';
+import { AppConfig } from '../config/app-config.js';
+import { ChangesQueryDto } from './dto/changes-query.dto.js';
 import { VisitsQueryDto } from './dto/visits-query.dto.js';
-import { VisitsService, type VisitsPage } from './visits.service.js';
+import { VisitChangesService, type ChangesPage } from './visit-changes.service.js';
+import { VisitsService, type VisitsPage, type VisitsVariant } from './visits.service.js';
 
 const PAGING =
   'Visits whose local date is from FromDate to ToDate inclusive, ordered by visitDateTime then visitId. ' +
@@ -17,6 +25,18 @@ const PAGING =
 const ETAG = {
   ETag: { description: 'Validator of the page: send it as If-None-Match to get a 304 while the data is unchanged.', schema: { type: 'string' } },
 };
+const CHANGES =
+  'The change feed: visits inserted or changed, in the order they were written, each once per page in its ' +
+  'current state. The first call names where to start (`Since`); every page, the last and an empty one ' +
+  'included, gives `paging.after`: store it and pass it as `after` to read on, now or tomorrow. An empty page ' +
+  'means nothing changed since. No change is missed, however imports and reads interleave: every visit written ' +
+  'after the point a token marks is on a later page. A token is bound to the client, the variant and the ' +
+  'query\'s filters.';
+
+const LINK = {
+  Link: { description: 'The next page of the feed: `<...&after=TOKEN>; rel="next"`, the same token as `paging.after`.', schema: { type: 'string' } },
+};
+
 const NOT_MODIFIED = { status: 304, description: 'Not modified: the If-None-Match ETag is current.' };
 
 /** The page bytes as rendered, with a validator: a partner re-requesting unchanged data gets a 304. */
@@ -34,7 +54,11 @@ function send(req: Request, res: Response, page: VisitsPage): void {
 @ApiTags('visits')
 @Controller('visits')
 export class VisitsController {
-  constructor(private readonly visits: VisitsService) {}
+  constructor(
+    private readonly visits: VisitsService,
+    private readonly changes: VisitChangesService,
+    private readonly config: AppConfig,
+  ) {}
 
   @Get('standard')
   @RequiresScope(Scope.VisitsStandard)
@@ -43,7 +67,7 @@ export class VisitsController {
   @ApiResponse(NOT_MODIFIED)
   @ApiDataErrors()
   async standard(@EntitledQuery() query: VisitsQueryDto, @Req() req: Request, @Res() res: Response): Promise<void> {
-    send(req, res, await this.visits.page(query, 'standard'));
+    send(req, res, await this.visits.page(selectionOf(query), query, 'standard'));
   }
 
   @Get('plus')
@@ -57,6 +81,41 @@ export class VisitsController {
   @ApiResponse(NOT_MODIFIED)
   @ApiDataErrors()
   async plus(@EntitledQuery() query: VisitsQueryDto, @Req() req: Request, @Res() res: Response): Promise<void> {
-    send(req, res, await this.visits.page(query, 'plus'));
+    send(req, res, await this.visits.page(selectionOf(query), query, 'plus'));
+  }
+
+  @Get('standard/changes')
+  @RequiresScope(Scope.VisitsStandard)
+  @ApiOperation({ operationId: 'getStandardVisitChanges', summary: "The client's visits as they change, by cursor.", description: CHANGES })
+  @ApiOkResponse({ type: StandardChangesResponseDto, headers: LINK })
+  @ApiDataErrors()
+  async standardChanges(@EntitledQuery() query: ChangesQueryDto, @Res() res: Response): Promise<void> {
+    this.sendChanges(res, query, 'standard', await this.changes.page(query, 'standard', selectionOf(query)));
+  }
+
+  @Get('plus/changes')
+  @RequiresScope(Scope.VisitsPlus)
+  @ApiOperation({
+    operationId: 'getPlusVisitChanges',
+    summary: "The client's visits with the plus fields as they change, by cursor.",
+    description: CHANGES,
+  })
+  @ApiOkResponse({ type: PlusChangesResponseDto, headers: LINK })
+  @ApiDataErrors()
+  async plusChanges(@EntitledQuery() query: ChangesQueryDto, @Res() res: Response): Promise<void> {
+    this.sendChanges(res, query, 'plus', await this.changes.page(query, 'plus', selectionOf(query)));
+  }
+
+  /** A feed page is never cached: the next call with the same token may hold more. */
+  private sendChanges(res: Response, query: ChangesQueryDto, variant: VisitsVariant, page: ChangesPage): void {
+    const next = new URLSearchParams({ SvcClientId: String(query.SvcClientId) });
+    if (query.Take !== undefined) next.set('Take', String(query.Take));
+    if (query.SvcBrandId !== undefined) next.set('SvcBrandId', String(query.SvcBrandId));
+    if (query.VisitTypes !== undefined) next.set('VisitTypes', query.VisitTypes);
+    next.set('after', page.after);
+    res.setHeader('Link', `<${this.config.baseUrl}/visits/${variant}/changes?${next.toString()}>; rel="next"`);
+    res.setHeader('Cache-Control', 'no-store');
+    res.status(200).setHeader('Content-Type', 'application/json; charset=utf-8');
+    res.end(page.body);
   }
 }

@@ -1,9 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource, In } from 'typeorm';
+import { DataSource, In, type EntityManager } from 'typeorm';
 import { VisitType } from './entities/visit-type.entity.js';
 import { Visit } from './entities/visit.entity.js';
-import { bumpDataVersion } from '../clients/clients.repository.js';
 import { inTransaction } from '../database/transaction.js';
 
 /** What an import compares to decide whether a re-imported visit changed. */
@@ -42,8 +41,15 @@ export interface VisitSelection {
   from: string;
   /** Day after the last local date: the range is [from, until). */
   until: string;
-  brandId?: number;
-  visitTypes: string[];
+  /** Only these brands (an empty list selects nothing); null for any brand. */
+  brandIds: readonly number[] | null;
+  /** Only these visit types (an empty list selects nothing); null for any type. */
+  visitTypes: readonly string[] | null;
+}
+
+/** A selection that no row can match: it is answered without asking the database. */
+function selectsNothing(q: Pick<VisitSelection, 'brandIds' | 'visitTypes'>): boolean {
+  return q.brandIds?.length === 0 || q.visitTypes?.length === 0;
 }
 
 /** One page of a selection: `take` rows after passing over `skip`, counted from `after` when given. */
@@ -78,6 +84,27 @@ export interface VisitRow {
   opt_marketing?: boolean | number | null;
 }
 
+/** A page of the change feed: visits written after the sequence number `after`. */
+export interface ChangesPageQuery {
+  clientId: number;
+  after: number;
+  /** Only these brands; null for all. */
+  brandIds: readonly number[] | null;
+  /** Only these visit types; null for all. */
+  visitTypes: readonly string[] | null;
+  take: number;
+  plus: boolean;
+}
+
+export interface ChangeRow extends VisitRow {
+  change_seq: number | string;
+}
+
+/** How the SQLite driver stores a Date (UTC, milliseconds), so that stored and given times compare as text. */
+function sqliteTimestamp(at: Date): string {
+  return at.toISOString().replace('T', ' ').replace('Z', '');
+}
+
 const STANDARD_COLUMNS = `v.id, v.client_id, c.name AS client_name, b.name AS brand_name, v.branch_id,
   br.branch_code, br.name AS branch_name, v.visit_type, v.questionnaire_type, v.visit_score,
   v.recommend_score, v.recommend_comment, v.visit_date_time, v.modification_date, v.visit_source, v.sections`;
@@ -103,6 +130,7 @@ export class VisitsRepository {
    * so the rows Skip passes over are never read. Only the page's own rows are then fetched.
    */
   async page(q: VisitPageQuery): Promise<VisitRow[]> {
+    if (selectsNothing(q)) return [];
     const sql = this.sqlFor(`page:${q.plus}`, q, (where, p) => {
       return `SELECT ${STANDARD_COLUMNS}${q.plus ? PLUS_COLUMNS : ''}
         FROM (
@@ -122,6 +150,7 @@ export class VisitsRepository {
 
   /** The position of the row `count` rows after `after` (or from the selection's start); null past the end. */
   async positionAfter(q: VisitSelection & { after?: PagePosition }, count: number): Promise<PagePosition | null> {
+    if (selectsNothing(q)) return null;
     const sql = this.sqlFor('position', q, (where, p) => {
       return `SELECT visit_date_time AS "visitDateTime", id FROM visits
         WHERE ${where}
@@ -142,18 +171,21 @@ export class VisitsRepository {
     if (q.after) params.push(q.after.visitDateTime, q.after.id);
     else params.push(`${q.from}T00:00:00`);
     params.push(`${q.until}T00:00:00`);
-    if (q.brandId !== undefined) params.push(q.brandId);
-    params.push(...q.visitTypes);
+    params.push(...(q.brandIds ?? []), ...(q.visitTypes ?? []));
     return params;
   }
 
-  /** The statement `write` makes around a selection's conditions, made once per shape. */
+  /**
+   * The statement `write` makes around a selection's conditions, made once per shape. The
+   * brand and type lists are `IN` lists on columns of the page index, so a page's ids are
+   * still found in the index alone; callers never pass an empty list (see selectsNothing).
+   */
   private sqlFor(
     name: string,
     q: VisitSelection & { after?: PagePosition },
     write: (where: string, param: () => string) => string,
   ): string {
-    const key = `${name}:${q.after !== undefined}:${q.brandId !== undefined}:${q.visitTypes.length}`;
+    const key = `${name}:${q.after !== undefined}:${q.brandIds?.length ?? '*'}:${q.visitTypes?.length ?? '*'}`;
     let sql = this.sqlCache.get(key);
     if (!sql) {
       let n = 0;
@@ -161,8 +193,8 @@ export class VisitsRepository {
       const where = [`client_id = ${p()}`];
       where.push(q.after ? `(visit_date_time, id) > (${p()}, ${p()})` : `visit_date_time >= ${p()}`);
       where.push(`visit_date_time < ${p()}`);
-      if (q.brandId !== undefined) where.push(`brand_id = ${p()}`);
-      if (q.visitTypes.length > 0) where.push(`visit_type IN (${q.visitTypes.map(p).join(', ')})`);
+      if (q.brandIds) where.push(`brand_id IN (${q.brandIds.map(p).join(', ')})`);
+      if (q.visitTypes) where.push(`visit_type IN (${q.visitTypes.map(p).join(', ')})`);
       sql = write(where.join(' AND '), p);
       this.sqlCache.set(key, sql);
     }
@@ -182,18 +214,98 @@ export class VisitsRepository {
     return found;
   }
 
-  /** Inserts or replaces the visits of one batch, and moves their clients' data version, in one transaction. */
+  /**
+   * Inserts or replaces the visits of one batch in one transaction. Each client's visits take
+   * the next numbers of the client's write sequence, and the client's data version moves: both
+   * in one update of the client's row, whose lock the transaction then holds until it commits.
+   * A second writer of the client waits for that lock and so takes later numbers, and commits
+   * later: sequences are in commit order per client, and a reader that has seen a number has
+   * seen every smaller one. Clients are locked in id order, so two writers never deadlock.
+   */
   async upsertBatch(visits: Visit[]): Promise<void> {
     if (visits.length === 0) return;
+    const byClient = new Map<number, Visit[]>();
+    for (const visit of visits) byClient.set(visit.clientId, [...(byClient.get(visit.clientId) ?? []), visit]);
     await inTransaction(this.db, async (tx) => {
+      const changedAt = new Date();
+      for (const clientId of [...byClient.keys()].sort((a, b) => a - b)) {
+        const written = byClient.get(clientId)!;
+        const last = await this.takeSequence(tx, clientId, written.length);
+        written.forEach((visit, i) => {
+          visit.changeSeq = last - written.length + 1 + i;
+          visit.changedAt = changedAt;
+        });
+      }
       for (let i = 0; i < visits.length; i += 200) {
         await tx.getRepository(Visit).upsert(visits.slice(i, i + 200), {
           conflictPaths: ['id'],
           skipUpdateIfNoValuesChanged: false,
         });
       }
-      await bumpDataVersion(tx, visits.map((v) => v.clientId));
     });
+  }
+
+  /** Moves the client's write sequence on by `count` (and its data version by one); the new last number. */
+  private async takeSequence(tx: EntityManager, clientId: number, count: number): Promise<number> {
+    const p = this.postgres ? ['$1', '$2'] : ['?', '?'];
+    await tx.query(
+      `UPDATE clients SET change_seq = change_seq + ${p[0]}, data_version = data_version + 1 WHERE id = ${p[1]}`,
+      [count, clientId],
+    );
+    const rows = await tx.query<{ s: number | string }[]>(`SELECT change_seq AS s FROM clients WHERE id = ${p[0]}`, [clientId]);
+    if (rows[0] === undefined) throw new Error(`client ${clientId} does not exist`);
+    return Number(rows[0].s);
+  }
+
+  /**
+   * One page of the change feed: the selection's visits whose write sequence is after `after`,
+   * in sequence order, found in the index on (client_id, change_seq, brand_id, visit_type).
+   */
+  async changes(q: ChangesPageQuery): Promise<ChangeRow[]> {
+    if (selectsNothing(q)) return [];
+    const params: unknown[] = [q.clientId, q.after];
+    let n = 2;
+    const p = (): string => (this.postgres ? `$${++n}` : '?');
+    const where = [`client_id = ${this.postgres ? '$1' : '?'}`, `change_seq > ${this.postgres ? '$2' : '?'}`];
+    if (q.brandIds) {
+      where.push(`brand_id IN (${q.brandIds.map(p).join(', ')})`);
+      params.push(...q.brandIds);
+    }
+    if (q.visitTypes) {
+      where.push(`visit_type IN (${q.visitTypes.map(p).join(', ')})`);
+      params.push(...q.visitTypes);
+    }
+    const limit = p();
+    params.push(q.take);
+    const sql = `SELECT ${STANDARD_COLUMNS}${q.plus ? PLUS_COLUMNS : ''}, v.change_seq
+      FROM (
+        SELECT id FROM visits WHERE ${where.join(' AND ')}
+        ORDER BY change_seq
+        LIMIT ${limit}
+      ) page
+      JOIN visits v ON v.id = page.id
+      JOIN clients c ON c.id = v.client_id
+      JOIN branches br ON br.id = v.branch_id
+      LEFT JOIN brands b ON b.id = v.brand_id
+      ORDER BY v.change_seq`;
+    return this.db.query<ChangeRow[]>(sql, params);
+  }
+
+  /**
+   * Where a feed that starts at `since` begins: just before the first write sequence of a visit
+   * written at or after it, or at the client's last sequence when none was. Every visit written
+   * at or after `since` has a later number, whatever the clocks of the writers said.
+   */
+  async changesStart(clientId: number, since: Date): Promise<number> {
+    const p = this.postgres ? ['$1', '$2'] : ['?', '?'];
+    const at = this.postgres ? since : sqliteTimestamp(since);
+    const first = await this.db.query<{ s: number | string | null }[]>(
+      `SELECT MIN(change_seq) AS s FROM visits WHERE client_id = ${p[0]} AND changed_at >= ${p[1]}`,
+      [clientId, at],
+    );
+    if (first[0]?.s !== null && first[0]?.s !== undefined) return Number(first[0].s) - 1;
+    const head = await this.db.query<{ s: number | string }[]>(`SELECT change_seq AS s FROM clients WHERE id = ${p[0]}`, [clientId]);
+    return head[0] === undefined ? 0 : Number(head[0].s);
   }
 
   /** The client's data version: part of every cached page's key. */

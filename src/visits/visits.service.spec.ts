@@ -1,10 +1,13 @@
 import { loadConfig } from '../config/app-config.js';
-import { VisitsQueryDto } from './dto/visits-query.dto.js';
+import type { EffectiveSelection } from '../auth/entitlements.js';
 import type { PagePosition, VisitPageQuery, VisitRow, VisitsRepository } from './visits.repository.js';
-import { MARK_STRIDE, VisitsService } from './visits.service.js';
+import { MARK_STRIDE, VisitsService, type VisitsWindow } from './visits.service.js';
 
-function query(over: Partial<VisitsQueryDto> = {}): VisitsQueryDto {
-  return Object.assign(new VisitsQueryDto(), { SvcClientId: 1001, FromDate: '2026-10-01', ToDate: '2026-10-31', Skip: 0, Take: 100, ...over });
+/** Every visit of client 1001: a credential without brand or type restrictions. */
+const ALL: EffectiveSelection = { clientId: 1001, brandIds: null, visitTypes: null };
+
+function query(over: Partial<VisitsWindow> = {}): VisitsWindow {
+  return { FromDate: '2026-10-01', ToDate: '2026-10-31', Skip: 0, Take: 100, ...over };
 }
 
 /** A repository that counts renders and answers after a moment, with the data version given. */
@@ -26,10 +29,10 @@ describe('VisitsService pages', () => {
     const version = { value: 1 };
     const { repo, renders } = repository(version);
     const service = new VisitsService(repo, loadConfig({ VISITS_CACHE_MB: '0' }));
-    const pages = await Promise.all(Array.from({ length: 5 }, () => service.page(query(), 'standard')));
+    const pages = await Promise.all(Array.from({ length: 5 }, () => service.page(ALL, query(), 'standard')));
     expect(renders()).toBe(1);
     expect(new Set(pages.map((p) => p.body.toString()))).toEqual(new Set(['{"data":{"visits":[]}}']));
-    await service.page(query(), 'standard');
+    await service.page(ALL, query(), 'standard');
     expect(renders()).toBe(2);
   });
 
@@ -37,17 +40,67 @@ describe('VisitsService pages', () => {
     const version = { value: 1 };
     const { repo, renders } = repository(version);
     const service = new VisitsService(repo, loadConfig({}));
-    const first = await service.page(query(), 'standard');
-    const again = await service.page(query(), 'standard');
+    const first = await service.page(ALL, query(), 'standard');
+    const again = await service.page(ALL, query(), 'standard');
     expect(renders()).toBe(1);
     expect(again.etag).toBe(first.etag);
-    await service.page(query(), 'plus');
-    await service.page(query({ Skip: 100 }), 'standard');
+    await service.page(ALL, query(), 'plus');
+    await service.page(ALL, query({ Skip: 100 }), 'standard');
     expect(renders()).toBe(3);
     version.value = 2;
-    const changed = await service.page(query(), 'standard');
+    const changed = await service.page(ALL, query(), 'standard');
     expect(renders()).toBe(4);
     expect(changed.etag).not.toBe(first.etag);
+  });
+});
+
+describe('VisitsService pages of different entitlements', () => {
+  /** Rows of brands 5 and 6 alternately; the fake reads them as the database would, by the selection's brand list. */
+  function brandRows(count: number) {
+    const all = Array.from({ length: count }, (_, i) => ({ id: 1000 + i, brand: i % 2 === 0 ? 5 : 6, visit_date_time: '2026-10-01T10:00:00', sections: '[]' }));
+    const selected = (q: { brandIds: readonly number[] | null }) => all.filter((r) => q.brandIds === null || q.brandIds.includes(r.brand));
+    const calls = { pages: 0, positions: 0 };
+    const repo = {
+      dataVersion: () => Promise.resolve(1),
+      page: (q: VisitPageQuery) => {
+        calls.pages++;
+        const rows = selected(q);
+        const from = (q.after ? rows.findIndex((r) => r.id === q.after!.id) + 1 : 0) + q.skip;
+        return Promise.resolve(rows.slice(from, from + q.take) as unknown as VisitRow[]);
+      },
+      positionAfter: (q: VisitPageQuery, n: number) => {
+        calls.positions++;
+        const rows = selected(q);
+        const row = rows[(q.after ? rows.findIndex((r) => r.id === q.after!.id) + 1 : 0) + n - 1];
+        return Promise.resolve(row ? { visitDateTime: row.visit_date_time, id: row.id } : null);
+      },
+    };
+    const ids = (brand: number | null, skip: number, take: number) =>
+      selected({ brandIds: brand === null ? null : [brand] }).slice(skip, skip + take).map((r) => r.id);
+    return { repo: repo as unknown as VisitsRepository, calls, ids };
+  }
+  const pageIds = (page: { body: Buffer }): number[] =>
+    (JSON.parse(page.body.toString()) as { data: { visits: { visitId: number }[] } }).data.visits.map((v) => v.visitId);
+
+  it('never serves a page or a page mark found for one effective selection to another', async () => {
+    const { repo, calls, ids } = brandRows(5000);
+    const service = new VisitsService(repo, loadConfig({}));
+    const brand5: EffectiveSelection = { clientId: 1001, brandIds: [5], visitTypes: null };
+    const brand6: EffectiveSelection = { clientId: 1001, brandIds: [6], visitTypes: null };
+    const first = await service.page(brand5, query(), 'standard');
+    const other = await service.page(brand6, query(), 'standard');
+    expect(pageIds(first)).toEqual(ids(5, 0, 100));
+    expect(pageIds(other)).toEqual(ids(6, 0, 100));
+    expect(other.etag).not.toBe(first.etag);
+    expect(pageIds(await service.page(ALL, query(), 'standard'))).toEqual(ids(null, 0, 100));
+    expect(calls.pages).toBe(3);
+    // Deep pages: each selection finds its own marks.
+    expect(pageIds(await service.page(ALL, query({ Skip: 2100, Take: 5 }), 'standard'))).toEqual(ids(null, 2100, 5));
+    expect(calls.positions).toBe(2);
+    expect(pageIds(await service.page(brand6, query({ Skip: 2100, Take: 5 }), 'standard'))).toEqual(ids(6, 2100, 5));
+    expect(calls.positions).toBe(4);
+    expect(pageIds(await service.page(brand5, query({ Skip: 2100, Take: 5 }), 'standard'))).toEqual(ids(5, 2100, 5));
+    expect(calls.positions).toBe(6);
   });
 });
 
@@ -84,25 +137,25 @@ describe('VisitsService page marks', () => {
     const { repo, calls, ids } = rows(4500, version);
     const service = new VisitsService(repo, loadConfig({ VISITS_CACHE_MB: '0' }));
     for (let skip = 0; skip < 4600; skip += 300) {
-      expect(pageIds(await service.page(query({ Skip: skip, Take: 300 }), 'standard'))).toEqual(ids(skip, 300));
+      expect(pageIds(await service.page(ALL, query({ Skip: skip, Take: 300 }), 'standard'))).toEqual(ids(skip, 300));
     }
     expect(calls.positions).toBe(4);
     expect(Math.max(...calls.pages.map((q) => q.skip))).toBeLessThan(MARK_STRIDE);
-    expect(pageIds(await service.page(query({ Skip: 2500, Take: 7 }), 'plus'))).toEqual(ids(2500, 7));
-    expect(pageIds(await service.page(query({ Skip: 9000, Take: 7 }), 'plus'))).toEqual([]);
+    expect(pageIds(await service.page(ALL, query({ Skip: 2500, Take: 7 }), 'plus'))).toEqual(ids(2500, 7));
+    expect(pageIds(await service.page(ALL, query({ Skip: 9000, Take: 7 }), 'plus'))).toEqual([]);
     expect(calls.positions).toBe(5);
     // Other data, other marks.
     version.value = 2;
-    expect(pageIds(await service.page(query({ Skip: 2500, Take: 7 }), 'standard'))).toEqual(ids(2500, 7));
+    expect(pageIds(await service.page(ALL, query({ Skip: 2500, Take: 7 }), 'standard'))).toEqual(ids(2500, 7));
     expect(calls.positions).toBe(7);
   });
 
   it('finds the marks for a jump far into the selection, then pages before it need none', async () => {
     const { repo, calls, ids } = rows(3100, { value: 1 });
     const service = new VisitsService(repo, loadConfig({ VISITS_CACHE_MB: '0' }));
-    expect(pageIds(await service.page(query({ Skip: 3050, Take: 100 }), 'standard'))).toEqual(ids(3050, 100));
+    expect(pageIds(await service.page(ALL, query({ Skip: 3050, Take: 100 }), 'standard'))).toEqual(ids(3050, 100));
     expect(calls.positions).toBe(3);
-    expect(pageIds(await service.page(query({ Skip: 1999, Take: 2 }), 'standard'))).toEqual(ids(1999, 2));
+    expect(pageIds(await service.page(ALL, query({ Skip: 1999, Take: 2 }), 'standard'))).toEqual(ids(1999, 2));
     expect(calls.positions).toBe(3);
   });
 
@@ -114,9 +167,9 @@ describe('VisitsService page marks', () => {
     let calls = 0;
     repo.positionAfter = (q, n) => (++calls > 1 ? gate.then(() => positionAfter(q, n)) : positionAfter(q, n));
     const service = new VisitsService(repo, loadConfig({ VISITS_CACHE_MB: '0' }));
-    expect(pageIds(await service.page(query({ Skip: 1000, Take: 5 }), 'standard'))).toEqual(ids(1000, 5));
-    const far = service.page(query({ Skip: 5000, Take: 5 }), 'standard');
-    expect(pageIds(await service.page(query({ Skip: 1500, Take: 5 }), 'standard'))).toEqual(ids(1500, 5));
+    expect(pageIds(await service.page(ALL, query({ Skip: 1000, Take: 5 }), 'standard'))).toEqual(ids(1000, 5));
+    const far = service.page(ALL, query({ Skip: 5000, Take: 5 }), 'standard');
+    expect(pageIds(await service.page(ALL, query({ Skip: 1500, Take: 5 }), 'standard'))).toEqual(ids(1500, 5));
     open();
     expect(pageIds(await far)).toEqual(ids(5000, 5));
   });
@@ -125,7 +178,7 @@ describe('VisitsService page marks', () => {
     const fail = { times: 1 };
     const { repo, ids } = rows(2500, { value: 1 }, fail);
     const service = new VisitsService(repo, loadConfig({ VISITS_CACHE_MB: '0' }));
-    await expect(service.page(query({ Skip: 1500, Take: 10 }), 'standard')).rejects.toThrow('connection lost');
-    expect(pageIds(await service.page(query({ Skip: 1500, Take: 10 }), 'standard'))).toEqual(ids(1500, 10));
+    await expect(service.page(ALL, query({ Skip: 1500, Take: 10 }), 'standard')).rejects.toThrow('connection lost');
+    expect(pageIds(await service.page(ALL, query({ Skip: 1500, Take: 10 }), 'standard'))).toEqual(ids(1500, 10));
   });
 });

@@ -2,12 +2,19 @@ import { createHash } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { LRUCache } from 'lru-cache';
 import { addDays } from '../common/clock.js';
+import type { EffectiveSelection } from '../auth/entitlements.js';
 import { AppConfig } from '../config/app-config.js';
 import type { VisitsQueryDto } from './dto/visits-query.dto.js';
 import { visitsPageJson } from './visit-json.js';
 import { VisitsRepository, type PagePosition, type VisitSelection } from './visits.repository.js';
 
 export type VisitsVariant = 'standard' | 'plus';
+
+/**
+ * The page of a query: its dates, Skip and Take. What it selects (client, brands, types) is
+ * never taken from the query itself but from its effective selection (see entitlements.ts).
+ */
+export type VisitsWindow = Pick<VisitsQueryDto, 'FromDate' | 'ToDate' | 'Skip' | 'Take'>;
 
 /** A rendered page and the validator it is served with. */
 export interface VisitsPage {
@@ -61,23 +68,31 @@ export class VisitsService {
   }
 
   /**
-   * One page of a client's visits, in the order visitDateTime, visitId. Every accepted query
-   * covers closed days (the dates are before today), so a page only changes when the client's
-   * data does: rendered pages and page marks are kept under keys holding the client's data
-   * version, which every import moves in the same transaction as its writes.
+   * One page of the visits a credential may read, in the order visitDateTime, visitId. Every
+   * accepted query covers closed days (the dates are before today), so a page only changes
+   * when the client's data does: rendered pages and page marks are kept under keys holding
+   * the client's data version and the effective selection (brands and types as entitled), so
+   * a page rendered for one credential's entitlement never answers another's.
    */
-  async page(query: VisitsQueryDto, variant: VisitsVariant): Promise<VisitsPage> {
-    const version = (await this.repo.dataVersion(query.SvcClientId)) ?? 0;
-    const types = query.visitTypeCodes.sort().join(',');
+  async page(entitled: EffectiveSelection, window: VisitsWindow, variant: VisitsVariant): Promise<VisitsPage> {
+    const version = (await this.repo.dataVersion(entitled.clientId)) ?? 0;
+    const list = (items: readonly (string | number)[] | null): string => (items === null ? '*' : `[${items.join(',')}]`);
     // The rows a query selects, whatever the page and variant.
-    const selection = [query.SvcClientId, version, query.FromDate, query.ToDate, query.SvcBrandId ?? '', types].join('|');
-    const key = [variant, selection, query.Skip, query.Take].join('|');
+    const selectionKey = [entitled.clientId, version, window.FromDate, window.ToDate, list(entitled.brandIds), list(entitled.visitTypes)].join('|');
+    const key = [variant, selectionKey, window.Skip, window.Take].join('|');
     const etag = `W/"${createHash('sha256').update(key).digest('base64url').slice(0, 27)}"`;
     const cached = this.cache?.get(key);
     if (cached) return { body: cached, etag };
     let render = this.rendering.get(key);
     if (!render) {
-      render = this.render(query, variant, selection).finally(() => this.rendering.delete(key));
+      const selection: VisitSelection = {
+        clientId: entitled.clientId,
+        from: window.FromDate,
+        until: addDays(window.ToDate, 1),
+        brandIds: entitled.brandIds,
+        visitTypes: entitled.visitTypes,
+      };
+      render = this.render(selection, selectionKey, window, variant).finally(() => this.rendering.delete(key));
       this.rendering.set(key, render);
     }
     const body = await render;
@@ -85,17 +100,10 @@ export class VisitsService {
     return { body, etag };
   }
 
-  private async render(query: VisitsQueryDto, variant: VisitsVariant, selectionKey: string): Promise<Buffer> {
+  private async render(selection: VisitSelection, selectionKey: string, window: VisitsWindow, variant: VisitsVariant): Promise<Buffer> {
     const plus = variant === 'plus';
-    const selection: VisitSelection = {
-      clientId: query.SvcClientId,
-      from: query.FromDate,
-      until: addDays(query.ToDate, 1),
-      brandId: query.SvcBrandId,
-      visitTypes: query.visitTypeCodes,
-    };
-    const start = await this.pageStart(selectionKey, selection, query.Skip);
-    const rows = await this.repo.page({ ...selection, ...start, take: query.Take, plus });
+    const start = await this.pageStart(selectionKey, selection, window.Skip);
+    const rows = await this.repo.page({ ...selection, ...start, take: window.Take, plus });
     return visitsPageJson(rows, plus);
   }
 

@@ -1,7 +1,13 @@
 import { contractViolations } from '../helpers/contract.js';
 
 const json = (value: unknown): Buffer => Buffer.from(JSON.stringify(value));
-const limits = { ratelimit: '"default";r=5;t=30', 'ratelimit-policy': '"default";q=60;w=60' };
+const limits = {
+  ratelimit: '"default";r=5;t=30',
+  'ratelimit-policy': '"default";q=60;w=60',
+  'x-rate-limit-limit': '60',
+  'x-rate-limit-remaining': '5',
+  'x-rate-limit-reset': '2026-11-22T20:31:00.000Z',
+};
 const problem = { title: 'Bad Request', status: 400, detail: 'x', instance: 'urn:svc:api:results:error:00000000-0000-4000-8000-000000000000', errors: ['e'] };
 
 /** The checker every HTTP test runs its responses through must itself catch a drift. */
@@ -29,9 +35,18 @@ describe('the contract checker', () => {
     expect(contractViolations('GET', '/visits/standard', 429, { ...limits, 'content-type': 'application/problem+json' }, json({ ...problem, status: 429 }))).toEqual([
       'GET /visits/standard -> 429: documented header Retry-After is missing',
     ]);
+    expect(contractViolations('GET', '/branches', 401, { ...limits, 'content-type': 'application/problem+json' }, json({ ...problem, status: 401 }))).toEqual([
+      'GET /branches -> 401: documented header WWW-Authenticate is missing',
+    ]);
+    // A header documented as optional may be absent: the token endpoint challenges only some 401s.
+    const oauth = { error: 'invalid_client', error_description: 'Client authentication failed.' };
+    expect(contractViolations('POST', '/connect/token', 401, { ...limits, 'content-type': 'application/json' }, json(oauth))).toEqual([]);
     expect(contractViolations('GET', '/branches', 200, { 'content-type': 'application/json' }, json([]))).toEqual([
       'GET /branches -> 200: documented header RateLimit is missing',
       'GET /branches -> 200: documented header RateLimit-Policy is missing',
+      'GET /branches -> 200: documented header X-Rate-Limit-Limit is missing',
+      'GET /branches -> 200: documented header X-Rate-Limit-Remaining is missing',
+      'GET /branches -> 200: documented header X-Rate-Limit-Reset is missing',
     ]);
   });
 });

@@ -46,8 +46,18 @@ describe('request logs', () => {
         msg: 'request completed',
         res: { statusCode: 200 },
         clientId: c.clientId,
+        route: '/branches',
       });
-      expect(records.find((r) => r.problemInstance === instance)).toMatchObject({ res: { statusCode: 403 } });
+      expect(records.find((r) => r.problemInstance === instance)).toMatchObject({ res: { statusCode: 403 }, route: '/branches' });
+      // JSON.parse keeps the last of duplicated keys: each key must be written once in the text itself.
+      const requestLines = lines.filter((l) => l.includes('"msg":"request completed"'));
+      expect(requestLines.length).toBeGreaterThanOrEqual(4);
+      for (const line of requestLines) {
+        const count = (key: string): number => line.split(`"${key}":`).length - 1;
+        expect({ line, route: count('route'), req: count('req'), res: count('res') }).toEqual({ line, route: 1, req: 1, res: 1 });
+        expect(count('clientId')).toBeLessThanOrEqual(1);
+        expect(count('problemInstance')).toBeLessThanOrEqual(1);
+      }
     } finally {
       await service.stop();
     }

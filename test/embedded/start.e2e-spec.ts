@@ -1,6 +1,8 @@
-import { mkdtempSync, readFileSync, statSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { chmodSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { startService } from '../helpers/service-process.js';
 
@@ -31,6 +33,7 @@ describe('the embedded default: first and second start with no configuration', (
       first = JSON.parse(readFileSync(credentialsFile, 'utf8')) as DemoFile;
       expect(first.credentials).toHaveLength(2);
       expect(service.output()).toContain(`Swagger UI: ${service.url}/docs`);
+      expect(service.output()).not.toContain('Public address');
       for (const c of first.credentials) {
         expect(service.output()).toContain(`client_id=${c.clientId} client_secret=${c.clientSecret} svc-api-key=${c.apiKey}`);
       }
@@ -62,6 +65,23 @@ describe('the embedded default: first and second start with no configuration', (
     expect(count(sqlite, 'credentials')).toBe(2);
   });
 
+  it('gives the addresses to open under PUBLIC_BASE_URL when it is set', async () => {
+    const service = await startService({ DATA_DIR: dataDir, PUBLIC_BASE_URL: 'https://results.example.com/api/' });
+    try {
+      expect(service.url).toMatch(/^http:\/\/localhost:\d+$/);
+      const banner = service.output().slice(service.output().indexOf('Results service listening on'));
+      expect(banner).toMatch(
+        new RegExp(`^Results service listening on ${service.url}\nPublic address: https://results\\.example\\.com/api\nSwagger UI: https://results\\.example\\.com/api/docs\n`),
+      );
+      expect(banner).not.toContain(`${service.url}/docs`);
+      expect(banner).toContain(`client_id=${first.credentials[0].clientId}`);
+      const metadata = (await (await fetch(`${service.url}/.well-known/oauth-authorization-server`)).json()) as { issuer: string; token_endpoint: string };
+      expect(metadata).toMatchObject({ issuer: 'https://results.example.com/api', token_endpoint: 'https://results.example.com/api/connect/token' });
+    } finally {
+      await service.stop();
+    }
+  });
+
   it('stops with a message naming a wrong setting', async () => {
     await expect(startService({ DATA_DIR: dataDir, VISITS_MAX_RANGE_DAYS: '-3' })).rejects.toThrow(
       /exited with 78:\nInvalid configuration:\n {2}- VISITS_MAX_RANGE_DAYS="-3": expected an integer from 1 to 3660/,
@@ -74,5 +94,43 @@ describe('the embedded default: first and second start with no configuration', (
     await service.stop();
     expect(count(join(empty, 'results.sqlite'), 'clients')).toBe(0);
     expect(service.output()).not.toContain('client_id=');
+  });
+});
+
+describe('npm start on a Node.js outside package.json engines', () => {
+  const root = fileURLToPath(new URL('../..', import.meta.url));
+  const engines = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { engines: { node: string } }).engines.node;
+
+  /** Runs scripts/ensure-deps.sh (the first step of `npm start`) with `node` reporting `version`. */
+  const ensureDeps = (version: string): Promise<{ code: number; stdout: string; stderr: string }> => {
+    const shim = mkdtempSync(join(tmpdir(), 'results-node-'));
+    writeFileSync(join(shim, 'version.mjs'), `Object.defineProperty(process.versions, 'node', { value: '${version}' });\n`);
+    writeFileSync(join(shim, 'node'), `#!/bin/sh\nexec '${process.execPath}' --import '${join(shim, 'version.mjs')}' "$@"\n`);
+    chmodSync(join(shim, 'node'), 0o755);
+    return new Promise<{ code: number; stdout: string; stderr: string }>((done) => {
+      execFile('bash', ['scripts/ensure-deps.sh'], { cwd: root, env: { ...process.env, NODE_OPTIONS: '', PATH: `${shim}:${process.env.PATH ?? ''}` } }, (error, stdout, stderr) =>
+        done({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
+      );
+    }).finally(() => rmSync(shim, { recursive: true, force: true }));
+  };
+
+  it('package.json engines admits Node.js 20 from 20.19 and 22 from 22.12', () => {
+    expect(engines).toBe('^20.19.0 || >=22.12.0');
+  });
+
+  it.each(['18.20.4', '20.18.3', '21.7.3', '22.11.0'])('refuses Node.js %s in one line, before installing anything', async (version) => {
+    const result = await ensureDeps(version);
+    expect(result).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: `results-service needs Node.js ${engines} (package.json engines); this is Node.js ${version}.\n`,
+    });
+  });
+
+  it.each(['20.19.0', '20.20.2', '22.12.0', '24.1.0'])('lets Node.js %s through', async (version) => {
+    const result = await new Promise<number>((done) =>
+      execFile(process.execPath, [join(root, 'scripts/check-node.mjs'), version], (error) => done(error ? Number(error.code ?? 1) : 0)),
+    );
+    expect(result).toBe(0);
   });
 });

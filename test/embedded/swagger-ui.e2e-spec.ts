@@ -1,7 +1,7 @@
 import { mkdirSync, mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { networkInterfaces, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { chromium, type Browser, type Page, type Request } from 'playwright-core';
 import { addDays, localDate } from '../../src/common/clock.js';
 import { freePort } from '../helpers/listen.js';
 import { startService, type ServiceProcess } from '../helpers/service-process.js';
@@ -24,6 +24,76 @@ interface DemoCredential {
   apiKey: string;
 }
 
+let browser: Browser;
+
+beforeAll(async () => {
+  browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: CHROMIUM_ARGS });
+  mkdirSync(OUTPUT, { recursive: true });
+});
+afterAll(async () => {
+  await browser?.close();
+});
+
+/** Starts the built service with demo data; returns it and the first demo credential. */
+async function startDemoService(env: (port: number) => Record<string, string>): Promise<{ service: ServiceProcess; demo: DemoCredential; port: number }> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'results-swagger-'));
+  const port = await freePort();
+  const service = await startService({ DATA_DIR: dataDir, PORT: String(port), ...env(port) });
+  const demo = (JSON.parse(readFileSync(join(dataDir, 'demo-credentials.json'), 'utf8')) as { credentials: DemoCredential[] }).credentials[0];
+  return { service, demo, port };
+}
+
+async function tryItOut(page: Page, operationId: string, params: Record<string, string>): Promise<{ status: string; body: string }> {
+  const block = page.locator(`.opblock[id$="-${operationId}"]`);
+  await block.waitFor();
+  if (!(await block.getAttribute('class'))?.includes('is-open')) await block.locator('.opblock-summary').first().click();
+  const tryButton = block.locator('button.try-out__btn');
+  if ((await tryButton.textContent())?.includes('Try it out')) await tryButton.click();
+  for (const [name, value] of Object.entries(params)) {
+    await block.locator(`tr[data-param-name="${name}"] input`).fill(value);
+  }
+  await block.locator('button.execute').click();
+  const status = block.locator('.live-responses-table .response .response-col_status').first();
+  await status.waitFor({ timeout: 20_000 });
+  const body = await block.locator('.live-responses-table .response .response-col_description pre').first().innerText();
+  return { status: (await status.innerText()).trim(), body };
+}
+
+/**
+ * Opens the docs page and authorizes from the dialog: the API key, then the OAuth2
+ * client-credentials flow. Returns the token request Swagger UI sent.
+ */
+async function authorize(page: Page, docs: string, demo: DemoCredential): Promise<Request> {
+  const tokenRequest = page.waitForRequest((r) => r.url().endsWith('/connect/token'));
+  await page.goto(docs);
+  await page.click('.btn.authorize');
+  await page.fill('#api_key_value', demo.apiKey);
+  await page.click('button[aria-label="Apply credentials"]');
+  await page.fill('#client_id_clientCredentials', demo.clientId);
+  await page.fill('#client_secret_clientCredentials', demo.clientSecret);
+  await page.click('button[aria-label="Apply given OAuth2 credentials"]');
+  const request = await tokenRequest;
+  expect(request.headers()['svc-api-key']).toBe(demo.apiKey);
+  expect((await request.response())?.status()).toBe(200);
+  await page.locator('.modal-ux-content h6:has-text("Authorized")').nth(1).waitFor();
+  expect(await page.locator('.modal-ux-content').innerText()).toMatch(/oauth2 \(OAuth2, clientCredentials\)[\s\S]*Authorized/);
+  await page.locator('.modal-ux .close-modal').click();
+  return request;
+}
+
+/** The last week's visits of the demo client, from the "Try it out" of GET /visits/standard. */
+async function tryStandardVisits(page: Page): Promise<{ status: string; visits: { clientId: number }[] }> {
+  const today = localDate('Europe/London');
+  const { status, body } = await tryItOut(page, 'getStandardVisits', {
+    SvcClientId: '1001',
+    FromDate: addDays(today, -7),
+    ToDate: addDays(today, -1),
+    Skip: '0',
+    Take: '5',
+  });
+  return { status, visits: status === '200' ? (JSON.parse(body) as { data: { visits: { clientId: number }[] } }).data.visits : [] };
+}
+
 /**
  * QA's path through Swagger UI in a real browser: authorize with the API key and the OAuth2
  * client-credentials flow from the dialog, then "Try it out" on GET /visits/standard and
@@ -31,71 +101,29 @@ interface DemoCredential {
  */
 describe('Swagger UI in Chromium', () => {
   let service: ServiceProcess;
-  let browser: Browser;
   let page: Page;
   let demo: DemoCredential;
   let docs: string;
 
   beforeAll(async () => {
-    const dataDir = mkdtempSync(join(tmpdir(), 'results-swagger-'));
     // The page and the token endpoint on one origin, as PUBLIC_BASE_URL makes them in production.
-    const port = await freePort();
-    service = await startService({ DATA_DIR: dataDir, PORT: String(port), PUBLIC_BASE_URL: `http://localhost:${port}` });
+    let port: number;
+    ({ service, demo, port } = await startDemoService((at) => ({ PUBLIC_BASE_URL: `http://localhost:${at}` })));
     docs = `http://localhost:${port}/docs`;
-    demo = (JSON.parse(readFileSync(join(dataDir, 'demo-credentials.json'), 'utf8')) as { credentials: DemoCredential[] }).credentials[0]!;
-    browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: CHROMIUM_ARGS });
     page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
-    mkdirSync(OUTPUT, { recursive: true });
   });
   afterAll(async () => {
-    await browser?.close();
+    await page?.close();
     await service?.stop();
   });
 
-  async function tryItOut(operationId: string, params: Record<string, string>): Promise<{ status: string; body: string }> {
-    const block = page.locator(`.opblock[id$="-${operationId}"]`);
-    await block.waitFor();
-    if (!(await block.getAttribute('class'))?.includes('is-open')) await block.locator('.opblock-summary').first().click();
-    const tryButton = block.locator('button.try-out__btn');
-    if ((await tryButton.textContent())?.includes('Try it out')) await tryButton.click();
-    for (const [name, value] of Object.entries(params)) {
-      await block.locator(`tr[data-param-name="${name}"] input`).fill(value);
-    }
-    await block.locator('button.execute').click();
-    const status = block.locator('.live-responses-table .response .response-col_status').first();
-    await status.waitFor({ timeout: 20_000 });
-    const body = await block.locator('.live-responses-table .response .response-col_description pre').first().innerText();
-    return { status: (await status.innerText()).trim(), body };
-  }
-
   it('authorizes with the API key and the client-credentials flow from the dialog', async () => {
-    const tokenRequest = page.waitForRequest((r) => r.url().endsWith('/connect/token'));
-    await page.goto(docs);
-    await page.click('.btn.authorize');
-    await page.fill('#api_key_value', demo.apiKey);
-    await page.click('button[aria-label="Apply credentials"]');
-    await page.fill('#client_id_clientCredentials', demo.clientId);
-    await page.fill('#client_secret_clientCredentials', demo.clientSecret);
-    await page.click('button[aria-label="Apply given OAuth2 credentials"]');
-    const request = await tokenRequest;
-    expect(request.headers()['svc-api-key']).toBe(demo.apiKey);
-    expect((await request.response())?.status()).toBe(200);
-    await page.locator('.modal-ux-content h6:has-text("Authorized")').nth(1).waitFor();
-    expect(await page.locator('.modal-ux-content').innerText()).toMatch(/oauth2 \(OAuth2, clientCredentials\)[\s\S]*Authorized/);
-    await page.locator('.modal-ux .close-modal').click();
+    await authorize(page, docs, demo);
   });
 
   it('executes GET /visits/standard and shows a 200 with visits', async () => {
-    const today = localDate('Europe/London');
-    const { status, body } = await tryItOut('getStandardVisits', {
-      SvcClientId: '1001',
-      FromDate: addDays(today, -7),
-      ToDate: addDays(today, -1),
-      Skip: '0',
-      Take: '5',
-    });
+    const { status, visits } = await tryStandardVisits(page);
     expect(status).toBe('200');
-    const visits = (JSON.parse(body) as { data: { visits: { visitId: number; clientId: number; visitType: string }[] } }).data.visits;
     expect(visits).toHaveLength(5);
     expect(visits.every((v) => v.clientId === 1001)).toBe(true);
     // Optional filters start empty: "Try it out" must not narrow the query on its own.
@@ -105,7 +133,7 @@ describe('Swagger UI in Chromium', () => {
   });
 
   it('executes GET /branches and shows a 200 with branches', async () => {
-    const { status, body } = await tryItOut('listBranches', { SvcClientId: '1001' });
+    const { status, body } = await tryItOut(page, 'listBranches', { SvcClientId: '1001' });
     expect(status).toBe('200');
     const branches = JSON.parse(body) as { id: string; branchCode: string | null }[];
     expect(branches.length).toBeGreaterThan(10);
@@ -114,8 +142,80 @@ describe('Swagger UI in Chromium', () => {
 
   it('keeps the authorization across a reload', async () => {
     await page.reload();
-    const { status } = await tryItOut('listBranches', { SvcClientId: '1001' });
+    const { status } = await tryItOut(page, 'listBranches', { SvcClientId: '1001' });
     expect(status).toBe('200');
     await page.screenshot({ path: join(OUTPUT, 'swagger-ui-after-reload.png') });
+  });
+});
+
+/**
+ * An address of this machine that Chromium does not count as localhost, so the page is not a
+ * "potentially trustworthy" origin there: a CSP upgrade-insecure-requests is applied, and the
+ * origin differs from the localhost one a contract might name. Preferred: a non-loopback IPv4
+ * address of an interface (what QA opens, the machine's or the pod's address). Without one:
+ * the IPv4-mapped IPv6 form of the loopback alias 127.0.0.2. Chromium treats every address of
+ * 127.0.0.0/8 (127.0.0.2 included) and ::1 as localhost (a secure context; nothing is upgraded),
+ * so none of those would show the defect; `[::ffff:127.0.0.2]` reaches the same IPv4 listener
+ * through the loopback interface, and Chromium treats it as an ordinary remote address (not a
+ * secure context: checked below, so the test fails loudly if a Chromium changes that).
+ */
+function nonLocalhostAddress(): string {
+  const ipv4 = Object.values(networkInterfaces())
+    .flat()
+    .find((address) => address !== undefined && address.family === 'IPv4' && !address.internal);
+  return ipv4 ? ipv4.address : '[::ffff:127.0.0.2]';
+}
+
+/**
+ * QA opens the docs at the service's own address over plain http (no PUBLIC_BASE_URL), and
+ * at 127.0.0.1: the page must load its scripts over http, authorize against the host it was
+ * opened at, and run "Try it out" there.
+ */
+describe('Swagger UI at an address other than localhost', () => {
+  let service: ServiceProcess;
+  let demo: DemoCredential;
+  let port: number;
+  const address = nonLocalhostAddress();
+
+  beforeAll(async () => {
+    ({ service, demo, port } = await startDemoService(() => ({ HOST: '0.0.0.0' })));
+  });
+  afterAll(async () => {
+    await service?.stop();
+  });
+
+  it(`loads over plain http at ${address}, authorizes and executes GET /visits/standard with a 200`, async () => {
+    const origin = `http://${address}:${port}`;
+    const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+    const failed: string[] = [];
+    const requested: string[] = [];
+    page.on('requestfailed', (r) => failed.push(`${r.url()} ${r.failure()?.errorText ?? ''}`));
+    page.on('request', (r) => requested.push(r.url()));
+    try {
+      const tokenRequest = await authorize(page, `${origin}/docs`, demo);
+      expect(await page.evaluate('window.isSecureContext')).toBe(false);
+      expect(new URL(tokenRequest.url()).origin).toBe(new URL(origin).origin);
+      const { status, visits } = await tryStandardVisits(page);
+      expect(status).toBe('200');
+      expect(visits).toHaveLength(5);
+      expect(visits.every((v) => v.clientId === 1001)).toBe(true);
+      expect(failed).toEqual([]);
+      expect(requested.filter((url) => !url.startsWith(`${new URL(origin).origin}/`))).toEqual([]);
+      await page.screenshot({ path: join(OUTPUT, 'swagger-ui-non-localhost.png') });
+    } finally {
+      await page.close();
+    }
+  });
+
+  it('authorizes at 127.0.0.1 against 127.0.0.1', async () => {
+    const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+    try {
+      const tokenRequest = await authorize(page, `http://127.0.0.1:${port}/docs`, demo);
+      expect(tokenRequest.url()).toBe(`http://127.0.0.1:${port}/connect/token`);
+      const { status } = await tryStandardVisits(page);
+      expect(status).toBe('200');
+    } finally {
+      await page.close();
+    }
   });
 });

@@ -20,8 +20,14 @@ interface Operation {
 
 const contract = JSON.parse(readFileSync(new URL('../../openapi/openapi.json', import.meta.url), 'utf8')) as {
   paths: Record<string, Record<string, Operation>>;
-  components: { schemas: Record<string, Schema> };
+  components: { schemas: Record<string, Schema>; headers?: Record<string, { required?: boolean }> };
 };
+
+/** A response header's description, through its `$ref` to the contract's headers. */
+function headerSpec(header: unknown): { required?: boolean } {
+  const { $ref } = header as { $ref?: string };
+  return $ref ? (contract.components.headers?.[$ref.replace('#/components/headers/', '')] ?? {}) : (header as { required?: boolean });
+}
 
 /** OpenAPI 3.0 schemas as JSON Schema: `nullable` becomes a null alternative. */
 function toJsonSchema(node: unknown): unknown {
@@ -75,7 +81,9 @@ export function contractViolations(method: string, path: string, status: number,
   const spec = operation.responses[String(status)];
   if (!spec) return [`${where}: status ${status} is not documented`];
   const problems: string[] = [];
-  for (const name of Object.keys(spec.headers ?? {})) {
+  for (const [name, header] of Object.entries(spec.headers ?? {})) {
+    // A header documented as optional (`required: false`) may be absent; every other must be sent.
+    if (headerSpec(header).required === false) continue;
     if (headers[name.toLowerCase()] === undefined) problems.push(`${where}: documented header ${name} is missing`);
   }
   if (status === 304 || !spec.content) return problems;

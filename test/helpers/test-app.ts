@@ -3,7 +3,7 @@ import type { NestExpressApplication } from '@nestjs/platform-express';
 import type { App } from 'supertest/types.js';
 import { AppModule } from '../../src/app.module.js';
 import type { AppConfig } from '../../src/config/app-config.js';
-import { ensureSchema } from '../../src/database/migration-tools.js';
+import { prepareSchema } from '../../src/database/migration-tools.js';
 import { setupApp } from '../../src/setup-app.js';
 import { contractRecorder } from './contract.js';
 import { isolatedConfig } from './test-config.js';
@@ -20,7 +20,7 @@ export interface TestApp {
 /** The real application (same module, same global setup) on the test file's own database. */
 export async function startTestApp(env: Record<string, string> = {}): Promise<TestApp> {
   const { config, env: fullEnv, drop } = isolatedConfig(env);
-  await ensureSchema(config);
+  await prepareSchema(config);
   const moduleRef = await Test.createTestingModule({ imports: [AppModule.forRoot(config)] }).compile();
   const app = moduleRef.createNestApplication<NestExpressApplication>({ bufferLogs: true });
   // Every response of every HTTP test is checked against the committed contract.

@@ -111,15 +111,19 @@ export async function seedVisits(t: TestApp): Promise<{ visits: VisitRecord[]; t
   return { visits, today };
 }
 
-/** The ids the interface promises for a filter, in its order. */
+/**
+ * The ids the interface promises for a filter, in its order. `brandIds` is the list of brands
+ * a restricted credential may read (a visit without a brand is in none).
+ */
 export function expectedIds(
   visits: VisitRecord[],
-  f: { clientId: number; from: string; to: string; brandId?: number; types?: string[] },
+  f: { clientId: number; from: string; to: string; brandId?: number; brandIds?: number[]; types?: string[] },
 ): number[] {
   return visits
     .filter((v) => v.clientId === f.clientId)
     .filter((v) => v.visitDateTime.slice(0, 10) >= f.from && v.visitDateTime.slice(0, 10) <= f.to)
     .filter((v) => f.brandId === undefined || v.brandId === f.brandId)
+    .filter((v) => f.brandIds === undefined || (v.brandId !== null && f.brandIds.includes(v.brandId)))
     .filter((v) => !f.types || f.types.includes(v.visitType))
     .sort((a, b) => (a.visitDateTime < b.visitDateTime ? -1 : a.visitDateTime > b.visitDateTime ? 1 : a.visitId - b.visitId))
     .map((v) => v.visitId);

@@ -1,18 +1,34 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { ALL_SCOPES } from '../scopes.js';
+
+/** The longest value of each token form field; a longer one is an `invalid_request`. */
+export const TOKEN_FORM_MAX_LENGTH = { client_id: 100, client_secret: 200, scope: 1000 } as const;
+
+const scopeAlternatives = `(?:${ALL_SCOPES.map((s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|')})`;
+
+/** A space-delimited list of the API's scopes (unknown scopes are an `invalid_scope`). */
+export const SCOPE_LIST_PATTERN = `^ *${scopeAlternatives}(?: +${scopeAlternatives})* *$`;
 
 export class TokenRequestDto {
   @ApiProperty({ enum: ['client_credentials'], example: 'client_credentials' })
   grant_type!: string;
 
-  @ApiPropertyOptional({ description: 'Required unless HTTP Basic is used.', example: 'svc_0a1b2c3d4e5f60718293' })
+  @ApiPropertyOptional({
+    description: 'Required unless HTTP Basic is used.',
+    example: 'svc_0a1b2c3d4e5f60718293',
+    minLength: 1,
+    maxLength: TOKEN_FORM_MAX_LENGTH.client_id,
+  })
   client_id?: string;
 
-  @ApiPropertyOptional({ description: 'Required unless HTTP Basic is used.', format: 'password' })
+  @ApiPropertyOptional({ description: 'Required unless HTTP Basic is used.', format: 'password', maxLength: TOKEN_FORM_MAX_LENGTH.client_secret })
   client_secret?: string;
 
   @ApiPropertyOptional({
     description: 'Space-delimited scopes; must include svc-results-api when given. Omitted: every assigned scope.',
     example: 'svc-results-api visits/standard.read',
+    maxLength: TOKEN_FORM_MAX_LENGTH.scope,
+    pattern: SCOPE_LIST_PATTERN,
   })
   scope?: string;
 }

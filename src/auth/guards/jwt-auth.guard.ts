@@ -1,11 +1,16 @@
-import { Injectable, type ExecutionContext } from '@nestjs/common';
+import { Injectable, Logger, type ExecutionContext } from '@nestjs/common';
 import type { Observable } from 'rxjs';
 import { Reflector } from '@nestjs/core';
 import { AuthGuard } from '@nestjs/passport';
+import jsonwebtoken from 'jsonwebtoken';
 import { ProblemException } from '../../common/problem.js';
 import { IS_PUBLIC } from '../../common/public.decorator.js';
 import type { AuthenticatedRequest, Principal } from '../principal.js';
-import { TokenRejected } from './jwt.strategy.js';
+import { bearerCredentials } from './bearer-token.js';
+import { KeyringUnavailable, TokenRejected } from './jwt.strategy.js';
+
+// passport-jwt verifies with jsonwebtoken: these are the classes of its verdicts on a token.
+const { JsonWebTokenError, TokenExpiredError } = jsonwebtoken;
 
 const REALM = 'realm="svc-results-api"';
 
@@ -13,15 +18,28 @@ function quoted(text: string): string {
   return text.replace(/["\\]/g, '');
 }
 
+function invalidToken(detail: string): ProblemException {
+  return new ProblemException(401, detail, {
+    headers: { 'WWW-Authenticate': `Bearer ${REALM}, error="invalid_token", error_description="${quoted(detail)}"` },
+  });
+}
+
 /** Second global guard: a valid bearer access token (RFC 6750 errors and challenges). */
 @Injectable()
 export class JwtAuthGuard extends AuthGuard('jwt') {
+  private readonly logger = new Logger('JwtAuthGuard');
+
   constructor(private readonly reflector: Reflector) {
     super();
   }
 
   override canActivate(context: ExecutionContext): boolean | Promise<boolean> | Observable<boolean> {
     if (this.reflector.getAllAndOverride<boolean>(IS_PUBLIC, [context.getHandler(), context.getClass()])) return true;
+    if (bearerCredentials(context.switchToHttp().getRequest<AuthenticatedRequest>()) === null) {
+      throw new ProblemException(401, 'An access token is required: send Authorization: Bearer <token>.', {
+        headers: { 'WWW-Authenticate': `Bearer ${REALM}` },
+      });
+    }
     return super.canActivate(context);
   }
 
@@ -33,25 +51,29 @@ export class JwtAuthGuard extends AuthGuard('jwt') {
       http.getResponse<{ locals: Record<string, unknown> }>().locals.clientId = (user as Principal).clientId;
       return user as TUser;
     }
-    const problem = err ?? info;
-    if (problem instanceof Error && problem.message === 'No auth token') {
-      throw new ProblemException(401, 'An access token is required: send Authorization: Bearer <token>.', {
-        headers: { 'WWW-Authenticate': `Bearer ${REALM}` },
-      });
-    }
-    if (problem instanceof Error && !(problem instanceof TokenRejected) && !isJwtError(problem)) throw problem;
-    const detail =
-      problem instanceof TokenRejected
-        ? problem.message
-        : (problem as Error | undefined)?.name === 'TokenExpiredError'
-          ? 'The access token has expired.'
-          : 'The access token is not valid.';
-    throw new ProblemException(401, detail, {
-      headers: { 'WWW-Authenticate': `Bearer ${REALM}, error="invalid_token", error_description="${quoted(detail)}"` },
-    });
+    throw this.refusal(err, info);
   }
-}
 
-function isJwtError(error: Error): boolean {
-  return ['JsonWebTokenError', 'TokenExpiredError', 'NotBeforeError'].includes(error.name);
+  /**
+   * What a failed token check becomes. Which failures are the client's and which the service's
+   * is decided by where they come from, never by message text:
+   * - `err` is what validate() threw, after the signature verified: TokenRejected is the
+   *   client's; anything else is the credential lookup failing, a server fault that stays one
+   *   (500, or 503 when the database is away).
+   * - `info` is what the strategy failed with: TokenRejected from reading the token's header,
+   *   KeyringUnavailable when the signing keys could not be read (a server fault: its cause is
+   *   thrown as it is), or jsonwebtoken's verdict on the token, checked with a key the service
+   *   trusts. Its own error classes say expired or not valid; anything else it throws comes
+   *   from decoding the token's bytes (the ECDSA decoder's TypeError on a signature of the
+   *   wrong length, a JSON SyntaxError), so it is invalid_token as well, never a 500.
+   */
+  private refusal(err: unknown, info: unknown): unknown {
+    if (err) return err instanceof TokenRejected ? invalidToken(err.message) : err;
+    if (info instanceof KeyringUnavailable) return info.cause;
+    if (info instanceof TokenRejected) return invalidToken(info.message);
+    if (info instanceof TokenExpiredError) return invalidToken('The access token has expired.');
+    if (info instanceof JsonWebTokenError) return invalidToken('The access token is not valid.');
+    this.logger.debug(`bearer token refused as malformed: ${info instanceof Error ? `${info.name}: ${info.message}` : String(info)}`);
+    return invalidToken('The access token is malformed.');
+  }
 }

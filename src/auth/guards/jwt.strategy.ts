@@ -2,12 +2,13 @@ import type { KeyObject } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { PassportStrategy } from '@nestjs/passport';
 import { decodeProtectedHeader } from 'jose';
-import { ExtractJwt, Strategy } from 'passport-jwt';
+import { Strategy } from 'passport-jwt';
 import { AppConfig } from '../../config/app-config.js';
 import { AuthCacheService } from '../auth-cache.service.js';
 import { KeyringService, SIGNING_ALG } from '../keyring.service.js';
 import type { AuthenticatedRequest, Principal } from '../principal.js';
 import { TOKEN_AUDIENCE, TOKEN_TYPE } from '../token.service.js';
+import { bearerCredentials, hasCanonicalSignature, isCompactJws } from './bearer-token.js';
 
 type KeyCallback = (err: unknown, key?: string | Buffer) => void;
 
@@ -20,9 +21,28 @@ const passKeyObject = (done: KeyCallback, key: KeyObject): void => (done as unkn
 /** Why a bearer token was refused; the guard turns it into a 401 with RFC 6750 headers. */
 export class TokenRejected extends Error {}
 
+/** The signing keys could not be read (their database failing): a fault of the service, not of the token. */
+export class KeyringUnavailable extends Error {
+  constructor(cause: unknown) {
+    super('the signing keys could not be read', { cause });
+  }
+}
+
 interface AccessTokenClaims {
   client_id?: unknown;
   scope?: unknown;
+}
+
+/** The key id of a token that may be one of ours; TokenRejected (or whatever the decoder throws) otherwise. */
+function signingKeyId(rawJwt: string): string {
+  if (!isCompactJws(rawJwt)) throw new TokenRejected('The access token is malformed.');
+  const header = decodeProtectedHeader(rawJwt);
+  if (header.alg !== SIGNING_ALG) throw new TokenRejected('The access token is not signed with ES256.');
+  const typ = typeof header.typ === 'string' ? header.typ.toLowerCase() : undefined;
+  if (typ !== TOKEN_TYPE && typ !== `application/${TOKEN_TYPE}`) throw new TokenRejected('The access token is not an at+jwt access token.');
+  if (typeof header.kid !== 'string' || !header.kid) throw new TokenRejected('The access token names no signing key.');
+  if (!hasCanonicalSignature(rawJwt)) throw new TokenRejected('The access token is malformed.');
+  return header.kid;
 }
 
 /**
@@ -38,27 +58,22 @@ export class JwtStrategy extends PassportStrategy(Strategy, 'jwt') {
     config: AppConfig,
   ) {
     super({
-      jwtFromRequest: ExtractJwt.fromAuthHeaderAsBearerToken(),
+      jwtFromRequest: bearerCredentials,
       passReqToCallback: true,
       algorithms: [SIGNING_ALG],
       issuer: config.baseUrl,
       audience: TOKEN_AUDIENCE,
       secretOrKeyProvider: (_req: unknown, rawJwt: string, done: KeyCallback) => {
-        let kid: string | undefined;
+        let kid: string;
         try {
-          const header = decodeProtectedHeader(rawJwt);
-          if (header.alg !== SIGNING_ALG) return done(new TokenRejected('The access token is not signed with ES256.'));
-          if (header.typ?.toLowerCase() !== TOKEN_TYPE && header.typ?.toLowerCase() !== `application/${TOKEN_TYPE}`) {
-            return done(new TokenRejected('The access token is not an at+jwt access token.'));
-          }
-          kid = header.kid;
-        } catch {
-          return done(new TokenRejected('The access token is malformed.'));
+          kid = signingKeyId(rawJwt);
+        } catch (error) {
+          // jose's header decoder throws plain TypeErrors; whatever reading the untrusted token throws is the token's fault.
+          return done(error instanceof TokenRejected ? error : new TokenRejected('The access token is malformed.'));
         }
-        if (!kid) return done(new TokenRejected('The access token names no signing key.'));
         keyring.verificationKey(kid).then(
           (key) => (key ? passKeyObject(done, key.publicKey) : done(new TokenRejected('The access token is signed by an unknown key.'))),
-          (error: unknown) => done(error),
+          (error: unknown) => done(new KeyringUnavailable(error)),
         );
       },
     });

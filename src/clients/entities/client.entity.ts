@@ -1,5 +1,5 @@
 import { Column, CreateDateColumn, Entity, PrimaryColumn } from 'typeorm';
-import { timestampColumn } from '../../database/column-types.js';
+import { bigIntTransformer, timestampColumn } from '../../database/column-types.js';
 
 /** A client organisation (restaurant or hospitality group), addressed as `SvcClientId`. */
 @Entity('clients')
@@ -16,6 +16,14 @@ export class Client {
    */
   @Column({ name: 'data_version', type: 'integer', default: 0 })
   dataVersion!: number;
+
+  /**
+   * The last write sequence given to one of the client's visits. A writer increments it in
+   * its transaction, which locks the client's row until commit: writers of one client take
+   * their sequences one after another, in commit order.
+   */
+  @Column({ name: 'change_seq', type: 'bigint', default: 0, transformer: bigIntTransformer })
+  changeSeq!: number;
 
   @CreateDateColumn({ name: 'created_at', ...timestampColumn })
   createdAt!: Date;

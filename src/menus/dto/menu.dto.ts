@@ -105,18 +105,32 @@ export class DishResponseDto {
   data!: DishData;
 }
 
-/** The multipart form of POST /menus/dishes, for the contract and Swagger UI's file chooser. */
+/** The largest `json` part of a dish upload, in bytes. */
+export const DISH_JSON_PART_MAX_BYTES = 64 * 1024;
+
+/**
+ * The multipart form of POST /menus/dishes, for the contract and Swagger UI's file chooser.
+ * The image part's `maxLength` (its bytes) is the configured IMAGE_MAX_BYTES, set when the
+ * contract is built.
+ */
 export class DishUploadDto {
   @ApiProperty({
     type: 'string',
     format: 'binary',
-    description: 'The image: JPEG, PNG or WebP, at most 5 MiB and 40 megapixels. The part may have an empty name.',
+    description:
+      'The image: JPEG, PNG or WebP, at most `maxLength` bytes (IMAGE_MAX_BYTES, 5 MiB by default) and IMAGE_MAX_PIXELS ' +
+      '(40 megapixels by default). The part may have an empty name.',
   })
   file!: unknown;
 
   @ApiProperty({
     type: 'string',
-    description: 'The dish as JSON: menuId, code (max 50), description (max 250), type (max 50), order, expiryDate, keywords.',
+    minLength: 2,
+    maxLength: DISH_JSON_PART_MAX_BYTES,
+    description:
+      'The dish as a JSON object, at most 64 KiB: `menuId` (integer, 1 to 2147483647, a menu of the client), `code` ' +
+      '(text, 1 to 50 characters), `description` (1 to 250), `type` (1 to 50), `order` (optional 32-bit integer), ' +
+      '`expiryDate` (optional, yyyy-mm-dd), `keywords` (optional array of non-empty texts of at most 50 characters).',
     example: JSON.stringify({
       menuId: 101,
       code: 'AG-STK-01',

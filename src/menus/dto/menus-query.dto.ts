@@ -1,7 +1,8 @@
 import { ApiProperty } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
 import { IsOptional, IsString, MaxLength } from 'class-validator';
-import { emptyIsAbsent, IntegerParam, SvcClientIdParam } from '../../common/query-fields.js';
+import { PAGE_TOKEN_MAX_LENGTH, PAGE_TOKEN_PATTERN } from '../../common/page-token.js';
+import { emptyIsAbsent, ID_MAX, IntegerParam, SvcClientIdParam } from '../../common/query-fields.js';
 
 function AfterParam(): PropertyDecorator {
   return (target, key) => {
@@ -10,8 +11,10 @@ function AfterParam(): PropertyDecorator {
       type: 'string',
       required: false,
       description: 'The page token from `paging.after` of the previous page (or the `Link: rel="next"` header).',
+      maxLength: PAGE_TOKEN_MAX_LENGTH,
+      pattern: PAGE_TOKEN_PATTERN,
     })(target, key);
-    MaxLength(2048, { message: "'after' is not a valid page token." })(target, key);
+    MaxLength(PAGE_TOKEN_MAX_LENGTH, { message: "'after' is not a valid page token." })(target, key);
     IsString({ message: "'after' is not a valid page token." })(target, key);
     IsOptional()(target, key);
     Transform(emptyIsAbsent)(target, key);
@@ -34,6 +37,7 @@ export class DishesQueryDto {
     required: true,
     minimum: 1,
     minimumText: "greater than '0'",
+    maximum: ID_MAX,
     description: 'A menu id as returned by GET /menus.',
     example: 101,
   })

@@ -126,3 +126,30 @@ export class PlusVisitsResponseDto {
   data!: PlusVisitsData;
 }
 
+
+/** Where the change feed goes on from: pass it back as `after`. */
+export class ChangesPagingDto {
+  @ApiProperty({
+    description:
+      'Token of the next page: present on every page, the last and an empty one included. Store it and pass it ' +
+      'back as `after` to read the changes written since.',
+    example: 'eyJzIjoiY2hhbmdlcy...IfQ.kq3v...',
+  })
+  after!: string;
+}
+
+export class StandardChangesResponseDto {
+  @ApiProperty({ type: StandardVisitsData })
+  data!: StandardVisitsData;
+
+  @ApiProperty({ type: ChangesPagingDto })
+  paging!: ChangesPagingDto;
+}
+
+export class PlusChangesResponseDto {
+  @ApiProperty({ type: PlusVisitsData })
+  data!: PlusVisitsData;
+
+  @ApiProperty({ type: ChangesPagingDto })
+  paging!: ChangesPagingDto;
+}

@@ -1,3 +1,4 @@
+import { applyDecorators } from '@nestjs/common';
 import { ApiProperty } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
 import {
@@ -10,7 +11,7 @@ import {
   type ValidatorConstraintInterface,
 } from 'class-validator';
 import { daysBetween } from '../../common/clock.js';
-import { emptyIsAbsent, IntegerParam, SvcClientIdParam } from '../../common/query-fields.js';
+import { emptyIsAbsent, ID_MAX, IntegerParam, QUERY_INTEGER_MAX, SvcClientIdParam } from '../../common/query-fields.js';
 import { queryContextOf } from '../../common/query-params.js';
 import { isCalendarDate } from '../../common/record-reader.js';
 
@@ -36,7 +37,7 @@ class BeforeToday implements ValidatorConstraintInterface {
 }
 
 @ValidatorConstraint({ name: 'takeMax' })
-class TakeMax implements ValidatorConstraintInterface {
+export class TakeMax implements ValidatorConstraintInterface {
   validate(value: unknown, args: ValidationArguments): boolean {
     const max = queryContextOf(args.object)?.takeMax;
     return typeof value !== 'number' || max === undefined || value <= max;
@@ -85,6 +86,26 @@ function DateParam(name: string, description: string): PropertyDecorator {
   };
 }
 
+/** `VisitTypes`: comma-separated 2-letter visit type codes, any case. */
+export function VisitTypesParam(): PropertyDecorator {
+  return applyDecorators(
+    ApiProperty({
+      name: 'VisitTypes',
+      type: 'string',
+      required: false,
+      description:
+        'Comma-separated 2-letter visit type codes, for example MV,OF (MV mystery visit, OF online feedback, ' +
+        'TA third-party review). Omitted: every type the credential may read.',
+      pattern: '^[A-Za-z]{2}(,[A-Za-z]{2})*$',
+    }),
+    Transform(emptyIsAbsent),
+    IsOptional(),
+    Matches(/^[A-Za-z]{2}(,[A-Za-z]{2})*$/, {
+      message: (a) => `'VisitTypes' must be 2 alpha characters: '${String(a.value)}'.`,
+    }),
+  );
+}
+
 /**
  * The query of GET /visits/standard and /visits/plus, with every rule of the interface.
  * Names match case-insensitively; each violated rule is reported, all at once.
@@ -103,6 +124,7 @@ export class VisitsQueryDto {
     required: true,
     minimum: 0,
     minimumText: "greater than or equal to '0'",
+    maximum: QUERY_INTEGER_MAX,
     description: 'Visits to skip, in the order visitDateTime then visitId.',
     example: 0,
   })
@@ -113,8 +135,10 @@ export class VisitsQueryDto {
     required: true,
     minimum: 1,
     minimumText: "greater than '0'",
+    // The configured VISITS_TAKE_MAX is enforced by TakeMax and replaces this in the contract.
+    maximum: QUERY_INTEGER_MAX,
     description:
-      'Visits to return, at most 1000 (configurable). A page shorter than Take is the last; when it is equal, ' +
+      'Visits to return, at most the maximum the service is configured with (1000 by default). A page shorter than Take is the last; when it is equal, ' +
       'repeat with Skip increased by Take.',
     example: 100,
   })
@@ -124,24 +148,14 @@ export class VisitsQueryDto {
     required: false,
     minimum: 1,
     minimumText: "greater than '0'",
-    description: 'Only visits of this brand (for example 5). Use only when the operator instructs it.',
+    maximum: ID_MAX,
+    description:
+      'Only visits of this brand (for example 5). Use only when the operator instructs it. ' +
+      'Omitted: every brand the credential may read.',
   })
   SvcBrandId?: number;
 
-  @ApiProperty({
-    name: 'VisitTypes',
-    type: 'string',
-    required: false,
-    description:
-      'Comma-separated 2-letter visit type codes, for example MV,OF (MV mystery visit, OF online feedback, ' +
-      'TA third-party review). Omitted: every type.',
-    pattern: '^[A-Za-z]{2}(,[A-Za-z]{2})*$',
-  })
-  @Transform(emptyIsAbsent)
-  @IsOptional()
-  @Matches(/^[A-Za-z]{2}(,[A-Za-z]{2})*$/, {
-    message: (a) => `'VisitTypes' must be 2 alpha characters: '${String(a.value)}'.`,
-  })
+  @VisitTypesParam()
   VisitTypes?: string;
 
   /** Rule across parameters: ToDate on or after FromDate. */
@@ -151,10 +165,5 @@ export class VisitsQueryDto {
   /** Rule across parameters: the range within the configured number of days. */
   @Validate(DateRange)
   readonly _range?: undefined;
-
-  /** The visit type codes asked for, upper-case; empty for all. */
-  get visitTypeCodes(): string[] {
-    return this.VisitTypes ? [...new Set(this.VisitTypes.toUpperCase().split(','))] : [];
-  }
 }
 

@@ -18,6 +18,10 @@ import { VisitType } from './visit-type.entity.js';
 // (brand, visit type), so skipping to a deep page never reads the rows it skips.
 @Index('ix_visits_client_time', ['clientId', 'visitDateTime', 'id', 'brandId', 'visitType'])
 @Index('ix_visits_client_modified', ['clientId', 'modificationDate'])
+// The change feed reads a client's visits in the order they were written, filters in the index.
+@Index('ix_visits_client_change', ['clientId', 'changeSeq', 'brandId', 'visitType'])
+// A feed's first call finds the first write at or after its 'Since' here.
+@Index('ix_visits_client_changed_at', ['clientId', 'changedAt', 'changeSeq'])
 export class Visit {
   @PrimaryColumn({ type: 'bigint', transformer: bigIntTransformer })
   id!: number;
@@ -93,6 +97,18 @@ export class Visit {
   /** Plus only: the guest's consent to marketing; null when not asked. */
   @Column({ name: 'opt_in_join_marketing', type: 'boolean', nullable: true })
   optInJoinMarketing!: boolean | null;
+
+  /**
+   * The client's write sequence at this visit's last insert or change: the change feed's
+   * order. Taken from the client's counter in the writing transaction (see
+   * VisitsRepository.upsertBatch), so sequences are in commit order per client.
+   */
+  @Column({ name: 'change_seq', type: 'bigint', default: 0, transformer: bigIntTransformer })
+  changeSeq!: number;
+
+  /** When the visit was last inserted or changed here (the server's clock): where a feed's 'Since' starts. */
+  @Column({ name: 'changed_at', ...timestampColumn, nullable: true })
+  changedAt!: Date | null;
 
   /** When the survey platform completed the visit; MV scores may change for 24 hours after. */
   @Column({ name: 'completed_at', ...timestampColumn, nullable: true })

@@ -1,6 +1,6 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
 
-/** The visit types of DESIGN.md; the operator may add more. */
+/** The visit types of docs/decisions.md (MV, OF, TA); the operator may add more. */
 export class SeedVisitTypes1795340700000 implements MigrationInterface {
   name = 'SeedVisitTypes1795340700000';
 

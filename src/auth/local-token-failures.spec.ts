@@ -1,0 +1,82 @@
+import { LocalTokenFailures } from './local-token-failures.js';
+
+describe('LocalTokenFailures', () => {
+  const T0 = 1_000_000;
+  let clock = T0;
+  const store = (capacity = 1000) => new LocalTokenFailures({ limit: 3, windowMs: 60_000, capacity, now: () => clock });
+  const failAll = (s: LocalTokenFailures, ids: Iterable<string>) => {
+    for (const id of ids) s.recordFailure(id);
+  };
+  const others = function* (count: number, tag = 'other'): Generator<string> {
+    for (let i = 0; i < count; i++) yield `svc_${tag}_${i}`;
+  };
+
+  beforeEach(() => {
+    clock = T0;
+  });
+
+  it('blocks a client id after the allowed failures until the window ends', () => {
+    const failures = store();
+    failAll(failures, ['svc_a', 'svc_a']);
+    expect(failures.blockedFor('svc_a')).toBe(0);
+    failures.recordFailure('svc_a');
+    clock = T0 + 1000;
+    expect(failures.blockedFor('svc_a')).toBe(59);
+    expect(failures.blockedFor('svc_b')).toBe(0);
+    clock = T0 + 60_000;
+    expect(failures.blockedFor('svc_a')).toBe(0);
+  });
+
+  it('starts a new window after the old one ends', () => {
+    const failures = store();
+    failAll(failures, ['svc_a', 'svc_a']);
+    clock = T0 + 61_000;
+    failures.recordFailure('svc_a');
+    expect(failures.blockedFor('svc_a')).toBe(0);
+    failAll(failures, ['svc_a', 'svc_a']);
+    expect(failures.blockedFor('svc_a')).toBe(60);
+  });
+
+  it('keeps a lockout while fifty times its capacity of other client ids fail', () => {
+    const failures = store(1000);
+    failAll(failures, ['svc_a', 'svc_a', 'svc_a']);
+    clock = T0 + 5000;
+    failAll(failures, others(50_000));
+    expect(failures.blockedFor('svc_a')).toBe(55);
+    expect(failures.size).toEqual({ counting: 1000, lockouts: 1 });
+  });
+
+  it('keeps a lockout while the production capacity and more of other client ids fail', () => {
+    const failures = store(100_000);
+    failAll(failures, ['svc_a', 'svc_a', 'svc_a']);
+    failAll(failures, others(150_000));
+    expect(failures.blockedFor('svc_a')).toBe(60);
+  });
+
+  it('makes room one entry at a time, forgetting the least recently failing client id only', () => {
+    const failures = store(3);
+    failAll(failures, ['svc_old', 'svc_mid', 'svc_new', 'svc_old']);
+    // Full: svc_mid failed least recently, so it alone makes room for svc_x.
+    failures.recordFailure('svc_x');
+    failures.recordFailure('svc_old');
+    expect(failures.blockedFor('svc_old')).toBe(60);
+    failAll(failures, ['svc_new', 'svc_new']);
+    expect(failures.blockedFor('svc_new')).toBe(60);
+    // svc_mid starts again from its next failure: two more do not lock it out.
+    failAll(failures, ['svc_mid', 'svc_mid']);
+    expect(failures.blockedFor('svc_mid')).toBe(0);
+  });
+
+  it('ends a lockout with its window, dropping the entry, and never holds more than its capacity', () => {
+    const failures = store(100);
+    failAll(failures, others(300));
+    failAll(failures, [...others(3, 'locked'), ...others(3, 'locked'), ...others(3, 'locked')]);
+    expect(failures.size.counting).toBeLessThanOrEqual(100);
+    expect(failures.size.lockouts).toBe(3);
+    clock = T0 + 60_001;
+    for (const id of others(3, 'locked')) expect(failures.blockedFor(id)).toBe(0);
+    expect(failures.size.lockouts).toBe(0);
+    failAll(failures, others(300, 'later'));
+    expect(failures.size).toEqual({ counting: 100, lockouts: 0 });
+  });
+});

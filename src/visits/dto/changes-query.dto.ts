@@ -1,0 +1,150 @@
+import { ApiProperty } from '@nestjs/swagger';
+import { Transform } from 'class-transformer';
+import {
+  IsOptional,
+  MaxLength,
+  Validate,
+  ValidatorConstraint,
+  type ValidationArguments,
+  type ValidatorConstraintInterface,
+} from 'class-validator';
+import { instantOfLocal } from '../../common/clock.js';
+import { emptyIsAbsent, ID_MAX, IntegerParam, QUERY_INTEGER_MAX, SvcClientIdParam } from '../../common/query-fields.js';
+import { queryContextOf, type QueryContext } from '../../common/query-params.js';
+import { TakeMax, VisitTypesParam } from './visits-query.dto.js';
+
+/** Default page size of the change feed (or the Take maximum, when that is smaller). */
+export const CHANGES_DEFAULT_TAKE = 500;
+
+/** yyyy-mm-ddThh:mm[:ss[.fff]] with an optional zone: Z or ±hh:mm. */
+const SINCE_FORMAT = /^(\d{4}-\d{2}-\d{2})T(\d{2}):(\d{2})(?::(\d{2})(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})?$/i;
+
+/**
+ * The instant a `Since` value names: with a zone offset as given, without one as the wall
+ * clock of the service's time zone. Undefined when it is not such a date-time.
+ */
+export function sinceInstant(value: string, zone: string): Date | undefined {
+  const m = SINCE_FORMAT.exec(value);
+  if (!m) return undefined;
+  const [, date, hour, minute, second = '00', fraction = '', offset] = m;
+  const ms = fraction ? fraction.slice(1, 4).padEnd(3, '0') : '000';
+  const local = `${date}T${hour}:${minute}:${second}.${ms}`;
+  // Date.parse accepts 24:00 and rolls invalid days over; a real date-time reads back the same.
+  const probe = new Date(`${local}Z`);
+  if (Number.isNaN(probe.getTime()) || probe.toISOString().slice(0, 23) !== local) return undefined;
+  const at = offset ? new Date(Date.parse(`${local}${offset.toUpperCase()}`)) : instantOfLocal(local, zone);
+  return Number.isNaN(at.getTime()) ? undefined : at;
+}
+
+/** The earliest instant a feed may start from: the retention before now. */
+export function oldestSince(context: QueryContext): Date {
+  return new Date(context.now().getTime() - context.changesRetentionDays * 86_400_000);
+}
+
+@ValidatorConstraint({ name: 'sinceFormat' })
+class SinceFormat implements ValidatorConstraintInterface {
+  validate(value: unknown, args: ValidationArguments): boolean {
+    const zone = queryContextOf(args.object)?.zone ?? 'UTC';
+    return typeof value !== 'string' || sinceInstant(value, zone) !== undefined;
+  }
+  defaultMessage(args: ValidationArguments): string {
+    return `'Since' is not in the expected format yyyy-mm-ddThh:mm:ss, with an optional offset (Z or +hh:mm): '${String(args.value)}'.`;
+  }
+}
+
+@ValidatorConstraint({ name: 'sinceRetained' })
+class SinceRetained implements ValidatorConstraintInterface {
+  validate(value: unknown, args: ValidationArguments): boolean {
+    const context = queryContextOf(args.object);
+    const at = typeof value === 'string' && context ? sinceInstant(value, context.zone) : undefined;
+    return !at || !context || at >= oldestSince(context);
+  }
+  defaultMessage(args: ValidationArguments): string {
+    const context = queryContextOf(args.object)!;
+    const oldest = oldestSince(context).toISOString().replace(/\.\d{3}Z$/, 'Z');
+    return `'Since' must not be earlier than '${oldest}': the feed keeps ${context.changesRetentionDays} days.`;
+  }
+}
+
+@ValidatorConstraint({ name: 'oneStart' })
+class OneStart implements ValidatorConstraintInterface {
+  validate(_: unknown, args: ValidationArguments): boolean {
+    const { Since, after } = args.object as ChangesQueryDto;
+    return (Since === undefined) !== (after === undefined);
+  }
+  defaultMessage(args: ValidationArguments): string {
+    const { Since } = args.object as ChangesQueryDto;
+    return Since === undefined ? "Either 'Since' or 'after' must be given." : "Only one of 'Since' and 'after' may be given.";
+  }
+}
+
+/**
+ * The query of GET /visits/standard/changes and /visits/plus/changes. The first call names
+ * where to start (`Since`); each later call passes the `after` token of the page before.
+ */
+export class ChangesQueryDto {
+  @SvcClientIdParam()
+  SvcClientId!: number;
+
+  @ApiProperty({
+    name: 'Since',
+    type: 'string',
+    format: 'date-time',
+    required: false,
+    description:
+      'First call only: changes written at or after this point (a few minutes before it may be included). ' +
+      "An ISO 8601 date-time with an offset (2026-11-01T00:00:00Z), or without one in the service's time zone. " +
+      'At most CHANGES_RETENTION_DAYS (90) days ago. Exactly one of Since and after.',
+    example: '2026-11-01T00:00:00Z',
+    maxLength: 40,
+  })
+  @Transform(emptyIsAbsent)
+  @IsOptional()
+  @Validate(SinceRetained)
+  @Validate(SinceFormat)
+  Since?: string;
+
+  @ApiProperty({
+    name: 'after',
+    type: 'string',
+    required: false,
+    description: 'The `paging.after` token of the page before: the next changes. Exactly one of Since and after.',
+    maxLength: 2048,
+  })
+  @Transform(emptyIsAbsent)
+  @IsOptional()
+  @MaxLength(2048, { message: "'after' is not a valid page token." })
+  after?: string;
+
+  @Validate(TakeMax)
+  @IntegerParam('Take', {
+    required: false,
+    minimum: 1,
+    minimumText: "greater than '0'",
+    // The configured VISITS_TAKE_MAX is enforced by TakeMax and replaces this in the contract.
+    maximum: QUERY_INTEGER_MAX,
+    description: `Changed visits to return, at most 1000 (configurable); ${CHANGES_DEFAULT_TAKE} when omitted.`,
+  })
+  Take?: number;
+
+  @IntegerParam('SvcBrandId', {
+    required: false,
+    minimum: 1,
+    minimumText: "greater than '0'",
+    maximum: ID_MAX,
+    description: 'Only visits of this brand. A page token is bound to it.',
+  })
+  SvcBrandId?: number;
+
+  @VisitTypesParam()
+  VisitTypes?: string;
+
+  /** Rule across parameters: exactly one of Since and after. */
+  @Validate(OneStart)
+  readonly _start?: undefined;
+
+  /** The visit type codes asked for, upper-case; empty for all. */
+  get visitTypeCodes(): string[] {
+    return this.VisitTypes ? [...new Set(this.VisitTypes.toUpperCase().split(','))] : [];
+  }
+}

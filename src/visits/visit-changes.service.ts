@@ -1,0 +1,71 @@
+import { Injectable } from '@nestjs/common';
+import type { EffectiveSelection } from '../auth/entitlements.js';
+import { PageTokens } from '../common/page-token.js';
+import { ValidationProblem } from '../common/problem.js';
+import { AppConfig } from '../config/app-config.js';
+import { CHANGES_DEFAULT_TAKE, sinceInstant, type ChangesQueryDto } from './dto/changes-query.dto.js';
+import { visitsPageJson } from './visit-json.js';
+import { VisitsRepository } from './visits.repository.js';
+import type { VisitsVariant } from './visits.service.js';
+
+/**
+ * How far before `Since` a feed starts. A write is stamped with the time its transaction
+ * began; one that began shortly before `Since` and committed after it was not yet visible at
+ * `Since`, so it is included. A partner may see a few changes twice, never miss one.
+ */
+export const SINCE_MARGIN_MS = 5 * 60_000;
+
+/** A page of the change feed, and the token of the page after it. */
+export interface ChangesPage {
+  body: Buffer;
+  after: string;
+}
+
+@Injectable()
+export class VisitChangesService {
+  private readonly tokens: PageTokens;
+
+  constructor(
+    private readonly repo: VisitsRepository,
+    private readonly config: AppConfig,
+  ) {
+    this.tokens = PageTokens.fromConfig(config);
+  }
+
+  /**
+   * The client's visits written after the point the query names, in the order they were
+   * written, each in its current state. The token of the next page holds the last write
+   * sequence read, bound to the client, the variant and the query's own filters; an empty page
+   * gives back a token at the same point. The rows are those of the effective selection (the
+   * query's filters narrowed to what the credential may read), applied on every page.
+   */
+  async page(query: ChangesQueryDto, variant: VisitsVariant, selection: EffectiveSelection): Promise<ChangesPage> {
+    const scope = ['changes', variant, query.SvcClientId, query.SvcBrandId ?? '', query.visitTypeCodes.sort().join(',')].join(':');
+    const start = query.after !== undefined ? this.position(scope, query.after) : await this.sinceStart(query);
+    const rows = await this.repo.changes({
+      clientId: selection.clientId,
+      after: start,
+      brandIds: selection.brandIds,
+      visitTypes: selection.visitTypes,
+      take: query.Take ?? Math.min(CHANGES_DEFAULT_TAKE, this.config.VISITS_TAKE_MAX),
+      plus: variant === 'plus',
+    });
+    const last = rows.length > 0 ? Number(rows[rows.length - 1].change_seq) : start;
+    const after = this.tokens.encode(scope, [last]);
+    return { body: visitsPageJson(rows, variant === 'plus', after), after };
+  }
+
+  private position(scope: string, token: string): number {
+    const [seq, extra] = this.tokens.decode(scope, token);
+    if (typeof seq !== 'number' || !Number.isSafeInteger(seq) || seq < 0 || extra !== undefined) {
+      throw new ValidationProblem(["'after' is not a valid page token."]);
+    }
+    return seq;
+  }
+
+  private sinceStart(query: ChangesQueryDto): Promise<number> {
+    // The query's rules have read Since already: here it is a valid date-time.
+    const since = sinceInstant(query.Since!, this.config.RESULTS_TIMEZONE)!;
+    return this.repo.changesStart(query.SvcClientId, new Date(since.getTime() - SINCE_MARGIN_MS));
+  }
+}

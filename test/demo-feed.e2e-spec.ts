@@ -1,0 +1,54 @@
+import request from 'supertest';
+import { DemoService } from '../src/demo/demo.service.js';
+import { tokenFor } from './helpers/auth.js';
+import { startTestApp, type TestApp } from './helpers/test-app.js';
+
+interface Visit {
+  visitId: number;
+  visitType: string;
+  modificationDate: string;
+}
+interface FeedPage {
+  data: { visits: Visit[] };
+  paging: { after: string };
+}
+
+/** The demo data set gives the change feed something to show: mystery visits re-scored after the first import. */
+describe(`the demo data in the change feed (${process.env.TEST_DATABASE})`, () => {
+  let t: TestApp;
+
+  beforeAll(async () => {
+    t = await startTestApp();
+    await t.app.get(DemoService).load();
+  });
+  afterAll(async () => {
+    await t.close();
+  });
+
+  it('ends with re-scored MV visits, each once, at their new modificationDate', async () => {
+    const demo = (await t.app.get(DemoService).readCredentials())!.credentials[0];
+    const token = await tokenFor(t.http, demo);
+    const seen: Visit[] = [];
+    let path = `/visits/standard/changes?SvcClientId=${demo.clients[0]}&Take=1000&Since=${new Date(Date.now() - 3600_000).toISOString()}`;
+    for (;;) {
+      const res = await request(t.http).get(path).set('svc-api-key', demo.apiKey).set('Authorization', `Bearer ${token}`);
+      expect(res.status).toBe(200);
+      const body = res.body as FeedPage;
+      if (body.data.visits.length === 0) break;
+      seen.push(...body.data.visits);
+      path = `/visits/standard/changes?SvcClientId=${demo.clients[0]}&Take=1000&after=${encodeURIComponent(body.paging.after)}`;
+    }
+    expect(seen.length).toBeGreaterThan(1000);
+    expect(new Set(seen.map((v) => v.visitId)).size).toBe(seen.length);
+    // The reviews were written last: the feed's last visits are MV visits whose modificationDate moved to the review,
+    // visited before visits the feed gave earlier.
+    const reviewed = seen.slice(-3);
+    const before = seen.slice(0, -3);
+    const latestFirstImport = before.map((v) => v.modificationDate).sort().at(-1)!;
+    for (const v of reviewed) {
+      expect(v.visitType).toBe('MV');
+      expect(v.modificationDate >= latestFirstImport).toBe(true);
+      expect(v.visitId).toBeLessThan(Math.max(...before.map((b) => b.visitId)));
+    }
+  });
+});

@@ -1,0 +1,158 @@
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DataSource } from 'typeorm';
+import type { IssuedCredential } from '../src/auth/credentials.service.js';
+import { Menu } from '../src/menus/entities/menu.entity.js';
+import { MenusRepository } from '../src/menus/menus.repository.js';
+import { issueCredential, seedClients, tokenFor } from './helpers/auth.js';
+import { makeImage } from './helpers/images.js';
+import { startTestApp, type TestApp } from './helpers/test-app.js';
+import { curlUpload, fetchUpload, pythonRequestsAvailable, pythonUpload, type ClientResult, type UploadSpec } from './helpers/upload-clients.js';
+
+const MiB = 1024 * 1024;
+const SLOW = 300_000;
+
+/**
+ * An upload over IMAGE_MAX_BYTES (5 MiB here, the default) sent by the clients partners use,
+ * each in its own process, to the service listening on a real port: every one of them reads
+ * the 413 problem, whether the body is read to its end (8 MiB), cut off at the drain bound
+ * (64 MiB) or refused by its declared length before it is sent.
+ */
+describe(`an upload over the size limit, over a real connection (${process.env.TEST_DATABASE})`, () => {
+  let t: TestApp;
+  let db: DataSource;
+  let url: string;
+  let port: number;
+  let headers: Record<string, string>;
+  const storage = mkdtempSync(join(tmpdir(), 'upload-images-'));
+  const files = mkdtempSync(join(tmpdir(), 'upload-files-'));
+  const image = (mib: number) => join(files, `${mib}mib.png`);
+  let followUps = 0;
+
+  beforeAll(async () => {
+    t = await startTestApp({ IMAGE_STORAGE: 'filesystem', IMAGE_STORAGE_DIR: storage });
+    await t.app.listen(0, '127.0.0.1');
+    port = (t.app.getHttpServer().address() as AddressInfo).port;
+    url = `http://127.0.0.1:${port}/menus/dishes?SvcClientId=1001`;
+    db = t.app.get(DataSource);
+    await seedClients(t);
+    const menu = Object.assign(new Menu(), { id: 101, clientId: 1001, name: 'Menu 101', startDate: '2026-01-01', endDate: null });
+    await t.app.get(MenusRepository).saveMenus([{ menu, dishes: [] }]);
+    const partner: IssuedCredential = await issueCredential(t);
+    headers = { 'svc-api-key': partner.apiKey, Authorization: `Bearer ${await tokenFor(t.http, partner)}` };
+    // A real PNG padded with zeros: an image the service stores whole when it is within the limit.
+    const png = await makeImage('png');
+    for (const mib of [1, 8, 64]) writeFileSync(image(mib), Buffer.concat([png, Buffer.alloc(mib * MiB - png.length)]));
+  });
+  afterAll(async () => {
+    await t.close();
+    rmSync(files, { recursive: true, force: true });
+    rmSync(storage, { recursive: true, force: true });
+  });
+
+  const dish = (code: string) => JSON.stringify({ menuId: 101, code, description: 'Chargrilled halloumi', type: 'Starter' });
+  const upload = (mib: number, over: Partial<UploadSpec> = {}): UploadSpec => ({ url, headers, json: dish(`BIG-${mib}`), imageFile: image(mib), ...over });
+  const count = async (table: string): Promise<number> =>
+    Number((await db.query<{ n: string | number }[]>(`SELECT COUNT(*) AS n FROM ${table}`))[0]?.n);
+  const stored = async () => ({ dishes: await count('dishes'), images: await count('dish_images'), files: readdirSync(storage).length });
+
+  function expectTooLarge(result: ClientResult): void {
+    expect(result.error).toBeUndefined();
+    expect(result.status).toBe(413);
+    expect(result.headers?.['content-type']).toBe('application/problem+json; charset=utf-8');
+    expect(result.headers?.connection).toBe('close');
+    expect(JSON.parse(result.body ?? '')).toEqual({
+      title: 'Payload Too Large',
+      status: 413,
+      detail: "The request body is larger than the service accepts; see 'errors' for the limit.",
+      instance: expect.stringMatching(/^urn:svc:api:results:error:[0-9a-f-]{36}$/),
+      errors: ['The image must be at most 5242880 bytes (5 MiB).'],
+    });
+  }
+
+  /** Nothing of the refused uploads was stored, and a following upload, on a new connection, is. */
+  async function expectNothingStoredThenServing(before: Awaited<ReturnType<typeof stored>>): Promise<void> {
+    expect(await stored()).toEqual(before);
+    const code = `OK-${++followUps}`;
+    const [after] = await fetchUpload({ url, headers, json: dish(code), imageFile: image(1) });
+    expect(after.error).toBeUndefined();
+    expect(after.status).toBe(200);
+    expect(JSON.parse(after.body ?? '')).toMatchObject({ data: { dish: { code, image: { contentType: 'image/png', bytes: MiB } } } });
+    expect(await stored()).toEqual({ dishes: before.dishes + 1, images: before.images + 1, files: before.files + 1 });
+  }
+
+  it.each([
+    ['8 MiB with a Content-Length (read to its end)', 8, false],
+    ['8 MiB chunked (read to its end)', 8, true],
+    ['64 MiB with a Content-Length (refused before it is sent)', 64, false],
+    ['64 MiB chunked (cut off at the drain bound)', 64, true],
+  ])(
+    "answers Node's fetch with a 413 problem naming the limit: %s",
+    async (_name, mib, chunked) => {
+      const before = await stored();
+      const results = await fetchUpload(upload(mib, { chunked, times: 3 }));
+      expect(results).toHaveLength(3);
+      results.forEach(expectTooLarge);
+      await expectNothingStoredThenServing(before);
+    },
+    SLOW,
+  );
+
+  it(
+    'answers curl with the 413 problem, for 8 MiB and 64 MiB, with a Content-Length and chunked',
+    async () => {
+      const before = await stored();
+      for (const [mib, chunked] of [
+        [8, false],
+        [64, false],
+        [64, true],
+      ] as const) {
+        expectTooLarge(await curlUpload(upload(mib, { chunked })));
+      }
+      await expectNothingStoredThenServing(before);
+    },
+    SLOW,
+  );
+
+  it(
+    'answers Python requests with the 413 problem, for 8 MiB and 64 MiB',
+    async () => {
+      expect(await pythonRequestsAvailable()).toBe(true);
+      const before = await stored();
+      for (const mib of [8, 64]) {
+        const results = await pythonUpload(upload(mib, { times: 2 }));
+        expect(results).toHaveLength(2);
+        results.forEach(expectTooLarge);
+      }
+      await expectNothingStoredThenServing(before);
+    },
+    SLOW,
+  );
+
+  it('answers a body declared larger than the drain bound at once, before any of it is sent, then closes', async () => {
+    const before = await stored();
+    // Only the head of the request: the answer must not wait for a body that never comes.
+    const answer = await new Promise<string>((resolve, reject) => {
+      const socket = connect(port, '127.0.0.1');
+      const chunks: Buffer[] = [];
+      socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+      socket.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+      socket.on('error', reject);
+      socket.write(
+        'POST /menus/dishes?SvcClientId=1001 HTTP/1.1\r\nHost: 127.0.0.1\r\n' +
+          Object.entries(headers)
+            .map(([name, value]) => `${name}: ${value}\r\n`)
+            .join('') +
+          `Content-Type: multipart/form-data; boundary=b\r\nContent-Length: ${64 * MiB}\r\n\r\n`,
+      );
+    });
+    const [head, body] = answer.split('\r\n\r\n');
+    const lines = head.split('\r\n');
+    const fields = Object.fromEntries(lines.slice(1).map((line) => [line.slice(0, line.indexOf(':')).toLowerCase(), line.slice(line.indexOf(':') + 1).trim()]));
+    expectTooLarge({ status: Number(lines[0].split(' ')[1]), headers: fields, body });
+    await expectNothingStoredThenServing(before);
+  });
+});

@@ -1,0 +1,213 @@
+import request from 'supertest';
+import type { IssuedCredential } from '../src/auth/credentials.service.js';
+import { localDateTime } from '../src/common/clock.js';
+import { issueCredential, tokenFor } from './helpers/auth.js';
+import type { TestApp } from './helpers/test-app.js';
+import { importVisits, startVisitsApp, type VisitRecord } from './helpers/visits-fixture.js';
+
+const PROBLEM = 'application/problem+json; charset=utf-8';
+
+interface Visit {
+  visitId: number;
+  visitScore: number;
+  [field: string]: unknown;
+}
+interface FeedPage {
+  data: { visits: Visit[] };
+  paging: { after: string };
+}
+
+describe(`GET /visits/standard/changes and /visits/plus/changes (${process.env.TEST_DATABASE})`, () => {
+  let t: TestApp;
+  let visits: VisitRecord[];
+  let partner: IssuedCredential;
+  let token: string;
+  const hourAgo = (): string => new Date(Date.now() - 3600_000).toISOString();
+
+  beforeAll(async () => {
+    ({ t, visits, partner, token } = await startVisitsApp());
+  });
+  afterAll(async () => {
+    await t.close();
+  });
+
+  const get = (path: string, c: IssuedCredential = partner, bearer = token) =>
+    request(t.http).get(path).set('svc-api-key', c.apiKey).set('Authorization', `Bearer ${bearer}`);
+
+  async function page(path: string, c?: IssuedCredential, bearer?: string): Promise<FeedPage> {
+    const res = await get(path, c, bearer);
+    expect(res.status).toBe(200);
+    expect(res.headers['content-type']).toBe('application/json; charset=utf-8');
+    expect(res.headers['cache-control']).toBe('no-store');
+    const body = JSON.parse(res.text) as FeedPage;
+    expect(Object.keys(body)).toEqual(['data', 'paging']);
+    expect(typeof body.paging.after).toBe('string');
+    // The Link header names the same next page.
+    const link = /^<([^>]+)>; rel="next"$/.exec(res.headers.link);
+    expect(link).not.toBeNull();
+    expect(new URL(link![1]).searchParams.get('after')).toBe(body.paging.after);
+    return body;
+  }
+
+  /** Every page from `first` on, following the tokens until a page comes back empty. */
+  async function follow(first: string, rest = '', c?: IssuedCredential, bearer?: string): Promise<{ seen: Visit[]; after: string; pages: number }> {
+    const seen: Visit[] = [];
+    let body = await page(first, c, bearer);
+    let pages = 1;
+    while (body.data.visits.length > 0) {
+      seen.push(...body.data.visits);
+      body = await page(`/visits/standard/changes?SvcClientId=1001${rest}&after=${encodeURIComponent(body.paging.after)}`, c, bearer);
+      pages++;
+    }
+    return { seen, after: body.paging.after, pages };
+  }
+
+  async function errorsOf(path: string): Promise<string[]> {
+    const res = await get(path);
+    expect(res.status).toBe(400);
+    expect(res.headers['content-type']).toBe(PROBLEM);
+    return (JSON.parse(res.text) as { errors: string[] }).errors;
+  }
+
+  const client1001 = (): VisitRecord[] => visits.filter((v) => v.clientId === 1001);
+
+  it('gives every visit written since Since, in the order written, page by page, then an empty page', async () => {
+    const { seen, pages } = await follow(`/visits/standard/changes?SvcClientId=1001&Since=${hourAgo()}&Take=50`, '&Take=50');
+    // The fixture imported client 1001's visits in one file, in this order.
+    expect(seen.map((v) => v.visitId)).toEqual(client1001().map((v) => v.visitId));
+    // Full pages, then the empty page that says nothing more was written.
+    expect(pages).toBe(Math.ceil(client1001().length / 50) + 1);
+    expect(Object.keys(seen[0])).toEqual([
+      'visitId', 'clientId', 'clientName', 'brandName', 'branchId', 'branchCode', 'branchName', 'visitType',
+      'questionnaireType', 'visitScore', 'recommendScore', 'recommendComment', 'visitDateTime', 'modificationDate',
+      'visitSource', 'sections',
+    ]);
+  });
+
+  it('gives the same visit objects as GET /visits/standard', async () => {
+    const v = client1001()[5];
+    const date = v.visitDateTime.slice(0, 10);
+    const listed = await get(`/visits/standard?SvcClientId=1001&FromDate=${date}&ToDate=${date}&Skip=0&Take=1000`);
+    const fromList = (listed.body as FeedPage).data.visits.find((x) => x.visitId === v.visitId);
+    const { seen } = await follow(`/visits/standard/changes?SvcClientId=1001&Since=${hourAgo()}&Take=1000`, '&Take=1000');
+    expect(seen.find((x) => x.visitId === v.visitId)).toEqual(fromList);
+  });
+
+  it('adds guestId and optIns on /visits/plus/changes', async () => {
+    const body = await page(`/visits/plus/changes?SvcClientId=1001&Since=${hourAgo()}&Take=3`);
+    const of = client1001().slice(0, 3);
+    expect(body.data.visits.map((v) => v.visitId)).toEqual(of.map((v) => v.visitId));
+    for (const [i, v] of body.data.visits.entries()) {
+      expect(v.guestId).toBe(of[i].guestId);
+      expect(v.optIns).toEqual(of[i].optIns ?? { contactByEmail: null, joinMarketing: null });
+    }
+  });
+
+  it('shows a changed visit once more, in its new state, and an unchanged re-import not at all', async () => {
+    const { after } = await follow(`/visits/standard/changes?SvcClientId=1001&Since=${hourAgo()}&Take=1000`, '&Take=1000');
+    const [a, b] = client1001().slice(10, 12);
+    await importVisits(t, [a, { ...b, visitScore: 12.25 }]);
+    const next = await page(`/visits/standard/changes?SvcClientId=1001&Take=1000&after=${encodeURIComponent(after)}`);
+    expect(next.data.visits.map((v) => [v.visitId, v.visitScore])).toEqual([[b.visitId, 12.25]]);
+    const none = await page(`/visits/standard/changes?SvcClientId=1001&Take=1000&after=${encodeURIComponent(next.paging.after)}`);
+    expect(none.data.visits).toEqual([]);
+    // Waiting at the end keeps the place: the token of an empty page reads on from the same point.
+    await importVisits(t, [{ ...a, recommendComment: 'Changed later' }]);
+    const later = await page(`/visits/standard/changes?SvcClientId=1001&Take=1000&after=${encodeURIComponent(none.paging.after)}`);
+    expect(later.data.visits.map((v) => [v.visitId, v.recommendComment])).toEqual([[a.visitId, 'Changed later']]);
+    // A new first call sees each changed visit once, at its latest place.
+    const { seen } = await follow(`/visits/standard/changes?SvcClientId=1001&Since=${hourAgo()}&Take=1000`, '&Take=1000');
+    expect(seen.map((v) => v.visitId).slice(-2)).toEqual([b.visitId, a.visitId]);
+    expect(new Set(seen.map((v) => v.visitId)).size).toBe(seen.length);
+  });
+
+  it('starts at the end when nothing was written since Since (a local time in the service zone)', async () => {
+    const now = localDateTime(t.config.RESULTS_TIMEZONE, new Date(Date.now() + 3600_000));
+    const body = await page(`/visits/standard/changes?SvcClientId=1001&Since=${now}`);
+    expect(body.data.visits).toEqual([]);
+    const c = client1001()[20];
+    await importVisits(t, [{ ...c, visitScore: 1 }]);
+    const next = await page(`/visits/standard/changes?SvcClientId=1001&after=${encodeURIComponent(body.paging.after)}`);
+    expect(next.data.visits.map((v) => v.visitId)).toEqual([c.visitId]);
+  });
+
+  it('filters by SvcBrandId and VisitTypes, and always by what the credential may read', async () => {
+    const since = hourAgo();
+    const { seen: brand6 } = await follow(`/visits/standard/changes?SvcClientId=1001&SvcBrandId=6&Since=${since}`, '&SvcBrandId=6');
+    expect(brand6.length).toBeGreaterThan(0);
+    expect(new Set(brand6.map((v) => v.brandName))).toEqual(new Set(['Acme Pizzeria']));
+    const { seen: mv } = await follow(`/visits/standard/changes?SvcClientId=1001&VisitTypes=mv&Since=${since}`, '&VisitTypes=mv');
+    expect(new Set(mv.map((v) => v.visitType))).toEqual(new Set(['MV']));
+    expect(mv.length).toBe(client1001().filter((v) => v.visitType === 'MV').length);
+
+    const restricted = await issueCredential(t, { brands: [5], visitTypes: ['OF'] });
+    const bearer = await tokenFor(t.http, restricted);
+    const { seen } = await follow(`/visits/standard/changes?SvcClientId=1001&Since=${since}`, '', restricted, bearer);
+    const expected = client1001().filter((v) => v.brandId === 5 && v.visitType === 'OF');
+    expect(new Set(seen.map((v) => v.visitId))).toEqual(new Set(expected.map((v) => v.visitId)));
+    const refused = await get(`/visits/standard/changes?SvcClientId=1001&SvcBrandId=6&Since=${since}`, restricted, bearer);
+    expect(refused.status).toBe(403);
+    expect(refused.headers['content-type']).toBe(PROBLEM);
+  });
+
+  it('refuses a token that was altered, made for another query, variant or client', async () => {
+    const body = await page(`/visits/standard/changes?SvcClientId=1001&Since=${hourAgo()}&Take=2`);
+    const token = encodeURIComponent(body.paging.after);
+    const [payload, signature] = body.paging.after.split('.');
+    const forged = `${payload.slice(0, -2)}${payload.endsWith('A') ? 'B' : 'A'}${payload.slice(-1)}.${signature}`;
+    expect(await errorsOf(`/visits/standard/changes?SvcClientId=1001&after=${encodeURIComponent(forged)}`)).toEqual([
+      "'after' is not a valid page token.",
+    ]);
+    expect(await errorsOf(`/visits/standard/changes?SvcClientId=1001&after=not-a-token`)).toEqual(["'after' is not a valid page token."]);
+    for (const other of [
+      `/visits/standard/changes?SvcClientId=1001&SvcBrandId=5&after=${token}`,
+      `/visits/standard/changes?SvcClientId=1001&VisitTypes=MV&after=${token}`,
+      `/visits/plus/changes?SvcClientId=1001&after=${token}`,
+    ]) {
+      expect(await errorsOf(other)).toEqual(["'after' is a page token of another query."]);
+    }
+    const both = await issueCredential(t, { clients: [1001, 1002] });
+    const res = await get(`/visits/standard/changes?SvcClientId=1002&after=${token}`, both, await tokenFor(t.http, both));
+    expect(res.status).toBe(400);
+    expect((JSON.parse(res.text) as { errors: string[] }).errors).toEqual(["'after' is a page token of another query."]);
+  });
+
+  it('lists every broken rule at once, with names matched case-insensitively', async () => {
+    expect(await errorsOf('/visits/standard/changes?SvcClientId=abc&Take=0')).toEqual([
+      "'SvcClientId' must be an integer: 'abc'.",
+      "'Take' must be greater than '0'.",
+      "Either 'Since' or 'after' must be given.",
+    ]);
+    expect(await errorsOf(`/visits/standard/changes?svcclientid=1001&since=${hourAgo()}&AFTER=x&take=1001`)).toEqual([
+      "'Take' must be less than or equal to '1000'.",
+      "Only one of 'Since' and 'after' may be given.",
+    ]);
+    expect(await errorsOf('/visits/standard/changes?SvcClientId=1001&Since=2026-13-01T00:00:00Z')).toEqual([
+      "'Since' is not in the expected format yyyy-mm-ddThh:mm:ss, with an optional offset (Z or +hh:mm): '2026-13-01T00:00:00Z'.",
+    ]);
+    expect(await errorsOf('/visits/standard/changes?SvcClientId=1001&VisitTypes=M1&Since=yesterday')).toEqual([
+      "'Since' is not in the expected format yyyy-mm-ddThh:mm:ss, with an optional offset (Z or +hh:mm): 'yesterday'.",
+      "'VisitTypes' must be 2 alpha characters: 'M1'.",
+    ]);
+  });
+
+  it('refuses a Since older than the feed keeps, naming the oldest point', async () => {
+    const old = new Date(Date.now() - 91 * 86_400_000).toISOString();
+    const [message] = await errorsOf(`/visits/standard/changes?SvcClientId=1001&Since=${old}`);
+    const oldest = /^'Since' must not be earlier than '(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z)': the feed keeps 90 days\.$/.exec(message);
+    expect(oldest).not.toBeNull();
+    const expected = Date.now() - 90 * 86_400_000;
+    expect(Math.abs(Date.parse(oldest![1]) - expected)).toBeLessThan(60_000);
+  });
+
+  it('needs the variant scope and an entitled client', async () => {
+    const standardOnly = await tokenFor(t.http, partner, 'svc-results-api visits/standard.read');
+    const res = await get(`/visits/plus/changes?SvcClientId=1001&Since=${hourAgo()}`, partner, standardOnly);
+    expect(res.status).toBe(403);
+    expect(res.headers['www-authenticate']).toContain('insufficient_scope');
+    const other = await get(`/visits/standard/changes?SvcClientId=1002&Since=${hourAgo()}`);
+    expect(other.status).toBe(403);
+    const anonymous = await request(t.http).get(`/visits/standard/changes?SvcClientId=1001&Since=${hourAgo()}`);
+    expect(anonymous.status).toBe(401);
+  });
+});
