@@ -109,7 +109,10 @@ describe(`malformed bearer tokens (${process.env.TEST_DATABASE})`, () => {
   it.each([0, 1, 2])('refuses every damage to part %i (header, payload, signature) with 401 invalid_token', async (index) => {
     await fc.assert(
       fc.asyncProperty(damaged(parts[index]), async (part) => {
-        await expectInvalidToken(withPart(index, part));
+        const bad = withPart(index, part);
+        // HTTP drops spaces and tabs at the end of a header value: such a token arrives undamaged.
+        fc.pre(bad.replace(/[ \t]+$/, '') !== token);
+        await expectInvalidToken(bad);
       }),
       { numRuns: 250 },
     );
