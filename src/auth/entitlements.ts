@@ -1,6 +1,7 @@
 import { createParamDecorator, type ExecutionContext } from '@nestjs/common';
 import type { Request } from 'express';
 import { ProblemException } from '../common/problem.js';
+import { visitTypeCodes } from '../common/query-fields.js';
 import {
   documentQuery,
   parameterDto,
@@ -30,11 +31,6 @@ export interface EffectiveSelection {
   brandIds: readonly number[] | null;
   /** Visit type codes, upper-case and sorted; null for every type. */
   visitTypes: readonly string[] | null;
-}
-
-function visitTypeCodes(types: string[] | string | undefined): string[] {
-  const codes = typeof types === 'string' ? types.split(',') : (types ?? []);
-  return [...new Set(codes.filter((t) => t !== '').map((t) => t.toUpperCase()))].sort();
 }
 
 /**

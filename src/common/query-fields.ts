@@ -15,6 +15,12 @@ export function toInteger({ value }: { value: unknown }): unknown {
   return typeof value === 'string' && /^[+-]?\d{1,15}$/.test(value.trim()) ? Number(value) : value;
 }
 
+/** Visit type codes of a `VisitTypes` value (text or list): upper-case, each once, sorted; empty for none. */
+export function visitTypeCodes(types: string[] | string | undefined): string[] {
+  const codes = typeof types === 'string' ? types.split(',') : (types ?? []);
+  return [...new Set(codes.filter((t) => t !== '').map((t) => t.toUpperCase()))].sort();
+}
+
 /** An empty query value is an absent one. */
 export function emptyIsAbsent({ value }: { value: unknown }): unknown {
   return value === '' ? undefined : value;

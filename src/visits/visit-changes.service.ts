@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { EffectiveSelection } from '../auth/entitlements.js';
 import { PageTokens } from '../common/page-token.js';
+import { visitTypeCodes } from '../common/query-fields.js';
 import { ValidationProblem } from '../common/problem.js';
 import { AppConfig } from '../config/app-config.js';
 import { CHANGES_DEFAULT_TAKE, sinceInstant, type ChangesQueryDto } from './dto/changes-query.dto.js';
@@ -40,7 +41,7 @@ export class VisitChangesService {
    * query's filters narrowed to what the credential may read), applied on every page.
    */
   async page(query: ChangesQueryDto, variant: VisitsVariant, selection: EffectiveSelection): Promise<ChangesPage> {
-    const scope = ['changes', variant, query.SvcClientId, query.SvcBrandId ?? '', query.visitTypeCodes.sort().join(',')].join(':');
+    const scope = ['changes', variant, query.SvcClientId, query.SvcBrandId ?? '', visitTypeCodes(query.VisitTypes).join(',')].join(':');
     const start = query.after !== undefined ? this.position(scope, query.after) : await this.sinceStart(query);
     const rows = await this.repo.changes({
       clientId: selection.clientId,

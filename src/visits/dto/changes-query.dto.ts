@@ -142,9 +142,4 @@ export class ChangesQueryDto {
   /** Rule across parameters: exactly one of Since and after. */
   @Validate(OneStart)
   readonly _start?: undefined;
-
-  /** The visit type codes asked for, upper-case; empty for all. */
-  get visitTypeCodes(): string[] {
-    return this.VisitTypes ? [...new Set(this.VisitTypes.toUpperCase().split(','))] : [];
-  }
 }
