@@ -3,7 +3,7 @@ import globals from 'globals';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/', 'test/generated/', 'bench/results/', 'coverage/', 'node_modules/', 'data/', 'test-output/', 'openapi/', 'src/database/migrations/**/*[0-9].ts'] },
+  { ignores: ['dist/', 'dist-bench/', 'test/generated/', 'bench/results/', 'coverage/', 'node_modules/', 'data/', 'test-output/', 'openapi/', 'src/database/migrations/**/*[0-9].ts'] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {

@@ -1,0 +1,163 @@
+// The processes of a run (the service, the references) and the resources the bench makes:
+// each registers its undo as it is made, and the undo actions run last first, also on
+// failure or Ctrl-C. Also the resident set of a process, read from /proc.
+
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
+import { startService, type ServiceProcess } from '../test/helpers/service-process-core.js';
+import { MB, message, ROOT, round } from './settings.js';
+
+const cleanups: { label: string; action: () => Promise<unknown> }[] = [];
+const RSS_POLL_MS = 200;
+const STOP_GRACE_MS = 5000;
+
+export function defer(label: string, action: () => Promise<unknown>): void {
+  cleanups.push({ label, action });
+}
+
+/** Where the undo list stands now: cleanUpTo(mark) undoes what was made after. */
+export const cleanupMark = (): number => cleanups.length;
+
+/** Runs the undo actions registered after `mark`; a failing one is reported, the rest still run. */
+export async function cleanUpTo(mark: number): Promise<void> {
+  while (cleanups.length > mark) {
+    const { label, action } = cleanups.pop()!;
+    try {
+      await action();
+    } catch (error) {
+      console.error(`clean-up "${label}" failed: ${message(error)}`);
+    }
+  }
+}
+
+export interface Child {
+  label: string;
+  process: ChildProcess;
+  /** The last few KB of its stdout and stderr: they explain a failure. */
+  output: () => string;
+}
+
+/** A node process of the bench's own (a reference server), stopped at clean-up at the latest. */
+export function startChild(label: string, args: string[]): Child {
+  const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  // Both pipes are drained (a full pipe would stall the child).
+  let tail = '';
+  const keep = (chunk: string): void => {
+    tail = (tail + chunk).slice(-8000);
+  };
+  child.stdout.setEncoding('utf8').on('data', keep);
+  child.stderr.setEncoding('utf8').on('data', keep);
+  child.on('error', (error) => keep(`\n[spawn error] ${message(error)}\n`));
+  defer(`stop ${label}`, () => stopChild(child));
+  return { label, process: child, output: () => tail };
+}
+
+export async function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = once(child, 'exit');
+  child.kill('SIGTERM');
+  const force = setTimeout(() => child.kill('SIGKILL'), STOP_GRACE_MS);
+  await exited;
+  clearTimeout(force);
+}
+
+/** Polls `check` until it returns a value; fails when the child exits first or time runs out. */
+export async function waitFor<T>(child: Child, timeoutMs: number, check: () => Promise<T | undefined>): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const exit = child.process.exitCode ?? child.process.signalCode;
+    if (exit !== null) throw new Error(`${child.label} exited (${exit}) while starting:\n${child.output()}`);
+    const value = await check().catch(() => undefined);
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`${child.label} not ready after ${timeoutMs} ms:\n${child.output()}`);
+    await new Promise((done) => setTimeout(done, 200));
+  }
+}
+
+export interface BenchService {
+  label: string;
+  /** http://127.0.0.1:port */
+  url: string;
+  pid: number;
+  output: () => string;
+  /** The exit code or signal once it has ended, null while it runs. */
+  exit: () => number | string | null;
+  stop: () => Promise<void>;
+}
+
+/**
+ * The service as deployed, in the environment `env` (see serviceEnv); `cacheOff` sets
+ * VISITS_CACHE_MB=0, otherwise the page cache keeps its default.
+ */
+export async function startBenchService(env: Record<string, string>, cacheOff: boolean): Promise<BenchService> {
+  const label = cacheOff ? 'service (cache off)' : 'service';
+  const service = await startService(
+    {
+      ...env,
+      PORT: '0',
+      HOST: '127.0.0.1',
+      METRICS_PORT: '0',
+      NODE_OPTIONS: '',
+      SEED_DEMO: 'false',
+      LOG_LEVEL: 'warn',
+      // As deployed (see Dockerfile): the schema is current, migrations ran as a separate step.
+      MIGRATIONS_RUN: 'false',
+      NODE_ENV: 'production',
+      // The limits stay on (the guard's cost is part of the measurement) but far above the load.
+      RATE_LIMIT_PER_MINUTE: '1000000',
+      TOKEN_RATE_LIMIT_PER_MINUTE: '100000',
+      ...(cacheOff ? { VISITS_CACHE_MB: '0' } : {}),
+    },
+    // This checkout's dist/main.js, wherever the compiled helper lies; `env` is the whole
+    // environment (see serviceEnv), so no VISITS_CACHE_MB or DATABASE_URL of the caller leaks in.
+    { cwd: ROOT, exactEnv: true },
+  );
+  const stop = (): Promise<void> => stopService(service);
+  defer(`stop ${label}`, stop);
+  const url = service.url.replace('//localhost:', '//127.0.0.1:');
+  const child = { label, process: service.child, output: service.output };
+  await waitFor(child, 30_000, async () => ((await fetch(`${url}/health/ready`)).status === 200 ? true : undefined));
+  return {
+    label,
+    url,
+    pid: service.child.pid!,
+    output: service.output,
+    exit: () => service.child.exitCode ?? service.child.signalCode,
+    stop,
+  };
+}
+
+async function stopService(service: ServiceProcess): Promise<void> {
+  const force = setTimeout(() => void service.stop('SIGKILL'), STOP_GRACE_MS);
+  await service.stop();
+  clearTimeout(force);
+}
+
+/** A field of /proc/<pid>/status in kB (VmRSS, VmHWM); null without /proc or once the process is gone. */
+export function procStatusKb(pid: number, field: 'VmRSS' | 'VmHWM'): number | null {
+  try {
+    const match = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return match ? Number(match[1]) : null;
+  } catch {
+    return null;
+  }
+}
+
+export const kbToMB = (kb: number | null): number | null => (kb === null ? null : round((kb * 1024) / MB, 1));
+
+/** Samples the resident set of `pid` until the returned stop function is called; gives the peak in MB. */
+export function watchRss(pid: number): () => number | null {
+  let peak: number | null = null;
+  const sample = (): void => {
+    const kb = procStatusKb(pid, 'VmRSS');
+    if (kb !== null) peak = Math.max(peak ?? 0, kb);
+  };
+  sample();
+  const timer = setInterval(sample, RSS_POLL_MS);
+  return () => {
+    clearInterval(timer);
+    sample();
+    return kbToMB(peak);
+  };
+}
