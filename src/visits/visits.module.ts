@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { VisitNames } from './visit-names.service.js';
 import { BranchesModule } from '../branches/branches.module.js';
 import { ClientsModule } from '../clients/clients.module.js';
 import { VisitChangesService } from './visit-changes.service.js';
@@ -10,7 +11,7 @@ import { VisitsRepository } from './visits.repository.js';
 @Module({
   imports: [ClientsModule, BranchesModule],
   controllers: [VisitsController],
-  providers: [VisitsRepository, VisitsImportService, VisitsService, VisitChangesService],
+  providers: [VisitsRepository, VisitsImportService, VisitsService, VisitChangesService, VisitNames],
   exports: [VisitsImportService, VisitsRepository],
 })
 export class VisitsModule {}
