@@ -82,3 +82,27 @@ describe(`the visit documents migration on existing data (${process.env.TEST_DAT
     expect(docs[5].plus.toString('utf8')).toBe(',"guestId":null,"optIns":{"contactByEmail":true,"joinMarketing":null}');
   });
 });
+
+describe(`a new database (${process.env.TEST_DATABASE})`, () => {
+  const { config, drop } = isolatedConfig();
+  afterAll(drop);
+
+  it('stores documents as bytes, on SQLite in pages that hold one whole (16 KB)', async () => {
+    const db = await openDataSource(config);
+    try {
+      await db.runMigrations({ transaction: 'each' });
+      if (onPostgres()) {
+        const [column] = await db.query<{ t: string }[]>(
+          "SELECT data_type AS t FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = 'visit_documents' AND column_name = 'standard'",
+        );
+        expect(column?.t).toBe('bytea');
+      } else {
+        expect((await db.query<{ page_size: number }[]>('PRAGMA page_size'))[0]?.page_size).toBe(16384);
+        const columns = await db.query<{ name: string; type: string }[]>('PRAGMA table_info(visit_documents)');
+        expect(columns.find((c) => c.name === 'standard')?.type.toLowerCase()).toBe('blob');
+      }
+    } finally {
+      await db.destroy();
+    }
+  });
+});
