@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { BranchesModule } from '../branches/branches.module.js';
 import { ClientsModule } from '../clients/clients.module.js';
+import { CompressedPages } from './compressed-pages.js';
 import { VisitChangesService } from './visit-changes.service.js';
 import { VisitsImportService } from './visits-import.service.js';
 import { VisitsController } from './visits.controller.js';
@@ -10,7 +11,7 @@ import { VisitsRepository } from './visits.repository.js';
 @Module({
   imports: [ClientsModule, BranchesModule],
   controllers: [VisitsController],
-  providers: [VisitsRepository, VisitsImportService, VisitsService, VisitChangesService],
+  providers: [VisitsRepository, VisitsImportService, VisitsService, VisitChangesService, CompressedPages],
   exports: [VisitsImportService, VisitsRepository],
 })
 export class VisitsModule {}
