@@ -11,7 +11,7 @@ export const COMPRESS_MIN_BYTES = 1024;
 
 /**
  * Levels chosen by measurement on a 1000-visit page (3.7 MB; docs/decisions.md, "Compression"):
- * brotli quality 5 made it 33 times smaller in 15 ms, gzip level 6 16 times in 24 ms. Brotli
+ * brotli quality 5 made it 33 times smaller in 15 ms, gzip level 6 16 times in 22 ms. Brotli
  * at this quality is both smaller and faster, so it is preferred whenever a client accepts both
  * equally (`br, gzip`, `*`). Gzip level 6 is the knee of its curve: level 4 is a third larger,
  * level 9 takes 1.8 times as long for 6% less.
