@@ -4,6 +4,7 @@ import type { Express, NextFunction, Request, Response } from 'express';
 import helmet from 'helmet';
 import { AppLogger } from './logging/app-logger.js';
 import { localDate } from './common/clock.js';
+import { compressResponses } from './common/compression.js';
 import { QUERY_CONTEXT_LOCAL, type QueryContext } from './common/query-params.js';
 import { AppConfig } from './config/app-config.js';
 import { setupSwagger } from './swagger.js';
@@ -46,6 +47,8 @@ export function setupApp(app: INestApplication): NestExpressApplication {
     strictTransportSecurity: false,
   });
   express.use((req: Request, res: Response, next: NextFunction) => (req.secure ? overTls : plainHttp)(req, res, next));
+  // br or gzip for every body over 1 KB the client accepts it for (the visit pages encode their own).
+  express.use(compressResponses());
   // Small bodies only: the token form and JSON are tiny; uploads are read by their own limits.
   express.useBodyParser('urlencoded', { limit: '16kb', extended: false });
   express.useBodyParser('json', { limit: '64kb' });
