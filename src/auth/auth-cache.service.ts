@@ -37,6 +37,10 @@ class TtlCache<V> {
     }
     return value;
   }
+
+  delete(key: string): void {
+    this.entries.delete(key);
+  }
 }
 
 /**
@@ -79,5 +83,10 @@ export class AuthCacheService {
         credential: c,
       };
     });
+  }
+
+  /** Drops a cached credential whose row changed, so the next request reads the row again. */
+  forgetCredential(clientId: string): void {
+    this.credentials.delete(clientId);
   }
 }
