@@ -184,6 +184,14 @@ describe(`POST /connect/token (${process.env.TEST_DATABASE})`, () => {
     expect((await post(creds(other), other.apiKey)).status).toBe(200);
   });
 
+  it('counts refusals of the svc-api-key towards the same lockout', async () => {
+    const victim = await issueCredential(t, { clients: [1002], scopes: ['visits/standard.read'] });
+    for (let i = 0; i < 5; i++) {
+      expectOAuthError(await post(creds(victim), other.apiKey), 401, 'invalid_client', 'The svc-api-key does not belong to this client.');
+    }
+    expectOAuthError(await post(creds(victim), victim.apiKey), 429, 'slow_down', /^Too many failed token requests for this client; retry after \d+ seconds\.$/);
+  });
+
   describe('a secret stored in the older scrypt form', () => {
     const credentials = () => t.app.get(DataSource).getRepository(Credential);
     const storedHash = async (c: IssuedCredential) => (await credentials().findOneByOrFail({ clientId: c.clientId })).secretHash;
@@ -221,6 +229,26 @@ describe(`POST /connect/token (${process.env.TEST_DATABASE})`, () => {
       expectOAuthError(res, 401, 'invalid_client', 'Client authentication failed.');
       expect(res.headers['www-authenticate']).toBeUndefined();
       expect(await storedHash(c)).toBe(hash);
+    });
+
+    it('refuses a bad svc-api-key before the secret is looked at: the hash stays as it was', async () => {
+      const { c, hash } = await scryptCredential();
+      const refusals: [string | null, string][] = [
+        [null, 'The svc-api-key header is required.'],
+        ['svck_unknown', 'The svc-api-key is not valid.'],
+        [partner.apiKey, 'The svc-api-key does not belong to this client.'],
+      ];
+      for (const [apiKey, description] of refusals) {
+        const res = await post(creds(c), apiKey);
+        expectOAuthError(res, 401, 'invalid_client', description);
+        expect(res.headers['www-authenticate']).toBe('ApiKey realm="svc-results-api", header="svc-api-key"');
+      }
+      // With a wrong secret too, the key is what is refused.
+      expectOAuthError(await post({ ...creds(c), client_secret: 'wrong' }, null), 401, 'invalid_client', 'The svc-api-key header is required.');
+      expect(await storedHash(c)).toBe(hash);
+
+      expect((await post(creds(c), c.apiKey)).status).toBe(200);
+      expect(await storedHash(c)).toMatch(HMAC);
     });
 
     it('still gets its token when the upgrade cannot be written, and is upgraded by a later request', async () => {

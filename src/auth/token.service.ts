@@ -42,6 +42,8 @@ const DUMMY_HASH = `hmac-sha256$${'0'.repeat(64)}`;
  */
 const BASIC_REALM = { 'WWW-Authenticate': 'Basic realm="svc-results-api", charset="UTF-8"' };
 
+const API_KEY_REALM = { 'WWW-Authenticate': 'ApiKey realm="svc-results-api", header="svc-api-key"' };
+
 function formValue(form: Record<string, unknown>, name: string): string | undefined {
   const value = form[name];
   if (value === undefined) return undefined;
@@ -129,17 +131,8 @@ export class TokenService {
         'Retry-After': String(retryAfter),
       });
     }
+    await this.checkApiKey(clientId, request.apiKey);
     const credential = await this.authenticate(clientId, auth.secret, basic);
-    const key = request.apiKey ? await this.cache.apiKey(request.apiKey) : null;
-    if (!key || key.revoked || key.credentialId !== credential.clientId) {
-      await this.failures.recordFailure(clientId);
-      const reason = !request.apiKey
-        ? 'The svc-api-key header is required.'
-        : !key || key.revoked
-          ? 'The svc-api-key is not valid.'
-          : 'The svc-api-key does not belong to this client.';
-      throw new OAuthException('invalid_client', reason, 401, { 'WWW-Authenticate': 'ApiKey realm="svc-results-api", header="svc-api-key"' });
-    }
     const scopes = this.grantedScopes(credential, scopeParam);
     return {
       access_token: await this.sign(credential.clientId, scopes),
@@ -147,6 +140,22 @@ export class TokenService {
       token_type: 'Bearer',
       scope: scopes.join(' '),
     };
+  }
+
+  /**
+   * The svc-api-key must be valid, unrevoked and the client's own. Checked before the secret,
+   * so that a request without the client's key costs no secret hashing and no credential read.
+   */
+  private async checkApiKey(clientId: string, apiKey: string | undefined): Promise<void> {
+    const key = apiKey ? await this.cache.apiKey(apiKey) : null;
+    if (key && !key.revoked && key.credentialId === clientId) return;
+    await this.failures.recordFailure(clientId);
+    const reason = !apiKey
+      ? 'The svc-api-key header is required.'
+      : !key || key.revoked
+        ? 'The svc-api-key is not valid.'
+        : 'The svc-api-key does not belong to this client.';
+    throw new OAuthException('invalid_client', reason, 401, API_KEY_REALM);
   }
 
   private async authenticate(clientId: string, secret: string, basic: boolean): Promise<CachedCredential> {
