@@ -1,7 +1,8 @@
 import { Logger } from '@nestjs/common';
-import { ThrottlerStorageService, type ThrottlerStorage } from '@nestjs/throttler';
+import type { ThrottlerStorage } from '@nestjs/throttler';
 import type { Redis } from 'ioredis';
 import type { MetricsService } from '../metrics/metrics.service.js';
+import { LocalRateLimits, type WindowCount } from './local-rate-limits.js';
 
 /** What the throttler needs back from one count: hits, and seconds until reset or unblock. */
 export interface CountResult {
@@ -33,13 +34,25 @@ end
 return {hits, ttl, 0, 0}
 `;
 
+/** A count as the throttler takes it; `now` is when it was made. */
+function countResult([hits, windowMs, blocked, blockMs]: WindowCount, now: number): CountResult {
+  return {
+    totalHits: hits,
+    timeToExpire: Math.max(1, Math.ceil(windowMs / 1000)),
+    isBlocked: blocked === 1,
+    timeToBlockExpire: Math.max(0, Math.ceil(blockMs / 1000)),
+    resetAt: now + Math.max(0, blocked === 1 ? blockMs : windowMs),
+  };
+}
+
 /**
  * Rate-limit counters shared by every replica through Redis. When Redis cannot be reached
- * the count is kept in the process instead (the service keeps serving; the limit is then
- * per replica), which is logged by the Redis client and counted in a metric.
+ * the count is kept in the process instead, in the same fixed windows (the service keeps
+ * serving; the limit is then per replica), which is logged by the Redis client and counted
+ * in a metric.
  */
 export class RateLimitStorage implements ThrottlerStorage {
-  private readonly local = new ThrottlerStorageService();
+  private readonly local = new LocalRateLimits();
   private readonly logger = new Logger('RateLimit');
 
   constructor(
@@ -48,40 +61,23 @@ export class RateLimitStorage implements ThrottlerStorage {
     private readonly metrics: MetricsService,
   ) {}
 
-  async increment(key: string, ttl: number, limit: number, blockDuration: number, throttlerName: string): Promise<CountResult> {
-    if (this.redis) {
-      try {
-        if (this.redis.status !== 'ready') throw new Error(`Redis is ${this.redis.status}`);
-        const full = `${this.prefix}rl:${key}`;
-        const [hits, windowMs, blocked, blockMs] = (await this.redis.eval(
-          COUNT_SCRIPT,
-          2,
-          full,
-          `${full}:blocked`,
-          ttl,
-          limit,
-          blockDuration,
-        )) as [number, number, number, number];
-        const now = Date.now();
-        return {
-          totalHits: hits,
-          timeToExpire: Math.max(1, Math.ceil(windowMs / 1000)),
-          isBlocked: blocked === 1,
-          timeToBlockExpire: Math.max(0, Math.ceil(blockMs / 1000)),
-          resetAt: now + Math.max(0, blocked === 1 ? blockMs : windowMs),
-        };
-      } catch (error) {
-        this.metrics.rateLimitStoreFallbacks.inc();
-        this.logger.debug(`counted in the process: ${(error as Error).message}`);
-      }
-    }
-    const count = await this.local.increment(key, ttl, limit, blockDuration, throttlerName);
-    const record = this.local.storage.get(key);
-    const end = count.isBlocked ? record?.blockExpiresAt : record?.expiresAt;
-    return { ...count, resetAt: end ?? Date.now() + (count.isBlocked ? count.timeToBlockExpire : count.timeToExpire) * 1000 };
+  /** Keys are already per throttler (`name:tracker`), so the throttler's name is not needed here. */
+  async increment(key: string, ttl: number, limit: number, blockDuration: number): Promise<CountResult> {
+    const counted = (await this.inRedis(key, ttl, limit, blockDuration)) ?? this.local.count(key, ttl, limit, blockDuration);
+    return countResult(counted, Date.now());
   }
 
-  onApplicationShutdown(): void {
-    this.local.onApplicationShutdown();
+  /** The Redis script's count, or undefined when there is no Redis or it failed (then count here). */
+  private async inRedis(key: string, ttl: number, limit: number, blockDuration: number): Promise<WindowCount | undefined> {
+    if (!this.redis) return undefined;
+    try {
+      if (this.redis.status !== 'ready') throw new Error(`Redis is ${this.redis.status}`);
+      const full = `${this.prefix}rl:${key}`;
+      return (await this.redis.eval(COUNT_SCRIPT, 2, full, `${full}:blocked`, ttl, limit, blockDuration)) as WindowCount;
+    } catch (error) {
+      this.metrics.rateLimitStoreFallbacks.inc();
+      this.logger.debug(`counted in the process: ${(error as Error).message}`);
+      return undefined;
+    }
   }
 }
