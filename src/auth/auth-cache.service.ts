@@ -38,6 +38,10 @@ class TtlCache<V> {
     }
     return value;
   }
+
+  delete(key: string): void {
+    this.entries.delete(key);
+  }
 }
 
 /**
@@ -87,5 +91,10 @@ export class AuthCacheService {
         credential: c,
       };
     });
+  }
+
+  /** Drops a cached credential whose row changed, so the next request reads the row again. */
+  forgetCredential(clientId: string): void {
+    this.credentials.delete(clientId);
   }
 }
