@@ -323,3 +323,48 @@ describe(`revocation through the lookup cache (${process.env.TEST_DATABASE})`, (
     expect(JSON.parse(res.text).detail).toBe('The svc-api-key is not valid.');
   });
 });
+
+describe(`a verified token remembered (${process.env.TEST_DATABASE})`, () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startTestApp({ AUTH_CACHE_SECONDS: '1' });
+    await seedClients(t);
+  });
+  afterAll(async () => {
+    await t.close();
+  });
+
+  const branches = (apiKey: string, token: string) =>
+    request(t.http).get('/branches?SvcClientId=1001').set('svc-api-key', apiKey).set('Authorization', `Bearer ${token}`);
+
+  it('still checks the API key and the credential on every request', async () => {
+    const a = await issueCredential(t);
+    const b = await issueCredential(t);
+    const token = await tokenFor(t.http, a);
+    expect((await branches(a.apiKey, token)).status).toBe(200);
+    // Remembered now: another credential's key with it is refused all the same.
+    const crossed = await branches(b.apiKey, token);
+    expect(crossed.status).toBe(401);
+    expect(JSON.parse(crossed.text).detail).toBe('The access token was issued to another client than the svc-api-key belongs to.');
+    expect(crossed.headers['www-authenticate']).toMatch(/^Bearer realm="svc-results-api", error="invalid_token"/);
+    await t.app.get(CredentialsService).disable(a.clientId);
+    await new Promise((r) => setTimeout(r, 1100));
+    const disabled = await branches(a.apiKey, token);
+    expect(disabled.status).toBe(401);
+    expect(JSON.parse(disabled.text).detail).toBe('The client of this access token is disabled.');
+  });
+
+  it('stops accepting a token signed by a retired key once the cache time has passed', async () => {
+    const c = await issueCredential(t);
+    const keyring = t.app.get(KeyringService);
+    const token = await tokenFor(t.http, c);
+    expect((await branches(c.apiKey, token)).status).toBe(200);
+    const kid = (JSON.parse(Buffer.from(token.split('.')[0], 'base64url').toString()) as { kid: string }).kid;
+    await keyring.rotate();
+    await keyring.retire(kid);
+    await new Promise((r) => setTimeout(r, 1100));
+    const res = await branches(c.apiKey, token);
+    expect(res.status).toBe(401);
+    expect(JSON.parse(res.text).detail).toBe('The access token is signed by an unknown key.');
+  });
+});

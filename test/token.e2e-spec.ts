@@ -1,8 +1,13 @@
 import { decodeJwt, decodeProtectedHeader } from 'jose';
 import request from 'supertest';
+import { DataSource } from 'typeorm';
+import { AuthCacheService } from '../src/auth/auth-cache.service.js';
 import type { IssuedCredential } from '../src/auth/credentials.service.js';
+import { Credential } from '../src/auth/entities/credential.entity.js';
+import { scryptSecretHash } from '../src/auth/secrets.js';
 import { issueCredential, seedClients } from './helpers/auth.js';
 import { startTestApp, type TestApp } from './helpers/test-app.js';
+import { onPostgres } from './helpers/test-config.js';
 
 const ALL = 'svc-results-api visits/standard.read visits/plus.read branches/standard.read menus/standard.read menus/dishes/standard.write';
 
@@ -177,5 +182,94 @@ describe(`POST /connect/token (${process.env.TEST_DATABASE})`, () => {
     expectOAuthError(res, 429, 'slow_down', /^Too many failed token requests for this client; retry after \d+ seconds\.$/);
     expect(Number(res.headers['retry-after'])).toBeGreaterThan(800);
     expect((await post(creds(other), other.apiKey)).status).toBe(200);
+  });
+
+  it('counts refusals of the svc-api-key towards the same lockout', async () => {
+    const victim = await issueCredential(t, { clients: [1002], scopes: ['visits/standard.read'] });
+    for (let i = 0; i < 5; i++) {
+      expectOAuthError(await post(creds(victim), other.apiKey), 401, 'invalid_client', 'The svc-api-key does not belong to this client.');
+    }
+    expectOAuthError(await post(creds(victim), victim.apiKey), 429, 'slow_down', /^Too many failed token requests for this client; retry after \d+ seconds\.$/);
+  });
+
+  describe('a secret stored in the older scrypt form', () => {
+    const credentials = () => t.app.get(DataSource).getRepository(Credential);
+    const storedHash = async (c: IssuedCredential) => (await credentials().findOneByOrFail({ clientId: c.clientId })).secretHash;
+    const HMAC = /^hmac-sha256\$[0-9a-f]{64}$/;
+
+    /** A credential as a database written before secrets were stored as HMAC holds it. */
+    async function scryptCredential(): Promise<{ c: IssuedCredential; hash: string }> {
+      const c = await issueCredential(t, { clients: [1002], scopes: ['visits/standard.read'] });
+      const hash = await scryptSecretHash(c.clientSecret);
+      await credentials().update({ clientId: c.clientId }, { secretHash: hash });
+      return { c, hash };
+    }
+
+    it('gets a token, and is then stored as HMAC, with which the same secret works', async () => {
+      const { c, hash } = await scryptCredential();
+      const res = await post(creds(c), c.apiKey);
+      expect(res.status).toBe(200);
+      expect(res.body).toEqual({ access_token: expect.any(String), expires_in: 3600, token_type: 'Bearer', scope: 'svc-results-api visits/standard.read' });
+      const upgraded = await storedHash(c);
+      expect(upgraded).toMatch(HMAC);
+      expect(upgraded).not.toBe(hash);
+      // The credential cached by the request above holds the new hash, not the old one.
+      expect((await t.app.get(AuthCacheService).credential(c.clientId))?.credential.secretHash).toBe(upgraded);
+
+      const again = await post(creds(c), c.apiKey);
+      expect(again.status).toBe(200);
+      expect(decodeJwt(again.body.access_token as string).client_id).toBe(c.clientId);
+      expect(await storedHash(c)).toBe(upgraded);
+      expectOAuthError(await post({ ...creds(c), client_secret: 'wrong' }, c.apiKey), 401, 'invalid_client', 'Client authentication failed.');
+    });
+
+    it('refuses a wrong secret and keeps the scrypt hash', async () => {
+      const { c, hash } = await scryptCredential();
+      const res = await post({ ...creds(c), client_secret: `${c.clientSecret.slice(0, -1)}x` }, c.apiKey);
+      expectOAuthError(res, 401, 'invalid_client', 'Client authentication failed.');
+      expect(res.headers['www-authenticate']).toBeUndefined();
+      expect(await storedHash(c)).toBe(hash);
+    });
+
+    it('refuses a bad svc-api-key before the secret is looked at: the hash stays as it was', async () => {
+      const { c, hash } = await scryptCredential();
+      const refusals: [string | null, string][] = [
+        [null, 'The svc-api-key header is required.'],
+        ['svck_unknown', 'The svc-api-key is not valid.'],
+        [partner.apiKey, 'The svc-api-key does not belong to this client.'],
+      ];
+      for (const [apiKey, description] of refusals) {
+        const res = await post(creds(c), apiKey);
+        expectOAuthError(res, 401, 'invalid_client', description);
+        expect(res.headers['www-authenticate']).toBe('ApiKey realm="svc-results-api", header="svc-api-key"');
+      }
+      // With a wrong secret too, the key is what is refused.
+      expectOAuthError(await post({ ...creds(c), client_secret: 'wrong' }, null), 401, 'invalid_client', 'The svc-api-key header is required.');
+      expect(await storedHash(c)).toBe(hash);
+
+      expect((await post(creds(c), c.apiKey)).status).toBe(200);
+      expect(await storedHash(c)).toMatch(HMAC);
+    });
+
+    it('still gets its token when the upgrade cannot be written, and is upgraded by a later request', async () => {
+      const { c, hash } = await scryptCredential();
+      const db = t.app.get(DataSource);
+      // The database refuses to change a secret hash: a failure of its own, not a stand-in.
+      await db.query(
+        onPostgres()
+          ? `ALTER TABLE credentials ADD CONSTRAINT frozen_secret_hash CHECK (secret_hash LIKE 'scrypt$%') NOT VALID`
+          : `CREATE TRIGGER frozen_secret_hash BEFORE UPDATE OF secret_hash ON credentials BEGIN SELECT RAISE(ABORT, 'frozen'); END`,
+      );
+      try {
+        const res = await post(creds(c), c.apiKey);
+        expect(res.status).toBe(200);
+        expect(res.body).toEqual({ access_token: expect.any(String), expires_in: 3600, token_type: 'Bearer', scope: 'svc-results-api visits/standard.read' });
+        expect(await storedHash(c)).toBe(hash);
+      } finally {
+        await db.query(onPostgres() ? 'ALTER TABLE credentials DROP CONSTRAINT frozen_secret_hash' : 'DROP TRIGGER frozen_secret_hash');
+      }
+      expect((await post(creds(c), c.apiKey)).status).toBe(200);
+      expect(await storedHash(c)).toMatch(HMAC);
+    });
   });
 });

@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { LRUCache } from 'lru-cache';
 import { AppConfig } from '../config/app-config.js';
 import { AuthRepository } from './auth.repository.js';
 import { splitList } from './credentials.service.js';
@@ -37,6 +38,10 @@ class TtlCache<V> {
     }
     return value;
   }
+
+  delete(key: string): void {
+    this.entries.delete(key);
+  }
 }
 
 /**
@@ -48,6 +53,8 @@ class TtlCache<V> {
 export class AuthCacheService {
   private readonly keys: TtlCache<CachedKey | null>;
   private readonly credentials: TtlCache<CachedCredential | null>;
+  /** Hashes of the API keys presented most recently, so a partner's key is not hashed on every request. */
+  private readonly keyHashes = new LRUCache<string, string>({ max: MAX_ENTRIES });
 
   constructor(
     private readonly repo: AuthRepository,
@@ -58,7 +65,12 @@ export class AuthCacheService {
   }
 
   apiKey(presented: string): Promise<CachedKey | null> {
-    const hash = hashApiKey(presented, this.config.API_KEY_HASH_KEY);
+    let hash = this.keyHashes.get(presented);
+    if (hash === undefined) {
+      hash = hashApiKey(presented, this.config.API_KEY_HASH_KEY);
+      // Only what can be a key: a caller could fill the memory with long values.
+      if (presented.length <= 128) this.keyHashes.set(presented, hash);
+    }
     return this.keys.get(hash, async () => {
       const key = await this.repo.findKeyByHash(hash);
       return key ? { credentialId: key.credentialId, prefix: key.prefix, revoked: key.revoked } : null;
@@ -79,5 +91,10 @@ export class AuthCacheService {
         credential: c,
       };
     });
+  }
+
+  /** Drops a cached credential whose row changed, so the next request reads the row again. */
+  forgetCredential(clientId: string): void {
+    this.credentials.delete(clientId);
   }
 }

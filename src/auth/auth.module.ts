@@ -15,6 +15,7 @@ import { KeyringService } from './keyring.service.js';
 import { TokenFailuresService } from './token-failures.service.js';
 import { TokenController } from './token.controller.js';
 import { TokenService } from './token.service.js';
+import { VerifiedTokens } from './verified-tokens.js';
 import { WellKnownController } from './well-known.controller.js';
 
 /**
@@ -32,6 +33,7 @@ import { WellKnownController } from './well-known.controller.js';
     TokenFailuresService,
     TokenService,
     JwtStrategy,
+    VerifiedTokens,
     // The rate limit comes first, so that refused requests count too.
     { provide: APP_GUARD, useClass: RateLimitGuard },
     { provide: APP_GUARD, useClass: ApiKeyGuard },

@@ -43,6 +43,14 @@ export class AuthRepository {
     await this.db.getRepository(ApiKey).insert({ ...key, credentialId, revoked: false });
   }
 
+  /**
+   * Replaces a credential's secret hash only while it still is `from`, so that replicas
+   * upgrading the same hash at once all succeed and none overwrites a newer one.
+   */
+  async replaceSecretHash(clientId: string, from: string, to: string): Promise<void> {
+    await this.db.getRepository(Credential).update({ clientId, secretHash: from }, { secretHash: to });
+  }
+
   async setDisabled(clientId: string, disabled: boolean): Promise<void> {
     await this.db.getRepository(Credential).update({ clientId }, { disabled });
   }

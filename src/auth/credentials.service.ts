@@ -6,7 +6,7 @@ import { VisitsRepository } from '../visits/visits.repository.js';
 import { AuthRepository } from './auth.repository.js';
 import { Credential } from './entities/credential.entity.js';
 import { isScope, Scope } from './scopes.js';
-import { hashApiKey, hashSecret, newApiKey, newClientId, randomToken } from './secrets.js';
+import { clientSecretKey, hashApiKey, hashSecret, newApiKey, newClientId, randomToken } from './secrets.js';
 
 export interface NewCredentialInput {
   clients: number[];
@@ -74,7 +74,7 @@ export class CredentialsService {
     const credential = Object.assign(new Credential(), {
       clientId: newClientId(),
       name: input.name ?? null,
-      secretHash: await hashSecret(clientSecret),
+      secretHash: hashSecret(clientSecret, clientSecretKey(this.config.API_KEY_HASH_KEY)),
       scopes: scopes.join(' '),
       clientIds: input.clients.join(','),
       brandIds: input.brands && input.brands.length > 0 ? input.brands.join(',') : null,

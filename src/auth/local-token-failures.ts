@@ -25,8 +25,8 @@ interface Window {
  * most limit - 1 failures of the client id that failed least recently. A client id that
  * reaches the limit moves to the lockouts, where nothing but other lockouts competes for
  * room: failing with any number of other client ids never lifts a lockout. Filling the
- * lockouts would take `capacity` x `limit` failed secret checks within one window, each a
- * scrypt hash, far beyond what the token rate limits and the CPU allow.
+ * lockouts would take `capacity` x `limit` failed token requests within one window, more
+ * than the per-key (or, without a key, per-address) rate limit lets one caller make.
  */
 export class LocalTokenFailures {
   private readonly counting: LRUCache<string, Window>;

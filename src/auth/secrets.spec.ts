@@ -1,18 +1,59 @@
-import { hashApiKey, hashSecret, newApiKey, verifySecret } from './secrets.js';
+import { createHmac } from 'node:crypto';
+import { clientSecretKey, hashApiKey, hashSecret, needsUpgrade, newApiKey, randomToken, scryptSecretHash, verifySecret } from './secrets.js';
+
+const KEY = clientSecretKey('key-one-0123456789');
 
 describe('client secrets', () => {
-  it('are stored as salted scrypt hashes that verify only the right secret', async () => {
-    const hash = await hashSecret('correct horse');
-    expect(hash).toMatch(/^scrypt\$32768\$8\$1\$[\w-]{22}\$[\w-]{43}$/);
-    expect(hash).not.toContain('correct horse');
-    expect(await verifySecret('correct horse', hash)).toBe(true);
-    expect(await verifySecret('correct horsE', hash)).toBe(false);
-    expect(await hashSecret('correct horse')).not.toBe(hash);
+  it('are stored as HMAC-SHA-256 under the key, and verify only the right secret', async () => {
+    const secret = randomToken(32);
+    const hash = hashSecret(secret, KEY);
+    expect(hash).toMatch(/^hmac-sha256\$[0-9a-f]{64}$/);
+    expect(hash).toBe(`hmac-sha256$${createHmac('sha256', KEY).update(secret).digest('hex')}`);
+    expect(hash).not.toContain(secret);
+    expect(await verifySecret(secret, hash, KEY)).toBe(true);
+    expect(await verifySecret(`${secret.slice(0, -1)}x`, hash, KEY)).toBe(false);
+    expect(await verifySecret(secret, hash, clientSecretKey('key-two-0123456789'))).toBe(false);
   });
 
-  it('refuse a malformed stored hash instead of throwing', async () => {
-    expect(await verifySecret('x', 'plain-text')).toBe(false);
-    expect(await verifySecret('x', 'scrypt$1$2$3')).toBe(false);
+  it('are hashed under a key derived from the API key hash key, so the two hashes never match', async () => {
+    const value = randomToken(32);
+    // Every replica derives the same key.
+    expect(clientSecretKey('key-one-0123456789').equals(KEY)).toBe(true);
+    const asApiKey = hashApiKey(value, 'key-one-0123456789');
+    expect(hashSecret(value, KEY)).not.toBe(`hmac-sha256$${asApiKey}`);
+    expect(await verifySecret(value, `hmac-sha256$${asApiKey}`, KEY)).toBe(false);
+  });
+
+  it('still verify against a stored scrypt hash, which needs an upgrade', async () => {
+    const hash = await scryptSecretHash('correct horse');
+    expect(hash).toMatch(/^scrypt\$32768\$8\$1\$[\w-]{22}\$[\w-]{43}$/);
+    expect(hash).not.toContain('correct horse');
+    expect(await verifySecret('correct horse', hash, KEY)).toBe(true);
+    expect(await verifySecret('correct horsE', hash, KEY)).toBe(false);
+    expect(await scryptSecretHash('correct horse')).not.toBe(hash);
+    expect(needsUpgrade(hash)).toBe(true);
+    expect(needsUpgrade(hashSecret('correct horse', KEY))).toBe(false);
+  });
+
+  it('refuse a stored hash of an unknown or malformed form instead of throwing', async () => {
+    const hmac = hashSecret('x', KEY);
+    const refused = [
+      'plain-text',
+      'x',
+      '',
+      hmac.toUpperCase(),
+      hmac.replace('hmac-sha256$', 'hmac-sha512$'),
+      hmac.slice(0, -2),
+      `${hmac}00`,
+      'scrypt$1$2$3',
+      // scrypt refuses N = 3; an empty hash would otherwise match every secret.
+      'scrypt$3$8$1$AAAAAAAAAAAAAAAAAAAAAA$AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA',
+      'scrypt$16$8$1$AAAAAAAAAAAAAAAAAAAAAA$',
+    ];
+    for (const stored of refused) {
+      expect([stored, await verifySecret('x', stored, KEY)]).toEqual([stored, false]);
+      expect([stored, needsUpgrade(stored)]).toEqual([stored, true]);
+    }
   });
 });
 

@@ -8,31 +8,73 @@ function scrypt(secret: string, salt: Buffer, keylen: number, options: ScryptOpt
 
 const SCRYPT = { N: 1 << 15, r: 8, p: 1, maxmem: 64 * 1024 * 1024 };
 const KEY_LENGTH = 32;
+const HMAC_PREFIX = 'hmac-sha256$';
+const HMAC_HASH = /^hmac-sha256\$[0-9a-f]{64}$/;
 
 export function randomToken(bytes = 32): string {
   return randomBytes(bytes).toString('base64url');
 }
 
-/** A client secret's stored form: `scrypt$N$r$p$salt$hash`, a slow KDF with a random salt. */
-export async function hashSecret(secret: string): Promise<string> {
+/**
+ * The key client secrets are hashed under: derived from API_KEY_HASH_KEY with a label of its
+ * own, not that key itself, so that a secret's stored hash and an API key's stored hash are
+ * never interchangeable: a value presented as one never matches a hash stored for the other.
+ */
+export function clientSecretKey(apiKeyHashKey: string): Buffer {
+  return createHmac('sha256', apiKeyHashKey).update('client-secrets').digest();
+}
+
+function secretDigest(secret: string, key: Buffer): Buffer {
+  return createHmac('sha256', key).update(secret).digest();
+}
+
+/**
+ * A client secret's stored form: `hmac-sha256$<hex>`, HMAC-SHA-256 under clientSecretKey().
+ * Secrets are 256-bit random values the service generates: no dictionary or brute force
+ * reaches one, so a salt or a slow KDF would only add cost to every token request. Without
+ * the key a stolen table is useless, as it is for API keys.
+ */
+export function hashSecret(secret: string, key: Buffer): string {
+  return HMAC_PREFIX + secretDigest(secret, key).toString('hex');
+}
+
+/**
+ * The form secrets were stored in before: `scrypt$N$r$p$salt$hash`, a slow KDF with a random
+ * salt. Stored hashes of this form still verify, and are then replaced (needsUpgrade); only
+ * tests write new ones, to stand for what older databases hold.
+ */
+export async function scryptSecretHash(secret: string): Promise<string> {
   const salt = randomBytes(16);
   const hash = await scrypt(secret, salt, KEY_LENGTH, SCRYPT);
   return ['scrypt', SCRYPT.N, SCRYPT.r, SCRYPT.p, salt.toString('base64url'), hash.toString('base64url')].join('$');
 }
 
-/** Compares a presented secret with its stored hash in constant time. */
-export async function verifySecret(secret: string, stored: string): Promise<boolean> {
+/** Whether a stored hash, once a secret verified against it, should be replaced by hashSecret()'s form. */
+export function needsUpgrade(stored: string): boolean {
+  return !HMAC_HASH.test(stored);
+}
+
+/** Compares a presented secret with its stored hash, of either form, in constant time; false for any other form. */
+export async function verifySecret(secret: string, stored: string, key: Buffer): Promise<boolean> {
+  if (HMAC_HASH.test(stored)) {
+    return timingSafeEqual(secretDigest(secret, key), Buffer.from(stored.slice(HMAC_PREFIX.length), 'hex'));
+  }
+  return stored.startsWith('scrypt$') ? verifyScrypt(secret, stored) : false;
+}
+
+/**
+ * A malformed scrypt hash verifies nothing rather than throwing: parameters scrypt refuses, or
+ * a hash of another length than was ever written (an empty one would match every secret).
+ */
+async function verifyScrypt(secret: string, stored: string): Promise<boolean> {
   const parts = stored.split('$');
-  if (parts.length !== 6 || parts[0] !== 'scrypt') return false;
+  if (parts.length !== 6) return false;
   const [, n, r, p, salt, hash] = parts as [string, string, string, string, string, string];
   const expected = Buffer.from(hash, 'base64url');
-  const actual = await scrypt(secret, Buffer.from(salt, 'base64url'), expected.length, {
-    N: Number(n),
-    r: Number(r),
-    p: Number(p),
-    maxmem: SCRYPT.maxmem,
-  });
-  return actual.length === expected.length && timingSafeEqual(actual, expected);
+  if (expected.length !== KEY_LENGTH) return false;
+  const options = { N: Number(n), r: Number(r), p: Number(p), maxmem: SCRYPT.maxmem };
+  const actual = await scrypt(secret, Buffer.from(salt, 'base64url'), expected.length, options).catch(() => null);
+  return actual !== null && timingSafeEqual(actual, expected);
 }
 
 /**

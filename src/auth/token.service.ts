@@ -1,15 +1,16 @@
 import { randomUUID } from 'node:crypto';
-import { Injectable } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import { SignJWT } from 'jose';
 import { AppConfig } from '../config/app-config.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { decodeBasic } from './basic-credentials.js';
 import { TOKEN_FORM_MAX_LENGTH } from './dto/token.dto.js';
 import { AuthCacheService, type CachedCredential } from './auth-cache.service.js';
+import { AuthRepository } from './auth.repository.js';
 import { KeyringService, SIGNING_ALG } from './keyring.service.js';
 import { OAuthException } from './oauth-error.js';
 import { isScope, Scope } from './scopes.js';
-import { verifySecret } from './secrets.js';
+import { clientSecretKey, hashSecret, needsUpgrade, verifySecret } from './secrets.js';
 import { TokenFailuresService } from './token-failures.service.js';
 
 export const TOKEN_LIFETIME_SECONDS = 3600;
@@ -32,14 +33,16 @@ export interface TokenResponse {
   scope: string;
 }
 
-/** A scrypt hash of a random secret: checking an unknown client costs what checking a known one does. */
-const DUMMY_HASH = 'scrypt$32768$8$1$AAAAAAAAAAAAAAAAAAAAAA$AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA';
+/** A hash no secret matches, compared with for an unknown client: it costs what a known one does. */
+const DUMMY_HASH = `hmac-sha256$${'0'.repeat(64)}`;
 
 /**
  * The challenge of a failed client_secret_basic authentication (RFC 6749 §5.2). A failed
  * client_secret_post gets none: standard OAuth clients then read the error from the body.
  */
 const BASIC_REALM = { 'WWW-Authenticate': 'Basic realm="svc-results-api", charset="UTF-8"' };
+
+const API_KEY_REALM = { 'WWW-Authenticate': 'ApiKey realm="svc-results-api", header="svc-api-key"' };
 
 function formValue(form: Record<string, unknown>, name: string): string | undefined {
   const value = form[name];
@@ -66,13 +69,19 @@ function parseBasic(header: string): { clientId: string; secret: string } {
  */
 @Injectable()
 export class TokenService {
+  private readonly logger = new Logger('TokenService');
+  private readonly secretKey: Buffer;
+
   constructor(
     private readonly cache: AuthCacheService,
+    private readonly repo: AuthRepository,
     private readonly keyring: KeyringService,
     private readonly failures: TokenFailuresService,
     private readonly config: AppConfig,
     private readonly metrics: MetricsService,
-  ) {}
+  ) {
+    this.secretKey = clientSecretKey(config.API_KEY_HASH_KEY);
+  }
 
   /** Issues a token, counting what was issued and what was refused (by OAuth error). */
   async issue(request: TokenRequest): Promise<TokenResponse> {
@@ -122,17 +131,8 @@ export class TokenService {
         'Retry-After': String(retryAfter),
       });
     }
+    await this.checkApiKey(clientId, request.apiKey);
     const credential = await this.authenticate(clientId, auth.secret, basic);
-    const key = request.apiKey ? await this.cache.apiKey(request.apiKey) : null;
-    if (!key || key.revoked || key.credentialId !== credential.clientId) {
-      await this.failures.recordFailure(clientId);
-      const reason = !request.apiKey
-        ? 'The svc-api-key header is required.'
-        : !key || key.revoked
-          ? 'The svc-api-key is not valid.'
-          : 'The svc-api-key does not belong to this client.';
-      throw new OAuthException('invalid_client', reason, 401, { 'WWW-Authenticate': 'ApiKey realm="svc-results-api", header="svc-api-key"' });
-    }
     const scopes = this.grantedScopes(credential, scopeParam);
     return {
       access_token: await this.sign(credential.clientId, scopes),
@@ -142,14 +142,47 @@ export class TokenService {
     };
   }
 
+  /**
+   * The svc-api-key must be valid, unrevoked and the client's own. Checked before the secret,
+   * so that a request without the client's key costs no secret hashing and no credential read.
+   */
+  private async checkApiKey(clientId: string, apiKey: string | undefined): Promise<void> {
+    const key = apiKey ? await this.cache.apiKey(apiKey) : null;
+    if (key && !key.revoked && key.credentialId === clientId) return;
+    await this.failures.recordFailure(clientId);
+    const reason = !apiKey
+      ? 'The svc-api-key header is required.'
+      : !key || key.revoked
+        ? 'The svc-api-key is not valid.'
+        : 'The svc-api-key does not belong to this client.';
+    throw new OAuthException('invalid_client', reason, 401, API_KEY_REALM);
+  }
+
   private async authenticate(clientId: string, secret: string, basic: boolean): Promise<CachedCredential> {
     const credential = await this.cache.credential(clientId);
-    const matches = await verifySecret(secret, credential?.credential.secretHash ?? DUMMY_HASH);
+    const stored = credential?.credential.secretHash ?? DUMMY_HASH;
+    const matches = await verifySecret(secret, stored, this.secretKey);
     if (!credential || !matches || credential.disabled) {
       await this.failures.recordFailure(clientId);
       throw new OAuthException('invalid_client', 'Client authentication failed.', 401, basic ? BASIC_REALM : {});
     }
+    if (needsUpgrade(stored)) await this.upgradeSecretHash(clientId, stored, secret);
     return credential;
+  }
+
+  /**
+   * Replaces a hash of an older form (scrypt) with hashSecret()'s, once the secret verified
+   * against it. Once the row holds the new form (written here, or already by another replica)
+   * the cached credential, which holds the old one, is dropped. A failure only costs the old
+   * form's slowness until the next success, so it is logged and the token issued.
+   */
+  private async upgradeSecretHash(clientId: string, stored: string, secret: string): Promise<void> {
+    try {
+      await this.repo.replaceSecretHash(clientId, stored, hashSecret(secret, this.secretKey));
+      this.cache.forgetCredential(clientId);
+    } catch (error) {
+      this.logger.warn(`the secret hash of ${clientId} could not be upgraded: ${(error as Error).message}`);
+    }
   }
 
   /** None asked: every assigned scope. Asked: must name svc-results-api, and only assigned scopes. */

@@ -20,6 +20,13 @@ export class ByteWriter {
     return this;
   }
 
+  /** Appends bytes as they are. */
+  bytes(bytes: Buffer): this {
+    this.reserve(bytes.length);
+    this.length += bytes.copy(this.buffer, this.length);
+    return this;
+  }
+
   /**
    * The bytes written. When more than an eighth of the buffer is unused they are copied into
    * one of their own size, so that a cache keeping the result holds little memory it does

@@ -29,9 +29,16 @@ export function localDateTime(zone: string, at: Date = new Date()): string {
   return `${get('year')}-${get('month')}-${get('day')}T${get('hour')}:${get('minute')}:${get('second')}`;
 }
 
-export function localDate(zone: string, at: Date = new Date()): string {
-  return localDateTime(zone, at).slice(0, 10);
+let today: { zone: string; second: number; date: string } | undefined;
+
+export function localDate(zone: string, at?: Date): string {
+  if (at !== undefined) return localDateTime(zone, at).slice(0, 10);
+  // Today's date is asked on every request: worked out once a second, not each time.
+  const second = Math.floor(Date.now() / 1000);
+  if (today?.zone !== zone || today.second !== second) today = { zone, second, date: localDateTime(zone, new Date(second * 1000)).slice(0, 10) };
+  return today.date;
 }
+
 
 /** Adds whole days to a `yyyy-mm-dd` date. */
 export function addDays(date: string, days: number): string {

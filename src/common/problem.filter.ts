@@ -114,10 +114,12 @@ export class ProblemFilter implements ExceptionFilter {
 
     // The request logger picks this up for its one line per request.
     response.locals.problemInstance = instance;
+    // The request id ties the line to the request's own line (and to what the partner saw in X-Request-Id).
+    const requestId = (request as Request & { id?: unknown }).id;
     if (status === 503) {
-      this.logger.warn({ instance, method: request.method, url: request.originalUrl, err: exception }, detail);
+      this.logger.warn({ instance, requestId, method: request.method, url: request.originalUrl, err: exception }, detail);
     } else if (status >= 500) {
-      this.logger.error({ err: exception, instance, method: request.method, url: request.originalUrl }, 'request failed');
+      this.logger.error({ err: exception, instance, requestId, method: request.method, url: request.originalUrl }, 'request failed');
     } else {
       this.logger.debug({ instance, status, errors }, detail);
     }

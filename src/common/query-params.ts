@@ -1,4 +1,5 @@
 import { ApiQuery, DECORATORS } from '@nestjs/swagger';
+import { LRUCache } from 'lru-cache';
 import { plainToInstance } from 'class-transformer';
 import { getMetadataStorage, validateSync, type ValidationError } from 'class-validator';
 import type { Request } from 'express';
@@ -77,6 +78,33 @@ function firstMessages(errors: ValidationError[], order: string[]): string[] {
  * rule is reported at once in one 400 problem.
  */
 export function parseQuery<T extends object>(dto: DtoClass<T>, queryString: string, context?: object): T {
+  // A query string valid a moment ago is valid now: its rules read the clock at most to the
+  // second. A partner paging or polling sends the same strings again and again.
+  const key = queryString.length <= 1024 ? `${Math.floor(Date.now() / 1000)}|${queryString}` : undefined;
+  let valid = key === undefined ? undefined : parsedQueries(dto, context).get(key);
+  if (valid === undefined) {
+    valid = validQuery(dto, queryString, context);
+    if (key !== undefined) parsedQueries(dto, context).set(key, Object.freeze(valid));
+  }
+  // A copy: callers attach what they derive from it (see entitlements.ts).
+  const instance = Object.assign(Object.create(dto.prototype as object) as T, valid);
+  if (context) Object.defineProperty(instance, QUERY_CONTEXT, { value: context, enumerable: false });
+  return instance;
+}
+
+/** Queries found valid, per DTO and context, for a second at most (the second is part of the key). */
+const validQueries = new WeakMap<Function, WeakMap<object, LRUCache<string, object>>>();
+const NO_CONTEXT = {};
+
+function parsedQueries(dto: Function, context: object = NO_CONTEXT): LRUCache<string, object> {
+  let byContext = validQueries.get(dto);
+  if (!byContext) validQueries.set(dto, (byContext = new WeakMap()));
+  let cache = byContext.get(context);
+  if (!cache) byContext.set(context, (cache = new LRUCache({ max: 1000 })));
+  return cache;
+}
+
+function validQuery<T extends object>(dto: DtoClass<T>, queryString: string, context?: object): T {
   const names = parameterNames(dto);
   const raw: Record<string, string> = {};
   const problems: string[] = [];

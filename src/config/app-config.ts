@@ -245,7 +245,7 @@ export class AppConfig {
   @Max(600000, { message: 'an integer from 100 to 600000' })
   DATABASE_QUERY_TIMEOUT_MS = 10000;
 
-  /** Memory for rendered visit pages, in MiB per process; 0 turns the cache off. */
+  /** Memory for rendered visit pages, in MiB per process, and a quarter of that again for their compressed forms; 0 turns both off. */
   @Transform(toInt)
   @IsInt({ message: 'an integer from 0 to 4096' })
   @Min(0, { message: 'an integer from 0 to 4096' })

@@ -1,6 +1,5 @@
 import type { LoggerService } from '@nestjs/common';
 import type { Logger } from 'pino';
-import { requestLogContext } from './request-logging.js';
 
 type Level = 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal';
 
@@ -9,8 +8,7 @@ const STACK = /\n\s*at /;
 
 /**
  * Nest's logger interface on pino: the framework's and the application's log lines are
- * JSON lines like the request lines, with the Nest context as `context`. Inside a request
- * they go through that request's logger, so they carry its `req` (and request id).
+ * JSON lines like the request lines, with the Nest context as `context`.
  */
 export class AppLogger implements LoggerService {
   constructor(private readonly root: Logger) {}
@@ -40,7 +38,7 @@ export class AppLogger implements LoggerService {
   }
 
   private write(level: Level, message: unknown, params: unknown[]): void {
-    const logger = requestLogContext.getStore() ?? this.root;
+    const logger = this.root;
     if (!logger.isLevelEnabled(level)) return;
     const fields: Record<string, unknown> = {};
     // Nest passes the context last (`log(message, context)`, `error(message, stack, context)`).

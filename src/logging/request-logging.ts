@@ -1,8 +1,7 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Request } from 'express';
-import type { LevelWithSilent, Logger } from 'pino';
+import type { LevelWithSilent } from 'pino';
 import { pinoHttp, type HttpLogger } from 'pino-http';
 import type { AppConfig } from '../config/app-config.js';
 import { routeOf } from '../metrics/request-metrics.middleware.js';
@@ -21,9 +20,6 @@ export const REDACTED_PATHS = [
 ];
 
 type Locals = { locals?: Record<string, unknown> };
-
-/** The logger of the request being handled, so application logs made for it carry its id. */
-export const requestLogContext = new AsyncLocalStorage<Logger>();
 
 /**
  * Fields known only once the request is answered: the route template, the caller's client

@@ -1,7 +1,8 @@
 import { Logger } from '@nestjs/common';
-import { ThrottlerStorageService, type ThrottlerStorage } from '@nestjs/throttler';
+import type { ThrottlerStorage } from '@nestjs/throttler';
 import type { Redis } from 'ioredis';
 import type { MetricsService } from '../metrics/metrics.service.js';
+import { LocalCounter } from './local-counter.js';
 
 /** What the throttler needs back from one count: hits, and seconds until reset or unblock. */
 export interface CountResult {
@@ -39,7 +40,7 @@ return {hits, ttl, 0, 0}
  * per replica), which is logged by the Redis client and counted in a metric.
  */
 export class RateLimitStorage implements ThrottlerStorage {
-  private readonly local = new ThrottlerStorageService();
+  private readonly local = new LocalCounter();
   private readonly logger = new Logger('RateLimit');
 
   constructor(
@@ -48,7 +49,7 @@ export class RateLimitStorage implements ThrottlerStorage {
     private readonly metrics: MetricsService,
   ) {}
 
-  async increment(key: string, ttl: number, limit: number, blockDuration: number, throttlerName: string): Promise<CountResult> {
+  async increment(key: string, ttl: number, limit: number, blockDuration: number): Promise<CountResult> {
     if (this.redis) {
       try {
         if (this.redis.status !== 'ready') throw new Error(`Redis is ${this.redis.status}`);
@@ -75,13 +76,16 @@ export class RateLimitStorage implements ThrottlerStorage {
         this.logger.debug(`counted in the process: ${(error as Error).message}`);
       }
     }
-    const count = await this.local.increment(key, ttl, limit, blockDuration, throttlerName);
-    const record = this.local.storage.get(key);
-    const end = count.isBlocked ? record?.blockExpiresAt : record?.expiresAt;
-    return { ...count, resetAt: end ?? Date.now() + (count.isBlocked ? count.timeToBlockExpire : count.timeToExpire) * 1000 };
+    const now = Date.now();
+    const count = this.local.increment(key, ttl, limit, blockDuration);
+    const blocked = count.blockedUntil > now;
+    return {
+      totalHits: count.totalHits,
+      timeToExpire: Math.max(1, Math.ceil((count.windowEndsAt - now) / 1000)),
+      isBlocked: blocked,
+      timeToBlockExpire: blocked ? Math.ceil((count.blockedUntil - now) / 1000) : 0,
+      resetAt: blocked ? count.blockedUntil : count.windowEndsAt,
+    };
   }
 
-  onApplicationShutdown(): void {
-    this.local.onApplicationShutdown();
-  }
 }

@@ -5,7 +5,7 @@ import { visitTypeCodes } from '../common/query-fields.js';
 import { ValidationProblem } from '../common/problem.js';
 import { AppConfig } from '../config/app-config.js';
 import { CHANGES_DEFAULT_TAKE, sinceInstant, type ChangesQueryDto } from './dto/changes-query.dto.js';
-import { visitsPageJson } from './visit-json.js';
+import { VisitNames } from './visit-names.service.js';
 import { VisitsRepository } from './visits.repository.js';
 import type { VisitsVariant } from './visits.service.js';
 
@@ -28,6 +28,7 @@ export class VisitChangesService {
 
   constructor(
     private readonly repo: VisitsRepository,
+    private readonly names: VisitNames,
     private readonly config: AppConfig,
   ) {
     this.tokens = PageTokens.fromConfig(config);
@@ -43,6 +44,7 @@ export class VisitChangesService {
   async page(query: ChangesQueryDto, variant: VisitsVariant, selection: EffectiveSelection): Promise<ChangesPage> {
     const scope = ['changes', variant, query.SvcClientId, query.SvcBrandId ?? '', visitTypeCodes(query.VisitTypes).join(',')].join(':');
     const start = query.after !== undefined ? this.position(scope, query.after) : await this.sinceStart(query);
+    const version = (await this.repo.dataVersion(selection.clientId)) ?? 0;
     const rows = await this.repo.changes({
       clientId: selection.clientId,
       after: start,
@@ -53,7 +55,7 @@ export class VisitChangesService {
     });
     const last = rows.length > 0 ? Number(rows[rows.length - 1].change_seq) : start;
     const after = this.tokens.encode(scope, [last]);
-    return { body: visitsPageJson(rows, variant === 'plus', after), after };
+    return { body: await this.names.render(selection.clientId, version, rows, variant === 'plus', after), after };
   }
 
   private position(scope: string, token: string): number {

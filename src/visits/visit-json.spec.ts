@@ -1,57 +1,95 @@
 import fc from 'fast-check';
-import { visitsPageJson } from './visit-json.js';
-import type { VisitRow } from './visits.repository.js';
+import { NameFragments, renderVisitDocument, StaleNames, visitsPageJson, type ClientNames, type DocumentRow, type VisitFields } from './visit-json.js';
 
 const nullable = <T>(arb: fc.Arbitrary<T>): fc.Arbitrary<T | null> => fc.option(arb, { nil: null });
 const anyText = fc.string({ unit: 'binary', maxLength: 30 });
 
-/** A row as either driver returns it: ids as numbers or strings, flags as booleans or 0/1. */
-const row: fc.Arbitrary<VisitRow> = fc.record({
-  id: fc.oneof(fc.integer({ min: 1, max: 2 ** 40 }), fc.integer({ min: 1 }).map(String)),
-  client_id: fc.integer({ min: 1, max: 99999 }),
-  client_name: anyText,
-  brand_name: nullable(anyText),
-  branch_id: anyText,
-  branch_code: nullable(anyText),
-  branch_name: anyText,
-  visit_type: fc.constantFrom('MV', 'OV', 'CL'),
-  questionnaire_type: anyText,
-  visit_score: fc.double({ min: 0, max: 100, noNaN: true }),
-  recommend_score: nullable(fc.integer({ min: 0, max: 10 })),
-  recommend_comment: nullable(fc.string({ unit: 'binary', maxLength: 600 })),
-  visit_date_time: fc.constant('2026-10-01T12:30:00'),
-  modification_date: fc.constant('2026-10-02T08:00:00'),
-  visit_source: nullable(anyText),
+/** A visit's own fields as either driver returns them: flags as booleans or 0/1. */
+const fields: fc.Arbitrary<VisitFields> = fc.record({
+  visitType: fc.constantFrom('MV', 'OV', 'CL'),
+  questionnaireType: anyText,
+  visitScore: fc.double({ min: 0, max: 100, noNaN: true }),
+  recommendScore: nullable(fc.integer({ min: 0, max: 10 })),
+  recommendComment: nullable(fc.string({ unit: 'binary', maxLength: 600 })),
+  visitDateTime: fc.constant('2026-10-01T12:30:00'),
+  modificationDate: fc.constant('2026-10-02T08:00:00'),
+  visitSource: nullable(anyText),
   sections: fc.jsonValue().map((v) => JSON.stringify([v])),
-  guest_id: nullable(anyText),
-  opt_email: nullable(fc.oneof(fc.boolean(), fc.constantFrom(0, 1))),
-  opt_marketing: nullable(fc.oneof(fc.boolean(), fc.constantFrom(0, 1))),
+  guestId: nullable(anyText),
+  optInContactByEmail: nullable(fc.oneof(fc.boolean(), fc.constantFrom(0, 1))),
+  optInJoinMarketing: nullable(fc.oneof(fc.boolean(), fc.constantFrom(0, 1))),
 });
 
+interface Visit {
+  id: number | string;
+  brandId: number | null;
+  branchId: string;
+  fields: VisitFields;
+}
+
+/** A client's names and a page of its visits, each of one of its brands (or none) and branches. */
+const page = fc
+  .record({
+    clientId: fc.integer({ min: 1, max: 99999 }),
+    clientName: anyText,
+    brands: fc.uniqueArray(fc.record({ id: fc.integer({ min: 1, max: 999 }), name: anyText }), { minLength: 1, maxLength: 3, selector: (b) => b.id }),
+    branches: fc.uniqueArray(fc.record({ id: anyText, code: nullable(anyText), name: anyText }), { minLength: 1, maxLength: 4, selector: (b) => b.id }),
+  })
+  .chain((names) =>
+    fc.record({
+      names: fc.constant(names),
+      visits: fc.array(
+        fc.record({
+          id: fc.oneof(fc.integer({ min: 1, max: 2 ** 40 }), fc.integer({ min: 1 }).map(String)),
+          brandId: nullable(fc.constantFrom(...names.brands.map((b) => b.id))),
+          branchId: fc.constantFrom(...names.branches.map((b) => b.id)),
+          fields,
+        }),
+        { maxLength: 20 },
+      ),
+    }),
+  );
+
+type Page = { names: { clientId: number; clientName: string; brands: { id: number; name: string }[]; branches: { id: string; code: string | null; name: string }[] }; visits: Visit[] };
+
+function clientNames(p: Page): ClientNames {
+  return {
+    clientId: p.names.clientId,
+    clientName: p.names.clientName,
+    brands: new Map(p.names.brands.map((b) => [b.id, b.name])),
+    branches: new Map(p.names.branches.map((b) => [b.id, { code: b.code, name: b.name }])),
+  };
+}
+
+const documentRow = (v: Visit): DocumentRow => ({ id: v.id, brand_id: v.brandId, branch_id: v.branchId, ...renderVisitDocument(v.fields) });
+
 /** What the page must equal: the interface's objects, in its field order. */
-function expected(rows: VisitRow[], plus: boolean): unknown {
+function expected(p: Page, plus: boolean): unknown {
   const flag = (v: boolean | number | null | undefined): boolean | null => (v === null || v === undefined ? null : v === true || v === 1);
   return {
     data: {
-      visits: rows.map((r) => ({
-        visitId: Number(r.id),
-        clientId: r.client_id,
-        clientName: r.client_name,
-        brandName: r.brand_name,
-        branchId: r.branch_id,
-        branchCode: r.branch_code,
-        branchName: r.branch_name,
-        visitType: r.visit_type,
-        questionnaireType: r.questionnaire_type,
-        visitScore: r.visit_score,
-        recommendScore: r.recommend_score,
-        recommendComment: r.recommend_comment,
-        visitDateTime: r.visit_date_time,
-        modificationDate: r.modification_date,
-        visitSource: r.visit_source,
-        sections: JSON.parse(r.sections) as unknown,
-        ...(plus ? { guestId: r.guest_id, optIns: { contactByEmail: flag(r.opt_email), joinMarketing: flag(r.opt_marketing) } } : {}),
-      })),
+      visits: p.visits.map(({ id, brandId, branchId, fields: f }) => {
+        const branch = p.names.branches.find((b) => b.id === branchId)!;
+        return {
+          visitId: Number(id),
+          clientId: p.names.clientId,
+          clientName: p.names.clientName,
+          brandName: p.names.brands.find((b) => b.id === brandId)?.name ?? null,
+          branchId,
+          branchCode: branch.code,
+          branchName: branch.name,
+          visitType: f.visitType,
+          questionnaireType: f.questionnaireType,
+          visitScore: f.visitScore,
+          recommendScore: f.recommendScore,
+          recommendComment: f.recommendComment,
+          visitDateTime: f.visitDateTime,
+          modificationDate: f.modificationDate,
+          visitSource: f.visitSource,
+          sections: JSON.parse(f.sections) as unknown,
+          ...(plus ? { guestId: f.guestId, optIns: { contactByEmail: flag(f.optInContactByEmail), joinMarketing: flag(f.optInJoinMarketing) } } : {}),
+        };
+      }),
     },
   };
 }
@@ -59,9 +97,9 @@ function expected(rows: VisitRow[], plus: boolean): unknown {
 describe('visitsPageJson', () => {
   it('writes the page as the JSON of the interface objects, field order included, for standard and plus', () => {
     fc.assert(
-      fc.property(fc.array(row, { maxLength: 20 }), fc.boolean(), (rows, plus) => {
-        const body = visitsPageJson(rows, plus).toString('utf8');
-        expect(body).toBe(JSON.stringify(expected(rows, plus)));
+      fc.property(page, fc.boolean(), (p, plus) => {
+        const body = visitsPageJson(p.visits.map(documentRow), new NameFragments(clientNames(p)), plus).toString('utf8');
+        expect(body).toBe(JSON.stringify(expected(p, plus)));
       }),
       { numRuns: 300 },
     );
@@ -69,12 +107,21 @@ describe('visitsPageJson', () => {
 
   it('copies the stored sections text byte for byte', () => {
     const sections = '[{"sectionName":"Caf\u00e9 \u{1F37D}","score":9.5, "questions":[]}]';
-    const base = fc.sample(row, { numRuns: 1, seed: 7 })[0];
-    const body = visitsPageJson([{ ...base, sections }], false).toString('utf8');
+    const p = fc.sample(page, { numRuns: 1, seed: 7 })[0];
+    const visit = { id: 1, brandId: null, branchId: p.names.branches[0].id, fields: { ...fc.sample(fields, { numRuns: 1, seed: 7 })[0], sections } };
+    const body = visitsPageJson([documentRow(visit)], new NameFragments(clientNames(p)), false).toString('utf8');
     expect(body).toContain(`"sections":${sections}}`);
   });
 
-  it('writes an empty page', () => {
-    expect(visitsPageJson([], true).toString()).toBe('{"data":{"visits":[]}}');
+  it('writes an empty page, and a feed page with its token', () => {
+    const names = new NameFragments({ clientId: 1, clientName: 'A', brands: new Map(), branches: new Map() });
+    expect(visitsPageJson([], names, true).toString()).toBe('{"data":{"visits":[]}}');
+    expect(visitsPageJson([], names, false, 'tok"en').toString()).toBe('{"data":{"visits":[]},"paging":{"after":"tok\\"en"}}');
+  });
+
+  it('refuses a visit whose branch its names do not know, so that they are read again', () => {
+    const names = new NameFragments({ clientId: 1, clientName: 'A', brands: new Map(), branches: new Map() });
+    const visit = { id: 1, brandId: null, branchId: 'BR-NEW', fields: fc.sample(fields, { numRuns: 1, seed: 3 })[0] };
+    expect(() => visitsPageJson([documentRow(visit)], names, false)).toThrow(StaleNames);
   });
 });

@@ -1,49 +1,125 @@
 import { ByteWriter } from '../common/byte-writer.js';
-import type { VisitRow } from './visits.repository.js';
 
 const text = (value: string | null | undefined): string => (value === null || value === undefined ? 'null' : JSON.stringify(value));
 const number = (value: number | string | null): string => (value === null ? 'null' : JSON.stringify(Number(value)));
 const flag = (value: boolean | number | null | undefined): string =>
   value === null || value === undefined ? 'null' : value === true || value === 1 ? 'true' : 'false';
 
-/** Bytes of a visit besides its sections and comment, a generous guess: sizes the page buffer up front. */
-const FIELDS_BYTES = 512;
+/** A visit's own fields, as an import stores them (see Visit). */
+export interface VisitFields {
+  visitType: string;
+  questionnaireType: string;
+  visitScore: number;
+  recommendScore: number | null;
+  recommendComment: string | null;
+  visitDateTime: string;
+  modificationDate: string;
+  visitSource: string | null;
+  /** The sections array as validated JSON text: copied in as it is. */
+  sections: string;
+  guestId: string | null;
+  optInContactByEmail: boolean | number | null;
+  optInJoinMarketing: boolean | number | null;
+}
 
-/**
- * Writes a visit as JSON in the interface's field order. The sections are stored as
- * validated JSON text and are copied in as they are, so a page costs no per-question work.
- * Plus adds `guestId` and `optIns`; standard never has them.
- */
-function writeVisit(out: ByteWriter, row: VisitRow, plus: boolean): void {
-  out.text(
-    `{"visitId":${number(row.id)},"clientId":${number(row.client_id)},"clientName":${text(row.client_name)}` +
-      `,"brandName":${text(row.brand_name)},"branchId":${text(row.branch_id)},"branchCode":${text(row.branch_code)}` +
-      `,"branchName":${text(row.branch_name)},"visitType":${text(row.visit_type)}` +
-      `,"questionnaireType":${text(row.questionnaire_type)},"visitScore":${number(row.visit_score)}` +
-      `,"recommendScore":${number(row.recommend_score)},"recommendComment":${text(row.recommend_comment)}` +
-      `,"visitDateTime":${text(row.visit_date_time)},"modificationDate":${text(row.modification_date)}` +
-      `,"visitSource":${text(row.visit_source)},"sections":`,
-  );
-  out.text(row.sections);
-  out.text(
-    plus
-      ? `,"guestId":${text(row.guest_id)},"optIns":{"contactByEmail":${flag(row.opt_email)},"joinMarketing":${flag(row.opt_marketing)}}}`
-      : '}',
-  );
+/** The two stored parts of a visit's JSON (see VisitDocument). */
+export interface VisitDocumentParts {
+  standard: Buffer;
+  plus: Buffer;
 }
 
 /**
- * The response body `{ "data": { "visits": [...] } }`, written straight into one buffer; with
- * `after`, a page of the change feed: `paging.after` follows the data.
+ * Renders the part of a visit's JSON that is the visit's own, once, when it is written:
+ * `standard` runs from `,"visitType":` to the end of the sections, `plus` holds `guestId` and
+ * `optIns`. A page puts the visit id and the names in front and closes the object.
  */
-export function visitsPageJson(rows: VisitRow[], plus: boolean, after?: string): Buffer {
-  let expected = 32 + (after?.length ?? 0);
-  for (const row of rows) expected += row.sections.length + (row.recommend_comment?.length ?? 0) + FIELDS_BYTES;
+export function renderVisitDocument(v: VisitFields): VisitDocumentParts {
+  const standard =
+    `,"visitType":${text(v.visitType)},"questionnaireType":${text(v.questionnaireType)}` +
+    `,"visitScore":${number(v.visitScore)},"recommendScore":${number(v.recommendScore)}` +
+    `,"recommendComment":${text(v.recommendComment)},"visitDateTime":${text(v.visitDateTime)}` +
+    `,"modificationDate":${text(v.modificationDate)},"visitSource":${text(v.visitSource)},"sections":${v.sections}`;
+  const plus =
+    `,"guestId":${text(v.guestId)},"optIns":{"contactByEmail":${flag(v.optInContactByEmail)}` +
+    `,"joinMarketing":${flag(v.optInJoinMarketing)}}`;
+  return { standard: Buffer.from(standard, 'utf8'), plus: Buffer.from(plus, 'utf8') };
+}
+
+/** A row of a page as the database returns it: the visit's place and its stored document. */
+export interface DocumentRow {
+  id: number | string;
+  brand_id: number | null;
+  branch_id: string;
+  standard: Buffer;
+  /** Read for plus pages only. */
+  plus?: Buffer;
+}
+
+/** The names a client's visits are written with, as they are now. */
+export interface ClientNames {
+  clientId: number;
+  clientName: string;
+  /** Brand id to its name. */
+  brands: ReadonlyMap<number, string>;
+  /** Branch id to its code and name. */
+  branches: ReadonlyMap<string, { code: string | null; name: string }>;
+}
+
+/**
+ * The bytes between a visit's id and its own fields, per brand and branch: `,"clientId":...,
+ * "clientName":...,"brandName":...,"branchId":...,"branchCode":...,"branchName":...`. Made once
+ * per brand and branch and kept as long as the names are (one data version of the client).
+ */
+export class NameFragments {
+  private readonly fragments = new Map<string, Buffer>();
+  private readonly head: string;
+
+  constructor(private readonly names: ClientNames) {
+    this.head = `,"clientId":${number(names.clientId)},"clientName":${text(names.clientName)}`;
+  }
+
+  /** The fragment, or undefined when the branch is not among the names (they are older than the visit). */
+  of(brandId: number | null, branchId: string): Buffer | undefined {
+    const key = `${brandId ?? ''}|${branchId}`;
+    let fragment = this.fragments.get(key);
+    if (fragment === undefined) {
+      const branch = this.names.branches.get(branchId);
+      if (!branch) return undefined;
+      const brandName = brandId === null ? null : (this.names.brands.get(brandId) ?? null);
+      fragment = Buffer.from(
+        `${this.head},"brandName":${text(brandName)},"branchId":${text(branchId)}` +
+          `,"branchCode":${text(branch.code)},"branchName":${text(branch.name)}`,
+        'utf8',
+      );
+      this.fragments.set(key, fragment);
+    }
+    return fragment;
+  }
+}
+
+/** Thrown when a page's visit has a branch its names do not know: the caller reads the names again. */
+export class StaleNames extends Error {}
+
+/**
+ * The response body `{ "data": { "visits": [...] } }`, copied together from the stored
+ * documents; with `after`, a page of the change feed: `paging.after` follows the data.
+ */
+export function visitsPageJson(rows: DocumentRow[], names: NameFragments, plus: boolean, after?: string): Buffer {
+  const parts: Buffer[] = [];
+  let expected = 64 + (after?.length ?? 0);
+  for (const row of rows) {
+    const fragment = names.of(row.brand_id, row.branch_id);
+    if (!fragment) throw new StaleNames(`branch ${row.branch_id} is not among the names read`);
+    parts.push(fragment);
+    expected += 32 + fragment.length + row.standard.length + (plus ? (row.plus?.length ?? 0) : 0);
+  }
   const out = new ByteWriter(expected);
   out.text('{"data":{"visits":[');
   rows.forEach((row, i) => {
-    if (i > 0) out.text(',');
-    writeVisit(out, row, plus);
+    out.text(i === 0 ? `{"visitId":${number(row.id)}` : `,{"visitId":${number(row.id)}`);
+    out.bytes(parts[i]).bytes(row.standard);
+    if (plus) out.bytes(row.plus!);
+    out.text('}');
   });
   return out.text(after === undefined ? ']}}' : `]},"paging":{"after":${JSON.stringify(after)}}}`).result();
 }

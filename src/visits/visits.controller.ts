@@ -5,6 +5,7 @@ import { EntitledQuery, selectionOf } from '../auth/entitlements.js';
 import { RequiresScope } from '../auth/requires-scope.decorator.js';
 import { Scope } from '../auth/scopes.js';
 import { ApiDataErrors } from '../common/api-responses.js';
+import { sendBody } from '../common/compression.js';
 import {
   PlusChangesResponseDto,
   PlusVisitsResponseDto,
@@ -14,6 +15,7 @@ import {
 import { AppConfig } from '../config/app-config.js';
 import { ChangesQueryDto } from './dto/changes-query.dto.js';
 import { VisitsQueryDto } from './dto/visits-query.dto.js';
+import { CompressedPages } from './compressed-pages.js';
 import { VisitChangesService, type ChangesPage } from './visit-changes.service.js';
 import { VisitsService, type VisitsPage, type VisitsVariant } from './visits.service.js';
 
@@ -39,16 +41,21 @@ const LINK = {
 
 const NOT_MODIFIED = { status: 304, description: 'Not modified: the If-None-Match ETag is current.' };
 
-/** The page bytes as rendered, with a validator: a partner re-requesting unchanged data gets a 304. */
-function send(req: Request, res: Response, page: VisitsPage): void {
+/**
+ * The page bytes as rendered, with a validator: a partner re-requesting unchanged data gets a
+ * 304. The ETag is weak and the same in every coding, so If-None-Match matches whichever
+ * coding the partner got; the 304 carries the Vary of the 200 it stands for.
+ */
+function send(req: Request, res: Response, page: VisitsPage, compressed: CompressedPages): Promise<void> {
   res.setHeader('ETag', page.etag);
   res.setHeader('Cache-Control', 'private, no-cache');
+  res.vary('Accept-Encoding');
   if (req.headers['if-none-match'] === page.etag) {
     res.status(304).end();
-    return;
+    return Promise.resolve();
   }
   res.status(200).setHeader('Content-Type', 'application/json; charset=utf-8');
-  res.end(page.body);
+  return sendBody(req, res, page.body, { compressed: (encoding) => compressed.get(page.etag, page.body, encoding) });
 }
 
 @ApiTags('visits')
@@ -58,6 +65,7 @@ export class VisitsController {
     private readonly visits: VisitsService,
     private readonly changes: VisitChangesService,
     private readonly config: AppConfig,
+    private readonly compressed: CompressedPages,
   ) {}
 
   @Get('standard')
@@ -67,7 +75,7 @@ export class VisitsController {
   @ApiResponse(NOT_MODIFIED)
   @ApiDataErrors()
   async standard(@EntitledQuery() query: VisitsQueryDto, @Req() req: Request, @Res() res: Response): Promise<void> {
-    send(req, res, await this.visits.page(selectionOf(query), query, 'standard'));
+    await send(req, res, await this.visits.page(selectionOf(query), query, 'standard'), this.compressed);
   }
 
   @Get('plus')
@@ -81,7 +89,7 @@ export class VisitsController {
   @ApiResponse(NOT_MODIFIED)
   @ApiDataErrors()
   async plus(@EntitledQuery() query: VisitsQueryDto, @Req() req: Request, @Res() res: Response): Promise<void> {
-    send(req, res, await this.visits.page(selectionOf(query), query, 'plus'));
+    await send(req, res, await this.visits.page(selectionOf(query), query, 'plus'), this.compressed);
   }
 
   @Get('standard/changes')
@@ -89,8 +97,8 @@ export class VisitsController {
   @ApiOperation({ operationId: 'getStandardVisitChanges', summary: "The client's visits as they change, by cursor.", description: CHANGES })
   @ApiOkResponse({ type: StandardChangesResponseDto, headers: LINK })
   @ApiDataErrors()
-  async standardChanges(@EntitledQuery() query: ChangesQueryDto, @Res() res: Response): Promise<void> {
-    this.sendChanges(res, query, 'standard', await this.changes.page(query, 'standard', selectionOf(query)));
+  async standardChanges(@EntitledQuery() query: ChangesQueryDto, @Req() req: Request, @Res() res: Response): Promise<void> {
+    await this.sendChanges(req, res, query, 'standard', await this.changes.page(query, 'standard', selectionOf(query)));
   }
 
   @Get('plus/changes')
@@ -102,12 +110,12 @@ export class VisitsController {
   })
   @ApiOkResponse({ type: PlusChangesResponseDto, headers: LINK })
   @ApiDataErrors()
-  async plusChanges(@EntitledQuery() query: ChangesQueryDto, @Res() res: Response): Promise<void> {
-    this.sendChanges(res, query, 'plus', await this.changes.page(query, 'plus', selectionOf(query)));
+  async plusChanges(@EntitledQuery() query: ChangesQueryDto, @Req() req: Request, @Res() res: Response): Promise<void> {
+    await this.sendChanges(req, res, query, 'plus', await this.changes.page(query, 'plus', selectionOf(query)));
   }
 
-  /** A feed page is never cached: the next call with the same token may hold more. */
-  private sendChanges(res: Response, query: ChangesQueryDto, variant: VisitsVariant, page: ChangesPage): void {
+  /** A feed page is never cached (the next call with the same token may hold more), nor its compressed forms. */
+  private sendChanges(req: Request, res: Response, query: ChangesQueryDto, variant: VisitsVariant, page: ChangesPage): Promise<void> {
     const next = new URLSearchParams({ SvcClientId: String(query.SvcClientId) });
     if (query.Take !== undefined) next.set('Take', String(query.Take));
     if (query.SvcBrandId !== undefined) next.set('SvcBrandId', String(query.SvcBrandId));
@@ -116,6 +124,6 @@ export class VisitsController {
     res.setHeader('Link', `<${this.config.baseUrl}/visits/${variant}/changes?${next.toString()}>; rel="next"`);
     res.setHeader('Cache-Control', 'no-store');
     res.status(200).setHeader('Content-Type', 'application/json; charset=utf-8');
-    res.end(page.body);
+    return sendBody(req, res, page.body);
   }
 }

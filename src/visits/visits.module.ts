@@ -1,7 +1,9 @@
 import { Module } from '@nestjs/common';
 import { BranchesModule } from '../branches/branches.module.js';
 import { ClientsModule } from '../clients/clients.module.js';
+import { CompressedPages } from './compressed-pages.js';
 import { VisitChangesService } from './visit-changes.service.js';
+import { VisitNames } from './visit-names.service.js';
 import { VisitsImportService } from './visits-import.service.js';
 import { VisitsController } from './visits.controller.js';
 import { VisitsService } from './visits.service.js';
@@ -10,7 +12,7 @@ import { VisitsRepository } from './visits.repository.js';
 @Module({
   imports: [ClientsModule, BranchesModule],
   controllers: [VisitsController],
-  providers: [VisitsRepository, VisitsImportService, VisitsService, VisitChangesService],
+  providers: [VisitsRepository, VisitsImportService, VisitsService, VisitChangesService, VisitNames, CompressedPages],
   exports: [VisitsImportService, VisitsRepository],
 })
 export class VisitsModule {}

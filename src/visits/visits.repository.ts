@@ -1,9 +1,11 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, In, type EntityManager } from 'typeorm';
+import { VisitDocument } from './entities/visit-document.entity.js';
 import { VisitType } from './entities/visit-type.entity.js';
 import { Visit } from './entities/visit.entity.js';
 import { inTransaction } from '../database/transaction.js';
+import { renderVisitDocument, type ClientNames, type DocumentRow } from './visit-json.js';
 
 /** What an import compares to decide whether a re-imported visit changed. */
 export type StoredVisit = Pick<Visit, 'id' | 'clientId' | 'modificationDate'> & { fingerprint: string };
@@ -26,6 +28,12 @@ export function visitFingerprint(v: Omit<Visit, 'modificationDate' | 'id' | 'com
     v.optInContactByEmail,
     v.optInJoinMarketing,
   ]);
+}
+
+/** The stored document of a visit being written. */
+export function visitDocument(visit: Visit): VisitDocument {
+  const { standard, plus } = renderVisitDocument(visit);
+  return Object.assign(new VisitDocument(), { visitId: visit.id, branchId: visit.branchId, standard, plus });
 }
 
 /** A row's place in the order of pages: the page after it starts with the next row. */
@@ -61,29 +69,6 @@ export interface VisitPageQuery extends VisitSelection {
   plus: boolean;
 }
 
-/** One row of a page, as the database returns it (drivers differ in number and boolean types). */
-export interface VisitRow {
-  id: number | string;
-  client_id: number;
-  client_name: string;
-  brand_name: string | null;
-  branch_id: string;
-  branch_code: string | null;
-  branch_name: string;
-  visit_type: string;
-  questionnaire_type: string;
-  visit_score: number;
-  recommend_score: number | null;
-  recommend_comment: string | null;
-  visit_date_time: string;
-  modification_date: string;
-  visit_source: string | null;
-  sections: string;
-  guest_id?: string | null;
-  opt_email?: boolean | number | null;
-  opt_marketing?: boolean | number | null;
-}
-
 /** A page of the change feed: visits written after the sequence number `after`. */
 export interface ChangesPageQuery {
   clientId: number;
@@ -96,7 +81,7 @@ export interface ChangesPageQuery {
   plus: boolean;
 }
 
-export interface ChangeRow extends VisitRow {
+export interface ChangeRow extends DocumentRow {
   change_seq: number | string;
 }
 
@@ -104,11 +89,6 @@ export interface ChangeRow extends VisitRow {
 function sqliteTimestamp(at: Date): string {
   return at.toISOString().replace('T', ' ').replace('Z', '');
 }
-
-const STANDARD_COLUMNS = `v.id, v.client_id, c.name AS client_name, b.name AS brand_name, v.branch_id,
-  br.branch_code, br.name AS branch_name, v.visit_type, v.questionnaire_type, v.visit_score,
-  v.recommend_score, v.recommend_comment, v.visit_date_time, v.modification_date, v.visit_source, v.sections`;
-const PLUS_COLUMNS = `, v.guest_id, v.opt_in_contact_by_email AS opt_email, v.opt_in_join_marketing AS opt_marketing`;
 
 @Injectable()
 export class VisitsRepository {
@@ -127,25 +107,24 @@ export class VisitsRepository {
    * One page in one query. The inner select finds the page's ids in the index on
    * (client_id, visit_date_time, id, brand_id, visit_type) alone: the range gives the order
    * visitDateTime, visitId (so Skip/Take pages are stable) and the filters are in the index,
-   * so the rows Skip passes over are never read. Only the page's own rows are then fetched.
+   * so the rows Skip passes over are never read. Only the page's own documents are then read:
+   * the visit's JSON as rendered when it was written (see VisitDocument).
    */
-  async page(q: VisitPageQuery): Promise<VisitRow[]> {
+  async page(q: VisitPageQuery): Promise<DocumentRow[]> {
     if (selectsNothing(q)) return [];
     const sql = this.sqlFor(`page:${q.plus}`, q, (where, p) => {
-      return `SELECT ${STANDARD_COLUMNS}${q.plus ? PLUS_COLUMNS : ''}
+      return `SELECT page.id, page.visit_date_time, page.brand_id, d.branch_id, d.standard${q.plus ? ', d.plus' : ''}
         FROM (
-          SELECT id FROM visits
+          SELECT id, visit_date_time, brand_id FROM visits
           WHERE ${where}
           ORDER BY visit_date_time, id
           LIMIT ${p()} OFFSET ${p()}
         ) page
-        JOIN visits v ON v.id = page.id
-        JOIN clients c ON c.id = v.client_id
-        JOIN branches br ON br.id = v.branch_id
-        LEFT JOIN brands b ON b.id = v.brand_id
-        ORDER BY v.visit_date_time, v.id`;
+        JOIN visit_documents d ON d.visit_id = page.id`;
     });
-    return this.db.query<VisitRow[]>(sql, [...this.selectionParams(q), q.take, q.skip]);
+    const rows = await this.db.query<(DocumentRow & { visit_date_time: string })[]>(sql, [...this.selectionParams(q), q.take, q.skip]);
+    // Put in page order here: an ORDER BY on the joined rows would make the database sort (and copy) the documents.
+    return rows.sort((a, b) => (a.visit_date_time < b.visit_date_time ? -1 : a.visit_date_time > b.visit_date_time ? 1 : Number(a.id) - Number(b.id)));
   }
 
   /** The position of the row `count` rows after `after` (or from the selection's start); null past the end. */
@@ -237,10 +216,9 @@ export class VisitsRepository {
         });
       }
       for (let i = 0; i < visits.length; i += 200) {
-        await tx.getRepository(Visit).upsert(visits.slice(i, i + 200), {
-          conflictPaths: ['id'],
-          skipUpdateIfNoValuesChanged: false,
-        });
+        const batch = visits.slice(i, i + 200);
+        await tx.getRepository(Visit).upsert(batch, { conflictPaths: ['id'], skipUpdateIfNoValuesChanged: false });
+        await tx.getRepository(VisitDocument).upsert(batch.map(visitDocument), { conflictPaths: ['visitId'], skipUpdateIfNoValuesChanged: false });
       }
     });
   }
@@ -277,18 +255,16 @@ export class VisitsRepository {
     }
     const limit = p();
     params.push(q.take);
-    const sql = `SELECT ${STANDARD_COLUMNS}${q.plus ? PLUS_COLUMNS : ''}, v.change_seq
+    const sql = `SELECT page.id, page.brand_id, page.change_seq, d.branch_id, d.standard${q.plus ? ', d.plus' : ''}
       FROM (
-        SELECT id FROM visits WHERE ${where.join(' AND ')}
+        SELECT id, brand_id, change_seq FROM visits WHERE ${where.join(' AND ')}
         ORDER BY change_seq
         LIMIT ${limit}
       ) page
-      JOIN visits v ON v.id = page.id
-      JOIN clients c ON c.id = v.client_id
-      JOIN branches br ON br.id = v.branch_id
-      LEFT JOIN brands b ON b.id = v.brand_id
-      ORDER BY v.change_seq`;
-    return this.db.query<ChangeRow[]>(sql, params);
+      JOIN visit_documents d ON d.visit_id = page.id`;
+    const rows = await this.db.query<ChangeRow[]>(sql, params);
+    // In write order here: an ORDER BY on the joined rows would make the database sort (and copy) the documents.
+    return rows.sort((a, b) => Number(a.change_seq) - Number(b.change_seq));
   }
 
   /**
@@ -306,6 +282,24 @@ export class VisitsRepository {
     if (first[0]?.s !== null && first[0]?.s !== undefined) return Number(first[0].s) - 1;
     const head = await this.db.query<{ s: number | string }[]>(`SELECT change_seq AS s FROM clients WHERE id = ${p[0]}`, [clientId]);
     return head[0] === undefined ? 0 : Number(head[0].s);
+  }
+
+  /** The names a client's visits are written with: its own, its brands' and its branches'. */
+  async names(clientId: number): Promise<ClientNames | null> {
+    const p = this.postgres ? '$1' : '?';
+    const [client] = await this.db.query<{ name: string }[]>(`SELECT name FROM clients WHERE id = ${p}`, [clientId]);
+    if (!client) return null;
+    const brands = await this.db.query<{ id: number; name: string }[]>(`SELECT id, name FROM brands WHERE client_id = ${p}`, [clientId]);
+    const branches = await this.db.query<{ id: string; code: string | null; name: string }[]>(
+      `SELECT id, branch_code AS code, name FROM branches WHERE client_id = ${p}`,
+      [clientId],
+    );
+    return {
+      clientId,
+      clientName: client.name,
+      brands: new Map(brands.map((b) => [Number(b.id), b.name])),
+      branches: new Map(branches.map((b) => [b.id, { code: b.code, name: b.name }])),
+    };
   }
 
   /** The client's data version: part of every cached page's key. */

@@ -1,7 +1,12 @@
 import { loadConfig } from '../config/app-config.js';
 import type { EffectiveSelection } from '../auth/entitlements.js';
-import type { PagePosition, VisitPageQuery, VisitRow, VisitsRepository } from './visits.repository.js';
+import type { DocumentRow } from './visit-json.js';
+import { VisitNames } from './visit-names.service.js';
+import type { PagePosition, VisitPageQuery, VisitsRepository } from './visits.repository.js';
 import { MARK_STRIDE, VisitsService, type VisitsWindow } from './visits.service.js';
+
+/** The names the fake rows are written with: they all are of branch BR. */
+const NAMES = { clientId: 1001, clientName: 'Acme', brands: new Map(), branches: new Map([['BR', { code: null, name: 'Leeds' }]]) };
 
 /** Every visit of client 1001: a credential without brand or type restrictions. */
 const ALL: EffectiveSelection = { clientId: 1001, brandIds: null, visitTypes: null };
@@ -14,6 +19,7 @@ function query(over: Partial<VisitsWindow> = {}): VisitsWindow {
 function repository(version: { value: number }) {
   let renders = 0;
   const repo = {
+    names: () => Promise.resolve(NAMES),
     dataVersion: () => Promise.resolve(version.value),
     page: async () => {
       renders++;
@@ -28,7 +34,7 @@ describe('VisitsService pages', () => {
   it('renders a page once for concurrent requests, even with the cache off', async () => {
     const version = { value: 1 };
     const { repo, renders } = repository(version);
-    const service = new VisitsService(repo, loadConfig({ VISITS_CACHE_MB: '0' }));
+    const service = new VisitsService(repo, new VisitNames(repo), loadConfig({ VISITS_CACHE_MB: '0' }));
     const pages = await Promise.all(Array.from({ length: 5 }, () => service.page(ALL, query(), 'standard')));
     expect(renders()).toBe(1);
     expect(new Set(pages.map((p) => p.body.toString()))).toEqual(new Set(['{"data":{"visits":[]}}']));
@@ -39,7 +45,7 @@ describe('VisitsService pages', () => {
   it('serves a cached page until the client data version moves', async () => {
     const version = { value: 1 };
     const { repo, renders } = repository(version);
-    const service = new VisitsService(repo, loadConfig({}));
+    const service = new VisitsService(repo, new VisitNames(repo), loadConfig({}));
     const first = await service.page(ALL, query(), 'standard');
     const again = await service.page(ALL, query(), 'standard');
     expect(renders()).toBe(1);
@@ -57,16 +63,17 @@ describe('VisitsService pages', () => {
 describe('VisitsService pages of different entitlements', () => {
   /** Rows of brands 5 and 6 alternately; the fake reads them as the database would, by the selection's brand list. */
   function brandRows(count: number) {
-    const all = Array.from({ length: count }, (_, i) => ({ id: 1000 + i, brand: i % 2 === 0 ? 5 : 6, visit_date_time: '2026-10-01T10:00:00', sections: '[]' }));
+    const all = Array.from({ length: count }, (_, i) => ({ id: 1000 + i, brand: i % 2 === 0 ? 5 : 6, visit_date_time: '2026-10-01T10:00:00', branch_id: 'BR', brand_id: null, standard: Buffer.alloc(0), plus: Buffer.alloc(0) }));
     const selected = (q: { brandIds: readonly number[] | null }) => all.filter((r) => q.brandIds === null || q.brandIds.includes(r.brand));
     const calls = { pages: 0, positions: 0 };
     const repo = {
+      names: () => Promise.resolve(NAMES),
       dataVersion: () => Promise.resolve(1),
       page: (q: VisitPageQuery) => {
         calls.pages++;
         const rows = selected(q);
         const from = (q.after ? rows.findIndex((r) => r.id === q.after!.id) + 1 : 0) + q.skip;
-        return Promise.resolve(rows.slice(from, from + q.take) as unknown as VisitRow[]);
+        return Promise.resolve(rows.slice(from, from + q.take) as unknown as DocumentRow[]);
       },
       positionAfter: (q: VisitPageQuery, n: number) => {
         calls.positions++;
@@ -84,7 +91,7 @@ describe('VisitsService pages of different entitlements', () => {
 
   it('never serves a page or a page mark found for one effective selection to another', async () => {
     const { repo, calls, ids } = brandRows(5000);
-    const service = new VisitsService(repo, loadConfig({}));
+    const service = new VisitsService(repo, new VisitNames(repo), loadConfig({}));
     const brand5: EffectiveSelection = { clientId: 1001, brandIds: [5], visitTypes: null };
     const brand6: EffectiveSelection = { clientId: 1001, brandIds: [6], visitTypes: null };
     const first = await service.page(brand5, query(), 'standard');
@@ -107,10 +114,11 @@ describe('VisitsService pages of different entitlements', () => {
 describe('VisitsService page marks', () => {
   /** A selection of `count` rows, all at one time (so the id decides the order), with the calls made. */
   function rows(count: number, version: { value: number }, failMarks = { times: 0 }) {
-    const all = Array.from({ length: count }, (_, i) => ({ id: 1000 + i, visit_date_time: '2026-10-01T10:00:00', sections: '[]' }) as VisitRow);
+    const all = Array.from({ length: count }, (_, i) => ({ id: 1000 + i, visit_date_time: '2026-10-01T10:00:00', branch_id: 'BR', brand_id: null, standard: Buffer.alloc(0), plus: Buffer.alloc(0) }));
     const indexAfter = (after?: PagePosition): number => (after ? all.findIndex((r) => r.id === after.id) + 1 : 0);
     const calls = { pages: [] as VisitPageQuery[], positions: 0 };
     const repo = {
+      names: () => Promise.resolve(NAMES),
       dataVersion: () => Promise.resolve(version.value),
       page: (q: VisitPageQuery) => {
         calls.pages.push(q);
@@ -135,7 +143,7 @@ describe('VisitsService page marks', () => {
   it('serves every page from the mark before it, finding each mark once', async () => {
     const version = { value: 1 };
     const { repo, calls, ids } = rows(4500, version);
-    const service = new VisitsService(repo, loadConfig({ VISITS_CACHE_MB: '0' }));
+    const service = new VisitsService(repo, new VisitNames(repo), loadConfig({ VISITS_CACHE_MB: '0' }));
     for (let skip = 0; skip < 4600; skip += 300) {
       expect(pageIds(await service.page(ALL, query({ Skip: skip, Take: 300 }), 'standard'))).toEqual(ids(skip, 300));
     }
@@ -152,7 +160,7 @@ describe('VisitsService page marks', () => {
 
   it('finds the marks for a jump far into the selection, then pages before it need none', async () => {
     const { repo, calls, ids } = rows(3100, { value: 1 });
-    const service = new VisitsService(repo, loadConfig({ VISITS_CACHE_MB: '0' }));
+    const service = new VisitsService(repo, new VisitNames(repo), loadConfig({ VISITS_CACHE_MB: '0' }));
     expect(pageIds(await service.page(ALL, query({ Skip: 3050, Take: 100 }), 'standard'))).toEqual(ids(3050, 100));
     expect(calls.positions).toBe(3);
     expect(pageIds(await service.page(ALL, query({ Skip: 1999, Take: 2 }), 'standard'))).toEqual(ids(1999, 2));
@@ -166,7 +174,7 @@ describe('VisitsService page marks', () => {
     const positionAfter = repo.positionAfter.bind(repo);
     let calls = 0;
     repo.positionAfter = (q, n) => (++calls > 1 ? gate.then(() => positionAfter(q, n)) : positionAfter(q, n));
-    const service = new VisitsService(repo, loadConfig({ VISITS_CACHE_MB: '0' }));
+    const service = new VisitsService(repo, new VisitNames(repo), loadConfig({ VISITS_CACHE_MB: '0' }));
     expect(pageIds(await service.page(ALL, query({ Skip: 1000, Take: 5 }), 'standard'))).toEqual(ids(1000, 5));
     const far = service.page(ALL, query({ Skip: 5000, Take: 5 }), 'standard');
     expect(pageIds(await service.page(ALL, query({ Skip: 1500, Take: 5 }), 'standard'))).toEqual(ids(1500, 5));
@@ -177,7 +185,7 @@ describe('VisitsService page marks', () => {
   it('fails only the request whose mark could not be found, and finds it for the next', async () => {
     const fail = { times: 1 };
     const { repo, ids } = rows(2500, { value: 1 }, fail);
-    const service = new VisitsService(repo, loadConfig({ VISITS_CACHE_MB: '0' }));
+    const service = new VisitsService(repo, new VisitNames(repo), loadConfig({ VISITS_CACHE_MB: '0' }));
     await expect(service.page(ALL, query({ Skip: 1500, Take: 10 }), 'standard')).rejects.toThrow('connection lost');
     expect(pageIds(await service.page(ALL, query({ Skip: 1500, Take: 10 }), 'standard'))).toEqual(ids(1500, 10));
   });

@@ -5,7 +5,7 @@ import { addDays } from '../common/clock.js';
 import type { EffectiveSelection } from '../auth/entitlements.js';
 import { AppConfig } from '../config/app-config.js';
 import type { VisitsQueryDto } from './dto/visits-query.dto.js';
-import { visitsPageJson } from './visit-json.js';
+import { VisitNames } from './visit-names.service.js';
 import { VisitsRepository, type PagePosition, type VisitSelection } from './visits.repository.js';
 
 export type VisitsVariant = 'standard' | 'plus';
@@ -60,6 +60,7 @@ export class VisitsService {
 
   constructor(
     private readonly repo: VisitsRepository,
+    private readonly names: VisitNames,
     config: AppConfig,
   ) {
     const budget = config.VISITS_CACHE_MB * 1024 * 1024;
@@ -92,7 +93,7 @@ export class VisitsService {
         brandIds: entitled.brandIds,
         visitTypes: entitled.visitTypes,
       };
-      render = this.render(selection, selectionKey, window, variant).finally(() => this.rendering.delete(key));
+      render = this.render(selection, version, selectionKey, window, variant).finally(() => this.rendering.delete(key));
       this.rendering.set(key, render);
     }
     const body = await render;
@@ -100,11 +101,17 @@ export class VisitsService {
     return { body, etag };
   }
 
-  private async render(selection: VisitSelection, selectionKey: string, window: VisitsWindow, variant: VisitsVariant): Promise<Buffer> {
+  private async render(
+    selection: VisitSelection,
+    version: number,
+    selectionKey: string,
+    window: VisitsWindow,
+    variant: VisitsVariant,
+  ): Promise<Buffer> {
     const plus = variant === 'plus';
     const start = await this.pageStart(selectionKey, selection, window.Skip);
     const rows = await this.repo.page({ ...selection, ...start, take: window.Take, plus });
-    return visitsPageJson(rows, plus);
+    return this.names.render(selection.clientId, version, rows, plus);
   }
 
   /** Where the page at `skip` starts: after the nearest mark before it, or from the start. */

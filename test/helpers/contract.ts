@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import type { NextFunction, Request, Response } from 'express';
 import { Ajv, type ValidateFunction } from 'ajv';
 import formats from 'ajv-formats';
@@ -103,6 +104,12 @@ export function contractViolations(method: string, path: string, status: number,
   return problems;
 }
 
+/** The body as the handler wrote it: compressed responses are checked as their client reads them. */
+function decoded(body: Buffer, encoding: unknown): Buffer {
+  if (encoding === 'br') return brotliDecompressSync(body);
+  return encoding === 'gzip' ? gunzipSync(body) : body;
+}
+
 /**
  * Express middleware for the HTTP tests: every response the app sends is checked against
  * the committed contract; what does not match is collected in `violations`.
@@ -123,7 +130,8 @@ export function contractRecorder(violations: string[]) {
     }) as Response['write'];
     res.end = ((chunk?: unknown, ...rest: unknown[]) => {
       keep(chunk);
-      violations.push(...contractViolations(req.method, req.path, res.statusCode, res.getHeaders(), Buffer.concat(chunks)));
+      const body = decoded(Buffer.concat(chunks), res.getHeader('Content-Encoding'));
+      violations.push(...contractViolations(req.method, req.path, res.statusCode, res.getHeaders(), body));
       return end(chunk, ...rest);
     }) as Response['end'];
     next();

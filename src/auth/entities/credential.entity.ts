@@ -14,7 +14,7 @@ export class Credential {
   @Column({ type: 'varchar', length: 200, nullable: true })
   name!: string | null;
 
-  /** scrypt hash of the client secret: `scrypt$N$r$p$salt$hash` (base64url parts). */
+  /** Keyed hash of the client secret, `hmac-sha256$<hex>`, or the older `scrypt$N$r$p$salt$hash` (see secrets.ts). */
   @Column({ name: 'secret_hash', type: 'varchar', length: 200 })
   secretHash!: string;
 

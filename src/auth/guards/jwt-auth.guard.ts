@@ -7,7 +7,8 @@ import { ProblemException } from '../../common/problem.js';
 import { IS_PUBLIC } from '../../common/public.decorator.js';
 import type { AuthenticatedRequest, Principal } from '../principal.js';
 import { bearerCredentials } from './bearer-token.js';
-import { KeyringUnavailable, TokenRejected } from './jwt.strategy.js';
+import { VerifiedTokens } from '../verified-tokens.js';
+import { JwtStrategy, KeyringUnavailable, TokenRejected } from './jwt.strategy.js';
 
 // passport-jwt verifies with jsonwebtoken: these are the classes of its verdicts on a token.
 const { JsonWebTokenError, TokenExpiredError } = jsonwebtoken;
@@ -29,18 +30,38 @@ function invalidToken(detail: string): ProblemException {
 export class JwtAuthGuard extends AuthGuard('jwt') {
   private readonly logger = new Logger('JwtAuthGuard');
 
-  constructor(private readonly reflector: Reflector) {
+  constructor(
+    private readonly reflector: Reflector,
+    private readonly verified: VerifiedTokens,
+    private readonly strategy: JwtStrategy,
+  ) {
     super();
   }
 
   override canActivate(context: ExecutionContext): boolean | Promise<boolean> | Observable<boolean> {
     if (this.reflector.getAllAndOverride<boolean>(IS_PUBLIC, [context.getHandler(), context.getClass()])) return true;
-    if (bearerCredentials(context.switchToHttp().getRequest<AuthenticatedRequest>()) === null) {
+    const token = bearerCredentials(context.switchToHttp().getRequest<AuthenticatedRequest>());
+    if (token === null) {
       throw new ProblemException(401, 'An access token is required: send Authorization: Bearer <token>.', {
         headers: { 'WWW-Authenticate': `Bearer ${REALM}` },
       });
     }
+    const claims = this.verified.claimsOf(token);
+    // A token verified before: its signature is not checked again, the rest is (see VerifiedTokens).
+    if (claims) return this.accept(context, claims);
     return super.canActivate(context);
+  }
+
+  private async accept(context: ExecutionContext, claims: object): Promise<boolean> {
+    const request = context.switchToHttp().getRequest<AuthenticatedRequest>();
+    let principal: Principal;
+    try {
+      principal = await this.strategy.principalOf(request, claims);
+    } catch (error) {
+      throw this.refusal(error, undefined);
+    }
+    this.handleRequest(null, principal, undefined, context);
+    return true;
   }
 
   override handleRequest<TUser = Principal>(err: unknown, user: unknown, info: unknown, context: ExecutionContext): TUser {

@@ -8,6 +8,7 @@ import { AuthCacheService } from '../auth-cache.service.js';
 import { KeyringService, SIGNING_ALG } from '../keyring.service.js';
 import type { AuthenticatedRequest, Principal } from '../principal.js';
 import { TOKEN_AUDIENCE, TOKEN_TYPE } from '../token.service.js';
+import { VerifiedTokens, type AccessTokenClaims } from '../verified-tokens.js';
 import { bearerCredentials, hasCanonicalSignature, isCompactJws } from './bearer-token.js';
 
 type KeyCallback = (err: unknown, key?: string | Buffer) => void;
@@ -26,11 +27,6 @@ export class KeyringUnavailable extends Error {
   constructor(cause: unknown) {
     super('the signing keys could not be read', { cause });
   }
-}
-
-interface AccessTokenClaims {
-  client_id?: unknown;
-  scope?: unknown;
 }
 
 /** The key id of a token that may be one of ours; TokenRejected (or whatever the decoder throws) otherwise. */
@@ -54,6 +50,7 @@ function signingKeyId(rawJwt: string): string {
 export class JwtStrategy extends PassportStrategy(Strategy, 'jwt') {
   constructor(
     private readonly cache: AuthCacheService,
+    private readonly verified: VerifiedTokens,
     keyring: KeyringService,
     config: AppConfig,
   ) {
@@ -79,7 +76,16 @@ export class JwtStrategy extends PassportStrategy(Strategy, 'jwt') {
     });
   }
 
+  /** Called by passport-jwt once the token verified: its claims are remembered for the requests that follow. */
   async validate(request: AuthenticatedRequest, claims: AccessTokenClaims): Promise<Principal> {
+    const principal = await this.principalOf(request, claims);
+    const token = bearerCredentials(request);
+    if (token !== null) this.verified.remember(token, claims);
+    return principal;
+  }
+
+  /** The caller, from a verified token's claims and the request's API key. */
+  async principalOf(request: AuthenticatedRequest, claims: AccessTokenClaims): Promise<Principal> {
     const clientId = typeof claims.client_id === 'string' ? claims.client_id : '';
     if (!request.apiKey || clientId !== request.apiKey.credentialId) {
       throw new TokenRejected('The access token was issued to another client than the svc-api-key belongs to.');

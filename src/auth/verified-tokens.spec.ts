@@ -1,0 +1,34 @@
+import type { AppConfig } from '../config/app-config.js';
+import { VerifiedTokens } from './verified-tokens.js';
+
+const tokens = (seconds: number) => new VerifiedTokens({ AUTH_CACHE_SECONDS: seconds } as AppConfig);
+const inSeconds = (s: number) => Math.floor(Date.now() / 1000) + s;
+
+describe('VerifiedTokens', () => {
+  it('gives back the claims of a token remembered and not expired', () => {
+    const cache = tokens(10);
+    const claims = { client_id: 'svc_1', scope: 'svc-results-api', exp: inSeconds(3600) };
+    cache.remember('a.b.c', claims);
+    expect(cache.claimsOf('a.b.c')).toBe(claims);
+    expect(cache.claimsOf('a.b.d')).toBeUndefined();
+  });
+
+  it('never remembers an expired token, one without an expiry, or any when the cache time is 0', () => {
+    const cache = tokens(10);
+    cache.remember('expired', { client_id: 'svc_1', exp: inSeconds(-1) });
+    cache.remember('no-exp', { client_id: 'svc_1' });
+    expect(cache.claimsOf('expired')).toBeUndefined();
+    expect(cache.claimsOf('no-exp')).toBeUndefined();
+    const off = tokens(0);
+    off.remember('a.b.c', { client_id: 'svc_1', exp: inSeconds(3600) });
+    expect(off.claimsOf('a.b.c')).toBeUndefined();
+  });
+
+  it('forgets a token when it expires, before the cache time is up', async () => {
+    const cache = tokens(30);
+    cache.remember('soon', { client_id: 'svc_1', exp: Date.now() / 1000 + 0.05 });
+    expect(cache.claimsOf('soon')).toBeDefined();
+    await new Promise((r) => setTimeout(r, 120));
+    expect(cache.claimsOf('soon')).toBeUndefined();
+  });
+});

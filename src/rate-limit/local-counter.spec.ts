@@ -1,0 +1,34 @@
+import { LocalCounter } from './local-counter.js';
+
+describe('LocalCounter', () => {
+  let now = 1_000_000;
+  const counter = new LocalCounter(() => now);
+
+  it('counts hits in a window that starts with the first one, and starts afresh when it ends', () => {
+    expect(counter.increment('a', 60_000, 3, 30_000)).toEqual({ totalHits: 1, windowEndsAt: 1_060_000, blockedUntil: 0 });
+    now += 10_000;
+    expect(counter.increment('a', 60_000, 3, 30_000)).toEqual({ totalHits: 2, windowEndsAt: 1_060_000, blockedUntil: 0 });
+    expect(counter.increment('b', 60_000, 3, 30_000).totalHits).toBe(1);
+    now = 1_060_000;
+    expect(counter.increment('a', 60_000, 3, 30_000)).toEqual({ totalHits: 1, windowEndsAt: 1_120_000, blockedUntil: 0 });
+  });
+
+  it('blocks a key past its limit for the block duration, without counting the refused hits', () => {
+    now = 2_000_000;
+    for (let i = 1; i <= 3; i++) expect(counter.increment('c', 60_000, 3, 30_000).blockedUntil).toBe(0);
+    expect(counter.increment('c', 60_000, 3, 30_000)).toEqual({ totalHits: 4, windowEndsAt: 2_060_000, blockedUntil: 2_030_000 });
+    now += 29_999;
+    expect(counter.increment('c', 60_000, 3, 30_000)).toEqual({ totalHits: 4, windowEndsAt: 2_060_000, blockedUntil: 2_030_000 });
+    now = 2_060_000;
+    expect(counter.increment('c', 60_000, 3, 30_000)).toEqual({ totalHits: 1, windowEndsAt: 2_120_000, blockedUntil: 0 });
+  });
+
+  it('forgets windows that have ended, so memory follows the keys of the last minute', () => {
+    now = 3_000_000;
+    for (let i = 0; i < 1000; i++) counter.increment(`k${i}`, 60_000, 10, 1000);
+    expect(counter.size).toBeGreaterThanOrEqual(1000);
+    now += 120_000;
+    counter.increment('fresh', 60_000, 10, 1000);
+    expect(counter.size).toBe(1);
+  });
+});

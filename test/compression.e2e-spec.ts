@@ -1,0 +1,190 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { brotliDecompressSync, gunzipSync } from 'node:zlib';
+import { BranchesService } from '../src/branches/branches.service.js';
+import { addDays } from '../src/common/clock.js';
+import { COMPRESS_MIN_BYTES } from '../src/common/compression.js';
+import { CompressedPages } from '../src/visits/compressed-pages.js';
+import type { TestApp } from './helpers/test-app.js';
+import { startVisitsApp } from './helpers/visits-fixture.js';
+
+const JSON_TYPE = 'application/json; charset=utf-8';
+const PROBLEM = 'application/problem+json; charset=utf-8';
+
+interface RawResponse {
+  status: number;
+  headers: IncomingHttpHeaders;
+  /** The bytes on the wire: supertest and Node's fetch would decode them. */
+  body: Buffer;
+}
+
+/** The body as the client decodes it, by its Content-Encoding. */
+function decoded(res: RawResponse): Buffer {
+  const encoding = res.headers['content-encoding'];
+  if (encoding === 'br') return brotliDecompressSync(res.body);
+  return encoding === 'gzip' ? gunzipSync(res.body) : res.body;
+}
+
+describe(`compressed responses (${process.env.TEST_DATABASE})`, () => {
+  let t: TestApp;
+  let today: string;
+  let credential: Record<string, string>;
+
+  beforeAll(async () => {
+    const started = await startVisitsApp();
+    ({ t, today } = started);
+    credential = { 'svc-api-key': started.partner.apiKey, Authorization: `Bearer ${started.token}` };
+    // Enough branches that GET /branches is over 1 KB.
+    const file = join(mkdtempSync(join(tmpdir(), 'compression-')), 'branches.json');
+    writeFileSync(file, JSON.stringify(Array.from({ length: 40 }, (_, i) => ({ id: `C-${i}`, name: `Branch ${i}`, branchCode: `CODE-${i}` }))));
+    await t.app.get(BranchesService).importFile(1001, file);
+    await t.app.listen(0, '127.0.0.1');
+  });
+  afterAll(async () => {
+    await t.close();
+  });
+
+  function get(path: string, headers: Record<string, string> = {}, method = 'GET'): Promise<RawResponse> {
+    const { port } = t.app.getHttpServer().address() as AddressInfo;
+    return new Promise((resolve, reject) => {
+      const req = httpRequest({ host: '127.0.0.1', port, path, method, headers }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(chunks) }));
+      });
+      req.on('error', reject);
+      req.end();
+    });
+  }
+  const authed = (path: string, headers: Record<string, string> = {}, method = 'GET') => get(path, { ...credential, ...headers }, method);
+
+  /** Status, type, Vary, and a Content-Length that is the length of the bytes sent. */
+  function expectSent(res: RawResponse, status: number, type: string, encoding: string | undefined): void {
+    expect(res.status).toBe(status);
+    expect(res.headers['content-type']).toBe(type);
+    expect(res.headers['content-encoding']).toBe(encoding);
+    expect(res.headers.vary).toMatch(/(^|, *)Accept-Encoding($|,)/);
+    expect(res.headers['content-length']).toBe(String(res.body.length));
+  }
+
+  /** The 93 visits of client 1001 in the longest range, on one page. */
+  const visitsPage = (variant = 'standard') =>
+    `/visits/${variant}?SvcClientId=1001&FromDate=${addDays(today, -31)}&ToDate=${addDays(today, -1)}&Skip=0&Take=1000`;
+
+  describe('visit pages', () => {
+    it.each(['standard', 'plus'])('send /visits/%s in br or gzip, decoding to exactly the bytes of the uncompressed page', async (variant) => {
+      const plain = await authed(visitsPage(variant));
+      expectSent(plain, 200, JSON_TYPE, undefined);
+      expect(plain.body.length).toBeGreaterThan(COMPRESS_MIN_BYTES);
+      expect((JSON.parse(plain.body.toString()) as { data: { visits: unknown[] } }).data.visits).toHaveLength(93);
+      for (const [accept, encoding] of [
+        ['gzip', 'gzip'],
+        ['br', 'br'],
+        ['gzip, deflate, br', 'br'],
+        ['br;q=0.5, gzip', 'gzip'],
+      ]) {
+        // Twice: the second comes from the compressed forms kept for the page.
+        for (const _ of [1, 2]) {
+          const res = await authed(visitsPage(variant), { 'Accept-Encoding': accept });
+          expectSent(res, 200, JSON_TYPE, encoding);
+          expect(res.body.length).toBeLessThan(plain.body.length / 4);
+          expect(decoded(res).equals(plain.body)).toBe(true);
+          // The weak ETag is the page's, whatever the coding.
+          expect(res.headers.etag).toBe(plain.headers.etag);
+          expect(res.headers['cache-control']).toBe('private, no-cache');
+        }
+      }
+    });
+
+    it('keep the compressed forms of a page, so a repeated page costs no compression', async () => {
+      const res = await authed(visitsPage(), { 'Accept-Encoding': 'br' });
+      expectSent(res, 200, JSON_TYPE, 'br');
+      // Asked for the same page (its ETag) with other bytes, the kept form comes back.
+      const kept = await t.app.get(CompressedPages).get(res.headers.etag!, Buffer.from('not this page'), 'br');
+      expect(kept.equals(res.body)).toBe(true);
+    });
+
+    it('answer If-None-Match with a 304 whatever the coding, with Vary and no body', async () => {
+      const { headers } = await authed(visitsPage(), { 'Accept-Encoding': 'gzip' });
+      for (const accept of ['gzip', 'br', 'identity']) {
+        const res = await authed(visitsPage(), { 'Accept-Encoding': accept, 'If-None-Match': headers.etag! });
+        expect(res.status).toBe(304);
+        expect(res.headers.etag).toBe(headers.etag);
+        expect(res.headers.vary).toBe('Accept-Encoding');
+        expect(res.headers['content-encoding']).toBeUndefined();
+        expect(res.body.length).toBe(0);
+      }
+    });
+
+    it('send the change feed compressed', async () => {
+      const path = `/visits/plus/changes?SvcClientId=1001&Since=${new Date(Date.now() - 3600_000).toISOString()}&Take=100`;
+      const plain = await authed(path);
+      expectSent(plain, 200, JSON_TYPE, undefined);
+      const res = await authed(path, { 'Accept-Encoding': 'br, gzip' });
+      expectSent(res, 200, JSON_TYPE, 'br');
+      expect(res.headers['cache-control']).toBe('no-store');
+      expect(res.headers.link).toMatch(/^<[^>]+&after=[^>]+>; rel="next"$/);
+      const body = JSON.parse(decoded(res).toString()) as { data: { visits: { visitId: number }[] }; paging: { after: string } };
+      const expected = JSON.parse(plain.body.toString()) as typeof body;
+      expect(body.data.visits).toHaveLength(100);
+      expect(body.data.visits).toEqual(expected.data.visits);
+      expect(typeof body.paging.after).toBe('string');
+    });
+  });
+
+  describe('other responses', () => {
+    it('compress GET /branches over 1 KB', async () => {
+      const plain = await authed('/branches?SvcClientId=1001');
+      expectSent(plain, 200, JSON_TYPE, undefined);
+      expect(plain.body.length).toBeGreaterThan(COMPRESS_MIN_BYTES);
+      const res = await authed('/branches?SvcClientId=1001', { 'Accept-Encoding': 'gzip' });
+      expectSent(res, 200, JSON_TYPE, 'gzip');
+      expect(decoded(res).equals(plain.body)).toBe(true);
+      const branches = JSON.parse(decoded(res).toString()) as { id: string }[];
+      expect(branches.map((b) => b.id)).toContain('C-39');
+    });
+
+    it('send a small problem (a 401) uncompressed, with Vary', async () => {
+      const res = await get(visitsPage(), { 'Accept-Encoding': 'gzip, br' });
+      expectSent(res, 401, PROBLEM, undefined);
+      expect(res.body.length).toBeLessThanOrEqual(COMPRESS_MIN_BYTES);
+      expect((JSON.parse(res.body.toString()) as { status: number }).status).toBe(401);
+      expect(res.headers['www-authenticate']).toMatch(/^ApiKey /);
+    });
+
+    it('compress a large problem (a 400 listing every broken rule)', async () => {
+      const path = `/visits/standard?SvcClientId=x&FromDate=y&ToDate=z&Skip=-1&Take=0&VisitTypes=${'a'.repeat(900)}`;
+      const plain = await authed(path);
+      expectSent(plain, 400, PROBLEM, undefined);
+      // The message on VisitTypes quotes the 900 characters given.
+      expect(plain.body.length).toBeGreaterThan(COMPRESS_MIN_BYTES);
+      const res = await authed(path, { 'Accept-Encoding': 'br' });
+      expectSent(res, 400, PROBLEM, 'br');
+      const body = JSON.parse(decoded(res).toString()) as { errors: string[]; instance: string };
+      expect(body.errors).toEqual((JSON.parse(plain.body.toString()) as typeof body).errors);
+    });
+
+    it.each([
+      ['/docs/openapi.json', 'application/json; charset=utf-8', 'br'],
+      ['/docs/swagger-ui-bundle.js', 'text/javascript; charset=utf-8', 'gzip'],
+    ])('compress %s', async (path, type, encoding) => {
+      const plain = await get(path);
+      expectSent(plain, 200, type, undefined);
+      const res = await get(path, { 'Accept-Encoding': encoding });
+      expectSent(res, 200, type, encoding);
+      expect(res.body.length).toBeLessThan(plain.body.length / 2);
+      expect(decoded(res).equals(plain.body)).toBe(true);
+    });
+
+    it('send nothing compressed to a client that accepts neither br nor gzip', async () => {
+      for (const accept of ['identity', 'deflate', 'br;q=0, gzip;q=0', 'identity;q=0']) {
+        const res = await authed('/branches?SvcClientId=1001', { 'Accept-Encoding': accept });
+        expectSent(res, 200, JSON_TYPE, undefined);
+        expect((JSON.parse(res.body.toString()) as unknown[]).length).toBe(42);
+      }
+    });
+  });
+});
