@@ -2,6 +2,7 @@
 // evenly over DATA_DAYS days ending yesterday, written over FEED_DAYS days (the change feed).
 
 import { createRandom, demoVisits } from '../src/demo/demo-data.js';
+import { renderVisitDocument } from '../src/visits/visit-json.js';
 import { BRAND, CLIENT, DATA_DAYS, DAY, MINUTE, round, WINDOW_DAYS, type BenchDates } from './settings.js';
 
 export const BRANCH_COUNT = 50;
@@ -26,14 +27,14 @@ export interface VisitRow {
   visit_type: string;
   questionnaire_type: string;
   visit_score: number;
-  recommend_score: unknown;
-  recommend_comment: unknown;
+  recommend_score: number | null;
+  recommend_comment: string | null;
   visit_date: string;
   visit_date_time: string;
   modification_date: string;
-  visit_source: unknown;
+  visit_source: string | null;
   sections: string;
-  guest_id: unknown;
+  guest_id: string | null;
   opt_in_contact_by_email: boolean | null;
   opt_in_join_marketing: boolean | null;
   completed_at: number;
@@ -68,10 +69,10 @@ export const VISIT_COLUMNS: (keyof VisitRow)[] = [
 interface DemoVisit {
   visitType: string;
   questionnaireType: string;
-  recommendScore: unknown;
-  recommendComment: unknown;
-  visitSource: unknown;
-  guestId: unknown;
+  recommendScore: number | null;
+  recommendComment: string | null;
+  visitSource: string | null;
+  guestId: string | null;
   optIns?: { contactByEmail?: boolean; joinMarketing?: boolean } | null;
   sections: DemoSection[];
 }
@@ -186,6 +187,39 @@ function demoPools(demo: DemoVisit[]): Map<string, Pool> {
   }
   for (const type of ['MV', 'OF', 'TA']) if (!pools.has(type)) throw new Error(`demo data has no ${type} visits`);
   return pools;
+}
+
+/** A visit_documents row: the visit's JSON as the service renders it when a visit is written. */
+export interface DocumentRow {
+  visit_id: number;
+  branch_id: string;
+  standard: Buffer;
+  plus: Buffer;
+}
+
+export const DOCUMENT_COLUMNS: (keyof DocumentRow)[] = ['visit_id', 'branch_id', 'standard', 'plus'];
+
+/**
+ * The stored document of a generated visit, rendered by the service's own function: the
+ * loaders write visits straight into the tables, so they write these beside them, as an
+ * import would.
+ */
+export function visitDocument(row: VisitRow): DocumentRow {
+  const { standard, plus } = renderVisitDocument({
+    visitType: row.visit_type,
+    questionnaireType: row.questionnaire_type,
+    visitScore: row.visit_score,
+    recommendScore: row.recommend_score,
+    recommendComment: row.recommend_comment,
+    visitDateTime: row.visit_date_time,
+    modificationDate: row.modification_date,
+    visitSource: row.visit_source,
+    sections: row.sections,
+    guestId: row.guest_id,
+    optInContactByEmail: row.opt_in_contact_by_email,
+    optInJoinMarketing: row.opt_in_join_marketing,
+  });
+  return { visit_id: row.id, branch_id: row.branch_id, standard, plus };
 }
 
 /** When write `i` of `count` happened: evenly over the FEED_DAYS days before the bench started. */

@@ -8,13 +8,13 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import Database from 'better-sqlite3';
 import { DataSource, type QueryRunner } from 'typeorm';
-import { VISIT_COLUMNS, type Branch, type VisitRow } from './data-set.js';
+import { DOCUMENT_COLUMNS, visitDocument, VISIT_COLUMNS, type Branch, type VisitRow } from './data-set.js';
 import { defer } from './processes.js';
 import { BRAND, CLIENT, MB, message, ROOT } from './settings.js';
 
 const CLI = join(ROOT, 'dist', 'cli.js');
-/** Rows per INSERT ... SELECT FROM unnest(arrays): 20 parameters whatever the batch size. */
-const PG_BATCH_ROWS = 10_000;
+/** Rows per INSERT ... SELECT FROM unnest(arrays): a parameter per column whatever the batch size. */
+const PG_BATCH_ROWS = 5_000;
 const execFileAsync = promisify(execFile);
 
 export interface Place {
@@ -91,8 +91,13 @@ export function loadSqlite(file: string, count: number, visit: (i: number) => Vi
       insert('brands', ['id', 'client_id', 'name']).run({ ...BRAND, client_id: CLIENT.id });
       const branch = insert('branches', ['id', 'client_id', 'brand_id', 'name', 'branch_code']);
       for (const b of branches) branch.run({ id: b.id, client_id: CLIENT.id, brand_id: BRAND.id, name: b.name, branch_code: b.branchCode });
-      const statement = insert('visits', VISIT_COLUMNS);
-      for (let i = 0; i < count; i++) statement.run(sqliteVisit(visit(i)));
+      const visits = insert('visits', VISIT_COLUMNS);
+      const documents = insert('visit_documents', DOCUMENT_COLUMNS);
+      for (let i = 0; i < count; i++) {
+        const row = visit(i);
+        visits.run(sqliteVisit(row));
+        documents.run(visitDocument(row));
+      }
     })();
   } finally {
     db.close();
@@ -142,7 +147,13 @@ export async function loadPostgres(url: string, schema: string, count: number, v
       await insertRows(client, 'brands', ['id', 'client_id', 'name'], [[BRAND.id, CLIENT.id, BRAND.name]]);
       const branchRows = branches.map((b) => [b.id, CLIENT.id, BRAND.id, b.name, b.branchCode]);
       await insertRows(client, 'branches', ['id', 'client_id', 'brand_id', 'name', 'branch_code'], branchRows);
-      await insertVisits(client, count, visit);
+      const visitsSql = await unnestInsert(client, 'visits', VISIT_COLUMNS);
+      const documentsSql = await unnestInsert(client, 'visit_documents', DOCUMENT_COLUMNS);
+      for (let first = 0; first < count; first += PG_BATCH_ROWS) {
+        const rows = Array.from({ length: Math.min(PG_BATCH_ROWS, count - first) }, (_, i) => visit(first + i));
+        await client.query(visitsSql, columnArrays(rows.map(postgresVisit), VISIT_COLUMNS));
+        await client.query(documentsSql, columnArrays(rows.map(visitDocument), DOCUMENT_COLUMNS));
+      }
       await client.query('COMMIT');
     } catch (error) {
       await client.query('ROLLBACK').catch(() => undefined);
@@ -152,30 +163,31 @@ export async function loadPostgres(url: string, schema: string, count: number, v
     // off): fresh statistics, so the planner chooses as in production, and a visibility map,
     // so that index-only scans (a page's ids, the rows a deep Skip passes over) stay in the index.
     const analyzeStart = performance.now();
-    await client.query('VACUUM (ANALYZE) clients, brands, branches, visits');
+    await client.query('VACUUM (ANALYZE) clients, brands, branches, visits, visit_documents');
     return performance.now() - analyzeStart;
   });
 }
 
 /**
- * A column per parameter, as an array: the server unnests them into rows. Each array is cast
- * to its column's own type (read from the catalogue, so no type is repeated here).
+ * INSERT ... SELECT FROM unnest of a column per parameter, as an array: the server unnests them
+ * into rows. Each array is cast to its column's own type (read from the catalogue, so no type
+ * is repeated here).
  */
-async function insertVisits(client: QueryRunner, count: number, visit: (i: number) => VisitRow): Promise<void> {
-  const types = await columnTypes(client, 'visits');
-  const arrays = VISIT_COLUMNS.map((column, n) => {
-    if (!types.has(column)) throw new Error(`visits has no column ${column}`);
+async function unnestInsert(client: QueryRunner, table: string, columns: string[]): Promise<string> {
+  const types = await columnTypes(client, table);
+  const arrays = columns.map((column, n) => {
+    if (!types.has(column)) throw new Error(`${table} has no column ${column}`);
     return `$${n + 1}::${types.get(column)}[]`;
   });
-  const sql = `INSERT INTO visits (${VISIT_COLUMNS.join(', ')}) SELECT * FROM unnest(${arrays.join(', ')})`;
-  for (let first = 0; first < count; first += PG_BATCH_ROWS) {
-    const columns: unknown[][] = VISIT_COLUMNS.map(() => []);
-    for (let i = first; i < Math.min(first + PG_BATCH_ROWS, count); i++) {
-      const row: Record<string, unknown> = { ...visit(i) };
-      row.completed_at = new Date(row.completed_at as number).toISOString();
-      row.changed_at = new Date(row.changed_at as number).toISOString();
-      VISIT_COLUMNS.forEach((column, n) => columns[n].push(row[column]));
-    }
-    await client.query(sql, columns);
-  }
+  return `INSERT INTO ${table} (${columns.join(', ')}) SELECT * FROM unnest(${arrays.join(', ')})`;
+}
+
+/** Rows as one array per column, the parameters of an unnestInsert statement. */
+function columnArrays<T extends object>(rows: T[], columns: (keyof T)[]): unknown[][] {
+  return columns.map((column) => rows.map((row) => row[column]));
+}
+
+/** The instants as ISO strings, which PostgreSQL reads as timestamptz. */
+function postgresVisit(row: VisitRow): Record<keyof VisitRow, unknown> {
+  return { ...row, completed_at: new Date(row.completed_at).toISOString(), changed_at: new Date(row.changed_at).toISOString() };
 }
