@@ -87,8 +87,8 @@ function row(fields: Omit<Row, 'ratio' | 'floorRatio' | 'problems'>, problems: s
 
 /**
  * A service party. Before its measured run, one request of the same kind must be answered:
- * requests the warm-up left running (wrk stops without waiting for them; a token run leaves up
- * to `connections` scrypt checks queued) would otherwise be counted against the run.
+ * requests the warm-up left running (wrk stops without waiting for them; a slow page can take
+ * seconds) would otherwise be counted against the run.
  */
 function serviceParty(name: string, service: BenchService, target: Target, context: RunContext, extra: Partial<Party['options']> = {}): Party {
   const settle = async (): Promise<void> => {
@@ -233,7 +233,7 @@ export async function benchFeed(context: RunContext, spec: FeedSpec): Promise<Ro
   });
 }
 
-/** POST /connect/token at TOKEN_CONNECTIONS: one scrypt verification per request; no reference. */
+/** POST /connect/token at TOKEN_CONNECTIONS, form body: a secret check and a signature per request; no reference. */
 export async function benchToken(context: RunContext): Promise<Row | null> {
   const service = context.cached;
   if (!context.settings.only.has('token') || !service) return null;

@@ -21,7 +21,7 @@ export const SERVICE_TIMEZONE = 'Europe/London';
 export const REQUEST_TIMEOUT_SECONDS = 30;
 /** Load generator threads: one per core of the 2-core machine the figures are read on. */
 export const WRK_THREADS = 2;
-/** Connections of the token run: scrypt-bound, so more would only lengthen the queue. */
+/** Connections of the token run: partners fetch a token an hour, so fewer of them at once than pages. */
 export const TOKEN_CONNECTIONS = 32;
 /** Seconds between the last run on a service and the reading of its idle resident set. */
 export const IDLE_AFTER_SECONDS = 5;
@@ -98,14 +98,15 @@ export function readSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     if (name !== 'sqlite' && name !== 'postgres') throw new Error(`BENCH_DATABASES: unknown database '${name}'`);
   }
   const override = env.BENCH_VISITS?.trim() ? positive('BENCH_VISITS', 0) : undefined;
+  const durationSeconds = positive('BENCH_DURATION', 10);
   return {
     visits: {
       sqlite: override ?? positive('BENCH_SQLITE_VISITS', 200_000),
       postgres: override ?? positive('BENCH_POSTGRES_VISITS', 1_000_000),
     },
-    durationSeconds: positive('BENCH_DURATION', 10),
+    durationSeconds,
     warmupSeconds: positive('BENCH_WARMUP', 5),
-    tokenDurationSeconds: positive('BENCH_TOKEN_DURATION', 10),
+    tokenDurationSeconds: positive('BENCH_TOKEN_DURATION', durationSeconds),
     connections: Math.max(WRK_THREADS, positive('BENCH_CONNECTIONS', 50)),
     databases: databases as Database[],
     postgresUrl: env.BENCH_POSTGRES_URL?.trim() || 'postgres://postgres@127.0.0.1:5432/test',

@@ -26,8 +26,7 @@
 //   BENCH_ONLY             comma-separated rows to run (default all); a name also selects the
 //                          rows named after it with a suffix: first = first, first-off,
 //                          first-gzip, first-br; feed = feed-start, feed-deep
-//   BENCH_TOKEN_DURATION   seconds of the measured token run (default 10: at ~1 s a request under
-//                          load, a shorter run may see no answer at all)
+//   BENCH_TOKEN_DURATION   seconds of the measured token run (default BENCH_DURATION)
 //   BENCH_POSTGRES_URL     server of the postgres runs (default postgres://postgres@127.0.0.1:5432/test)
 //
 // Each database gets a place of its own (a temporary DATA_DIR; a fresh schema bench_<time>)
@@ -197,8 +196,9 @@ async function main(): Promise<boolean> {
   log(`machine: node ${machine.node}, ${machine.cpus} CPUs (${machine.cpuModel}), ${machine.totalMemoryGB} GB memory`);
   log(
     `data set: visits of client ${CLIENT.id} over ${dates.firstDataDay}..${dates.lastDataDay}, ${BRANCH_COUNT} branches; ` +
-      `window ${dates.from}..${dates.to}; wrk, ${settings.connections} connections, ${settings.durationSeconds} s per run, ` +
-      `${settings.tokenDurationSeconds} s for the token run (each after ${settings.warmupSeconds} s warm-up)`,
+      `window ${dates.from}..${dates.to}; wrk, ${settings.connections} connections, ${settings.durationSeconds} s per run` +
+      (settings.only.has('token') ? `, ${settings.tokenDurationSeconds} s for the token run` : '') +
+      ` (each after ${settings.warmupSeconds} s warm-up)`,
   );
   for (const db of databases) printDatabase(db);
   printLegend();
