@@ -9,7 +9,7 @@ bash scripts/ensure-chromium.sh
 bash scripts/ensure-kubectl.sh
 echo "== lint" && npx eslint --max-warnings=0 .
 echo "== type check" && npx tsc -p tsconfig.json
-echo "== build" && npx tsc -p tsconfig.build.json
+echo "== build" && node scripts/build.mjs --force
 echo "== contract is current"
 fresh=$(mktemp -d)
 trap 'rm -rf "$fresh"' EXIT
