@@ -28,6 +28,8 @@ export default {
   testSequencer: '<rootDir>/test/support/sequencer.mjs',
   projects: [
     { ...common, displayName: 'unit', roots: ['<rootDir>/src'], testMatch: ['**/*.spec.ts'] },
+    // The Kubernetes manifests, rendered by kubectl: no database, no service.
+    { ...common, displayName: 'deploy', roots: ['<rootDir>/deploy'], testMatch: ['**/*.spec.ts'] },
     {
       ...common,
       ...buildsDist,
