@@ -8,7 +8,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 node scripts/check-node.mjs
 stamp=node_modules/.install-stamp
-wanted="$(sha256sum package-lock.json | cut -d' ' -f1) $(node -p 'process.versions.modules + "-" + process.platform + "-" + process.arch')"
+wanted="$(node -p 'const lock = require("node:fs").readFileSync("package-lock.json");
+  `${require("node:crypto").createHash("sha256").update(lock).digest("hex")} ${process.versions.modules}-${process.platform}-${process.arch}`')"
 if [ "$(cat "$stamp" 2>/dev/null)" = "$wanted" ]; then
   exit 0
 fi
