@@ -1,0 +1,101 @@
+import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+
+/** One request a receiver got. */
+export interface Received {
+  path: string;
+  headers: IncomingHttpHeaders;
+  /** The body exactly as sent. */
+  raw: string;
+  json: { id: string; type: string; created: string; data: Record<string, unknown> };
+  /** When it arrived (ms since the epoch). */
+  at: number;
+  /** Requests to the receiver open at that moment, this one included. */
+  open: number;
+}
+
+/** How the receiver answers a request: a status (and body), or `hang` (never answers until stopped). */
+export type Answer = { status: number; headers?: Record<string, string>; body?: string } | 'hang' | 'stream';
+
+/**
+ * A webhook receiver on loopback, as a partner would run one: records every request and
+ * answers as `answer` says (200 by default). It can stop (connections refused) and start
+ * again on the same port.
+ */
+export class WebhookReceiver {
+  readonly received: Received[] = [];
+  /** Answers per request; the default answers 200. */
+  answer: (req: Received, index: number) => Answer = () => ({ status: 200 });
+  /** Streamed answers that the sender closed before their end. */
+  closedStreams = 0;
+  private server: Server | null = null;
+  private readonly sockets = new Set<Socket>();
+  private open = 0;
+  port = 0;
+
+  get url(): string {
+    return `http://127.0.0.1:${this.port}`;
+  }
+
+  async start(): Promise<this> {
+    const server = createServer((req, res) => this.handle(req, res));
+    server.on('connection', (socket) => {
+      this.sockets.add(socket);
+      socket.on('close', () => this.sockets.delete(socket));
+    });
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(this.port, '127.0.0.1', () => resolve());
+    });
+    const address = server.address();
+    this.port = typeof address === 'object' && address ? address.port : 0;
+    this.server = server;
+    return this;
+  }
+
+  /** Stops listening and drops every connection, answered or not. */
+  async stop(): Promise<void> {
+    const server = this.server;
+    this.server = null;
+    for (const socket of this.sockets) socket.destroy();
+    if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+
+  private handle(req: IncomingMessage, res: ServerResponse): void {
+    const chunks: Buffer[] = [];
+    this.open++;
+    res.once('close', () => this.open--);
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.once('end', () => {
+      const raw = Buffer.concat(chunks).toString('utf8');
+      let json: Received['json'];
+      try {
+        json = JSON.parse(raw) as Received['json'];
+      } catch {
+        json = { id: '', type: '', created: '', data: {} };
+      }
+      const received: Received = { path: req.url ?? '', headers: req.headers, raw, json, at: Date.now(), open: this.open };
+      this.received.push(received);
+      this.reply(res, this.answer(received, this.received.length - 1));
+    });
+  }
+
+  private reply(res: ServerResponse, answer: Answer): void {
+    if (answer === 'hang') return;
+    if (answer === 'stream') {
+      // 200 and a body without end: the sender must stop reading by itself.
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      const chunk = 'x'.repeat(16 * 1024);
+      const write = (): void => {
+        while (!res.destroyed && res.write(chunk));
+        if (!res.destroyed) res.once('drain', write);
+      };
+      res.once('close', () => {
+        if (!res.writableFinished) this.closedStreams++;
+      });
+      write();
+      return;
+    }
+    res.writeHead(answer.status, { 'content-type': 'text/plain', ...answer.headers }).end(answer.body ?? '');
+  }
+}
