@@ -7,14 +7,15 @@ export type DeliveryOutcome = 'delivered' | 'failed' | 'given_up';
 
 /**
  * The webhook metrics, in the service's registry. The outbox gauges are read from the
- * database when scraped (one query for both, at most once a second), so every replica
- * reports the whole outbox, which all of them share.
+ * database when scraped (one query for both: a scrape collects them together), so every
+ * replica reports the whole outbox, which all of them share.
  */
 @Injectable()
 export class WebhookMetrics {
   readonly deliveries: Counter<'outcome'>;
   readonly duration: Histogram<'outcome'>;
-  private stats: { at: number; read: Promise<{ depth: number; oldest: Date | null }> } | null = null;
+  /** The outbox query of the scrape under way. */
+  private stats: Promise<{ depth: number; oldest: Date | null } | null> | null = null;
 
   constructor(metrics: MetricsService, repo: WebhooksRepository) {
     const registers = [metrics.registry];
@@ -31,10 +32,13 @@ export class WebhookMetrics {
       buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
       registers,
     });
-    const read = async (): Promise<{ depth: number; oldest: Date | null } | null> => {
-      if (!this.stats || Date.now() - this.stats.at > 1000) this.stats = { at: Date.now(), read: repo.outboxStats() };
+    const read = (): Promise<{ depth: number; oldest: Date | null } | null> => {
       // A database that cannot answer leaves the gauges as they were: the scrape itself still works.
-      return this.stats.read.catch(() => null);
+      this.stats ??= repo
+        .outboxStats()
+        .catch(() => null)
+        .finally(() => (this.stats = null));
+      return this.stats;
     };
     new Gauge({
       name: 'results_webhook_outbox_depth',

@@ -10,8 +10,8 @@ export interface Received {
   json: { id: string; type: string; created: string; data: Record<string, unknown> };
   /** When it arrived (ms since the epoch). */
   at: number;
-  /** Requests to the receiver open at that moment, this one included. */
-  open: number;
+  /** Requests to the same path open at that moment, this one included. */
+  openOnPath: number;
 }
 
 /** How the receiver answers a request: a status (and body), or `hang` (never answers until stopped). */
@@ -30,8 +30,13 @@ export class WebhookReceiver {
   closedStreams = 0;
   private server: Server | null = null;
   private readonly sockets = new Set<Socket>();
-  private open = 0;
+  private readonly open = new Map<string, number>();
   port = 0;
+
+  /** Requests to `path` not answered yet (nor dropped). */
+  openOn(path: string): number {
+    return this.open.get(path) ?? 0;
+  }
 
   get url(): string {
     return `http://127.0.0.1:${this.port}`;
@@ -63,8 +68,9 @@ export class WebhookReceiver {
 
   private handle(req: IncomingMessage, res: ServerResponse): void {
     const chunks: Buffer[] = [];
-    this.open++;
-    res.once('close', () => this.open--);
+    const path = req.url ?? '';
+    this.open.set(path, this.openOn(path) + 1);
+    res.once('close', () => this.open.set(path, this.openOn(path) - 1));
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.once('end', () => {
       const raw = Buffer.concat(chunks).toString('utf8');
@@ -74,7 +80,7 @@ export class WebhookReceiver {
       } catch {
         json = { id: '', type: '', created: '', data: {} };
       }
-      const received: Received = { path: req.url ?? '', headers: req.headers, raw, json, at: Date.now(), open: this.open };
+      const received: Received = { path, headers: req.headers, raw, json, at: Date.now(), openOnPath: this.openOn(path) };
       this.received.push(received);
       this.reply(res, this.answer(received, this.received.length - 1));
     });
