@@ -224,3 +224,66 @@ describe(`webhooks (${process.env.TEST_DATABASE})`, () => {
     expect(receiver.received.map((r) => r.path)).toEqual(['/on']);
   });
 });
+
+describe(`webhooks: coalescing and giving up (${process.env.TEST_DATABASE})`, () => {
+  let t: TestApp;
+  let receiver: WebhookReceiver;
+  const WINDOW_MS = 3000;
+
+  beforeAll(async () => {
+    // A window long enough for several imports on a busy machine; retries over 5.4 s after the first change.
+    t = await startTestApp({ ...QUICK_WEBHOOKS, WEBHOOKS_COALESCE_MS: String(WINDOW_MS), WEBHOOKS_RETRY_HOURS: '0.0015' });
+    await seedWebhookClients(t);
+    receiver = await new WebhookReceiver().start();
+  });
+  afterAll(async () => {
+    await receiver.stop();
+    await t.close();
+  });
+
+  const arrivals = (): Promise<Received[]> => Promise.resolve(receiver.received);
+
+  it('coalesces the changes of one client within the window into one event, per client', async () => {
+    const credential = await issueCredential(t, { clients: [1001, 1002] });
+    const { id, secret } = await t.app.get(WebhooksService).add(credential.clientId, `${receiver.url}/coalesced`);
+    const started = Date.now();
+    await importVisits(t, [visitRecord(101, 'B-1'), visitRecord(102, 'B-2')]);
+    await importVisits(t, [visitRecord(103, 'B-1')]);
+    await importVisits(t, [visitRecord(104, 'B-9')]);
+    await importVisits(t, [visitRecord(101, 'B-1', 'MV', 55)]);
+    await eventually(arrivals, (r) => r.length === 2, 30_000, 50);
+    expect(await eventually(() => pendingEvents(t), (n) => n === 0, 30_000, 50)).toBe(0);
+
+    expect(receiver.received.map((r) => r.json.data).sort((a, b) => Number(a.svcClientId) - Number(b.svcClientId))).toEqual([
+      { svcClientId: 1001, count: 4 },
+      { svcClientId: 1002, count: 1 },
+    ]);
+    for (const r of receiver.received) {
+      expect(verifyWebhook(r.raw, String(r.headers['svc-signature']), secret)).toBe(true);
+      // Sent once the window after the client's first change was over.
+      expect(r.at - started).toBeGreaterThanOrEqual(WINDOW_MS);
+    }
+    await t.app.get(WebhooksService).remove(id);
+  });
+
+  it('gives an event up when its retries are over, marks the endpoint failing until a delivery succeeds', async () => {
+    receiver.received.length = 0;
+    receiver.answer = () => ({ status: 500, body: 'broken' });
+    const credential = await issueCredential(t, { clients: [1001] });
+    const { id } = await t.app.get(WebhooksService).add(credential.clientId, `${receiver.url}/failing`);
+    await importVisits(t, [visitRecord(201, 'B-1')]);
+    const [failing] = await eventually(() => t.app.get(WebhooksService).list(), ([e]) => e?.state === 'failing', 60_000, 50);
+    expect(failing).toMatchObject({ id, state: 'failing', lastError: 'HTTP 500: broken', pendingEvents: 0, lastDeliveryAt: null });
+    expect(Date.parse(failing.failingSince!)).toBeGreaterThan(0);
+    expect(receiver.received.length).toBeGreaterThanOrEqual(2);
+    expect(new Set(receiver.received.map((r) => r.json.id)).size).toBe(1);
+    expect(await t.app.get(MetricsService).registry.metrics()).toMatch(/^results_webhook_deliveries_total\{outcome="given_up"\} 1$/m);
+    expect((await request(t.http).get('/health/ready')).status).toBe(200);
+
+    receiver.answer = () => ({ status: 200 });
+    await importVisits(t, [visitRecord(202, 'B-1')]);
+    const [healthy] = await eventually(() => t.app.get(WebhooksService).list(), ([e]) => e?.state === 'active', 60_000, 50);
+    expect(healthy).toMatchObject({ state: 'active', failingSince: null, pendingEvents: 0 });
+    expect(healthy.lastDeliveryAt).not.toBeNull();
+  });
+});
