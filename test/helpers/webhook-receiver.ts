@@ -14,8 +14,11 @@ export interface Received {
   openOnPath: number;
 }
 
-/** How the receiver answers a request: a status (and body), or `hang` (never answers until stopped). */
-export type Answer = { status: number; headers?: Record<string, string>; body?: string } | 'hang' | 'stream';
+/**
+ * How the receiver answers a request: a status (and body, after `delayMs`), `hang` (never
+ * answers until stopped), or `stream` (200 and a body without end).
+ */
+export type Answer = { status: number; headers?: Record<string, string>; body?: string; delayMs?: number } | 'hang' | 'stream';
 
 /**
  * A webhook receiver on loopback, as a partner would run one: records every request and
@@ -102,6 +105,8 @@ export class WebhookReceiver {
       write();
       return;
     }
-    res.writeHead(answer.status, { 'content-type': 'text/plain', ...answer.headers }).end(answer.body ?? '');
+    const send = (): void => void res.writeHead(answer.status, { 'content-type': 'text/plain', ...answer.headers }).end(answer.body ?? '');
+    if (answer.delayMs) setTimeout(send, answer.delayMs);
+    else send();
   }
 }
