@@ -6,6 +6,7 @@ import { verifyWebhook } from '../examples/verify-webhook.js';
 import { dataSourceOptions } from '../src/database/data-source-options.js';
 import type { EndpointSummary } from '../src/webhooks/webhooks.service.js';
 import { cli, cliJson, spawnCli } from './helpers/cli.js';
+import { webhookViolations } from './helpers/contract.js';
 import { isolatedConfig } from './helpers/test-config.js';
 import { WebhookReceiver } from './helpers/webhook-receiver.js';
 import { visitRecord } from './helpers/webhooks-fixture.js';
@@ -110,6 +111,7 @@ describe(`webhooks operator commands (${process.env.TEST_DATABASE})`, () => {
     const [ping] = receiver.received;
     expect(ping.json).toEqual({ id: expect.stringMatching(/^evt_/), type: 'ping', created: expect.any(String), data: {} });
     expect(ping.headers['svc-event-id']).toBe(ping.json.id);
+    expect(webhookViolations(ping.headers, ping.raw)).toEqual([]);
     expect(ok.stdout).toContain(ping.json.id);
     expect(verifyWebhook(ping.raw, String(ping.headers['svc-signature']), secret)).toBe(true);
 

@@ -6,14 +6,16 @@ import { readVisitRecord } from '../src/visits/visit-record.js';
 import { VisitsRepository } from '../src/visits/visits.repository.js';
 import { WebhooksService } from '../src/webhooks/webhooks.service.js';
 import { issueCredential } from './helpers/auth.js';
+import { webhookViolations } from './helpers/contract.js';
 import { eventually } from './helpers/eventually.js';
 import { startTestApp, type TestApp } from './helpers/test-app.js';
 import { importVisits } from './helpers/visits-fixture.js';
 import { WebhookReceiver, type Received } from './helpers/webhook-receiver.js';
 import { pendingEvents, QUICK_WEBHOOKS, seedWebhookClients, visitRecord } from './helpers/webhooks-fixture.js';
 
-/** What a receiver can check of every delivery: the README's verifier and the headers. */
+/** What a receiver can check of every delivery: the contract, the headers and the README's verifier. */
 function expectSigned(r: Received, secret: string): void {
+  expect(webhookViolations(r.headers, r.raw)).toEqual([]);
   expect(r.headers['content-type']).toBe('application/json');
   expect(r.headers['svc-event-id']).toBe(r.json.id);
   expect(verifyWebhook(r.raw, String(r.headers['svc-signature']), secret)).toBe(true);
