@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import request from 'supertest';
 import { verifyWebhook } from '../examples/verify-webhook.js';
 import { CredentialsService } from '../src/auth/credentials.service.js';
@@ -287,5 +288,13 @@ describe(`webhooks: coalescing and giving up (${process.env.TEST_DATABASE})`, ()
     const [healthy] = await eventually(() => t.app.get(WebhooksService).list(), ([e]) => e?.state === 'active', 60_000, 50);
     expect(healthy).toMatchObject({ state: 'active', failingSince: null, pendingEvents: 0 });
     expect(healthy.lastDeliveryAt).not.toBeNull();
+  });
+});
+
+describe('the README', () => {
+  it('shows the receiver\'s verification exactly as examples/verify-webhook.ts, which the tests verify every delivery with', () => {
+    const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
+    const code = readFileSync(new URL('../examples/verify-webhook.ts', import.meta.url), 'utf8');
+    expect(readme).toContain(`\`\`\`ts\n${code}\`\`\``);
   });
 });
