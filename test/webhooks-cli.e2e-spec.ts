@@ -9,7 +9,7 @@ import { cli, cliJson, spawnCli } from './helpers/cli.js';
 import { webhookViolations } from './helpers/contract.js';
 import { isolatedConfig } from './helpers/test-config.js';
 import { WebhookReceiver } from './helpers/webhook-receiver.js';
-import { visitRecord } from './helpers/webhooks-fixture.js';
+import { QUICK_WEBHOOKS, visitRecord } from './helpers/webhooks-fixture.js';
 
 const files = mkdtempSync(join(tmpdir(), 'webhooks-cli-'));
 function file(name: string, rows: unknown[], ndjson = false): string {
@@ -26,7 +26,7 @@ interface Added {
 }
 
 describe(`webhooks operator commands (${process.env.TEST_DATABASE})`, () => {
-  const { config, env, drop } = isolatedConfig({ WEBHOOKS_ALLOW_HTTP_LOOPBACK: 'true' });
+  const { config, env, drop } = isolatedConfig(QUICK_WEBHOOKS);
   const receiver = new WebhookReceiver();
   let db: DataSource;
   let credential: string;
@@ -188,6 +188,8 @@ describe(`webhooks operator commands (${process.env.TEST_DATABASE})`, () => {
     expect(await list()).toEqual([]);
     expect(await db.query('SELECT event_id FROM webhook_deliveries')).toEqual([]);
     expect((await cli(['webhooks', 'list'], env)).stdout).toBe('(no webhook endpoints)\n');
+    // The commands' application contexts never deliver: the event waited until it was removed.
+    expect(receiver.received).toEqual([]);
   });
 
   it('runs in the built binary', async () => {

@@ -12,7 +12,7 @@ export class VisitsChangedDataDto {
     type: 'integer',
     minimum: 1,
     example: 3,
-    description: 'Visits inserted or changed that the credential may read, over the changes this event stands for.',
+    description: 'Visit inserts and changes the credential may read, over the changes this event stands for (a visit changed twice counts twice).',
   })
   count!: number;
 }
