@@ -149,6 +149,25 @@ describe(`webhooks operator commands (${process.env.TEST_DATABASE})`, () => {
     await cliJson(['webhooks', 'remove', id], env);
   });
 
+  it('says what to do when the server key changed and the secret no longer opens; rotate-secret recovers', async () => {
+    const { id, secret: old } = await add('/rekeyed');
+    const rekeyed = { ...env, API_KEY_HASH_KEY: 'another server key, also long enough' };
+    const refused = await cli(['webhooks', 'test', id], rekeyed);
+    expect(refused).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: 'error: the signing secret cannot be decrypted (was API_KEY_HASH_KEY changed?): rotate the secret\n',
+    });
+    const rotated = await cliJson<Added & { previousSecretUntil: string | null }>(['webhooks', 'rotate-secret', id], rekeyed);
+    expect(rotated.previousSecretUntil).toBeNull();
+    await cliJson(['webhooks', 'test', id], rekeyed);
+    const [ping] = receiver.received;
+    expect(String(ping.headers['svc-signature'])).toMatch(/^t=\d+,v1=[0-9a-f]{64}$/);
+    expect(verifyWebhook(ping.raw, String(ping.headers['svc-signature']), rotated.secret)).toBe(true);
+    expect(verifyWebhook(ping.raw, String(ping.headers['svc-signature']), old)).toBe(false);
+    await cliJson(['webhooks', 'remove', id], env);
+  });
+
   it('lists state, failing since, last delivery, last error and pending events; disables, enables and removes', async () => {
     const { id } = await add('/listed');
     // No process delivers here: the import's event waits in the outbox.

@@ -71,7 +71,10 @@ export function registerWebhooks(program: Command, cli: CliContext): void {
       cli.action(async (id: string) =>
         cli.withApp(async (app) => {
           const issued = await app.get(WebhooksService).rotateSecret(id);
-          return secretOutput(issued, `; the previous one signs too until ${issued.previousSecretUntil}`);
+          const note = issued.previousSecretUntil
+            ? `; the previous one signs too until ${issued.previousSecretUntil}`
+            : '; the previous one could not be decrypted and signs no more';
+          return secretOutput(issued, note);
         }),
       ),
     );

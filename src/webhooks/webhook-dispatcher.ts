@@ -126,10 +126,21 @@ export class WebhookDispatcher implements OnApplicationBootstrap, OnModuleDestro
     this.deliveries.add(running);
   }
 
+  /** One attempt, signed with the endpoint's secrets; a secret that cannot be opened is a failed attempt too. */
+  private async attempt(d: ClaimedDelivery): Promise<WebhookResult> {
+    let secrets: string[];
+    try {
+      secrets = signingSecrets(this.box, d, new Date());
+    } catch (error) {
+      return { ok: false, status: null, error: (error as Error).message };
+    }
+    const event = visitsChangedEvent(d.eventId, d.createdAt, d.clientId, d.count);
+    return sendEvent({ url: d.url, allowPrivate: d.allowPrivate, secrets }, event, this.config);
+  }
+
   private async deliver(d: ClaimedDelivery): Promise<void> {
     const started = process.hrtime.bigint();
-    const event = visitsChangedEvent(d.eventId, d.createdAt, d.clientId, d.count);
-    const result = await sendEvent({ url: d.url, allowPrivate: d.allowPrivate, secrets: signingSecrets(this.box, d, new Date()) }, event, this.config);
+    const result = await this.attempt(d);
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
     const now = new Date();
     if (result.ok) {

@@ -39,12 +39,26 @@ export class SecretBox {
   }
 }
 
-/** A stored endpoint's secrets in clear that sign now: the current one, and the one before a rotation while it lasts. */
+/** Whether a sealed secret opens under this server key (it does not after API_KEY_HASH_KEY changed). */
+export function opens(box: SecretBox, sealed: string): boolean {
+  try {
+    box.open(sealed);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * A stored endpoint's secrets in clear that sign now: the current one, and the one before a
+ * rotation while it lasts. Throws, saying what to do, when the current one does not open.
+ */
 export function signingSecrets(
   box: SecretBox,
   stored: { secret: string; previousSecret: string | null; previousSecretUntil: Date | null },
   now: Date,
 ): string[] {
+  if (!opens(box, stored.secret)) throw new Error('the signing secret cannot be decrypted (was API_KEY_HASH_KEY changed?): rotate the secret');
   const secrets = [box.open(stored.secret)];
   if (stored.previousSecret && stored.previousSecretUntil && stored.previousSecretUntil > now) secrets.push(box.open(stored.previousSecret));
   return secrets;

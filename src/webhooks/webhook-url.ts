@@ -46,11 +46,6 @@ function normalise(address: string): { address: string; family: 'ipv4' | 'ipv6' 
   return { address, family: isIP(address) === 6 ? 'ipv6' : 'ipv4' };
 }
 
-export function isLoopback(address: string): boolean {
-  const a = normalise(address);
-  return LOOPBACK.check(a.address, a.family);
-}
-
 /** Why a connection to `address` is refused under `policy`, or null when it may be made. */
 export function addressRefusal(address: string, protocol: string, policy: AddressPolicy): string | null {
   const a = normalise(address);

@@ -34,6 +34,9 @@ describe('signing secrets at rest', () => {
     expect(signingSecrets(box, stored, new Date('2026-11-23T09:59:59Z'))).toEqual([current, previous]);
     expect(signingSecrets(box, stored, new Date('2026-11-23T10:00:00Z'))).toEqual([current]);
     expect(signingSecrets(box, { ...stored, previousSecret: null }, new Date(0))).toEqual([current]);
+    expect(() => signingSecrets(new SecretBox('another server key, also long enough'), stored, new Date(0))).toThrow(
+      'the signing secret cannot be decrypted (was API_KEY_HASH_KEY changed?): rotate the secret',
+    );
   });
 });
 

@@ -4,7 +4,7 @@ import { OperatorError } from '../common/operator-error.js';
 import { AppConfig } from '../config/app-config.js';
 import type { WebhookEndpoint } from './entities/webhook-endpoint.entity.js';
 import { pingEvent } from './webhook-event.js';
-import { SecretBox, newSigningSecret, signingSecrets } from './webhook-secrets.js';
+import { SecretBox, newSigningSecret, opens, signingSecrets } from './webhook-secrets.js';
 import { sendEvent, type WebhookResult } from './webhook-sender.js';
 import { checkEndpointUrl } from './webhook-url.js';
 import { WebhooksRepository } from './webhooks.repository.js';
@@ -113,19 +113,28 @@ export class WebhooksService {
     await this.repo.removeEndpoint(id);
   }
 
-  /** A new secret signs from now on; the current one keeps signing too for PREVIOUS_SECRET_HOURS. */
-  async rotateSecret(id: string): Promise<IssuedSecret & { previousSecretUntil: string }> {
+  /**
+   * A new secret signs from now on; the current one keeps signing too for
+   * PREVIOUS_SECRET_HOURS, unless it no longer opens (the server key changed): then the new
+   * one signs alone.
+   */
+  async rotateSecret(id: string): Promise<IssuedSecret & { previousSecretUntil: string | null }> {
     const endpoint = await this.requireEndpoint(id);
     const secret = newSigningSecret();
-    const until = new Date(Date.now() + PREVIOUS_SECRET_HOURS * 3_600_000);
-    await this.repo.updateEndpoint(id, { secret: this.box.seal(secret), previousSecret: endpoint.secret, previousSecretUntil: until });
-    return { id, url: endpoint.url, credential: endpoint.credentialId, secret, previousSecretUntil: until.toISOString() };
+    const until = opens(this.box, endpoint.secret) ? new Date(Date.now() + PREVIOUS_SECRET_HOURS * 3_600_000) : null;
+    await this.repo.updateEndpoint(id, { secret: this.box.seal(secret), previousSecret: until ? endpoint.secret : null, previousSecretUntil: until });
+    return { id, url: endpoint.url, credential: endpoint.credentialId, secret, previousSecretUntil: iso(until) };
   }
 
   /** Sends a ping event now, from this process, signed as deliveries are; the receiver's answer is the result. */
   async test(id: string): Promise<WebhookResult & { eventId: string }> {
     const endpoint = await this.requireEndpoint(id);
-    const secrets = signingSecrets(this.box, endpoint, new Date());
+    let secrets: string[];
+    try {
+      secrets = signingSecrets(this.box, endpoint, new Date());
+    } catch (error) {
+      throw new OperatorError((error as Error).message);
+    }
     const event = pingEvent();
     const result = await sendEvent({ url: endpoint.url, allowPrivate: endpoint.allowPrivate, secrets }, event, this.config);
     return { ...result, eventId: event.id };
