@@ -92,7 +92,9 @@ export class WebhookDispatcher implements OnApplicationBootstrap, OnModuleDestro
     if (free <= 0 || this.lifecycle.shuttingDown) return;
     try {
       const now = new Date();
-      if (!(await this.repo.anyDue(now))) return;
+      const due = await this.repo.anyDue(now);
+      this.lastProblem = null;
+      if (!due) return;
       const claimed = await this.repo.claim({
         now,
         limit: free,
@@ -103,7 +105,6 @@ export class WebhookDispatcher implements OnApplicationBootstrap, OnModuleDestro
       });
       this.backlog = claimed.length === free;
       for (const delivery of claimed) this.track(delivery);
-      this.lastProblem = null;
     } catch (error) {
       // The database may be away for a while: said once, not on every poll.
       const problem = (error as Error).message;
