@@ -251,7 +251,48 @@ export interface paths {
         trace?: never;
     };
 }
-export type webhooks = Record<string, never>;
+export interface webhooks {
+    ping: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A test event.
+         * @description Sent by the operator command `webhooks test`.
+         */
+        post: operations["webhook_ping"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "visits.changed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Visits of a client changed.
+         * @description Sent when an import inserted or changed visits of a client the credential may read (its brands and visit types only). Thin: it carries no visit data; read the change feed (`GET /visits/standard/changes` or `/visits/plus/changes`) from your stored `after` token. Changes of one client within a few seconds are one event. Delivery is at least once and events may arrive out of order.
+         */
+        post: operations["webhook_visitsChanged"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+}
 export interface components {
     schemas: {
         BranchDto: {
@@ -387,6 +428,26 @@ export interface components {
         PagingDto: {
             /** @description Present only when another page exists: pass it back as `after`. */
             after?: string;
+        };
+        PingDataDto: Record<string, never>;
+        PingEventDto: {
+            /**
+             * Format: date-time
+             * @example 2026-11-22T10:15:30.000Z
+             */
+            created: string;
+            /** @description Empty. */
+            data: components["schemas"]["PingDataDto"];
+            /**
+             * @description Unique per ping (also in `svc-event-id`).
+             * @example evt_5a1b2c3d4e5f60718293a4b5c6d7e8f9
+             */
+            id: string;
+            /**
+             * @example ping
+             * @enum {string}
+             */
+            type: "ping";
         };
         PlusChangesResponseDto: {
             data: components["schemas"]["PlusVisitsData"];
@@ -563,6 +624,37 @@ export interface components {
              * @example MV
              */
             visitType: string;
+        };
+        VisitsChangedDataDto: {
+            /**
+             * @description Visit inserts and changes the credential may read, over the changes this event stands for (a visit changed twice counts twice).
+             * @example 3
+             */
+            count: number;
+            /**
+             * @description The client whose visits changed: read its change feed.
+             * @example 1001
+             */
+            svcClientId: number;
+        };
+        VisitsChangedEventDto: {
+            /**
+             * Format: date-time
+             * @description When the first change the event stands for was written (UTC).
+             * @example 2026-11-22T10:15:30.000Z
+             */
+            created: string;
+            data: components["schemas"]["VisitsChangedDataDto"];
+            /**
+             * @description Unique per event; the same on every retry (also in `svc-event-id`).
+             * @example evt_0f8c3a9b5d2e4f6a8b1c3d5e7f9a0b2c
+             */
+            id: string;
+            /**
+             * @example visits.changed
+             * @enum {string}
+             */
+            type: "visits.changed";
         };
     };
     responses: never;
@@ -2505,6 +2597,74 @@ export interface operations {
                      */
                     "application/problem+json": components["schemas"]["ProblemDto"];
                 };
+            };
+        };
+    };
+    webhook_ping: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description `t=<unix seconds>,v1=<hex HMAC-SHA-256 of "<t>.<raw body>">`, keyed by the endpoint's signing secret exactly as shown (`whsec_…`). For 24 hours after `webhooks rotate-secret` there are two `v1` values, one per secret: accept the request when one matches. Reject a `t` more than 5 minutes from now (a replay). */
+                "svc-signature": string;
+                /** @description The event id (`id` of the body), the same on every retry: ignore an id already processed. */
+                "svc-event-id": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PingEventDto"];
+            };
+        };
+        responses: {
+            /** @description Taken. Any 2xx within 10 s; the body is not read beyond 64 KB. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else (a timeout, a connection error, a redirect, any other status) is retried with exponential backoff and jitter for up to 24 hours (WEBHOOKS_RETRY_HOURS); then the event is dropped and the endpoint is marked failing. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhook_visitsChanged: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description `t=<unix seconds>,v1=<hex HMAC-SHA-256 of "<t>.<raw body>">`, keyed by the endpoint's signing secret exactly as shown (`whsec_…`). For 24 hours after `webhooks rotate-secret` there are two `v1` values, one per secret: accept the request when one matches. Reject a `t` more than 5 minutes from now (a replay). */
+                "svc-signature": string;
+                /** @description The event id (`id` of the body), the same on every retry: ignore an id already processed. */
+                "svc-event-id": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["VisitsChangedEventDto"];
+            };
+        };
+        responses: {
+            /** @description Taken. Any 2xx within 10 s; the body is not read beyond 64 KB. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else (a timeout, a connection error, a redirect, any other status) is retried with exponential backoff and jitter for up to 24 hours (WEBHOOKS_RETRY_HOURS); then the event is dropped and the endpoint is marked failing. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
         };
     };
