@@ -17,6 +17,9 @@ const common = {
   testEnvironment: 'node',
 };
 
+/** Tests that start the built service or CLI: dist/ is rebuilt first when the sources changed. */
+const buildsDist = { globalSetup: '<rootDir>/test/support/build-dist.mjs' };
+
 export default {
   // A test or hook that starts the built service (migrations, demo data) or Chromium takes
   // tens of seconds on a busy 2-core machine; waits inside tests are for conditions.
@@ -25,8 +28,11 @@ export default {
   testSequencer: '<rootDir>/test/support/sequencer.mjs',
   projects: [
     { ...common, displayName: 'unit', roots: ['<rootDir>/src'], testMatch: ['**/*.spec.ts'] },
+    // The Kubernetes manifests, rendered by kubectl: no database, no service.
+    { ...common, displayName: 'deploy', roots: ['<rootDir>/deploy'], testMatch: ['**/*.spec.ts'] },
     {
       ...common,
+      ...buildsDist,
       displayName: 'sqlite',
       roots: ['<rootDir>/test'],
       testMatch: ['**/*.e2e-spec.ts'],
@@ -36,6 +42,7 @@ export default {
     },
     {
       ...common,
+      ...buildsDist,
       displayName: 'postgres',
       roots: ['<rootDir>/test'],
       testMatch: ['**/*.e2e-spec.ts'],

@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 name="${1:?usage: npm run migration:generate -- Name}"
-npx tsc -p tsconfig.build.json
+node scripts/build.mjs
 tmp=$(mktemp -d)
 schema="gen_$(date +%s)_$$"
 PG_URL="${GENERATE_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/test}"

@@ -7,17 +7,21 @@ bash scripts/ensure-deps.sh
 bash scripts/ensure-services.sh
 bash scripts/ensure-chromium.sh
 bash scripts/ensure-kubectl.sh
-echo "== client types from the committed contract"
-npx openapi-typescript openapi/openapi.json --output test/generated/results-api.ts --silent
 echo "== lint" && npx eslint --max-warnings=0 .
 echo "== type check" && npx tsc -p tsconfig.json
-echo "== build" && npx tsc -p tsconfig.build.json
+echo "== build" && node scripts/build.mjs --force
 echo "== contract is current"
 fresh=$(mktemp -d)
 trap 'rm -rf "$fresh"' EXIT
-node dist/openapi-export.js "$fresh" >/dev/null
-if ! diff -ru openapi "$fresh"; then
+node dist/openapi-export.js "$fresh/openapi" >/dev/null
+if ! diff -ru openapi "$fresh/openapi"; then
   echo "openapi/ differs from what the code generates: run 'npm run openapi' and commit the result." >&2
+  exit 1
+fi
+echo "== client types are current"
+npx openapi-typescript openapi/openapi.json --output "$fresh/results-api.ts" --silent
+if ! diff -u test/generated/results-api.ts "$fresh/results-api.ts"; then
+  echo "test/generated/results-api.ts differs from what openapi/openapi.json generates: run 'npm run openapi' and commit the result." >&2
   exit 1
 fi
 echo "== contract lint" && npx redocly lint openapi/openapi.json --format=stylish

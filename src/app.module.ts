@@ -15,6 +15,7 @@ import { MetricsModule } from './metrics/metrics.module.js';
 import { RateLimitModule } from './rate-limit/rate-limit.module.js';
 import { RedisModule } from './redis/redis.module.js';
 import { VisitsModule } from './visits/visits.module.js';
+import { WebhooksModule } from './webhooks/webhooks.module.js';
 
 /** The whole service: the HTTP application and the operator CLI share it. */
 @Module({})
@@ -33,6 +34,7 @@ export class AppModule {
         ClientsModule,
         BranchesModule,
         VisitsModule,
+        WebhooksModule,
         MenusModule,
         AuthModule,
         DemoModule,

@@ -4,6 +4,7 @@ import { SCOPE_DESCRIPTIONS } from './auth/scopes.js';
 import { API_KEY_SCHEME, OAUTH_SCHEME } from './common/openapi-names.js';
 import type { AppConfig } from './config/app-config.js';
 import { TOKEN_PATH } from './rate-limit/rate-limit.guard.js';
+import { WEBHOOK_EVENT_MODELS, WEBHOOKS_OPENAPI } from './webhooks/webhooks-openapi.js';
 
 const RETRY_AFTER = {
   required: true,
@@ -162,6 +163,8 @@ export function buildOpenApi(app: INestApplication, config: AppConfig): OpenAPIO
         'client-credentials bearer token from `POST /connect/token`.',
     )
     .setVersion('1.0.0')
+    // 3.1: the version that has `webhooks`, for the events the service sends to partners.
+    .setOpenAPIVersion('3.1.0')
     .addServer(serverUrl(config))
     .addApiKey({ type: 'apiKey', in: 'header', name: 'svc-api-key', description: 'The API key issued with your credential.' }, API_KEY_SCHEME)
     .addOAuth2(
@@ -173,8 +176,9 @@ export function buildOpenApi(app: INestApplication, config: AppConfig): OpenAPIO
       OAUTH_SCHEME,
     );
   return complete(
-    SwaggerModule.createDocument(app, builder.build(), {
+    SwaggerModule.createDocument(app, { ...builder.build(), webhooks: WEBHOOKS_OPENAPI }, {
       operationIdFactory: (controller: string, method: string) => `${controller.replace(/Controller$/, '')}_${method}`,
+      extraModels: WEBHOOK_EVENT_MODELS,
     }),
     config,
   );

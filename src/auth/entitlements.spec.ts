@@ -1,5 +1,6 @@
 import { ProblemException } from '../common/problem.js';
-import { effectiveSelection, selectionOf } from './entitlements.js';
+import { selectionOf } from './entitled-query.js';
+import { effectiveSelection } from './entitlements.js';
 import type { Principal } from './principal.js';
 
 const principal = (over: Partial<Principal> = {}): Principal => ({

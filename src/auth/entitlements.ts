@@ -1,16 +1,6 @@
-import { createParamDecorator, type ExecutionContext } from '@nestjs/common';
-import type { Request } from 'express';
 import { ProblemException } from '../common/problem.js';
 import { visitTypeCodes } from '../common/query-fields.js';
-import {
-  documentQuery,
-  parameterDto,
-  parseQuery,
-  rawQueryString,
-  requestQueryContext,
-  type DtoClass,
-} from '../common/query-params.js';
-import type { AuthenticatedRequest, Principal } from './principal.js';
+import type { Principal } from './principal.js';
 
 /** The parameters by which a request selects data; each is checked against the credential. */
 export interface EntitledSelection {
@@ -63,38 +53,4 @@ export function effectiveSelection(principal: Principal | undefined, selection: 
 /** A 403 for a resource of another client than the query's (a menu, an image), in the same words. */
 export function notEntitled(what: string): ProblemException {
   return new ProblemException(403, `The credential is not entitled to ${what}.`);
-}
-
-/** Where the checked selection is kept on the query object that @EntitledQuery() returns. */
-const SELECTION = Symbol('effectiveSelection');
-
-/**
- * The effective selection of a query that went through @EntitledQuery(). A query that did not
- * is a programming error: it fails the request rather than read unrestricted data.
- */
-export function selectionOf(query: object): EffectiveSelection {
-  const selection = (query as Record<symbol, EffectiveSelection | undefined>)[SELECTION];
-  if (!selection) throw new Error('the query was not checked against the credential entitlements (@EntitledQuery)');
-  return selection;
-}
-
-const EntitledQueryFor = createParamDecorator((dto: DtoClass<EntitledSelection>, context: ExecutionContext) => {
-  const request = context.switchToHttp().getRequest<Request & AuthenticatedRequest>();
-  const query = parseQuery(dto, rawQueryString(request), requestQueryContext(request));
-  const selection = effectiveSelection(request.principal, query);
-  Object.defineProperty(query, SELECTION, { value: Object.freeze(selection), enumerable: false });
-  return query;
-});
-
-/**
- * The query of a data endpoint: parsed and validated by its DTO (400 with every broken
- * rule), then checked against the caller's entitlements (403). Its effective selection is
- * read with {@link selectionOf}.
- */
-export function EntitledQuery(): ParameterDecorator {
-  return (target, key, index) => {
-    const dto = parameterDto(target, key, index) as DtoClass<EntitledSelection>;
-    EntitledQueryFor(dto)(target, key, index);
-    if (key !== undefined) documentQuery(dto, target, key);
-  };
 }

@@ -1,6 +1,6 @@
 import { Controller, Get } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
-import { EntitledQuery, selectionOf } from '../auth/entitlements.js';
+import { EntitledQuery, selectionOf } from '../auth/entitled-query.js';
 import { RequiresScope } from '../auth/requires-scope.decorator.js';
 import { Scope } from '../auth/scopes.js';
 import { ApiDataErrors } from '../common/api-responses.js';

@@ -14,6 +14,7 @@ import { registerMenus } from './menus.js';
 import { registerMigrations } from './migrations.js';
 import { registerSigningKeys } from './signing-keys.js';
 import { registerVisits } from './visits.js';
+import { registerWebhooks } from './webhooks.js';
 
 /** The operator commands, writing to the run's streams; errors and --help throw instead of ending the process. */
 export function buildCli(cli: CliContext): Command {
@@ -42,6 +43,7 @@ export function buildCli(cli: CliContext): Command {
     registerCredentials,
     registerKeys,
     registerSigningKeys,
+    registerWebhooks,
     registerDemo,
     registerMigrations,
   ]) {

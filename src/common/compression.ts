@@ -10,13 +10,14 @@ export type Encoding = 'br' | 'gzip';
 export const COMPRESS_MIN_BYTES = 1024;
 
 /**
- * Levels chosen by measurement on a 1000-visit page (3.7 MB; docs/decisions.md, "Compression"):
- * brotli quality 5 made it 33 times smaller in 15 ms, gzip level 6 16 times in 22 ms. Brotli
- * at this quality is both smaller and faster, so it is preferred whenever a client accepts both
- * equally (`br, gzip`, `*`). Gzip level 6 is the knee of its curve: level 4 is a third larger,
- * level 9 takes 1.85 times as long for 6% less.
+ * Levels chosen by measurement on 1000-visit pages (docs/decisions.md, "Compression"): brotli
+ * quality 4 made the bench's 4.2 MB page 27 times smaller in a third of the time quality 5
+ * took (a page that is not cached is compressed for every request, so the time counts more
+ * than the last 30% of size), and both beat gzip in size and time, so brotli is preferred
+ * whenever a client accepts both equally (`br, gzip`, `*`). Gzip level 6 is the knee of its
+ * curve: level 4 is a third larger, level 9 takes 1.85 times as long for 6% less.
  */
-const BROTLI_QUALITY = 5;
+const BROTLI_QUALITY = 4;
 const GZIP_LEVEL = 6;
 /** The codings in order of preference when a client accepts several equally. */
 const PREFERENCE: readonly Encoding[] = ['br', 'gzip'];

@@ -4,6 +4,7 @@ import {
   IsBoolean,
   IsIn,
   IsInt,
+  IsNumber,
   IsOptional,
   IsString,
   Matches,
@@ -17,6 +18,10 @@ const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'
 
 function toInt({ value }: { value: unknown }): unknown {
   return typeof value === 'string' && /^-?\d+$/.test(value.trim()) ? Number(value) : value;
+}
+
+function toNumber({ value }: { value: unknown }): unknown {
+  return typeof value === 'string' && /^\d+(\.\d+)?$/.test(value.trim()) ? Number(value) : value;
 }
 
 function toBool({ value }: { value: unknown }): unknown {
@@ -251,6 +256,60 @@ export class AppConfig {
   @Min(0, { message: 'an integer from 0 to 4096' })
   @Max(4096, { message: 'an integer from 0 to 4096' })
   VISITS_CACHE_MB = 64;
+
+  /** Changes of one client within this many milliseconds go out as one webhook event. */
+  @Transform(toInt)
+  @IsInt({ message: 'an integer from 0 to 600000' })
+  @Min(0, { message: 'an integer from 0 to 600000' })
+  @Max(600000, { message: 'an integer from 0 to 600000' })
+  WEBHOOKS_COALESCE_MS = 5000;
+
+  /** How often each process looks for webhook events that are due. */
+  @Transform(toInt)
+  @IsInt({ message: 'an integer from 10 to 60000' })
+  @Min(10, { message: 'an integer from 10 to 60000' })
+  @Max(60000, { message: 'an integer from 10 to 60000' })
+  WEBHOOKS_POLL_MS = 1000;
+
+  /** How long a receiver has to answer a webhook with a 2xx; a delivery's claim lasts twice this. */
+  @Transform(toInt)
+  @IsInt({ message: 'an integer from 100 to 60000' })
+  @Min(100, { message: 'an integer from 100 to 60000' })
+  @Max(60000, { message: 'an integer from 100 to 60000' })
+  WEBHOOKS_TIMEOUT_MS = 10000;
+
+  /** The first retry's delay; each further one doubles it (with jitter), up to an hour. */
+  @Transform(toInt)
+  @IsInt({ message: 'an integer from 10 to 3600000' })
+  @Min(10, { message: 'an integer from 10 to 3600000' })
+  @Max(3600000, { message: 'an integer from 10 to 3600000' })
+  WEBHOOKS_BACKOFF_BASE_MS = 10000;
+
+  /** How long after its first change an event is retried before it is given up and its endpoint marked failing. */
+  @Transform(toNumber)
+  @IsNumber({}, { message: 'a number of hours greater than 0, at most 720' })
+  @Min(0.0001, { message: 'a number of hours greater than 0, at most 720' })
+  @Max(720, { message: 'a number of hours greater than 0, at most 720' })
+  WEBHOOKS_RETRY_HOURS = 24;
+
+  /** Webhook requests in flight per process, over all endpoints. */
+  @Transform(toInt)
+  @IsInt({ message: 'an integer from 1 to 200' })
+  @Min(1, { message: 'an integer from 1 to 200' })
+  @Max(200, { message: 'an integer from 1 to 200' })
+  WEBHOOKS_CONCURRENCY = 10;
+
+  /** Webhook requests in flight per process to one endpoint, so a slow receiver holds only these. */
+  @Transform(toInt)
+  @IsInt({ message: 'an integer from 1 to 50' })
+  @Min(1, { message: 'an integer from 1 to 50' })
+  @Max(50, { message: 'an integer from 1 to 50' })
+  WEBHOOKS_CONCURRENCY_PER_ENDPOINT = 2;
+
+  /** Allow plain-http webhook URLs on a loopback address (development and tests only). */
+  @Transform(toBool)
+  @IsBoolean({ message: 'true or false' })
+  WEBHOOKS_ALLOW_HTTP_LOOPBACK = false;
 
   get usesPostgres(): boolean {
     return this.DATABASE_URL !== undefined;

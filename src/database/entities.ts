@@ -10,6 +10,8 @@ import { Menu } from '../menus/entities/menu.entity.js';
 import { VisitDocument } from '../visits/entities/visit-document.entity.js';
 import { VisitType } from '../visits/entities/visit-type.entity.js';
 import { Visit } from '../visits/entities/visit.entity.js';
+import { WebhookDelivery } from '../webhooks/entities/webhook-delivery.entity.js';
+import { WebhookEndpoint } from '../webhooks/entities/webhook-endpoint.entity.js';
 
 /** Every entity of the service, listed explicitly (no globs: the build is ESM). */
 export const ENTITIES = [
@@ -25,4 +27,6 @@ export const ENTITIES = [
   Credential,
   ApiKey,
   SigningKey,
+  WebhookEndpoint,
+  WebhookDelivery,
 ];

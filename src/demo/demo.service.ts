@@ -72,7 +72,7 @@ export class DemoService {
         branches += check(await this.branches.importFile(client.id, file));
       }
       const visitsFile = join(work, 'visits.ndjson');
-      const generated = demoVisits({ today, days: 90 });
+      const generated = demoVisits({ today, days: 90, zone: this.config.RESULTS_TIMEZONE });
       await writeFile(visitsFile, generated.map((v) => JSON.stringify(v)).join('\n'));
       const visits = check(await this.visits.importFile(visitsFile));
       // Then the reviews of the latest mystery visits, re-scored: the change feed shows them last.

@@ -17,6 +17,9 @@ export const REDACTED_PATHS = [
   'client_secret',
   'clientSecret',
   'apiKey',
+  // Webhook signing secrets (the CLI prints a new one once; nothing logs one).
+  'secret',
+  'previousSecret',
 ];
 
 type Locals = { locals?: Record<string, unknown> };

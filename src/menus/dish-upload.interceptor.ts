@@ -7,7 +7,7 @@ import { PayloadTooLargeProblem, ValidationProblem } from '../common/problem.js'
 import { AppConfig } from '../config/app-config.js';
 import { imageTooLargeMessage } from './image-inspector.js';
 import { DISH_JSON_PART_MAX_BYTES } from './dto/menu.dto.js';
-import type { UploadParts } from './menus.service.js';
+import type { UploadParts } from './dish-upload-form.js';
 
 /** Room for the json part and the multipart framing on top of the image itself. */
 const FORM_OVERHEAD = 256 * 1024;

@@ -7,7 +7,7 @@ import { readAllRecords } from '../common/record-file.js';
 import { RecordReader } from '../common/record-reader.js';
 import { AppConfig } from '../config/app-config.js';
 import { Menu } from './entities/menu.entity.js';
-import { ImageRejected, prepareImage, type PreparedImage } from './image-inspector.js';
+import { ImageRejected, imageLimits, prepareImage, type PreparedImage } from './image-inspector.js';
 import { type DishInput, MenusRepository } from './menus.repository.js';
 import { readDishFields } from './dish-fields.js';
 
@@ -70,10 +70,7 @@ export class MenusImportService {
       let image: PreparedImage | null = null;
       if (imagePath) {
         try {
-          image = await prepareImage(await readFile(resolve(folder, imagePath)), {
-            maxBytes: this.config.IMAGE_MAX_BYTES,
-            maxPixels: this.config.IMAGE_MAX_PIXELS,
-          });
+          image = await prepareImage(await readFile(resolve(folder, imagePath)), imageLimits(this.config));
         } catch (error) {
           const reason = error instanceof ImageRejected ? error.message : `cannot read ${imagePath}.`;
           r.errors.push(`'dishes[${i}].image' ${reason}`);

@@ -10,9 +10,10 @@ import {
   ApiTags,
 } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
-import { EntitledQuery } from '../auth/entitlements.js';
+import { EntitledQuery } from '../auth/entitled-query.js';
 import { RequiresScope } from '../auth/requires-scope.decorator.js';
 import { Scope } from '../auth/scopes.js';
+import { answeredNotModified } from '../common/conditional-get.js';
 import { ApiDataErrors, ApiProblemResponse } from '../common/api-responses.js';
 import { AppConfig } from '../config/app-config.js';
 import { DishUploadInterceptor, type UploadRequest } from './dish-upload.interceptor.js';
@@ -105,12 +106,8 @@ export class MenusController {
     @Res() res: Response,
   ): Promise<void> {
     const image = await this.menus.image(query.SvcClientId, imageId);
-    res.setHeader('ETag', image.etag);
     res.setHeader('X-Content-Type-Options', 'nosniff');
-    if (req.headers['if-none-match'] === image.etag) {
-      res.status(304).end();
-      return;
-    }
+    if (answeredNotModified(req, res, image.etag)) return;
     res.type(image.contentType).send(image.data);
   }
 

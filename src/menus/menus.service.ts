@@ -7,21 +7,16 @@ import { ID_MAX } from '../common/query-fields.js';
 import { RecordReader } from '../common/record-reader.js';
 import { AppConfig } from '../config/app-config.js';
 import { readDishFields } from './dish-fields.js';
+import { readUploadForm, type UploadParts } from './dish-upload-form.js';
 import type { DishDto, MenuDto } from './dto/menu.dto.js';
 import type { DishImage } from './entities/dish-image.entity.js';
-import { ImageRejected, prepareImage, type PreparedImage } from './image-inspector.js';
+import { ImageRejected, imageLimits, prepareImage, type ImageLimits, type PreparedImage } from './image-inspector.js';
 import { MenusRepository, type DishWithImage } from './menus.repository.js';
 
 export interface Page<T> {
   items: T[];
   /** Token of the next page, when there is one. */
   after?: string;
-}
-
-/** The parts of an upload as the multipart reader left them. */
-export interface UploadParts {
-  files: { fieldname: string; originalname: string; buffer: Buffer }[];
-  fields: Record<string, unknown>;
 }
 
 export interface ImageDownload {
@@ -33,12 +28,15 @@ export interface ImageDownload {
 @Injectable()
 export class MenusService {
   private readonly tokens: PageTokens;
+  /** What an uploaded image may be, as configured. */
+  private readonly imageLimits: ImageLimits;
 
   constructor(
     private readonly repo: MenusRepository,
     private readonly config: AppConfig,
   ) {
     this.tokens = PageTokens.fromConfig(config);
+    this.imageLimits = imageLimits(config);
   }
 
   /** The client's active menus, a page at a time, in id order. */
@@ -85,27 +83,17 @@ export class MenusService {
    * the form (image and dish fields) is reported at once; nothing is written unless all pass.
    */
   async upload(clientId: number, parts: UploadParts): Promise<DishDto> {
-    const errors: string[] = [];
-    const imageParts = parts.files.filter((f) => f.fieldname === '' || f.fieldname === 'file');
-    const unexpected = parts.files.filter((f) => f.fieldname !== '' && f.fieldname !== 'file' && f.fieldname !== 'json');
-    for (const part of unexpected) errors.push(`Unexpected file part '${part.fieldname}': the image part has an empty name or 'file'.`);
-    if (imageParts.length === 0) errors.push("The image part is required: a file part with an empty name or named 'file'.");
-    if (imageParts.length > 1) errors.push('Send one image part only.');
-
+    const { image: imageBytes, json, errors } = readUploadForm(parts);
     let image: PreparedImage | null = null;
-    if (imageParts.length === 1) {
+    if (imageBytes) {
       try {
-        image = await prepareImage(imageParts[0].buffer, {
-          maxBytes: this.config.IMAGE_MAX_BYTES,
-          maxPixels: this.config.IMAGE_MAX_PIXELS,
-        });
+        image = await prepareImage(imageBytes, this.imageLimits);
       } catch (error) {
         if (!(error instanceof ImageRejected)) throw error;
         errors.push(error.message);
       }
     }
 
-    const json = this.jsonPart(parts, errors);
     let fields: ReturnType<typeof readDishFields> = null;
     let menuId: number | null = null;
     if (json !== undefined) {
@@ -124,30 +112,6 @@ export class MenusService {
     const saved = await this.repo.saveDish(fields, image);
     const row = await this.repo.dishWithImage(saved.id);
     return this.dishDto(row!, clientId);
-  }
-
-  private jsonPart(parts: UploadParts, errors: string[]): unknown {
-    const asFile = parts.files.filter((f) => f.fieldname === 'json');
-    const asField = parts.fields.json;
-    if (asFile.length + (asField === undefined ? 0 : 1) > 1 || Array.isArray(asField)) {
-      errors.push("Send one 'json' part only.");
-      return undefined;
-    }
-    const text = asFile[0] ? asFile[0].buffer.toString('utf8') : asField;
-    if (text === undefined) {
-      errors.push("The 'json' part is required: the dish as JSON.");
-      return undefined;
-    }
-    if (typeof text !== 'string') {
-      errors.push("The 'json' part must be JSON text.");
-      return undefined;
-    }
-    try {
-      return JSON.parse(text) as unknown;
-    } catch {
-      errors.push("The 'json' part is not valid JSON.");
-      return undefined;
-    }
   }
 
   /** An image of one of the client's dishes, with its validator. */

@@ -1,10 +1,11 @@
 import { Controller, Get, Req, Res } from '@nestjs/common';
 import type { Request, Response } from 'express';
 import { ApiOkResponse, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
-import { EntitledQuery, selectionOf } from '../auth/entitlements.js';
+import { EntitledQuery, selectionOf } from '../auth/entitled-query.js';
 import { RequiresScope } from '../auth/requires-scope.decorator.js';
 import { Scope } from '../auth/scopes.js';
 import { ApiDataErrors } from '../common/api-responses.js';
+import { answeredNotModified } from '../common/conditional-get.js';
 import { sendBody } from '../common/compression.js';
 import {
   PlusChangesResponseDto,
@@ -47,13 +48,9 @@ const NOT_MODIFIED = { status: 304, description: 'Not modified: the If-None-Matc
  * coding the partner got; the 304 carries the Vary of the 200 it stands for.
  */
 function send(req: Request, res: Response, page: VisitsPage, compressed: CompressedPages): Promise<void> {
-  res.setHeader('ETag', page.etag);
   res.setHeader('Cache-Control', 'private, no-cache');
   res.vary('Accept-Encoding');
-  if (req.headers['if-none-match'] === page.etag) {
-    res.status(304).end();
-    return Promise.resolve();
-  }
+  if (answeredNotModified(req, res, page.etag)) return Promise.resolve();
   res.status(200).setHeader('Content-Type', 'application/json; charset=utf-8');
   return sendBody(req, res, page.body, { compressed: (encoding) => compressed.get(page.etag, page.body, encoding) });
 }

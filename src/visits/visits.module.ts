@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { BranchesModule } from '../branches/branches.module.js';
 import { ClientsModule } from '../clients/clients.module.js';
+import { WebhooksModule } from '../webhooks/webhooks.module.js';
 import { CompressedPages } from './compressed-pages.js';
 import { VisitChangesService } from './visit-changes.service.js';
 import { VisitNames } from './visit-names.service.js';
@@ -10,7 +11,7 @@ import { VisitsService } from './visits.service.js';
 import { VisitsRepository } from './visits.repository.js';
 
 @Module({
-  imports: [ClientsModule, BranchesModule],
+  imports: [ClientsModule, BranchesModule, WebhooksModule],
   controllers: [VisitsController],
   providers: [VisitsRepository, VisitsImportService, VisitsService, VisitChangesService, VisitNames, CompressedPages],
   exports: [VisitsImportService, VisitsRepository],

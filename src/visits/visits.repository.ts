@@ -6,6 +6,7 @@ import { VisitType } from './entities/visit-type.entity.js';
 import { Visit } from './entities/visit.entity.js';
 import { inTransaction } from '../database/transaction.js';
 import { renderVisitDocument, type ClientNames, type DocumentRow } from './visit-json.js';
+import { WebhooksRepository } from '../webhooks/webhooks.repository.js';
 
 /** What an import compares to decide whether a re-imported visit changed. */
 export type StoredVisit = Pick<Visit, 'id' | 'clientId' | 'modificationDate'> & { fingerprint: string };
@@ -98,7 +99,10 @@ export class VisitsRepository {
   /** Read on every page request, so written once. */
   private readonly versionSql: string;
 
-  constructor(@InjectDataSource() private readonly db: DataSource) {
+  constructor(
+    @InjectDataSource() private readonly db: DataSource,
+    private readonly webhooks: WebhooksRepository,
+  ) {
     this.postgres = db.options.type === 'postgres';
     this.versionSql = `SELECT data_version AS v FROM clients WHERE id = ${this.postgres ? '$1' : '?'}`;
   }
@@ -215,6 +219,8 @@ export class VisitsRepository {
           visit.changedAt = changedAt;
         });
       }
+      // The webhook events announcing this write commit, or roll back, with it.
+      await this.webhooks.recordVisitChanges(tx, visits, changedAt);
       for (let i = 0; i < visits.length; i += 200) {
         const batch = visits.slice(i, i + 200);
         await tx.getRepository(Visit).upsert(batch, { conflictPaths: ['id'], skipUpdateIfNoValuesChanged: false });

@@ -19,8 +19,14 @@ interface Operation {
   responses: Record<string, ResponseSpec>;
 }
 
+interface WebhookOperation {
+  parameters: { name: string; in: string; required?: boolean }[];
+  requestBody: { content: Record<string, MediaType> };
+}
+
 const contract = JSON.parse(readFileSync(new URL('../../openapi/openapi.json', import.meta.url), 'utf8')) as {
   paths: Record<string, Record<string, Operation>>;
+  webhooks: Record<string, { post: WebhookOperation }>;
   components: { schemas: Record<string, Schema>; headers?: Record<string, { required?: boolean }> };
 };
 
@@ -101,6 +107,32 @@ export function contractViolations(method: string, path: string, status: number,
   }
   const validate = validatorFor(media.schema);
   if (!validate(parsed)) problems.push(`${where}: body does not match the schema: ${ajv.errorsText(validate.errors)}`);
+  return problems;
+}
+
+/**
+ * Checks a request the service sent to a webhook receiver against the contract's `webhooks`
+ * entry of its event type: the required headers, the content type and the body's schema.
+ */
+export function webhookViolations(headers: Record<string, unknown>, rawBody: string): string[] {
+  let body: { type?: unknown };
+  try {
+    body = JSON.parse(rawBody) as { type?: unknown };
+  } catch {
+    return ['the webhook body is not JSON'];
+  }
+  const operation = contract.webhooks[String(body.type)]?.post;
+  if (!operation) return [`the event type ${String(body.type)} is not in the contract's webhooks`];
+  const where = `webhook ${String(body.type)}`;
+  const problems = operation.parameters
+    .filter((p) => p.in === 'header' && p.required && headers[p.name.toLowerCase()] === undefined)
+    .map((p) => `${where}: documented header ${p.name} is missing`);
+  const contentType = headers['content-type'];
+  const type = (typeof contentType === 'string' ? contentType : '').split(';')[0]?.trim() ?? '';
+  const schema = operation.requestBody.content[type]?.schema;
+  if (!schema) return [...problems, `${where}: content type '${type}' is not documented`];
+  const validate = validatorFor(schema);
+  if (!validate(body)) problems.push(`${where}: body does not match the schema: ${ajv.errorsText(validate.errors)}`);
   return problems;
 }
 

@@ -5,7 +5,7 @@ import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { parseAllDocuments } from 'yaml';
-import { loadConfig } from '../../src/config/app-config.js';
+import { loadConfig } from '../src/config/app-config.js';
 
 /**
  * The Kubernetes manifests of deploy/k8s, rendered as an operator renders them
@@ -14,7 +14,7 @@ import { loadConfig } from '../../src/config/app-config.js';
  */
 
 const run = promisify(execFile);
-const BASE = fileURLToPath(new URL('../../deploy/k8s', import.meta.url));
+const BASE = fileURLToPath(new URL('k8s', import.meta.url));
 
 type Labels = Record<string, string>;
 interface LabelSelector {

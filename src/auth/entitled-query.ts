@@ -1,0 +1,51 @@
+import { createParamDecorator, type ExecutionContext } from '@nestjs/common';
+import type { Request } from 'express';
+import {
+  documentQuery,
+  parameterDto,
+  parseQuery,
+  rawQueryString,
+  requestQueryContext,
+  type DtoClass,
+} from '../common/query-params.js';
+import { effectiveSelection, type EffectiveSelection, type EntitledSelection } from './entitlements.js';
+import type { AuthenticatedRequest } from './principal.js';
+
+/*
+ * The query of a data endpoint as a handler parameter: parsed and validated by its DTO, then
+ * checked by the entitlement rule (entitlements.ts), and published in the contract.
+ */
+
+/** Where the checked selection is kept on the query object that @EntitledQuery() returns. */
+const SELECTION = Symbol('effectiveSelection');
+
+/**
+ * The effective selection of a query that went through @EntitledQuery(). A query that did not
+ * is a programming error: it fails the request rather than read unrestricted data.
+ */
+export function selectionOf(query: object): EffectiveSelection {
+  const selection = (query as Record<symbol, EffectiveSelection | undefined>)[SELECTION];
+  if (!selection) throw new Error('the query was not checked against the credential entitlements (@EntitledQuery)');
+  return selection;
+}
+
+const EntitledQueryFor = createParamDecorator((dto: DtoClass<EntitledSelection>, context: ExecutionContext) => {
+  const request = context.switchToHttp().getRequest<Request & AuthenticatedRequest>();
+  const query = parseQuery(dto, rawQueryString(request), requestQueryContext(request));
+  const selection = effectiveSelection(request.principal, query);
+  Object.defineProperty(query, SELECTION, { value: Object.freeze(selection), enumerable: false });
+  return query;
+});
+
+/**
+ * The query of a data endpoint: parsed and validated by its DTO (400 with every broken
+ * rule), then checked against the caller's entitlements (403). Its effective selection is
+ * read with {@link selectionOf}.
+ */
+export function EntitledQuery(): ParameterDecorator {
+  return (target, key, index) => {
+    const dto = parameterDto(target, key, index) as DtoClass<EntitledSelection>;
+    EntitledQueryFor(dto)(target, key, index);
+    if (key !== undefined) documentQuery(dto, target, key);
+  };
+}

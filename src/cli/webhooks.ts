@@ -1,0 +1,94 @@
+import type { Command } from 'commander';
+import { OperatorError } from '../common/operator-error.js';
+import { WebhooksService, type EndpointSummary, type IssuedSecret } from '../webhooks/webhooks.service.js';
+import type { CliContext, Output } from './context.js';
+
+function secretOutput(issued: IssuedSecret, note: string): Output {
+  return {
+    json: issued,
+    text: `${issued.id}  ${issued.url}  (credential ${issued.credential})\nsigning secret, shown only now${note}: ${issued.secret}`,
+  };
+}
+
+function endpointLines(e: EndpointSummary): string {
+  const lines = [`${e.id}  ${e.state}  ${e.url}${e.allowPrivate ? '  (private addresses allowed)' : ''}`];
+  lines.push(`  credential ${e.credential}  pending events ${e.pendingEvents}  last delivery ${e.lastDeliveryAt ?? 'never'}`);
+  if (e.failingSince) lines.push(`  failing since ${e.failingSince}`);
+  if (e.lastError) lines.push(`  last error (${e.lastErrorAt}): ${e.lastError}`);
+  if (e.previousSecretUntil) lines.push(`  previous secret signs too until ${e.previousSecretUntil}`);
+  return lines.join('\n');
+}
+
+export function registerWebhooks(program: Command, cli: CliContext): void {
+  const webhooks = program.command('webhooks').description('webhook endpoints told when a credential\'s visits change');
+  webhooks
+    .command('add')
+    .description('add an endpoint for a credential; prints its signing secret once')
+    .argument('<clientId>', 'the credential client id (svc_…)')
+    .requiredOption('--url <url>', 'https URL that receives the events')
+    .option('--allow-private', 'allow a URL that leads to a private, link-local or loopback address')
+    .action(
+      cli.action(async (clientId: string, opts: { url: string; allowPrivate?: boolean }) =>
+        cli.withApp(async (app) => secretOutput(await app.get(WebhooksService).add(clientId, opts.url, opts.allowPrivate ?? false), '')),
+      ),
+    );
+  webhooks
+    .command('list')
+    .description('list endpoints: state, failing since, last delivery, last error, pending events (no secrets)')
+    .action(
+      cli.action(async () =>
+        cli.withApp(async (app) => {
+          const all = await app.get(WebhooksService).list();
+          return { json: all, text: all.map(endpointLines).join('\n') || '(no webhook endpoints)' };
+        }),
+      ),
+    );
+  for (const [verb, description] of [
+    ['disable', 'stop sending to an endpoint; events waiting for it wait until it is enabled'],
+    ['enable', 'send to a disabled endpoint again'],
+    ['remove', 'remove an endpoint and the events waiting for it'],
+  ] as const) {
+    webhooks
+      .command(verb)
+      .description(description)
+      .argument('<id>', 'the endpoint id (wh_…)')
+      .action(
+        cli.action(async (id: string) =>
+          cli.withApp(async (app) => {
+            const service = app.get(WebhooksService);
+            if (verb === 'remove') await service.remove(id);
+            else await service.setDisabled(id, verb === 'disable');
+            return { json: { id, [verb === 'remove' ? 'removed' : 'disabled']: verb !== 'enable' }, text: `${id} ${verb}d` };
+          }),
+        ),
+      );
+  }
+  webhooks
+    .command('rotate-secret')
+    .description('give an endpoint a new signing secret (printed once); the old one signs too for 24 hours')
+    .argument('<id>', 'the endpoint id (wh_…)')
+    .action(
+      cli.action(async (id: string) =>
+        cli.withApp(async (app) => {
+          const issued = await app.get(WebhooksService).rotateSecret(id);
+          const note = issued.previousSecretUntil
+            ? `; the previous one signs too until ${issued.previousSecretUntil}`
+            : '; the previous one could not be decrypted and signs no more';
+          return secretOutput(issued, note);
+        }),
+      ),
+    );
+  webhooks
+    .command('test')
+    .description('send a ping event to an endpoint now and report its answer')
+    .argument('<id>', 'the endpoint id (wh_…)')
+    .action(
+      cli.action(async (id: string) =>
+        cli.withApp(async (app) => {
+          const result = await app.get(WebhooksService).test(id);
+          if (!result.ok) throw new OperatorError(`ping ${result.eventId} to ${id} failed: ${result.error}`);
+          return { json: result, text: `ping ${result.eventId} to ${id} delivered: HTTP ${result.status}` };
+        }),
+      ),
+    );
+}

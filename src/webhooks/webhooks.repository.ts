@@ -1,0 +1,292 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource, type EntityManager } from 'typeorm';
+import { Credential } from '../auth/entities/credential.entity.js';
+import { AppConfig } from '../config/app-config.js';
+import { inTransaction } from '../database/transaction.js';
+import type { Visit } from '../visits/entities/visit.entity.js';
+import { VISITS_CHANGED } from './dto/webhook-event.dto.js';
+import { WebhookDelivery } from './entities/webhook-delivery.entity.js';
+import { WebhookEndpoint } from './entities/webhook-endpoint.entity.js';
+import { newEventId } from './webhook-event.js';
+
+/** What an import tells the outbox of each visit it writes. */
+export type ChangedVisit = Pick<Visit, 'clientId' | 'brandId' | 'visitType'>;
+
+/** An event claimed for delivery, with what sending it needs. */
+export interface ClaimedDelivery {
+  eventId: string;
+  endpointId: string;
+  type: string;
+  clientId: number;
+  count: number;
+  createdAt: Date;
+  /** Attempts started, this one included. */
+  attempts: number;
+  lockToken: string;
+  url: string;
+  allowPrivate: boolean;
+  /** Sealed secrets (see SecretBox): the current one, and the one before a rotation while it still signs. */
+  secret: string;
+  previousSecret: string | null;
+  previousSecretUntil: Date | null;
+}
+
+export interface ClaimRequest {
+  now: Date;
+  /** Events to claim at most. */
+  limit: number;
+  /** Requests in flight in this process, per endpoint. */
+  inFlight: ReadonlyMap<string, number>;
+  perEndpoint: number;
+  leaseUntil: Date;
+  lockToken: string;
+}
+
+/** A credential's entitlement as stored: comma- or space-separated lists, null for "all". */
+interface EntitlementRow {
+  id: string;
+  client_ids: string;
+  brand_ids: string | null;
+  visit_types: string | null;
+}
+
+const list = (text: string): string[] => text.split(/[\s,]+/).filter(Boolean);
+
+/** How many of the written visits of `clientId` a credential may read. */
+function visibleCount(row: EntitlementRow, clientId: number, visits: readonly ChangedVisit[]): number {
+  if (!list(row.client_ids).map(Number).includes(clientId)) return 0;
+  const brands = row.brand_ids === null ? null : new Set(list(row.brand_ids).map(Number));
+  const types = row.visit_types === null ? null : new Set(list(row.visit_types));
+  return visits.filter(
+    (v) => v.clientId === clientId && (!brands || (v.brandId !== null && brands.has(v.brandId))) && (!types || types.has(v.visitType)),
+  ).length;
+}
+
+/** A stored time as a Date: PostgreSQL gives Dates, SQLite the UTC text TypeORM writes. */
+function readTime(value: Date | string | null): Date | null {
+  if (value === null) return null;
+  return value instanceof Date ? value : new Date(`${value.replace(' ', 'T')}Z`);
+}
+
+/**
+ * Webhook endpoints and the outbox of their deliveries: all SQL of the feature. The outbox is
+ * written in the transaction of the change (recordVisitChanges) and claimed with a lease by
+ * the dispatcher of any process; on PostgreSQL the claim skips rows another process holds.
+ */
+@Injectable()
+export class WebhooksRepository {
+  private readonly postgres: boolean;
+
+  constructor(
+    @InjectDataSource() private readonly db: DataSource,
+    private readonly config: AppConfig,
+  ) {
+    this.postgres = db.options.type === 'postgres';
+  }
+
+  /** `?` placeholders as the database wants them. */
+  private sql(text: string): string {
+    let n = 0;
+    return this.postgres ? text.replace(/\?/g, () => `$${++n}`) : text;
+  }
+
+  /** A time as a parameter: a Date for PostgreSQL, the text TypeORM stores in SQLite (so they compare). */
+  private time(at: Date): Date | string {
+    return this.postgres ? at : at.toISOString().replace('T', ' ').replace('Z', '');
+  }
+
+  private async run(tx: EntityManager, text: string, params: unknown[]): Promise<number> {
+    const result = await tx.queryRunner!.query(this.sql(text), params, true);
+    return result.affected ?? 0;
+  }
+
+  findCredential(clientId: string): Promise<Credential | null> {
+    return this.db.getRepository(Credential).findOneBy({ clientId });
+  }
+
+  async insertEndpoint(endpoint: Omit<WebhookEndpoint, 'createdAt' | 'credential'>): Promise<void> {
+    await this.db.getRepository(WebhookEndpoint).insert(endpoint);
+  }
+
+  findEndpoint(id: string): Promise<WebhookEndpoint | null> {
+    return this.db.getRepository(WebhookEndpoint).findOneBy({ id });
+  }
+
+  listEndpoints(): Promise<WebhookEndpoint[]> {
+    return this.db.getRepository(WebhookEndpoint).find({ order: { createdAt: 'ASC', id: 'ASC' } });
+  }
+
+  async updateEndpoint(id: string, patch: Partial<Pick<WebhookEndpoint, 'disabled' | 'secret' | 'previousSecret' | 'previousSecretUntil'>>): Promise<void> {
+    await this.db.getRepository(WebhookEndpoint).update({ id }, patch);
+  }
+
+  /** Removes an endpoint and, with it, the events waiting for it. */
+  async removeEndpoint(id: string): Promise<void> {
+    await inTransaction(this.db, async (tx) => {
+      await tx.getRepository(WebhookDelivery).delete({ endpointId: id });
+      await tx.getRepository(WebhookEndpoint).delete({ id });
+    });
+  }
+
+  /** Events waiting per endpoint. */
+  async pendingCounts(): Promise<Map<string, number>> {
+    const rows = await this.db.query<{ id: string; n: number | string }[]>(
+      'SELECT endpoint_id AS id, COUNT(*) AS n FROM webhook_deliveries GROUP BY endpoint_id',
+    );
+    return new Map(rows.map((r) => [r.id, Number(r.n)]));
+  }
+
+  /**
+   * Writes, in the import's transaction `tx`, a visits.changed event for every active endpoint
+   * of every active credential that may read some of `visits`, counting only those it may
+   * read. An event no attempt has been made for yet takes the further changes of its client
+   * (coalescing); otherwise a new one is due after WEBHOOKS_COALESCE_MS. The transaction holds
+   * the client's row lock (see VisitsRepository.upsertBatch), so two writers of one client
+   * never both open an event; a claim that wins the race freezes the event (attempts > 0)
+   * and this writer opens a new one.
+   */
+  async recordVisitChanges(tx: EntityManager, visits: readonly ChangedVisit[], at: Date): Promise<void> {
+    if (visits.length === 0) return;
+    const endpoints = await tx.query<EntitlementRow[]>(
+      `SELECT e.id, c.client_ids, c.brand_ids, c.visit_types FROM webhook_endpoints e
+        JOIN credentials c ON c.client_id = e.credential_id WHERE NOT e.disabled AND NOT c.disabled ORDER BY e.id`,
+    );
+    const clients = [...new Set(visits.map((v) => v.clientId))].sort((a, b) => a - b);
+    for (const endpoint of endpoints) {
+      for (const clientId of clients) {
+        const count = visibleCount(endpoint, clientId, visits);
+        if (count > 0) await this.addToEvent(tx, endpoint.id, clientId, count, at);
+      }
+    }
+  }
+
+  private async addToEvent(tx: EntityManager, endpointId: string, clientId: number, count: number, at: Date): Promise<void> {
+    const added = await this.run(
+      tx,
+      'UPDATE webhook_deliveries SET count = count + ? WHERE endpoint_id = ? AND client_id = ? AND type = ? AND attempts = 0',
+      [count, endpointId, clientId, VISITS_CHANGED],
+    );
+    if (added > 0) return;
+    await tx.query(
+      this.sql(`INSERT INTO webhook_deliveries (event_id, endpoint_id, type, client_id, count, created_at, due_at, attempts)
+        VALUES (?, ?, ?, ?, ?, ?, ?, 0)`),
+      [newEventId(), endpointId, VISITS_CHANGED, clientId, count, this.time(at), this.time(new Date(at.getTime() + this.config.WEBHOOKS_COALESCE_MS))],
+    );
+  }
+
+  /** Whether any event is due and unclaimed: the dispatcher's cheap look before it claims. */
+  async anyDue(now: Date): Promise<boolean> {
+    const rows = await this.db.query<unknown[]>(
+      this.sql('SELECT 1 AS due FROM webhook_deliveries WHERE due_at <= ? AND (locked_until IS NULL OR locked_until <= ?) LIMIT 1'),
+      [this.time(now), this.time(now)],
+    );
+    return rows.length > 0;
+  }
+
+  /**
+   * Claims due events for this process: at most `limit`, and per endpoint no more than its
+   * free slots. Each claimed event gets a lease (locked_until) and a token, and its attempt is
+   * counted now, so an attempt whose process dies is counted and the event is taken again
+   * after the lease. On PostgreSQL rows another process is claiming are skipped, not waited for.
+   */
+  async claim(req: ClaimRequest): Promise<ClaimedDelivery[]> {
+    const busy = [...req.inFlight].filter(([, n]) => n >= req.perEndpoint).map(([id]) => id);
+    return inTransaction(this.db, async (tx) => {
+      const now = this.time(req.now);
+      const candidates = await tx.query<{ event_id: string; endpoint_id: string }[]>(
+        this.sql(`SELECT d.event_id, d.endpoint_id FROM webhook_deliveries d
+          JOIN webhook_endpoints e ON e.id = d.endpoint_id
+          JOIN credentials c ON c.client_id = e.credential_id
+          WHERE d.due_at <= ? AND (d.locked_until IS NULL OR d.locked_until <= ?) AND NOT e.disabled AND NOT c.disabled
+          ${busy.length > 0 ? `AND d.endpoint_id NOT IN (${busy.map(() => '?').join(', ')})` : ''}
+          ORDER BY d.due_at LIMIT ?${this.postgres ? ' FOR UPDATE OF d SKIP LOCKED' : ''}`),
+        [now, now, ...busy, req.limit * 4],
+      );
+      const taken = new Map(req.inFlight);
+      const chosen: string[] = [];
+      for (const row of candidates) {
+        const n = taken.get(row.endpoint_id) ?? 0;
+        if (chosen.length >= req.limit || n >= req.perEndpoint) continue;
+        taken.set(row.endpoint_id, n + 1);
+        chosen.push(row.event_id);
+      }
+      if (chosen.length === 0) return [];
+      const ids = chosen.map(() => '?').join(', ');
+      await tx.query(
+        this.sql(`UPDATE webhook_deliveries SET attempts = attempts + 1, locked_until = ?, lock_token = ? WHERE event_id IN (${ids})`),
+        [this.time(req.leaseUntil), req.lockToken, ...chosen],
+      );
+      return this.claimed(tx, chosen);
+    });
+  }
+
+  private async claimed(tx: EntityManager, eventIds: string[]): Promise<ClaimedDelivery[]> {
+    const rows = await tx.query<Record<string, unknown>[]>(
+      this.sql(`SELECT d.event_id, d.endpoint_id, d.type, d.client_id, d.count, d.created_at, d.attempts, d.lock_token,
+          e.url, e.allow_private, e.secret, e.previous_secret, e.previous_secret_until
+        FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
+        WHERE d.event_id IN (${eventIds.map(() => '?').join(', ')})`),
+      eventIds,
+    );
+    return rows.map((r) => ({
+      eventId: String(r.event_id),
+      endpointId: String(r.endpoint_id),
+      type: String(r.type),
+      clientId: Number(r.client_id),
+      count: Number(r.count),
+      createdAt: readTime(r.created_at as Date | string)!,
+      attempts: Number(r.attempts),
+      lockToken: String(r.lock_token),
+      url: String(r.url),
+      allowPrivate: Boolean(r.allow_private),
+      secret: String(r.secret),
+      previousSecret: (r.previous_secret as string | null) ?? null,
+      previousSecretUntil: readTime((r.previous_secret_until as Date | string | null) ?? null),
+    }));
+  }
+
+  /** A receiver took the event: it leaves the outbox, and the endpoint is healthy again. */
+  async delivered(d: ClaimedDelivery, at: Date): Promise<void> {
+    await inTransaction(this.db, async (tx) => {
+      await this.run(tx, 'DELETE FROM webhook_deliveries WHERE event_id = ? AND lock_token = ?', [d.eventId, d.lockToken]);
+      await this.run(tx, 'UPDATE webhook_endpoints SET last_delivery_at = ?, failing_since = NULL WHERE id = ?', [this.time(at), d.endpointId]);
+    });
+  }
+
+  /** The attempt failed: the event waits until `dueAt` (its claim released) and the endpoint shows the error. */
+  async retryLater(d: ClaimedDelivery, dueAt: Date, error: string, at: Date): Promise<void> {
+    await inTransaction(this.db, async (tx) => {
+      await this.run(
+        tx,
+        'UPDATE webhook_deliveries SET due_at = ?, locked_until = NULL, lock_token = NULL, last_error = ? WHERE event_id = ? AND lock_token = ?',
+        [this.time(dueAt), error.slice(0, 500), d.eventId, d.lockToken],
+      );
+      await this.noteError(tx, d.endpointId, error, at, false);
+    });
+  }
+
+  /** The event's retries are over: it leaves the outbox and the endpoint is marked failing (since the first such event). */
+  async giveUp(d: ClaimedDelivery, error: string, at: Date): Promise<void> {
+    await inTransaction(this.db, async (tx) => {
+      await this.run(tx, 'DELETE FROM webhook_deliveries WHERE event_id = ? AND lock_token = ?', [d.eventId, d.lockToken]);
+      await this.noteError(tx, d.endpointId, error, at, true);
+    });
+  }
+
+  private async noteError(tx: EntityManager, endpointId: string, error: string, at: Date, failing: boolean): Promise<void> {
+    await this.run(
+      tx,
+      `UPDATE webhook_endpoints SET last_error = ?, last_error_at = ?${failing ? ', failing_since = COALESCE(failing_since, ?)' : ''} WHERE id = ?`,
+      [error.slice(0, 500), this.time(at), ...(failing ? [this.time(at)] : []), endpointId],
+    );
+  }
+
+  /** Events in the outbox and the first change of the oldest (null when empty): for the metrics. */
+  async outboxStats(): Promise<{ depth: number; oldest: Date | null }> {
+    const rows = await this.db.query<{ n: number | string; oldest: Date | string | null }[]>(
+      'SELECT COUNT(*) AS n, MIN(created_at) AS oldest FROM webhook_deliveries',
+    );
+    return { depth: Number(rows[0]?.n ?? 0), oldest: readTime(rows[0]?.oldest ?? null) };
+  }
+}

@@ -1,0 +1,142 @@
+import { randomBytes } from 'node:crypto';
+import { Injectable } from '@nestjs/common';
+import { OperatorError } from '../common/operator-error.js';
+import { AppConfig } from '../config/app-config.js';
+import type { WebhookEndpoint } from './entities/webhook-endpoint.entity.js';
+import { pingEvent } from './webhook-event.js';
+import { SecretBox, newSigningSecret, opens, signingSecrets } from './webhook-secrets.js';
+import { sendEvent, type WebhookResult } from './webhook-sender.js';
+import { checkEndpointUrl } from './webhook-url.js';
+import { WebhooksRepository } from './webhooks.repository.js';
+
+/** How long the secret before a rotation keeps signing: receivers switch within it. */
+export const PREVIOUS_SECRET_HOURS = 24;
+
+/** Shown once, when an endpoint is added or its secret rotated. */
+export interface IssuedSecret {
+  id: string;
+  url: string;
+  credential: string;
+  secret: string;
+}
+
+export interface EndpointSummary {
+  id: string;
+  credential: string;
+  url: string;
+  allowPrivate: boolean;
+  state: 'active' | 'failing' | 'disabled';
+  failingSince: string | null;
+  lastDeliveryAt: string | null;
+  lastError: string | null;
+  lastErrorAt: string | null;
+  pendingEvents: number;
+  /** Until when the secret before the last rotation still signs; null when it does not. */
+  previousSecretUntil: string | null;
+  createdAt: string;
+}
+
+const iso = (at: Date | null): string | null => at?.toISOString() ?? null;
+
+/** The operator's webhook commands (CLI): endpoints, their secrets, and a test event. */
+@Injectable()
+export class WebhooksService {
+  private readonly box: SecretBox;
+
+  constructor(
+    private readonly repo: WebhooksRepository,
+    private readonly config: AppConfig,
+  ) {
+    this.box = new SecretBox(config.API_KEY_HASH_KEY);
+  }
+
+  async add(credentialId: string, url: string, allowPrivate = false): Promise<IssuedSecret> {
+    if (!(await this.repo.findCredential(credentialId))) throw new OperatorError(`credential '${credentialId}' does not exist`);
+    let checked: URL;
+    try {
+      checked = await checkEndpointUrl(url, { allowPrivate, allowHttpLoopback: this.config.WEBHOOKS_ALLOW_HTTP_LOOPBACK });
+    } catch (error) {
+      throw new OperatorError(`--url: ${(error as Error).message}`);
+    }
+    const secret = newSigningSecret();
+    const id = `wh_${randomBytes(8).toString('hex')}`;
+    await this.repo.insertEndpoint({
+      id,
+      credentialId,
+      url: checked.href,
+      allowPrivate,
+      secret: this.box.seal(secret),
+      previousSecret: null,
+      previousSecretUntil: null,
+      disabled: false,
+      failingSince: null,
+      lastDeliveryAt: null,
+      lastError: null,
+      lastErrorAt: null,
+    });
+    return { id, url: checked.href, credential: credentialId, secret };
+  }
+
+  async list(): Promise<EndpointSummary[]> {
+    const pending = await this.repo.pendingCounts();
+    const now = new Date();
+    return (await this.repo.listEndpoints()).map((e) => ({
+      id: e.id,
+      credential: e.credentialId,
+      url: e.url,
+      allowPrivate: e.allowPrivate,
+      state: e.disabled ? 'disabled' : e.failingSince ? 'failing' : 'active',
+      failingSince: iso(e.failingSince),
+      lastDeliveryAt: iso(e.lastDeliveryAt),
+      lastError: e.lastError,
+      lastErrorAt: iso(e.lastErrorAt),
+      pendingEvents: pending.get(e.id) ?? 0,
+      previousSecretUntil: e.previousSecret && e.previousSecretUntil && e.previousSecretUntil > now ? iso(e.previousSecretUntil) : null,
+      createdAt: e.createdAt.toISOString(),
+    }));
+  }
+
+  private async requireEndpoint(id: string): Promise<WebhookEndpoint> {
+    const endpoint = await this.repo.findEndpoint(id);
+    if (!endpoint) throw new OperatorError(`webhook endpoint '${id}' does not exist`);
+    return endpoint;
+  }
+
+  /** A disabled endpoint gets no new events and is sent none; the events waiting for it stay until it is enabled. */
+  async setDisabled(id: string, disabled: boolean): Promise<void> {
+    await this.requireEndpoint(id);
+    await this.repo.updateEndpoint(id, { disabled });
+  }
+
+  async remove(id: string): Promise<void> {
+    await this.requireEndpoint(id);
+    await this.repo.removeEndpoint(id);
+  }
+
+  /**
+   * A new secret signs from now on; the current one keeps signing too for
+   * PREVIOUS_SECRET_HOURS, unless it no longer opens (the server key changed): then the new
+   * one signs alone.
+   */
+  async rotateSecret(id: string): Promise<IssuedSecret & { previousSecretUntil: string | null }> {
+    const endpoint = await this.requireEndpoint(id);
+    const secret = newSigningSecret();
+    const until = opens(this.box, endpoint.secret) ? new Date(Date.now() + PREVIOUS_SECRET_HOURS * 3_600_000) : null;
+    await this.repo.updateEndpoint(id, { secret: this.box.seal(secret), previousSecret: until ? endpoint.secret : null, previousSecretUntil: until });
+    return { id, url: endpoint.url, credential: endpoint.credentialId, secret, previousSecretUntil: iso(until) };
+  }
+
+  /** Sends a ping event now, from this process, signed as deliveries are; the receiver's answer is the result. */
+  async test(id: string): Promise<WebhookResult & { eventId: string }> {
+    const endpoint = await this.requireEndpoint(id);
+    let secrets: string[];
+    try {
+      secrets = signingSecrets(this.box, endpoint, new Date());
+    } catch (error) {
+      throw new OperatorError((error as Error).message);
+    }
+    const event = pingEvent();
+    const result = await sendEvent({ url: endpoint.url, allowPrivate: endpoint.allowPrivate, secrets }, event, this.config);
+    return { ...result, eventId: event.id };
+  }
+}

@@ -1,0 +1,300 @@
+import { readFileSync } from 'node:fs';
+import request from 'supertest';
+import { verifyWebhook } from '../examples/verify-webhook.js';
+import { CredentialsService } from '../src/auth/credentials.service.js';
+import { MetricsService } from '../src/metrics/metrics.service.js';
+import { readVisitRecord } from '../src/visits/visit-record.js';
+import { VisitsRepository } from '../src/visits/visits.repository.js';
+import { WebhooksService } from '../src/webhooks/webhooks.service.js';
+import { issueCredential } from './helpers/auth.js';
+import { webhookViolations } from './helpers/contract.js';
+import { eventually } from './helpers/eventually.js';
+import { startTestApp, type TestApp } from './helpers/test-app.js';
+import { importVisits } from './helpers/visits-fixture.js';
+import { WebhookReceiver, type Received } from './helpers/webhook-receiver.js';
+import { pendingEvents, QUICK_WEBHOOKS, seedWebhookClients, visitRecord } from './helpers/webhooks-fixture.js';
+
+/** What a receiver can check of every delivery: the contract, the headers and the README's verifier. */
+function expectSigned(r: Received, secret: string): void {
+  expect(webhookViolations(r.headers, r.raw)).toEqual([]);
+  expect(r.headers['content-type']).toBe('application/json');
+  expect(r.headers['svc-event-id']).toBe(r.json.id);
+  expect(verifyWebhook(r.raw, String(r.headers['svc-signature']), secret)).toBe(true);
+}
+
+describe(`webhooks (${process.env.TEST_DATABASE})`, () => {
+  let t: TestApp;
+  /** A receiver of each test's own: a late request of an earlier test's endpoint never reaches it. */
+  let receiver: WebhookReceiver;
+  let nextVisit = 1;
+  const ids = (n: number): number[] => Array.from({ length: n }, () => nextVisit++);
+
+  beforeAll(async () => {
+    t = await startTestApp({ AUTH_CACHE_SECONDS: '0', ...QUICK_WEBHOOKS, WEBHOOKS_CONCURRENCY_PER_ENDPOINT: '1' });
+    await seedWebhookClients(t);
+  });
+  afterAll(() => t.close());
+  beforeEach(async () => {
+    receiver = await new WebhookReceiver().start();
+  });
+  afterEach(async () => {
+    await receiver.stop();
+    const service = t.app.get(WebhooksService);
+    for (const endpoint of await service.list()) await service.remove(endpoint.id);
+  });
+
+  /** A credential of `clients` (further restricted as given) with an endpoint at `path` of the receiver. */
+  async function endpointFor(path: string, input: Parameters<typeof issueCredential>[1] = {}): Promise<{ id: string; secret: string }> {
+    const credential = await issueCredential(t, input);
+    return t.app.get(WebhooksService).add(credential.clientId, `${receiver.url}${path}`);
+  }
+
+  const arrivals = (): Promise<Received[]> => Promise.resolve(receiver.received);
+
+  /** Waits until the outbox is empty: every event delivered or given up, none left to come. */
+  const settled = async (): Promise<void> => {
+    expect(await eventually(() => pendingEvents(t), (n) => n === 0, 30_000, 50)).toBe(0);
+  };
+
+  it('sends a thin visits.changed event, signed so that the README code verifies it, to the entitled endpoints only', async () => {
+    const { secret } = await endpointFor('/all', { clients: [1001] });
+    await endpointFor('/other', { clients: [1002] });
+    await importVisits(t, ids(3).map((id) => visitRecord(id, 'B-1')));
+    const [event] = await eventually(arrivals, (r) => r.length > 0, 30_000, 50);
+    await settled();
+
+    expect(receiver.received).toHaveLength(1);
+    expect(event.path).toBe('/all');
+    expectSigned(event, secret);
+    expect(event.headers['svc-signature']).toMatch(/^t=\d+,v1=[0-9a-f]{64}$/);
+    expect(Object.keys(event.json)).toEqual(['id', 'type', 'created', 'data']);
+    expect(event.json).toEqual({
+      id: expect.stringMatching(/^evt_[0-9a-f]{32}$/),
+      type: 'visits.changed',
+      created: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
+      data: { svcClientId: 1001, count: 3 },
+    });
+    const [listed] = (await t.app.get(WebhooksService).list()).filter((e) => e.url.endsWith('/all'));
+    expect(listed).toMatchObject({ state: 'active', failingSince: null, lastError: null, pendingEvents: 0 });
+    expect(listed.lastDeliveryAt).not.toBeNull();
+  });
+
+  it('writes nothing for a re-import that changes nothing, nor for an import that rolls back', async () => {
+    await endpointFor('/all', { clients: [1001] });
+    const [first, second] = ids(2);
+    await importVisits(t, [visitRecord(first, 'B-1')]);
+    await eventually(arrivals, (r) => r.length === 1, 30_000, 50);
+    await settled();
+
+    await importVisits(t, [visitRecord(first, 'B-1')]);
+    expect(await pendingEvents(t)).toBe(0);
+    // A batch that fails after its events were written (an unknown branch): the transaction, events included, rolls back.
+    const broken = readVisitRecord(visitRecord(second, 'B-1')).record!.visit;
+    broken.branchId = 'NO-SUCH';
+    await expect(t.app.get(VisitsRepository).upsertBatch([broken])).rejects.toThrow();
+    expect(await pendingEvents(t)).toBe(0);
+
+    await importVisits(t, [visitRecord(first, 'B-1', 'MV', 12)]);
+    await eventually(arrivals, (r) => r.length === 2, 30_000, 50);
+    await settled();
+    expect(receiver.received.map((r) => r.json.data)).toEqual([
+      { svcClientId: 1001, count: 1 },
+      { svcClientId: 1001, count: 1 },
+    ]);
+  });
+
+  it('tells a credential restricted to brands or visit types only of the changes it may read', async () => {
+    await endpointFor('/all', { clients: [1001] });
+    await endpointFor('/brand-5', { clients: [1001], brands: [5] });
+    await endpointFor('/type-of', { clients: [1001], visitTypes: ['OF'] });
+    await endpointFor('/brand-6-ta', { clients: [1001], brands: [6], visitTypes: ['TA'] });
+    await endpointFor('/both-clients', { clients: [1001, 1002] });
+    const [a, b, c, d, e] = ids(5);
+    await importVisits(t, [
+      visitRecord(a, 'B-1', 'MV'),
+      visitRecord(b, 'B-1', 'OF'),
+      visitRecord(c, 'B-2', 'OF'),
+      visitRecord(d, 'B-2', 'MV'),
+      visitRecord(e, 'B-9', 'MV'),
+    ]);
+    await eventually(arrivals, (r) => r.length >= 5, 30_000, 50);
+    await settled();
+
+    const told = receiver.received.map((r) => [r.path, r.json.data]).sort((x, y) => JSON.stringify(x).localeCompare(JSON.stringify(y)));
+    expect(told).toEqual([
+      ['/all', { svcClientId: 1001, count: 4 }],
+      ['/both-clients', { svcClientId: 1001, count: 4 }],
+      ['/both-clients', { svcClientId: 1002, count: 1 }],
+      ['/brand-5', { svcClientId: 1001, count: 2 }],
+      ['/type-of', { svcClientId: 1001, count: 2 }],
+    ]);
+  });
+
+  it('retries timeouts, redirects, 5xx and 429 with growing waits, the same event each time, until a 2xx', async () => {
+    const { secret } = await endpointFor('/flaky', { clients: [1001] });
+    const answers = ['hang', { status: 302, headers: { location: `${receiver.url}/elsewhere` } }, { status: 503 }, { status: 429 }, { status: 500, body: 'boom' }] as const;
+    receiver.answer = (_r, i) => answers[i] ?? { status: 200 };
+    await importVisits(t, ids(2).map((id) => visitRecord(id, 'B-1')));
+    await eventually(arrivals, (r) => r.length === 6, 60_000, 50);
+    await settled();
+
+    expect(receiver.received).toHaveLength(6);
+    expect(receiver.received.map((r) => r.path)).toEqual(Array(6).fill('/flaky'));
+    for (const r of receiver.received) expectSigned(r, secret);
+    expect(new Set(receiver.received.map((r) => r.raw)).size).toBe(1);
+    expect(receiver.received[0].json.data).toEqual({ svcClientId: 1001, count: 2 });
+    // Waits of base 100 ms doubled per attempt, at least half of each (jitter): 50, 100, 200, 400, 800 ms.
+    const gaps = receiver.received.slice(1).map((r, i) => r.at - receiver.received[i].at);
+    [2000 + 50, 100, 200, 400, 800].forEach((least, i) => expect([i, gaps[i] >= least]).toEqual([i, true]));
+    const [listed] = await t.app.get(WebhooksService).list();
+    expect(listed).toMatchObject({ state: 'active', failingSince: null, lastError: 'HTTP 500: boom', pendingEvents: 0 });
+  });
+
+  it('delivers every event to a receiver that was down for a while, once it is back; the metrics show the outbox', async () => {
+    const { secret } = await endpointFor('/hook', { clients: [1001, 1002] });
+    await receiver.stop();
+    try {
+      await importVisits(t, ids(2).map((id) => visitRecord(id, 'B-1')));
+      await importVisits(t, ids(1).map((id) => visitRecord(id, 'B-9')));
+      const [listed] = await eventually(() => t.app.get(WebhooksService).list(), ([e]) => e?.lastError !== null, 30_000, 50);
+      expect(listed.lastError).toMatch(/ECONNREFUSED/);
+      const metrics = await t.app.get(MetricsService).registry.metrics();
+      expect(metrics).toMatch(/^results_webhook_outbox_depth 2$/m);
+      expect(Number(/^results_webhook_outbox_oldest_age_seconds (\S+)$/m.exec(metrics)?.[1])).toBeGreaterThan(0);
+      expect(metrics).toMatch(/^results_webhook_deliveries_total\{outcome="failed"\} [1-9]/m);
+    } finally {
+      await receiver.start();
+    }
+    await eventually(arrivals, (r) => r.length >= 2, 60_000, 50);
+    await settled();
+
+    for (const r of receiver.received) expectSigned(r, secret);
+    expect(receiver.received.map((r) => r.json.data).sort((a, b) => Number(a.svcClientId) - Number(b.svcClientId))).toEqual([
+      { svcClientId: 1001, count: 2 },
+      { svcClientId: 1002, count: 1 },
+    ]);
+    const metrics = await t.app.get(MetricsService).registry.metrics();
+    expect(metrics).toMatch(/^results_webhook_outbox_depth 0$/m);
+    expect(metrics).toMatch(/^results_webhook_outbox_oldest_age_seconds 0$/m);
+    expect(metrics).toMatch(/^results_webhook_deliveries_total\{outcome="delivered"\} [1-9]/m);
+    expect(metrics).toMatch(/^results_webhook_delivery_duration_seconds_count\{outcome="delivered"\} [1-9]/m);
+  });
+
+  it('lets a slow receiver hold only its own slots: another endpoint is served meanwhile', async () => {
+    await endpointFor('/slow', { clients: [1001, 1002] });
+    await endpointFor('/fast', { clients: [1001] });
+    let stuck = true;
+    receiver.answer = (r) => (r.path === '/slow' && stuck ? 'hang' : { status: 200 });
+    await importVisits(t, [visitRecord(ids(1)[0], 'B-1'), visitRecord(ids(1)[0], 'B-9')]);
+    await eventually(arrivals, (r) => r.some((x) => x.path === '/slow'), 30_000, 50);
+    // The slow endpoint has two events and answers neither; a change now is still told to the fast one.
+    await importVisits(t, [visitRecord(ids(1)[0], 'B-1')]);
+    await eventually(arrivals, (r) => r.filter((x) => x.path === '/fast').length === 2, 30_000, 50);
+    expect(receiver.received.filter((r) => r.path === '/slow').every((r) => r.headers['svc-event-id'] !== undefined)).toBe(true);
+    expect(receiver.received.filter((r) => r.path === '/fast').map((r) => r.json.data)).toEqual([
+      { svcClientId: 1001, count: 1 },
+      { svcClientId: 1001, count: 1 },
+    ]);
+    stuck = false;
+    await settled();
+
+    const slow = receiver.received.filter((r) => r.path === '/slow');
+    // One request at a time to the slow endpoint (WEBHOOKS_CONCURRENCY_PER_ENDPOINT=1), though several events waited for it.
+    expect(slow.map((r) => r.openOnPath)).toEqual(slow.map(() => 1));
+    expect(new Set(slow.map((r) => r.json.data.svcClientId))).toEqual(new Set([1001, 1002]));
+  });
+
+  it('keeps readiness unaffected by a failing receiver', async () => {
+    await endpointFor('/down', { clients: [1001] });
+    receiver.answer = () => ({ status: 500 });
+    await importVisits(t, ids(1).map((id) => visitRecord(id, 'B-1')));
+    await eventually(arrivals, (r) => r.length >= 2, 30_000, 50);
+    const ready = await request(t.http).get('/health/ready');
+    expect(ready.status).toBe(200);
+    expect(ready.body).toMatchObject({ status: 'ok' });
+  });
+
+  it('sends nothing for a disabled endpoint or a disabled credential', async () => {
+    const off = await endpointFor('/off', { clients: [1001] });
+    await t.app.get(WebhooksService).setDisabled(off.id, true);
+    const partner = await issueCredential(t, { clients: [1001] });
+    await t.app.get(WebhooksService).add(partner.clientId, `${receiver.url}/credential-off`);
+    await t.app.get(CredentialsService).disable(partner.clientId);
+    await endpointFor('/on', { clients: [1001] });
+    await importVisits(t, ids(1).map((id) => visitRecord(id, 'B-1')));
+    await eventually(arrivals, (r) => r.length > 0, 30_000, 50);
+    await settled();
+    expect(receiver.received.map((r) => r.path)).toEqual(['/on']);
+  });
+});
+
+describe(`webhooks: coalescing and giving up (${process.env.TEST_DATABASE})`, () => {
+  let t: TestApp;
+  let receiver: WebhookReceiver;
+  const WINDOW_MS = 3000;
+
+  beforeAll(async () => {
+    // A window long enough for several imports on a busy machine; retries over 5.4 s after the first change.
+    t = await startTestApp({ ...QUICK_WEBHOOKS, WEBHOOKS_COALESCE_MS: String(WINDOW_MS), WEBHOOKS_RETRY_HOURS: '0.0015' });
+    await seedWebhookClients(t);
+    receiver = await new WebhookReceiver().start();
+  });
+  afterAll(async () => {
+    await receiver.stop();
+    await t.close();
+  });
+
+  const arrivals = (): Promise<Received[]> => Promise.resolve(receiver.received);
+
+  it('coalesces the changes of one client within the window into one event, per client', async () => {
+    const credential = await issueCredential(t, { clients: [1001, 1002] });
+    const { id, secret } = await t.app.get(WebhooksService).add(credential.clientId, `${receiver.url}/coalesced`);
+    const started = Date.now();
+    await importVisits(t, [visitRecord(101, 'B-1'), visitRecord(102, 'B-2')]);
+    await importVisits(t, [visitRecord(103, 'B-1')]);
+    await importVisits(t, [visitRecord(104, 'B-9')]);
+    await importVisits(t, [visitRecord(101, 'B-1', 'MV', 55)]);
+    await eventually(arrivals, (r) => r.length === 2, 30_000, 50);
+    expect(await eventually(() => pendingEvents(t), (n) => n === 0, 30_000, 50)).toBe(0);
+
+    expect(receiver.received.map((r) => r.json.data).sort((a, b) => Number(a.svcClientId) - Number(b.svcClientId))).toEqual([
+      { svcClientId: 1001, count: 4 },
+      { svcClientId: 1002, count: 1 },
+    ]);
+    for (const r of receiver.received) {
+      expect(verifyWebhook(r.raw, String(r.headers['svc-signature']), secret)).toBe(true);
+      // Sent once the window after the client's first change was over.
+      expect(r.at - started).toBeGreaterThanOrEqual(WINDOW_MS);
+    }
+    await t.app.get(WebhooksService).remove(id);
+  });
+
+  it('gives an event up when its retries are over, marks the endpoint failing until a delivery succeeds', async () => {
+    receiver.received.length = 0;
+    receiver.answer = () => ({ status: 500, body: 'broken' });
+    const credential = await issueCredential(t, { clients: [1001] });
+    const { id } = await t.app.get(WebhooksService).add(credential.clientId, `${receiver.url}/failing`);
+    await importVisits(t, [visitRecord(201, 'B-1')]);
+    const [failing] = await eventually(() => t.app.get(WebhooksService).list(), ([e]) => e?.state === 'failing', 60_000, 50);
+    expect(failing).toMatchObject({ id, state: 'failing', lastError: 'HTTP 500: broken', pendingEvents: 0, lastDeliveryAt: null });
+    expect(Date.parse(failing.failingSince!)).toBeGreaterThan(0);
+    expect(receiver.received.length).toBeGreaterThanOrEqual(2);
+    expect(new Set(receiver.received.map((r) => r.json.id)).size).toBe(1);
+    expect(await t.app.get(MetricsService).registry.metrics()).toMatch(/^results_webhook_deliveries_total\{outcome="given_up"\} 1$/m);
+    expect((await request(t.http).get('/health/ready')).status).toBe(200);
+
+    receiver.answer = () => ({ status: 200 });
+    await importVisits(t, [visitRecord(202, 'B-1')]);
+    const [healthy] = await eventually(() => t.app.get(WebhooksService).list(), ([e]) => e?.state === 'active', 60_000, 50);
+    expect(healthy).toMatchObject({ state: 'active', failingSince: null, pendingEvents: 0 });
+    expect(healthy.lastDeliveryAt).not.toBeNull();
+  });
+});
+
+describe('the README', () => {
+  it('shows the receiver\'s verification exactly as examples/verify-webhook.ts, which the tests verify every delivery with', () => {
+    const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
+    const code = readFileSync(new URL('../examples/verify-webhook.ts', import.meta.url), 'utf8');
+    expect(readme).toContain(`\`\`\`ts\n${code}\`\`\``);
+  });
+});
