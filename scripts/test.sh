@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Every test of the project: install, the contract, lint, type check, build, unit tests, and
-# the HTTP, database and browser tests on SQLite and on PostgreSQL. Extra arguments go to jest.
+# Every test of the project: install, the contract, lint (with the import rules), type check,
+# build, unit tests, and the HTTP, database and browser tests on SQLite and on PostgreSQL.
+# Extra arguments go to jest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/ensure-deps.sh
@@ -8,6 +9,7 @@ bash scripts/ensure-services.sh
 bash scripts/ensure-chromium.sh
 bash scripts/ensure-kubectl.sh
 echo "== lint" && npx eslint --max-warnings=0 .
+echo "== import rules" && npx depcruise src --output-type json | node scripts/import-rules.mjs
 echo "== type check" && npx tsc -p tsconfig.json
 echo "== build" && node scripts/build.mjs --force
 echo "== contract is current"

@@ -3,7 +3,6 @@ import { APP_GUARD } from '@nestjs/core';
 import { PassportModule } from '@nestjs/passport';
 import { ClientsModule } from '../clients/clients.module.js';
 import { RateLimitGuard } from '../rate-limit/rate-limit.guard.js';
-import { VisitsModule } from '../visits/visits.module.js';
 import { AuthCacheService } from './auth-cache.service.js';
 import { AuthRepository } from './auth.repository.js';
 import { CredentialsService } from './credentials.service.js';
@@ -23,7 +22,7 @@ import { WellKnownController } from './well-known.controller.js';
  * rate limit, API key, bearer token, scope. Routes opt out of the last three with @Public().
  */
 @Module({
-  imports: [ClientsModule, VisitsModule, PassportModule],
+  imports: [ClientsModule, PassportModule],
   controllers: [TokenController, WellKnownController],
   providers: [
     AuthRepository,

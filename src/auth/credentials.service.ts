@@ -1,12 +1,12 @@
 import { Injectable } from '@nestjs/common';
-import { ClientsRepository } from '../clients/clients.repository.js';
+import { ClientsService } from '../clients/clients.service.js';
 import { OperatorError } from '../common/operator-error.js';
 import { AppConfig } from '../config/app-config.js';
-import { VisitsRepository } from '../visits/visits.repository.js';
 import { AuthRepository } from './auth.repository.js';
 import { Credential } from './entities/credential.entity.js';
 import { isScope, Scope } from './scopes.js';
 import { clientSecretKey, hashApiKey, hashSecret, newApiKey, newClientId, randomToken } from './secrets.js';
+import { VisitTypeCatalogue } from './visit-type-catalogue.js';
 
 export interface NewCredentialInput {
   clients: number[];
@@ -42,8 +42,8 @@ export const splitList = (text: string | null): string[] => (text ?? '').split(/
 export class CredentialsService {
   constructor(
     private readonly repo: AuthRepository,
-    private readonly clients: ClientsRepository,
-    private readonly visits: VisitsRepository,
+    private readonly clients: ClientsService,
+    private readonly visitTypes: VisitTypeCatalogue,
     private readonly config: AppConfig,
   ) {}
 
@@ -64,7 +64,7 @@ export class CredentialsService {
         throw new OperatorError(`brand ${brandId} is not a brand of client(s) ${input.clients.join(', ')}`);
       }
     }
-    const knownTypes = await this.visits.visitTypeCodes();
+    const knownTypes = await this.visitTypes.codes();
     const visitTypes = input.visitTypes?.map((t) => t.toUpperCase());
     const badTypes = (visitTypes ?? []).filter((t) => !knownTypes.has(t));
     if (badTypes.length > 0) throw new OperatorError(`unknown visit type(s): ${badTypes.join(', ')}`);
@@ -106,6 +106,11 @@ export class CredentialsService {
     const credential = await this.repo.findCredential(clientId);
     if (!credential) throw new OperatorError(`credential '${clientId}' does not exist`);
     return credential;
+  }
+
+  /** Refuses a credential id that does not exist: for commands of other features that name one. */
+  async assertExists(clientId: string): Promise<void> {
+    await this.requireCredential(clientId);
   }
 
   async disable(clientId: string): Promise<void> {

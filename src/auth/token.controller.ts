@@ -5,7 +5,7 @@ import { ApiProblemResponse } from '../common/api-responses.js';
 import { API_KEY_SCHEME } from '../common/openapi-names.js';
 import { Public } from '../common/public.decorator.js';
 import { OAuthErrorDto, TokenRequestDto, TokenResponseDto } from './dto/token.dto.js';
-import { OAuthException } from './oauth-error.js';
+import { OAuthException } from '../common/oauth-error.js';
 import { TokenService, type TokenResponse } from './token.service.js';
 
 /** An OAuth error response (RFC 6749 §5.2) of the token endpoint, with an example body of its status. */

@@ -1,7 +1,7 @@
 import { createLocalJWKSet, jwtVerify } from 'jose';
 import { authFixture, type AuthFixture, type StoredCredential } from '../../test/helpers/auth-fixture.js';
 import { Credential } from './entities/credential.entity.js';
-import { OAuthException } from './oauth-error.js';
+import { OAuthException } from '../common/oauth-error.js';
 import { Scope } from './scopes.js';
 import { scryptSecretHash } from './secrets.js';
 import { TokenFailuresService } from './token-failures.service.js';

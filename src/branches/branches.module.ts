@@ -8,6 +8,6 @@ import { BranchesService } from './branches.service.js';
   imports: [ClientsModule],
   controllers: [BranchesController],
   providers: [BranchesRepository, BranchesService],
-  exports: [BranchesService, BranchesRepository],
+  exports: [BranchesService],
 })
 export class BranchesModule {}

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, In } from 'typeorm';
 import { Branch } from './entities/branch.entity.js';
-import { bumpDataVersion } from '../clients/clients.repository.js';
+import { bumpDataVersion } from '../clients/data-version.js';
 import { inTransaction } from '../database/transaction.js';
 
 @Injectable()

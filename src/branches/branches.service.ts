@@ -19,6 +19,11 @@ export class BranchesService {
     return this.repo.list(entitled.clientId, entitled.brandIds);
   }
 
+  /** The branches with these ids (any client's): what a visits import checks its visits against. */
+  findByIds(ids: string[]): Promise<Branch[]> {
+    return this.repo.findByIds(ids);
+  }
+
   /**
    * Imports a client's branches (JSON array, NDJSON or CSV with id, name, branchCode,
    * brandId). Valid records are written together; each invalid one is reported by line.

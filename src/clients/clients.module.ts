@@ -4,6 +4,6 @@ import { ClientsService } from './clients.service.js';
 
 @Module({
   providers: [ClientsRepository, ClientsService],
-  exports: [ClientsService, ClientsRepository],
+  exports: [ClientsService],
 })
 export class ClientsModule {}

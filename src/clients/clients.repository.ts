@@ -1,24 +1,10 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource, In, type EntityManager } from 'typeorm';
+import { DataSource } from 'typeorm';
 import { inTransaction } from '../database/transaction.js';
+import { bumpDataVersion } from './data-version.js';
 import { Brand } from './entities/brand.entity.js';
 import { Client } from './entities/client.entity.js';
-
-/**
- * Moves the data version of clients whose visit responses change (visits, branch names or
- * codes, brand or client names), inside the caller's transaction.
- */
-export async function bumpDataVersion(tx: EntityManager, clientIds: number[]): Promise<void> {
-  const ids = [...new Set(clientIds)];
-  if (ids.length === 0) return;
-  await tx
-    .createQueryBuilder()
-    .update(Client)
-    .set({ dataVersion: () => 'data_version + 1' })
-    .where({ id: In(ids) })
-    .execute();
-}
 
 @Injectable()
 export class ClientsRepository {

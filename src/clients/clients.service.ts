@@ -4,7 +4,10 @@ import { ClientsRepository } from './clients.repository.js';
 import type { Brand } from './entities/brand.entity.js';
 import type { Client } from './entities/client.entity.js';
 
-/** Provisioning of clients and brands (operator CLI). */
+/**
+ * Clients and brands: provisioning (operator CLI), and the look-ups other features make
+ * (credentials, imports), which reach the clients' data only through this service.
+ */
 @Injectable()
 export class ClientsService {
   constructor(private readonly repo: ClientsRepository) {}
@@ -17,6 +20,16 @@ export class ClientsService {
 
   listClients(): Promise<Client[]> {
     return this.repo.listClients();
+  }
+
+  /** The client, or null when there is none with this id. */
+  findClient(id: number): Promise<Client | null> {
+    return this.repo.findClient(id);
+  }
+
+  /** Whether any client exists yet (the demo data is loaded only into an empty database). */
+  async anyClient(): Promise<boolean> {
+    return (await this.repo.countClients()) > 0;
   }
 
   async requireClient(id: number): Promise<Client> {
@@ -34,6 +47,11 @@ export class ClientsService {
       throw new OperatorError(`brand ${id} belongs to client ${existing.clientId}, not ${clientId}`);
     }
     return this.repo.saveBrand({ id, clientId, name: name.trim() });
+  }
+
+  /** The brand, or null when there is none with this id. */
+  findBrand(id: number): Promise<Brand | null> {
+    return this.repo.findBrand(id);
   }
 
   listBrands(clientId: number): Promise<Brand[]> {

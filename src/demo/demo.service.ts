@@ -5,7 +5,6 @@ import { Injectable, Logger } from '@nestjs/common';
 import { CredentialsService, type IssuedCredential } from '../auth/credentials.service.js';
 import { ALL_SCOPES, Scope } from '../auth/scopes.js';
 import { BranchesService } from '../branches/branches.service.js';
-import { ClientsRepository } from '../clients/clients.repository.js';
 import { ClientsService } from '../clients/clients.service.js';
 import { localDate } from '../common/clock.js';
 import type { ImportReport } from '../common/import-report.js';
@@ -38,7 +37,6 @@ export class DemoService {
 
   constructor(
     private readonly clients: ClientsService,
-    private readonly clientsRepo: ClientsRepository,
     private readonly branches: BranchesService,
     private readonly visits: VisitsImportService,
     private readonly menus: MenusImportService,
@@ -52,7 +50,7 @@ export class DemoService {
 
   /** Seeds the demo set into an empty database; a database with any client is left alone. */
   async seedIfEmpty(): Promise<boolean> {
-    if ((await this.clientsRepo.countClients()) > 0) return false;
+    if (await this.clients.anyClient()) return false;
     this.logger.log('Empty database: loading the demo data set');
     await this.load();
     return true;

@@ -3,7 +3,7 @@ import type { ThrottlerModuleOptions } from '@nestjs/throttler';
 import type { Request } from 'express';
 import { DataSource } from 'typeorm';
 import { guardCall, refusalOf } from '../../test/helpers/guard-context.js';
-import { OAuthException } from '../auth/oauth-error.js';
+import { OAuthException } from '../common/oauth-error.js';
 import { ProblemException } from '../common/problem.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { apiKeyTracker, clientIdTracker, isTokenRequest, RateLimitGuard } from './rate-limit.guard.js';

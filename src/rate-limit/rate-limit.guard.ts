@@ -9,8 +9,8 @@ import {
   type ThrottlerStorage,
 } from '@nestjs/throttler';
 import type { Request, Response } from 'express';
-import { decodeBasic } from '../auth/basic-credentials.js';
-import { OAuthException } from '../auth/oauth-error.js';
+import { decodeBasic } from '../common/basic-credentials.js';
+import { OAuthException } from '../common/oauth-error.js';
 import { ProblemException } from '../common/problem.js';
 import { storeKeyDigest as digest } from '../common/store-key.js';
 import { MetricsService } from '../metrics/metrics.service.js';

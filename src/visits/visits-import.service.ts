@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
-import { BranchesRepository } from '../branches/branches.repository.js';
-import { ClientsRepository } from '../clients/clients.repository.js';
+import { VisitTypeCatalogue } from '../auth/visit-type-catalogue.js';
+import { BranchesService } from '../branches/branches.service.js';
+import { ClientsService } from '../clients/clients.service.js';
 import { localDateTime } from '../common/clock.js';
 import type { ImportReport } from '../common/import-report.js';
 import { readRecords, type FileRecord } from '../common/record-file.js';
@@ -20,9 +21,10 @@ const BATCH = 500;
 export class VisitsImportService {
   constructor(
     private readonly visits: VisitsRepository,
-    private readonly branches: BranchesRepository,
-    private readonly clients: ClientsRepository,
+    private readonly branches: BranchesService,
+    private readonly clients: ClientsService,
     private readonly config: AppConfig,
+    private readonly visitTypes: VisitTypeCatalogue,
   ) {}
 
   async importFile(path: string): Promise<ImportReport> {
@@ -42,7 +44,7 @@ export class VisitsImportService {
 
   private async loadContext(): Promise<ImportContext> {
     return {
-      visitTypes: await this.visits.visitTypeCodes(),
+      visitTypes: await this.visitTypes.codes(),
       clients: new Set((await this.clients.listClients()).map((c) => c.id)),
       brandClients: new Map<number, number | null>(),
     };
@@ -120,7 +122,7 @@ export class VisitsImportService {
 }
 
 interface ImportContext {
-  visitTypes: Set<string>;
+  visitTypes: ReadonlySet<string>;
   clients: Set<number>;
   brandClients: Map<number, number | null>;
 }

@@ -2,11 +2,10 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, In, type EntityManager } from 'typeorm';
 import { VisitDocument } from './entities/visit-document.entity.js';
-import { VisitType } from './entities/visit-type.entity.js';
 import { Visit } from './entities/visit.entity.js';
 import { inTransaction } from '../database/transaction.js';
 import { renderVisitDocument, type ClientNames, type DocumentRow } from './visit-json.js';
-import { WebhooksRepository } from '../webhooks/webhooks.repository.js';
+import { WebhookOutbox } from '../webhooks/webhook-outbox.js';
 
 /** What an import compares to decide whether a re-imported visit changed. */
 export type StoredVisit = Pick<Visit, 'id' | 'clientId' | 'modificationDate'> & { fingerprint: string };
@@ -101,7 +100,7 @@ export class VisitsRepository {
 
   constructor(
     @InjectDataSource() private readonly db: DataSource,
-    private readonly webhooks: WebhooksRepository,
+    private readonly webhooks: WebhookOutbox,
   ) {
     this.postgres = db.options.type === 'postgres';
     this.versionSql = `SELECT data_version AS v FROM clients WHERE id = ${this.postgres ? '$1' : '?'}`;
@@ -182,11 +181,6 @@ export class VisitsRepository {
       this.sqlCache.set(key, sql);
     }
     return sql;
-  }
-
-  async visitTypeCodes(): Promise<Set<string>> {
-    const rows = await this.db.getRepository(VisitType).find({ select: { code: true } });
-    return new Set(rows.map((r) => r.code));
   }
 
   async findStored(ids: number[]): Promise<Map<number, StoredVisit>> {

@@ -1,17 +1,19 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, type EntityManager } from 'typeorm';
-import { Credential } from '../auth/entities/credential.entity.js';
 import { AppConfig } from '../config/app-config.js';
 import { inTransaction } from '../database/transaction.js';
-import type { Visit } from '../visits/entities/visit.entity.js';
 import { VISITS_CHANGED } from './dto/webhook-event.dto.js';
 import { WebhookDelivery } from './entities/webhook-delivery.entity.js';
 import { WebhookEndpoint } from './entities/webhook-endpoint.entity.js';
 import { newEventId } from './webhook-event.js';
 
 /** What an import tells the outbox of each visit it writes. */
-export type ChangedVisit = Pick<Visit, 'clientId' | 'brandId' | 'visitType'>;
+export interface ChangedVisit {
+  clientId: number;
+  brandId: number | null;
+  visitType: string;
+}
 
 /** An event claimed for delivery, with what sending it needs. */
 export interface ClaimedDelivery {
@@ -99,10 +101,6 @@ export class WebhooksRepository {
   private async run(tx: EntityManager, text: string, params: unknown[]): Promise<number> {
     const result = await tx.queryRunner!.query(this.sql(text), params, true);
     return result.affected ?? 0;
-  }
-
-  findCredential(clientId: string): Promise<Credential | null> {
-    return this.db.getRepository(Credential).findOneBy({ clientId });
   }
 
   async insertEndpoint(endpoint: Omit<WebhookEndpoint, 'createdAt' | 'credential'>): Promise<void> {

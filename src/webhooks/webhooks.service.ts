@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
+import { CredentialsService } from '../auth/credentials.service.js';
 import { OperatorError } from '../common/operator-error.js';
 import { AppConfig } from '../config/app-config.js';
 import type { WebhookEndpoint } from './entities/webhook-endpoint.entity.js';
@@ -46,12 +47,13 @@ export class WebhooksService {
   constructor(
     private readonly repo: WebhooksRepository,
     private readonly config: AppConfig,
+    private readonly credentials: CredentialsService,
   ) {
     this.box = new SecretBox(config.API_KEY_HASH_KEY);
   }
 
   async add(credentialId: string, url: string, allowPrivate = false): Promise<IssuedSecret> {
-    if (!(await this.repo.findCredential(credentialId))) throw new OperatorError(`credential '${credentialId}' does not exist`);
+    await this.credentials.assertExists(credentialId);
     let checked: URL;
     try {
       checked = await checkEndpointUrl(url, { allowPrivate, allowHttpLoopback: this.config.WEBHOOKS_ALLOW_HTTP_LOOPBACK });

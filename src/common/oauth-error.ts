@@ -1,5 +1,5 @@
 import { HttpException } from '@nestjs/common';
-import type { SelfRenderingError } from '../common/problem.js';
+import type { SelfRenderingError } from './problem.js';
 
 /** RFC 6749 §5.2 error codes, plus RFC 8628's `slow_down` for too many failed attempts. */
 export type OAuthErrorCode =
