@@ -2,7 +2,7 @@
 // evenly over DATA_DAYS days ending yesterday, written over FEED_DAYS days (the change feed).
 
 import { createRandom, demoVisits } from '../src/demo/demo-data.js';
-import { renderVisitDocument } from '../src/visits/visit-json.js';
+import { renderStoredVisit } from '../src/visits/visit-json.js';
 import { BRAND, CLIENT, DATA_DAYS, DAY, MINUTE, round, WINDOW_DAYS, type BenchDates } from './settings.js';
 
 export const BRANCH_COUNT = 50;
@@ -205,20 +205,7 @@ export const DOCUMENT_COLUMNS: (keyof DocumentRow)[] = ['visit_id', 'branch_id',
  * import would.
  */
 export function visitDocument(row: VisitRow): DocumentRow {
-  const { standard, plus } = renderVisitDocument({
-    visitType: row.visit_type,
-    questionnaireType: row.questionnaire_type,
-    visitScore: row.visit_score,
-    recommendScore: row.recommend_score,
-    recommendComment: row.recommend_comment,
-    visitDateTime: row.visit_date_time,
-    modificationDate: row.modification_date,
-    visitSource: row.visit_source,
-    sections: row.sections,
-    guestId: row.guest_id,
-    optInContactByEmail: row.opt_in_contact_by_email,
-    optInJoinMarketing: row.opt_in_join_marketing,
-  });
+  const { standard, plus } = renderStoredVisit(row);
   return { visit_id: row.id, branch_id: row.branch_id, standard, plus };
 }
 

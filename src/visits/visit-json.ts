@@ -45,6 +45,40 @@ export function renderVisitDocument(v: VisitFields): VisitDocumentParts {
   return { standard: Buffer.from(standard, 'utf8'), plus: Buffer.from(plus, 'utf8') };
 }
 
+/** A visit's own fields as columns of the visits table (drivers differ in flag types). */
+export interface VisitColumns {
+  visit_type: string;
+  questionnaire_type: string;
+  visit_score: number;
+  recommend_score: number | null;
+  recommend_comment: string | null;
+  visit_date_time: string;
+  modification_date: string;
+  visit_source: string | null;
+  sections: string;
+  guest_id: string | null;
+  opt_in_contact_by_email: boolean | number | null;
+  opt_in_join_marketing: boolean | number | null;
+}
+
+/** The document of a visit read from (or written straight into) the visits table's columns. */
+export function renderStoredVisit(row: VisitColumns): VisitDocumentParts {
+  return renderVisitDocument({
+    visitType: row.visit_type,
+    questionnaireType: row.questionnaire_type,
+    visitScore: row.visit_score,
+    recommendScore: row.recommend_score,
+    recommendComment: row.recommend_comment,
+    visitDateTime: row.visit_date_time,
+    modificationDate: row.modification_date,
+    visitSource: row.visit_source,
+    sections: row.sections,
+    guestId: row.guest_id,
+    optInContactByEmail: row.opt_in_contact_by_email,
+    optInJoinMarketing: row.opt_in_join_marketing,
+  });
+}
+
 /** A row of a page as the database returns it: the visit's place and its stored document. */
 export interface DocumentRow {
   id: number | string;

@@ -1,24 +1,12 @@
 import type { QueryRunner } from 'typeorm';
-import { renderVisitDocument } from '../../visits/visit-json.js';
+import { renderStoredVisit, type VisitColumns } from '../../visits/visit-json.js';
 
 /** Visits rendered per round trip: a few MB of documents at most. */
 const BATCH = 500;
 
-interface StoredVisitRow {
+interface StoredVisitRow extends VisitColumns {
   id: number | string;
   branch_id: string;
-  visit_type: string;
-  questionnaire_type: string;
-  visit_score: number;
-  recommend_score: number | null;
-  recommend_comment: string | null;
-  visit_date_time: string;
-  modification_date: string;
-  visit_source: string | null;
-  sections: string;
-  guest_id: string | null;
-  opt_in_contact_by_email: boolean | number | null;
-  opt_in_join_marketing: boolean | number | null;
 }
 
 /**
@@ -42,20 +30,7 @@ export async function backfillVisitDocuments(runner: QueryRunner, postgres: bool
     n = 0;
     const params: unknown[] = [];
     const tuples = rows.map((row) => {
-      const { standard, plus } = renderVisitDocument({
-        visitType: row.visit_type,
-        questionnaireType: row.questionnaire_type,
-        visitScore: row.visit_score,
-        recommendScore: row.recommend_score,
-        recommendComment: row.recommend_comment,
-        visitDateTime: row.visit_date_time,
-        modificationDate: row.modification_date,
-        visitSource: row.visit_source,
-        sections: row.sections,
-        guestId: row.guest_id,
-        optInContactByEmail: row.opt_in_contact_by_email,
-        optInJoinMarketing: row.opt_in_join_marketing,
-      });
+      const { standard, plus } = renderStoredVisit(row);
       params.push(row.id, row.branch_id, standard, plus);
       return `(${p()}, ${p()}, ${p()}, ${p()})`;
     });
