@@ -311,10 +311,13 @@ describe(`revocation through the lookup cache (${process.env.TEST_DATABASE})`, (
     await t.close();
   });
 
+  const branches = (apiKey: string, token: string) =>
+    request(t.http).get('/branches?SvcClientId=1001').set('svc-api-key', apiKey).set('Authorization', `Bearer ${token}`);
+
   it('stops a revoked key and a disabled credential once the cache time has passed', async () => {
     const c = await issueCredential(t);
     const token = await tokenFor(t.http, c);
-    const get = () => request(t.http).get('/branches?SvcClientId=1001').set('svc-api-key', c.apiKey).set('Authorization', `Bearer ${token}`);
+    const get = () => branches(c.apiKey, token);
     expect((await get()).status).toBe(200);
     await t.app.get(CredentialsService).revokeKey(c.apiKey.slice(0, 12));
     await new Promise((r) => setTimeout(r, 1100));
@@ -322,20 +325,6 @@ describe(`revocation through the lookup cache (${process.env.TEST_DATABASE})`, (
     expect(res.status).toBe(401);
     expect(JSON.parse(res.text).detail).toBe('The svc-api-key is not valid.');
   });
-});
-
-describe(`a verified token remembered (${process.env.TEST_DATABASE})`, () => {
-  let t: TestApp;
-  beforeAll(async () => {
-    t = await startTestApp({ AUTH_CACHE_SECONDS: '1' });
-    await seedClients(t);
-  });
-  afterAll(async () => {
-    await t.close();
-  });
-
-  const branches = (apiKey: string, token: string) =>
-    request(t.http).get('/branches?SvcClientId=1001').set('svc-api-key', apiKey).set('Authorization', `Bearer ${token}`);
 
   it('still checks the API key and the credential on every request', async () => {
     const a = await issueCredential(t);
