@@ -1,5 +1,6 @@
 import type { INestApplication } from '@nestjs/common';
 import { DocumentBuilder, SwaggerModule, type OpenAPIObject } from '@nestjs/swagger';
+import { apiKeyChallenge, basicChallenge, bearerChallenge } from './auth/challenges.js';
 import { SCOPE_DESCRIPTIONS } from './auth/scopes.js';
 import { API_KEY_SCHEME, OAUTH_SCHEME } from './common/openapi-names.js';
 import type { AppConfig } from './config/app-config.js';
@@ -46,19 +47,19 @@ const RATE_LIMIT_HEADERS = {
 const WWW_AUTHENTICATE = {
   required: true,
   description:
-    'The challenge of the credential that failed: `ApiKey realm="svc-results-api", header="svc-api-key"` for the API key, ' +
-    'RFC 6750 `Bearer realm="svc-results-api"` (with `error="invalid_token"` and a description for a token that was sent) ' +
+    `The challenge of the credential that failed: \`${apiKeyChallenge()}\` for the API key, ` +
+    `RFC 6750 \`${bearerChallenge()}\` (with \`error="invalid_token"\` and a description for a token that was sent) ` +
     'for the access token.',
-  schema: { type: 'string', example: 'Bearer realm="svc-results-api", error="invalid_token", error_description="The access token has expired."' },
+  schema: { type: 'string', example: bearerChallenge({ error: 'invalid_token', description: 'The access token has expired.' }) },
 };
 
 /** The token endpoint challenges only a failed API key or HTTP Basic authentication (RFC 6749 §5.2). */
 const TOKEN_WWW_AUTHENTICATE = {
   required: false,
   description:
-    'Sent when the svc-api-key failed (`ApiKey realm="svc-results-api", header="svc-api-key"`) or the client ' +
-    'authenticated with HTTP Basic (`Basic realm="svc-results-api", charset="UTF-8"`); not for client credentials in the form.',
-  schema: { type: 'string', example: 'Basic realm="svc-results-api", charset="UTF-8"' },
+    `Sent when the svc-api-key failed (\`${apiKeyChallenge()}\`) or the client ` +
+    `authenticated with HTTP Basic (\`${basicChallenge()}\`); not for client credentials in the form.`,
+  schema: { type: 'string', example: basicChallenge() },
 };
 
 /** The name of the token endpoint's (optional) challenge among the contract's headers. */

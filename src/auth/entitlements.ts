@@ -1,5 +1,6 @@
 import { ProblemException } from '../common/problem.js';
 import { visitTypeCodes } from '../common/query-fields.js';
+import { accessTokenRequired } from './challenges.js';
 import type { Principal } from './principal.js';
 
 /** The parameters by which a request selects data; each is checked against the credential. */
@@ -29,11 +30,7 @@ export interface EffectiveSelection {
  * the entitlement is a 403; without a filter, the entitlement itself is the filter.
  */
 export function effectiveSelection(principal: Principal | undefined, selection: EntitledSelection): EffectiveSelection {
-  if (!principal) {
-    throw new ProblemException(401, 'An access token is required: send Authorization: Bearer <token>.', {
-      headers: { 'WWW-Authenticate': 'Bearer realm="svc-results-api"' },
-    });
-  }
+  if (!principal) throw accessTokenRequired();
   const { SvcClientId: clientId, SvcBrandId: brand } = selection;
   if (!principal.clients.has(clientId)) throw notEntitled(`SvcClientId ${clientId}`);
 

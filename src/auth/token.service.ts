@@ -7,6 +7,7 @@ import { decodeBasic } from '../common/basic-credentials.js';
 import { TOKEN_FORM_MAX_LENGTH } from './dto/token.dto.js';
 import { AuthCacheService, type CachedCredential } from './auth-cache.service.js';
 import { AuthRepository } from './auth.repository.js';
+import { apiKeyChallenge, basicChallenge } from './challenges.js';
 import { KeyringService, SIGNING_ALG } from './keyring.service.js';
 import { OAuthException } from '../common/oauth-error.js';
 import { isScope, Scope } from './scopes.js';
@@ -40,9 +41,9 @@ const DUMMY_HASH = `hmac-sha256$${'0'.repeat(64)}`;
  * The challenge of a failed client_secret_basic authentication (RFC 6749 §5.2). A failed
  * client_secret_post gets none: standard OAuth clients then read the error from the body.
  */
-const BASIC_REALM = { 'WWW-Authenticate': 'Basic realm="svc-results-api", charset="UTF-8"' };
+const BASIC_CHALLENGE = { 'WWW-Authenticate': basicChallenge() };
 
-const API_KEY_REALM = { 'WWW-Authenticate': 'ApiKey realm="svc-results-api", header="svc-api-key"' };
+const API_KEY_CHALLENGE = { 'WWW-Authenticate': apiKeyChallenge() };
 
 function formValue(form: Record<string, unknown>, name: string): string | undefined {
   const value = form[name];
@@ -59,7 +60,7 @@ function formValue(form: Record<string, unknown>, name: string): string | undefi
 
 function parseBasic(header: string): { clientId: string; secret: string } {
   const credentials = decodeBasic(header);
-  if (!credentials) throw new OAuthException('invalid_client', 'The Basic credentials are malformed.', 401, BASIC_REALM);
+  if (!credentials) throw new OAuthException('invalid_client', 'The Basic credentials are malformed.', 401, BASIC_CHALLENGE);
   return credentials;
 }
 
@@ -155,7 +156,7 @@ export class TokenService {
       : !key || key.revoked
         ? 'The svc-api-key is not valid.'
         : 'The svc-api-key does not belong to this client.';
-    throw new OAuthException('invalid_client', reason, 401, API_KEY_REALM);
+    throw new OAuthException('invalid_client', reason, 401, API_KEY_CHALLENGE);
   }
 
   private async authenticate(clientId: string, secret: string, basic: boolean): Promise<CachedCredential> {
@@ -164,7 +165,7 @@ export class TokenService {
     const matches = await verifySecret(secret, stored, this.secretKey);
     if (!credential || !matches || credential.disabled) {
       await this.failures.recordFailure(clientId);
-      throw new OAuthException('invalid_client', 'Client authentication failed.', 401, basic ? BASIC_REALM : {});
+      throw new OAuthException('invalid_client', 'Client authentication failed.', 401, basic ? BASIC_CHALLENGE : {});
     }
     if (needsUpgrade(stored)) await this.upgradeSecretHash(clientId, stored, secret);
     return credential;

@@ -1,4 +1,4 @@
-import { ConfigError, loadConfig } from './app-config.js';
+import { ConfigError, databaseKindFromEnvironment, loadConfig } from './app-config.js';
 
 function problemsOf(env: Record<string, string>): string[] {
   try {
@@ -41,6 +41,29 @@ describe('loadConfig', () => {
     expect(config.baseUrl).toBe('https://results.example.com');
   });
 
+  it('reads the optional settings, which have no default', () => {
+    const config = loadConfig({
+      IMAGE_STORAGE_DIR: '/srv/images',
+      JWT_SIGNING_KEYS_FILE: '/run/secrets/keys',
+      CORS_ORIGINS: 'https://a.example,https://b.example',
+      PAGE_TOKEN_KEY: 'a-page-token-key-of-some-length',
+    });
+    expect(config).toMatchObject({
+      IMAGE_STORAGE_DIR: '/srv/images',
+      JWT_SIGNING_KEYS_FILE: '/run/secrets/keys',
+      CORS_ORIGINS: 'https://a.example,https://b.example',
+      PAGE_TOKEN_KEY: 'a-page-token-key-of-some-length',
+    });
+  });
+
+  it('states the range of each kind of number in its message', () => {
+    expect(problemsOf({ AUTH_CACHE_SECONDS: '31', WEBHOOKS_RETRY_HOURS: '0', IMAGE_STORAGE: 'cloud' })).toEqual([
+      'AUTH_CACHE_SECONDS="31": expected an integer from 0 to 30',
+      'IMAGE_STORAGE="cloud": expected database or filesystem',
+      'WEBHOOKS_RETRY_HOURS="0": expected a number of hours greater than 0, at most 720',
+    ]);
+  });
+
   it('treats empty values as unset', () => {
     expect(loadConfig({ PORT: '', DATABASE_URL: '  ' }).PORT).toBe(3000);
   });
@@ -66,5 +89,13 @@ describe('loadConfig', () => {
 
   it('refuses an unknown log level', () => {
     expect(problemsOf({ LOG_LEVEL: 'loud' })[0]).toMatch(/^LOG_LEVEL="loud": expected one of fatal, error/);
+  });
+});
+
+describe('databaseKindFromEnvironment', () => {
+  it('is postgres when DATABASE_URL is set, and sqlite when it is unset or blank', () => {
+    expect(databaseKindFromEnvironment({ DATABASE_URL: 'postgres://u@db/results' })).toBe('postgres');
+    expect(databaseKindFromEnvironment({})).toBe('sqlite');
+    expect(databaseKindFromEnvironment({ DATABASE_URL: '  ' })).toBe('sqlite');
   });
 });

@@ -2,7 +2,9 @@ import { Reflector } from '@nestjs/core';
 import { authFixture, type AuthFixture, type StoredCredential } from '../../../test/helpers/auth-fixture.js';
 import { guardCall, refusalOf } from '../../../test/helpers/guard-context.js';
 import { ProblemException } from '../../common/problem.js';
-import { API_KEY_CHALLENGE, ApiKeyGuard } from './api-key.guard.js';
+import { ApiKeyGuard } from './api-key.guard.js';
+
+const API_KEY_CHALLENGE = 'ApiKey realm="svc-results-api", header="svc-api-key"';
 
 describe('ApiKeyGuard on a real credential store', () => {
   let f: AuthFixture;

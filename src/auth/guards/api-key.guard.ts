@@ -3,9 +3,8 @@ import { Reflector } from '@nestjs/core';
 import { ProblemException } from '../../common/problem.js';
 import { IS_PUBLIC } from '../../common/public.decorator.js';
 import { AuthCacheService } from '../auth-cache.service.js';
+import { apiKeyChallenge } from '../challenges.js';
 import type { AuthenticatedRequest } from '../principal.js';
-
-export const API_KEY_CHALLENGE = 'ApiKey realm="svc-results-api", header="svc-api-key"';
 
 /** First of the global guards: a known, unrevoked `svc-api-key` on every route not @Public(). */
 @Injectable()
@@ -20,11 +19,11 @@ export class ApiKeyGuard implements CanActivate {
     const request = context.switchToHttp().getRequest<AuthenticatedRequest>();
     const presented = request.headers['svc-api-key'];
     if (typeof presented !== 'string' || presented.trim() === '') {
-      throw new ProblemException(401, 'The svc-api-key header is required.', { headers: { 'WWW-Authenticate': API_KEY_CHALLENGE } });
+      throw new ProblemException(401, 'The svc-api-key header is required.', { headers: { 'WWW-Authenticate': apiKeyChallenge() } });
     }
     const key = await this.cache.apiKey(presented.trim());
     if (!key || key.revoked) {
-      throw new ProblemException(401, 'The svc-api-key is not valid.', { headers: { 'WWW-Authenticate': API_KEY_CHALLENGE } });
+      throw new ProblemException(401, 'The svc-api-key is not valid.', { headers: { 'WWW-Authenticate': apiKeyChallenge() } });
     }
     request.apiKey = { credentialId: key.credentialId, keyPrefix: key.prefix };
     return true;

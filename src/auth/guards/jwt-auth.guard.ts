@@ -5,6 +5,7 @@ import { AuthGuard } from '@nestjs/passport';
 import jsonwebtoken from 'jsonwebtoken';
 import { ProblemException } from '../../common/problem.js';
 import { IS_PUBLIC } from '../../common/public.decorator.js';
+import { accessTokenRequired, bearerChallenge } from '../challenges.js';
 import type { AuthenticatedRequest, Principal } from '../principal.js';
 import { bearerCredentials } from './bearer-token.js';
 import { VerifiedTokens } from '../verified-tokens.js';
@@ -13,15 +14,9 @@ import { JwtStrategy, KeyringUnavailable, TokenRejected } from './jwt.strategy.j
 // passport-jwt verifies with jsonwebtoken: these are the classes of its verdicts on a token.
 const { JsonWebTokenError, TokenExpiredError } = jsonwebtoken;
 
-const REALM = 'realm="svc-results-api"';
-
-function quoted(text: string): string {
-  return text.replace(/["\\]/g, '');
-}
-
 function invalidToken(detail: string): ProblemException {
   return new ProblemException(401, detail, {
-    headers: { 'WWW-Authenticate': `Bearer ${REALM}, error="invalid_token", error_description="${quoted(detail)}"` },
+    headers: { 'WWW-Authenticate': bearerChallenge({ error: 'invalid_token', description: detail }) },
   });
 }
 
@@ -41,11 +36,7 @@ export class JwtAuthGuard extends AuthGuard('jwt') {
   override canActivate(context: ExecutionContext): boolean | Promise<boolean> | Observable<boolean> {
     if (this.reflector.getAllAndOverride<boolean>(IS_PUBLIC, [context.getHandler(), context.getClass()])) return true;
     const token = bearerCredentials(context.switchToHttp().getRequest<AuthenticatedRequest>());
-    if (token === null) {
-      throw new ProblemException(401, 'An access token is required: send Authorization: Bearer <token>.', {
-        headers: { 'WWW-Authenticate': `Bearer ${REALM}` },
-      });
-    }
+    if (token === null) throw accessTokenRequired();
     const claims = this.verified.claimsOf(token);
     // A token verified before: its signature is not checked again, the rest is (see VerifiedTokens).
     if (claims) return this.accept(context, claims);

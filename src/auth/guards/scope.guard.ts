@@ -2,6 +2,7 @@ import { Injectable, type CanActivate, type ExecutionContext } from '@nestjs/com
 import { Reflector } from '@nestjs/core';
 import { ProblemException } from '../../common/problem.js';
 import { IS_PUBLIC } from '../../common/public.decorator.js';
+import { bearerChallenge } from '../challenges.js';
 import type { AuthenticatedRequest } from '../principal.js';
 import { REQUIRED_SCOPE } from '../requires-scope.decorator.js';
 
@@ -17,9 +18,7 @@ export class ScopeGuard implements CanActivate {
     const principal = context.switchToHttp().getRequest<AuthenticatedRequest>().principal;
     if (!scope || principal?.scopes.has(scope)) return true;
     throw new ProblemException(403, `The access token lacks the scope '${scope}' this endpoint needs.`, {
-      headers: {
-        'WWW-Authenticate': `Bearer realm="svc-results-api", error="insufficient_scope", scope="${scope}"`,
-      },
+      headers: { 'WWW-Authenticate': bearerChallenge({ error: 'insufficient_scope', scope }) },
     });
   }
 }
