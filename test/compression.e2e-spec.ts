@@ -1,6 +1,4 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
-import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
@@ -10,16 +8,10 @@ import { COMPRESS_MIN_BYTES } from '../src/common/compression.js';
 import { CompressedPages } from '../src/visits/compressed-pages.js';
 import type { TestApp } from './helpers/test-app.js';
 import { startVisitsApp } from './helpers/visits-fixture.js';
+import { rawRequest, type RawResponse } from './helpers/raw-http.js';
 
 const JSON_TYPE = 'application/json; charset=utf-8';
 const PROBLEM = 'application/problem+json; charset=utf-8';
-
-interface RawResponse {
-  status: number;
-  headers: IncomingHttpHeaders;
-  /** The bytes on the wire: supertest and Node's fetch would decode them. */
-  body: Buffer;
-}
 
 /** The body as the client decodes it, by its Content-Encoding. */
 function decoded(res: RawResponse): Buffer {
@@ -48,16 +40,7 @@ describe(`compressed responses (${process.env.TEST_DATABASE})`, () => {
   });
 
   function get(path: string, headers: Record<string, string> = {}, method = 'GET'): Promise<RawResponse> {
-    const { port } = t.app.getHttpServer().address() as AddressInfo;
-    return new Promise((resolve, reject) => {
-      const req = httpRequest({ host: '127.0.0.1', port, path, method, headers }, (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (chunk: Buffer) => chunks.push(chunk));
-        res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(chunks) }));
-      });
-      req.on('error', reject);
-      req.end();
-    });
+    return rawRequest(t.app.getHttpServer(), path, headers, method);
   }
   const authed = (path: string, headers: Record<string, string> = {}, method = 'GET') => get(path, { ...credential, ...headers }, method);
 

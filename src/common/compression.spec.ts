@@ -1,10 +1,10 @@
 import { once } from 'node:events';
-import { request as httpRequest, type IncomingHttpHeaders, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import express, { type Request, type Response } from 'express';
 import fc from 'fast-check';
 import { COMPRESS_MIN_BYTES, CompressedBodies, compress, compressResponses, negotiate, sendBody } from './compression.js';
+import { rawRequest, type RawResponse } from '../../test/helpers/raw-http.js';
 
 describe('negotiate(Accept-Encoding)', () => {
   it.each([
@@ -103,12 +103,6 @@ describe('CompressedBodies', () => {
   });
 });
 
-interface RawResponse {
-  status: number;
-  headers: IncomingHttpHeaders;
-  body: Buffer;
-}
-
 describe('compressResponses and sendBody on an Express app', () => {
   const big = JSON.stringify({ items: Array.from({ length: 200 }, (_, i) => `item ${i}`) });
   const small = JSON.stringify({ status: 401, detail: 'no' });
@@ -140,17 +134,7 @@ describe('compressResponses and sendBody on an Express app', () => {
 
   /** The response as it is on the wire: Node's fetch and supertest would decode it. */
   function get(path: string, acceptEncoding?: string, method = 'GET'): Promise<RawResponse> {
-    const { port } = server.address() as AddressInfo;
-    const headers = acceptEncoding === undefined ? {} : { 'Accept-Encoding': acceptEncoding };
-    return new Promise((resolve, reject) => {
-      const req = httpRequest({ host: '127.0.0.1', port, path, method, headers }, (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (chunk: Buffer) => chunks.push(chunk));
-        res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(chunks) }));
-      });
-      req.on('error', reject);
-      req.end();
-    });
+    return rawRequest(server, path, acceptEncoding === undefined ? {} : { 'Accept-Encoding': acceptEncoding }, method);
   }
 
   function expectCompressed(res: RawResponse, encoding: 'br' | 'gzip', text: string): void {
