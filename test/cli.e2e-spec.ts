@@ -319,6 +319,14 @@ describe(`operator CLI (${process.env.TEST_DATABASE})`, () => {
     expect((await cli(['credentials', 'disable', 'svc_nobody'], env)).stderr).toContain("credential 'svc_nobody' does not exist");
   });
 
+  it('takes a signing key id that begins with a dash as the key id, not as an option', async () => {
+    // Key ids are base64url thumbprints: about one in 32 begins with '-'.
+    const result = await cli(['signing-keys', 'retire', '-fvVIqdZ_Y-JustNtI3hc'], env);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain("no active signing key has the id '-fvVIqdZ_Y-JustNtI3hc'");
+    expect(result.stderr).not.toContain('unknown option');
+  });
+
   // The commands above run in this process; these start the binary itself, as operators and the migration Job do.
   describe('the built binary, node dist/cli.js', () => {
     const LIMIT = SPAWN_TIMEOUT_MS + 30_000;

@@ -33,6 +33,8 @@ export function registerSigningKeys(program: Command, cli: CliContext): void {
     .command('retire')
     .description('retire a signing key: tokens it signed stop working (within 30 seconds on every replica)')
     .argument('<kid>', 'the key id')
+    // A key id is a base64url thumbprint and may begin with '-': it is the argument, not an option.
+    .allowUnknownOption()
     .action(
       cli.action(async (kid: string) =>
         cli.withApp(async (app) => {
