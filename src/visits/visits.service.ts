@@ -42,9 +42,9 @@ interface SelectionMarks {
 @Injectable()
 export class VisitsService {
   /** Rendered pages, least recently used out first, within VISITS_CACHE_MB; none when 0. */
-  private readonly cache: LRUCache<string, Buffer> | null;
+  private readonly cache: LRUCache<string, VisitsPage> | null;
   /** Renders under way: concurrent requests for one page wait for a single render. */
-  private readonly rendering = new Map<string, Promise<Buffer>>();
+  private readonly rendering = new Map<string, Promise<VisitsPage>>();
   /**
    * Every MARK_STRIDE-th position of a selection (per data version), so that a page at any
    * Skip starts from the mark before it by an index seek and passes over fewer than
@@ -65,7 +65,7 @@ export class VisitsService {
   ) {
     const budget = config.VISITS_CACHE_MB * 1024 * 1024;
     this.cache =
-      budget > 0 ? new LRUCache({ maxSize: budget, maxEntrySize: budget / 4, sizeCalculation: (page: Buffer) => page.length }) : null;
+      budget > 0 ? new LRUCache({ maxSize: budget, maxEntrySize: budget / 4, sizeCalculation: (page: VisitsPage) => page.body.length }) : null;
   }
 
   /**
@@ -81,9 +81,8 @@ export class VisitsService {
     // The rows a query selects, whatever the page and variant.
     const selectionKey = [entitled.clientId, version, window.FromDate, window.ToDate, list(entitled.brandIds), list(entitled.visitTypes)].join('|');
     const key = [variant, selectionKey, window.Skip, window.Take].join('|');
-    const etag = `W/"${createHash('sha256').update(key).digest('base64url').slice(0, 27)}"`;
     const cached = this.cache?.get(key);
-    if (cached) return { body: cached, etag };
+    if (cached) return cached;
     let render = this.rendering.get(key);
     if (!render) {
       const selection: VisitSelection = {
@@ -93,12 +92,16 @@ export class VisitsService {
         brandIds: entitled.brandIds,
         visitTypes: entitled.visitTypes,
       };
-      render = this.render(selection, version, selectionKey, window, variant).finally(() => this.rendering.delete(key));
+      // The validator names the page's key, not its bytes: worked out once, with the render.
+      const etag = `W/"${createHash('sha256').update(key).digest('base64url').slice(0, 27)}"`;
+      render = this.render(selection, version, selectionKey, window, variant)
+        .then((body) => ({ body, etag }))
+        .finally(() => this.rendering.delete(key));
       this.rendering.set(key, render);
     }
-    const body = await render;
-    this.cache?.set(key, body);
-    return { body, etag };
+    const page = await render;
+    this.cache?.set(key, page);
+    return page;
   }
 
   private async render(
