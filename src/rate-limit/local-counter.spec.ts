@@ -31,4 +31,14 @@ describe('LocalCounter', () => {
     counter.increment('fresh', 60_000, 10, 1000);
     expect(counter.size).toBe(1);
   });
+
+  it('keeps at most its capacity of keys, whatever a caller makes up', () => {
+    const small = new LocalCounter(() => now, 100);
+    for (let i = 0; i < 10_000; i++) small.increment(`made-up-${i}`, 60_000, 10, 1000);
+    expect(small.size).toBe(100);
+    // A key over its limit stays blocked while other keys come and go within the capacity.
+    for (let i = 0; i < 11; i++) small.increment('partner', 60_000, 10, 30_000);
+    for (let i = 0; i < 50; i++) small.increment(`other-${i}`, 60_000, 10, 1000);
+    expect(small.increment('partner', 60_000, 10, 30_000).blockedUntil).toBeGreaterThan(now);
+  });
 });

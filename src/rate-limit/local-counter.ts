@@ -1,3 +1,5 @@
+import { LRUCache } from 'lru-cache';
+
 /** One key's window: hits counted since it started, and until when it is blocked. */
 interface Window {
   hits: number;
@@ -16,42 +18,43 @@ export interface LocalCount {
   blockedUntil: number;
 }
 
+/** Keys counted at once: about 100 bytes each. */
+const CAPACITY = 200_000;
+
 /**
  * Fixed-window counters in the process, used when Redis is not configured or cannot be
  * reached: the same rule as the Redis script (the window starts with its first hit; past the
  * limit the key is blocked for the block duration), in constant time per request. A sliding
  * log of hit times (the throttler's own store) costs time in proportion to the limit on every
- * request. Windows that have ended are dropped once a minute, so memory follows the keys seen
- * in the last window.
+ * request. A window leaves when it and its block have ended; at most CAPACITY keys are kept,
+ * the least recently counted leaving first, so a flood of made-up API keys cannot grow the
+ * memory (it can only give the keys it pushes out a fresh window).
  */
 export class LocalCounter {
-  private readonly windows = new Map<string, Window>();
-  private sweepAt = 0;
+  private readonly windows: LRUCache<string, Window>;
 
-  constructor(private readonly now: () => number = Date.now) {}
+  constructor(
+    private readonly now: () => number = Date.now,
+    capacity = CAPACITY,
+  ) {
+    // lru-cache checks ages on the same clock; ttlResolution 0 reads it on every check.
+    this.windows = new LRUCache<string, Window>({ max: capacity, ttlResolution: 0, perf: { now } });
+  }
 
   increment(key: string, windowMs: number, limit: number, blockMs: number): LocalCount {
     const now = this.now();
-    if (now >= this.sweepAt) this.sweep(now);
     let window = this.windows.get(key);
     if (window && window.blockedUntil > now) return { totalHits: window.hits, windowEndsAt: window.endsAt, blockedUntil: window.blockedUntil };
-    if (!window || window.endsAt <= now) {
-      window = { hits: 0, endsAt: now + windowMs, blockedUntil: 0 };
-      this.windows.set(key, window);
-    }
+    if (!window || window.endsAt <= now) window = { hits: 0, endsAt: now + windowMs, blockedUntil: 0 };
     window.hits++;
     window.blockedUntil = window.hits > limit ? now + blockMs : 0;
+    this.windows.set(key, window, { ttl: Math.max(window.endsAt, window.blockedUntil) - now });
     return { totalHits: window.hits, windowEndsAt: window.endsAt, blockedUntil: window.blockedUntil };
   }
 
+  /** Keys whose window or block has not ended. */
   get size(): number {
+    this.windows.purgeStale();
     return this.windows.size;
-  }
-
-  private sweep(now: number): void {
-    for (const [key, window] of this.windows) {
-      if (window.endsAt <= now && window.blockedUntil <= now) this.windows.delete(key);
-    }
-    this.sweepAt = now + 60_000;
   }
 }
