@@ -1,7 +1,7 @@
 // Size and time of gzip and brotli at several levels on saved response bodies: the measurement
 // behind the levels in src/common/compression.ts (recorded in docs/decisions.md, "Compression").
 //
-// Run: node bench/compression.mjs <file>...
+// Run: npx tsc -p tsconfig.bench.json && node dist-bench/bench/compression.js <file>...
 // A page to measure: start the demo (`npm start`), take a token as in the README, then
 //   curl -s "http://localhost:3000/visits/standard?SvcClientId=1001&FromDate=…&ToDate=…&Skip=0&Take=1000" \
 //     -H "svc-api-key: $API_KEY" -H "Authorization: Bearer $TOKEN" -o page.json
@@ -14,9 +14,11 @@ import { basename } from 'node:path';
 import zlib from 'node:zlib';
 
 const RUNS = 15;
-const CODECS = [
-  ...[1, 4, 6, 9].map((level) => [`gzip ${level}`, (body) => zlib.gzipSync(body, { level })]),
-  ...[1, 3, 4, 5, 6].map((quality) => [
+type Codec = [name: string, compress: (body: Buffer) => Buffer];
+
+const CODECS: Codec[] = [
+  ...[1, 4, 6, 9].map((level): Codec => [`gzip ${level}`, (body) => zlib.gzipSync(body, { level })]),
+  ...[1, 3, 4, 5, 6].map((quality): Codec => [
     `br ${quality}`,
     (body) =>
       zlib.brotliCompressSync(body, {
@@ -25,14 +27,14 @@ const CODECS = [
   ]),
 ];
 
-function median(values) {
+function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)];
+  return sorted[Math.floor(sorted.length / 2)] ?? 0;
 }
 
-function measure(body, compress) {
-  const times = [];
-  let out;
+function measure(body: Buffer, compress: (body: Buffer) => Buffer): { bytes: number; ms: number } {
+  const times: number[] = [];
+  let out = body;
   for (let i = 0; i < RUNS; i++) {
     const start = process.hrtime.bigint();
     out = compress(body);
@@ -43,7 +45,7 @@ function measure(body, compress) {
 
 const files = process.argv.slice(2);
 if (files.length === 0) {
-  process.stderr.write('usage: node bench/compression.mjs <file>...\n');
+  process.stderr.write('usage: node dist-bench/bench/compression.js <file>...\n');
   process.exit(2);
 }
 for (const file of files) {
