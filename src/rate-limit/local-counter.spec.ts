@@ -41,4 +41,9 @@ describe('LocalCounter', () => {
     for (let i = 0; i < 50; i++) small.increment(`other-${i}`, 60_000, 10, 1000);
     expect(small.increment('partner', 60_000, 10, 30_000).blockedUntil).toBeGreaterThan(now);
   });
+
+  it('counts at the instant it is given, so a fresh window is exactly its length from there', () => {
+    const later = new LocalCounter(() => 9_000_001);
+    expect(later.increment('x', 60_000, 3, 1000, 9_000_000)).toEqual({ totalHits: 1, windowEndsAt: 9_060_000, blockedUntil: 0 });
+  });
 });

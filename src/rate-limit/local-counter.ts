@@ -41,8 +41,8 @@ export class LocalCounter {
     this.windows = new LRUCache<string, Window>({ max: capacity, ttlResolution: 0, perf: { now } });
   }
 
-  increment(key: string, windowMs: number, limit: number, blockMs: number): LocalCount {
-    const now = this.now();
+  /** Counts a hit at `now` (by default the counter's clock): the caller reads seconds left against the same instant. */
+  increment(key: string, windowMs: number, limit: number, blockMs: number, now = this.now()): LocalCount {
     let window = this.windows.get(key);
     if (window && window.blockedUntil > now) return { totalHits: window.hits, windowEndsAt: window.endsAt, blockedUntil: window.blockedUntil };
     if (!window || window.endsAt <= now) window = { hits: 0, endsAt: now + windowMs, blockedUntil: 0 };

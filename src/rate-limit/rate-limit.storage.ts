@@ -76,8 +76,10 @@ export class RateLimitStorage implements ThrottlerStorage {
         this.logger.debug(`counted in the process: ${(error as Error).message}`);
       }
     }
+    // One instant for the count and the seconds left: read twice, a millisecond between them made a
+    // fresh window 61 seconds long in the RateLimit header.
     const now = Date.now();
-    const count = this.local.increment(key, ttl, limit, blockDuration);
+    const count = this.local.increment(key, ttl, limit, blockDuration, now);
     const blocked = count.blockedUntil > now;
     return {
       totalHits: count.totalHits,
