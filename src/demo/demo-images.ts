@@ -1,6 +1,6 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import sharp from 'sharp';
+import { loadSharp } from '../common/sharp.js';
 import type { DemoDish } from './demo-data.js';
 
 const MAX_LABEL = 34;
@@ -31,6 +31,7 @@ export async function writeDemoImage(folder: string, image: DemoDish['image'], l
     ` font-family="DejaVu Sans, Helvetica, Arial, sans-serif" font-size="${fontSize}" fill="#ffffff">${text}</text>`,
     '</svg>',
   ].join('');
+  const sharp = await loadSharp();
   const canvas = sharp({ create: { width, height, channels: 3, background: { r, g, b } } }).composite([
     { input: Buffer.from(svg), top: 0, left: 0 },
   ]);

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
-import sharp, { type Metadata } from 'sharp';
+import type { Metadata } from 'sharp';
 import { formatBytes } from '../common/byte-size.js';
+import { loadSharp } from '../common/sharp.js';
 
 export const IMAGE_TYPES = { jpeg: 'image/jpeg', png: 'image/png', webp: 'image/webp' } as const;
 
@@ -40,6 +41,7 @@ export async function prepareImage(input: Buffer, limits: ImageLimits): Promise<
   if (input.length > limits.maxBytes) {
     throw new ImageRejected(imageTooLargeMessage(limits.maxBytes));
   }
+  const sharp = await loadSharp();
   let meta: Metadata;
   try {
     meta = await sharp(input, { limitInputPixels: false }).metadata();
@@ -66,6 +68,7 @@ export async function prepareImage(input: Buffer, limits: ImageLimits): Promise<
 }
 
 async function reencode(input: Buffer, format: keyof typeof IMAGE_TYPES): Promise<Buffer> {
+  const sharp = await loadSharp();
   const image = sharp(input, { failOn: 'truncated' }).autoOrient();
   if (format === 'jpeg') return image.jpeg({ quality: 92, mozjpeg: false }).toBuffer();
   if (format === 'png') return image.png().toBuffer();

@@ -1,0 +1,80 @@
+import { once } from 'node:events';
+import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Writable } from 'node:stream';
+import type { NextFunction, Request, Response } from 'express';
+import { pino } from 'pino';
+import { requestLogger } from './request-logging.js';
+
+/** A server whose every request passes the request logger, then `handle`; the lines it logs. */
+async function serve(level: string, handle: (res: ServerResponse) => void): Promise<{ server: Server; url: string; lines: Record<string, unknown>[] }> {
+  const lines: Record<string, unknown>[] = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      for (const line of chunk.toString().split('\n').filter(Boolean)) lines.push(JSON.parse(line) as Record<string, unknown>);
+      done();
+    },
+  });
+  const log = requestLogger(pino({ level }, sink));
+  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    (res as ServerResponse & { locals: object }).locals = { clientId: 'svc_abc' };
+    log(req as Request, res as Response, (() => handle(res)) as NextFunction);
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, lines };
+}
+
+const until = async (check: () => boolean): Promise<void> => {
+  while (!check()) await new Promise((done) => setTimeout(done, 5));
+};
+
+describe('requestLogger', () => {
+  it('writes one line per response with the request id it echoes', async () => {
+    const { server, url, lines } = await serve('info', (res) => res.end('ok'));
+    try {
+      const given = await fetch(`${url}/a?b=1`, { headers: { 'x-request-id': 'partner-1' } });
+      const generated = await fetch(`${url}/c`, { headers: { 'x-request-id': 'not a token!' } });
+      expect(given.headers.get('x-request-id')).toBe('partner-1');
+      expect(generated.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+      await until(() => lines.length === 2);
+      expect(lines[0]).toMatchObject({ level: 30, msg: 'request completed', clientId: 'svc_abc', req: { id: 'partner-1', method: 'GET', url: '/a?b=1' }, res: { statusCode: 200 } });
+      expect(typeof lines[0].responseTime).toBe('number');
+      expect((lines[1].req as { id: string }).id).toBe(generated.headers.get('x-request-id'));
+    } finally {
+      server.close();
+    }
+  });
+
+  it('logs a 5xx at error level, and nothing below the level', async () => {
+    const { server, url, lines } = await serve('warn', (res) => {
+      res.statusCode = res.req.url === '/fail' ? 503 : 200;
+      res.end();
+    });
+    try {
+      expect((await fetch(`${url}/fine`)).status).toBe(200);
+      expect((await fetch(`${url}/fail`)).status).toBe(503);
+      await until(() => lines.length === 1);
+      await new Promise((done) => setTimeout(done, 20));
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toMatchObject({ level: 50, msg: 'request completed', res: { statusCode: 503 }, req: { url: '/fail' } });
+    } finally {
+      server.close();
+    }
+  });
+
+  it('logs a response the client walked away from as errored', async () => {
+    const { server, url, lines } = await serve('info', (res) => res.write('partial'));
+    try {
+      const req = request(`${url}/slow`);
+      req.on('error', () => undefined);
+      req.on('response', (res) => res.once('data', () => req.destroy()));
+      req.end();
+      await until(() => lines.length === 1);
+      expect(lines[0]).toMatchObject({ level: 50, msg: 'request errored', req: { url: '/slow' }, err: { message: expect.stringContaining('closed the connection') } });
+    } finally {
+      server.closeAllConnections();
+      server.close();
+    }
+  });
+});
