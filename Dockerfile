@@ -17,6 +17,12 @@ ENV NODE_ENV=production PORT=3000 DATA_DIR=/tmp/results-data SEED_DEMO=false MIG
 # and then keeps such buffers in its heap, which never shrinks: after 50 connections reading
 # 1000-visit pages the process stayed at 450 MB instead of going back to about 220 MB.
 ENV MALLOC_MMAP_THRESHOLD_=131072
+# A young generation of 4 MB per semi-space (16 by default) and an old generation capped at
+# 256 MB (the live heap is some 60 MB; its caches are bounded well below the cap): V8 then
+# collects before the heap grows far past what is live. Page bodies live outside the heap.
+# After 50 connections on 1000-visit pages: peak 170 MB instead of 300 to 340 MB, the same
+# rates (README "Performance").
+ENV NODE_OPTIONS="--max-semi-space-size=4 --max-old-space-size=256"
 WORKDIR /app
 COPY --from=build --chown=node:node /app/package.json ./
 COPY --from=build --chown=node:node /app/node_modules ./node_modules

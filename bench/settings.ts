@@ -23,8 +23,12 @@ export const REQUEST_TIMEOUT_SECONDS = 30;
 export const WRK_THREADS = 2;
 /** Connections of the token run: partners fetch a token an hour, so fewer of them at once than pages. */
 export const TOKEN_CONNECTIONS = 32;
-/** Seconds between the last run on a service and the reading of its idle resident set. */
-export const IDLE_AFTER_SECONDS = 5;
+/**
+ * Seconds between the last run on a service and the reading of its idle resident set: V8 gives
+ * back the garbage of a run when its memory reducer finds the process idle, some 8 s after
+ * the load stops (read at 5 s, the idle figure was the run's garbage, not what stays).
+ */
+export const IDLE_AFTER_SECONDS = 20;
 
 export const DAY = 86_400_000;
 export const MINUTE = 60_000;

@@ -175,6 +175,14 @@ export class AppConfig {
   @IntSetting(0, 4096)
   VISITS_CACHE_MB = 64;
 
+  /**
+   * Memory for visit and change-feed page bodies being written, in MiB per process: past it,
+   * a page request waits before its page is read. Bounds a replica's memory when many
+   * partners pull large pages at once; 0 sets no bound.
+   */
+  @IntSetting(0, 4096)
+  PAGES_IN_FLIGHT_MB = 64;
+
   /** Changes of one client within this many milliseconds go out as one webhook event. */
   @IntSetting(0, 600000)
   WEBHOOKS_COALESCE_MS = 5000;

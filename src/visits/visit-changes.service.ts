@@ -4,7 +4,7 @@ import { PageTokens } from '../common/page-token.js';
 import { visitTypeCodes } from '../common/query-fields.js';
 import { ValidationProblem } from '../common/problem.js';
 import { AppConfig } from '../config/app-config.js';
-import { CHANGES_DEFAULT_TAKE, sinceInstant, type ChangesQueryDto } from './dto/changes-query.dto.js';
+import { changesTake, sinceInstant, type ChangesQueryDto } from './dto/changes-query.dto.js';
 import { VisitNames } from './visit-names.service.js';
 import { VisitsRepository } from './visits.repository.js';
 import type { VisitsVariant } from './visits.service.js';
@@ -50,7 +50,7 @@ export class VisitChangesService {
       after: start,
       brandIds: selection.brandIds,
       visitTypes: selection.visitTypes,
-      take: query.Take ?? Math.min(CHANGES_DEFAULT_TAKE, this.config.VISITS_TAKE_MAX),
+      take: changesTake(query, this.config.VISITS_TAKE_MAX),
       plus: variant === 'plus',
     });
     const last = rows.length > 0 ? Number(rows[rows.length - 1].change_seq) : start;

@@ -14,9 +14,10 @@ import {
   StandardVisitsResponseDto,
 } from './dto/visit.dto.js';
 import { AppConfig } from '../config/app-config.js';
-import { ChangesQueryDto } from './dto/changes-query.dto.js';
+import { ChangesQueryDto, changesTake } from './dto/changes-query.dto.js';
 import { VisitsQueryDto } from './dto/visits-query.dto.js';
 import { CompressedPages } from './compressed-pages.js';
+import { PagesInFlight } from './pages-in-flight.js';
 import { VisitChangesService, type ChangesPage } from './visit-changes.service.js';
 import { VisitsService, type VisitsPage, type VisitsVariant } from './visits.service.js';
 
@@ -63,6 +64,7 @@ export class VisitsController {
     private readonly changes: VisitChangesService,
     private readonly config: AppConfig,
     private readonly compressed: CompressedPages,
+    private readonly inFlight: PagesInFlight,
   ) {}
 
   @Get('standard')
@@ -72,7 +74,7 @@ export class VisitsController {
   @ApiResponse(NOT_MODIFIED)
   @ApiDataErrors()
   async standard(@EntitledQuery() query: VisitsQueryDto, @Req() req: Request, @Res() res: Response): Promise<void> {
-    await send(req, res, await this.visits.page(selectionOf(query), query, 'standard'), this.compressed);
+    await this.sendPage(req, res, query, 'standard');
   }
 
   @Get('plus')
@@ -86,7 +88,7 @@ export class VisitsController {
   @ApiResponse(NOT_MODIFIED)
   @ApiDataErrors()
   async plus(@EntitledQuery() query: VisitsQueryDto, @Req() req: Request, @Res() res: Response): Promise<void> {
-    await send(req, res, await this.visits.page(selectionOf(query), query, 'plus'), this.compressed);
+    await this.sendPage(req, res, query, 'plus');
   }
 
   @Get('standard/changes')
@@ -95,7 +97,7 @@ export class VisitsController {
   @ApiOkResponse({ type: StandardChangesResponseDto, headers: LINK })
   @ApiDataErrors()
   async standardChanges(@EntitledQuery() query: ChangesQueryDto, @Req() req: Request, @Res() res: Response): Promise<void> {
-    await this.sendChanges(req, res, query, 'standard', await this.changes.page(query, 'standard', selectionOf(query)));
+    await this.sendChanges(req, res, query, 'standard');
   }
 
   @Get('plus/changes')
@@ -108,11 +110,34 @@ export class VisitsController {
   @ApiOkResponse({ type: PlusChangesResponseDto, headers: LINK })
   @ApiDataErrors()
   async plusChanges(@EntitledQuery() query: ChangesQueryDto, @Req() req: Request, @Res() res: Response): Promise<void> {
-    await this.sendChanges(req, res, query, 'plus', await this.changes.page(query, 'plus', selectionOf(query)));
+    await this.sendChanges(req, res, query, 'plus');
+  }
+
+  /** A page of visits, read once there is room for it among the page bodies in flight (PAGES_IN_FLIGHT_MB). */
+  private async sendPage(req: Request, res: Response, query: VisitsQueryDto, variant: VisitsVariant): Promise<void> {
+    const page = await this.withinBudget(res, query.Take, () => this.visits.page(selectionOf(query), query, variant));
+    await send(req, res, page, this.compressed);
+  }
+
+  /** Reads a page once the budget has room for `take` visits; its body counts until the response closes. */
+  private async withinBudget<T extends { body: Buffer }>(res: Response, take: number, read: () => Promise<T>): Promise<T> {
+    const slot = await this.inFlight.reserve(take);
+    let page: T;
+    try {
+      page = await read();
+    } catch (error) {
+      slot.cancel();
+      throw error;
+    }
+    slot.sending(res, page.body);
+    this.inFlight.learn(take, page.body);
+    return page;
   }
 
   /** A feed page is never cached (the next call with the same token may hold more), nor its compressed forms. */
-  private sendChanges(req: Request, res: Response, query: ChangesQueryDto, variant: VisitsVariant, page: ChangesPage): Promise<void> {
+  private async sendChanges(req: Request, res: Response, query: ChangesQueryDto, variant: VisitsVariant): Promise<void> {
+    const take = changesTake(query, this.config.VISITS_TAKE_MAX);
+    const page: ChangesPage = await this.withinBudget(res, take, () => this.changes.page(query, variant, selectionOf(query)));
     const next = new URLSearchParams({ SvcClientId: String(query.SvcClientId) });
     if (query.Take !== undefined) next.set('Take', String(query.Take));
     if (query.SvcBrandId !== undefined) next.set('SvcBrandId', String(query.SvcBrandId));
@@ -121,6 +146,6 @@ export class VisitsController {
     res.setHeader('Link', `<${this.config.baseUrl}/visits/${variant}/changes?${next.toString()}>; rel="next"`);
     res.setHeader('Cache-Control', 'no-store');
     res.status(200).setHeader('Content-Type', 'application/json; charset=utf-8');
-    return sendBody(req, res, page.body);
+    await sendBody(req, res, page.body);
   }
 }

@@ -3,6 +3,7 @@ import { BranchesModule } from '../branches/branches.module.js';
 import { ClientsModule } from '../clients/clients.module.js';
 import { WebhooksModule } from '../webhooks/webhooks.module.js';
 import { CompressedPages } from './compressed-pages.js';
+import { PagesInFlight } from './pages-in-flight.js';
 import { VisitChangesService } from './visit-changes.service.js';
 import { VisitNames } from './visit-names.service.js';
 import { VisitTypesModule } from './visit-types.module.js';
@@ -14,7 +15,7 @@ import { VisitsRepository } from './visits.repository.js';
 @Module({
   imports: [ClientsModule, BranchesModule, WebhooksModule, VisitTypesModule],
   controllers: [VisitsController],
-  providers: [VisitsRepository, VisitsImportService, VisitsService, VisitChangesService, VisitNames, CompressedPages],
+  providers: [VisitsRepository, VisitsImportService, VisitsService, VisitChangesService, VisitNames, CompressedPages, PagesInFlight],
   exports: [VisitsImportService],
 })
 export class VisitsModule {}

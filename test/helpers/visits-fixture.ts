@@ -138,9 +138,9 @@ export interface VisitsApp {
   token: string;
 }
 
-export async function startVisitsApp(): Promise<VisitsApp> {
+export async function startVisitsApp(env: Record<string, string> = {}): Promise<VisitsApp> {
   // No credential cache: a test that changes a credential sees the change at once.
-  const t = await startTestApp({ AUTH_CACHE_SECONDS: '0' });
+  const t = await startTestApp({ AUTH_CACHE_SECONDS: '0', ...env });
   const { visits, today } = await seedVisits(t);
   const partner = await issueCredential(t);
   return { t, visits, today, partner, token: await tokenFor(t.http, partner) };

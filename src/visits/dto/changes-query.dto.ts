@@ -16,6 +16,11 @@ import { TakeMax, VisitTypesParam } from './visits-query.dto.js';
 /** Default page size of the change feed (or the Take maximum, when that is smaller). */
 export const CHANGES_DEFAULT_TAKE = 500;
 
+/** The page size of a feed query: its Take, or the default within the configured maximum. */
+export function changesTake(query: { Take?: number }, takeMax: number): number {
+  return query.Take ?? Math.min(CHANGES_DEFAULT_TAKE, takeMax);
+}
+
 /** yyyy-mm-ddThh:mm[:ss[.fff]] with an optional zone: Z or ±hh:mm. */
 const SINCE_FORMAT = /^(\d{4}-\d{2}-\d{2})T(\d{2}):(\d{2})(?::(\d{2})(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})?$/i;
 

@@ -1,0 +1,46 @@
+import request from 'supertest';
+import { addDays } from '../src/common/clock.js';
+import type { IssuedCredential } from '../src/auth/credentials.service.js';
+import type { TestApp } from './helpers/test-app.js';
+import { expectedIds, startVisitsApp, type VisitRecord } from './helpers/visits-fixture.js';
+
+/**
+ * With a page budget far below what concurrent requests ask for (PAGES_IN_FLIGHT_MB=1, each
+ * Take=50 page reserved at 200 KB before it is read), requests wait their turn: every one is
+ * answered, with the same page it gets alone, and none is lost waiting.
+ */
+describe(`visit pages under a tight in-flight budget (${process.env.TEST_DATABASE})`, () => {
+  let t: TestApp;
+  let visits: VisitRecord[];
+  let today: string;
+  let partner: IssuedCredential;
+  let token: string;
+
+  beforeAll(async () => {
+    ({ t, visits, today, partner, token } = await startVisitsApp({ PAGES_IN_FLIGHT_MB: '1', VISITS_CACHE_MB: '0' }));
+  });
+  afterAll(async () => {
+    await t.close();
+  });
+
+  it('answers every one of many concurrent page and feed requests in full', async () => {
+    const from = addDays(today, -31);
+    const to = addDays(today, -1);
+    const whole = expectedIds(visits, { clientId: 1001, from, to });
+    expect(whole.length).toBeGreaterThan(20);
+    const get = (path: string) => request(t.http).get(path).set('svc-api-key', partner.apiKey).set('Authorization', `Bearer ${token}`);
+    const skips = Array.from({ length: 24 }, (_, i) => i % whole.length);
+    const pages = skips.map((skip) => get(`/visits/standard?SvcClientId=1001&FromDate=${from}&ToDate=${to}&Skip=${skip}&Take=50`));
+    const feeds = Array.from({ length: 6 }, () => get(`/visits/plus/changes?SvcClientId=1001&Since=${addDays(today, -60)}T00:00:00Z&Take=50`));
+    const [pageResponses, feedResponses] = await Promise.all([Promise.all(pages), Promise.all(feeds)]);
+    pageResponses.forEach((res, i) => {
+      expect(res.status).toBe(200);
+      expect((res.body.data.visits as { visitId: number }[]).map((v) => v.visitId)).toEqual(whole.slice(skips[i], skips[i] + 50));
+    });
+    for (const res of feedResponses) {
+      expect(res.status).toBe(200);
+      expect(res.body.data.visits).toHaveLength(Math.min(50, visits.filter((v) => v.clientId === 1001).length));
+      expect(res.body.paging.after).toEqual(feedResponses[0].body.paging.after);
+    }
+  });
+});
