@@ -1,4 +1,5 @@
 import { In, type EntityManager } from 'typeorm';
+import { movesDataVersion } from '../database/transaction.js';
 import { Client } from './entities/client.entity.js';
 
 /**
@@ -10,6 +11,7 @@ import { Client } from './entities/client.entity.js';
 export async function bumpDataVersion(tx: EntityManager, clientIds: number[]): Promise<void> {
   const ids = [...new Set(clientIds)];
   if (ids.length === 0) return;
+  movesDataVersion(tx);
   await tx
     .createQueryBuilder()
     .update(Client)

@@ -107,6 +107,8 @@ describe('compressResponses and sendBody on an Express app', () => {
   const big = JSON.stringify({ items: Array.from({ length: 200 }, (_, i) => `item ${i}`) });
   const small = JSON.stringify({ status: 401, detail: 'no' });
   let server: Server;
+  /** What sendBody said it was sending, per request path. */
+  const announced: Buffer[] = [];
 
   beforeAll(async () => {
     const app = express();
@@ -125,7 +127,7 @@ describe('compressResponses and sendBody on an Express app', () => {
     });
     app.get('/sent', (req: Request, res: Response) => {
       res.type('application/json');
-      void sendBody(req, res, Buffer.from(big));
+      void sendBody(req, res, Buffer.from(big), { sending: (sent) => announced.push(sent) });
     });
     server = app.listen(0, '127.0.0.1');
     await once(server, 'listening');
@@ -202,12 +204,18 @@ describe('compressResponses and sendBody on an Express app', () => {
   });
 
   it('compresses what sendBody sends once, not again in the middleware, and not for HEAD', async () => {
-    expectCompressed(await get('/sent', 'gzip'), 'gzip', big);
+    announced.length = 0;
+    const gzipped = await get('/sent', 'gzip');
+    expectCompressed(gzipped, 'gzip', big);
+    // The bytes announced are the ones on the wire: the compressed form here, the body itself below.
+    expect(announced).toHaveLength(1);
+    expect(announced[0].equals(gzipped.body)).toBe(true);
     expectCompressed(await get('/sent', 'br;q=0.9, gzip;q=0.1'), 'br', big);
     const plain = await get('/sent', 'identity');
     expect(plain.headers['content-encoding']).toBeUndefined();
     expect(plain.headers.vary).toBe('Accept-Encoding');
     expect(plain.body.toString()).toBe(big);
+    expect(announced.at(-1)!.toString()).toBe(big);
     const head = await get('/sent', 'gzip', 'HEAD');
     expect(head.headers['content-encoding']).toBeUndefined();
     expect(head.headers.vary).toBe('Accept-Encoding');

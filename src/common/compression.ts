@@ -114,6 +114,8 @@ const encodedBySender = new WeakSet<Response>();
 export interface SendBodyOptions {
   /** The body in a coding, e.g. from CompressedBodies; by default it is compressed for this response. */
   compressed?: (encoding: Encoding) => Promise<Buffer>;
+  /** Told the bytes that go out (the body, or its compressed form) just before they are written. */
+  sending?: (sent: Buffer) => void;
 }
 
 /**
@@ -128,12 +130,14 @@ export async function sendBody(req: Request, res: Response, body: Buffer, option
   const encoding = req.method === 'HEAD' || body.length <= COMPRESS_MIN_BYTES ? null : negotiate(req.headers['accept-encoding']);
   if (encoding === null) {
     res.setHeader('Content-Length', body.length);
+    options.sending?.(body);
     res.end(body);
     return;
   }
   const sent = await (options.compressed ?? ((coding: Encoding) => compress(body, coding)))(encoding);
   res.setHeader('Content-Encoding', encoding);
   res.setHeader('Content-Length', sent.length);
+  options.sending?.(sent);
   res.end(sent);
 }
 

@@ -3,6 +3,7 @@ import type { EffectiveSelection } from '../auth/entitlements.js';
 import { PageTokens } from '../common/page-token.js';
 import { visitTypeCodes } from '../common/query-fields.js';
 import { ValidationProblem } from '../common/problem.js';
+import { ClientDataVersions } from '../clients/data-versions.js';
 import { AppConfig } from '../config/app-config.js';
 import { changesTake, sinceInstant, type ChangesQueryDto } from './dto/changes-query.dto.js';
 import { VisitNames } from './visit-names.service.js';
@@ -29,6 +30,7 @@ export class VisitChangesService {
   constructor(
     private readonly repo: VisitsRepository,
     private readonly names: VisitNames,
+    private readonly versions: ClientDataVersions,
     private readonly config: AppConfig,
   ) {
     this.tokens = PageTokens.fromConfig(config);
@@ -44,7 +46,7 @@ export class VisitChangesService {
   async page(query: ChangesQueryDto, variant: VisitsVariant, selection: EffectiveSelection): Promise<ChangesPage> {
     const scope = ['changes', variant, query.SvcClientId, query.SvcBrandId ?? '', visitTypeCodes(query.VisitTypes).join(',')].join(':');
     const start = query.after !== undefined ? this.position(scope, query.after) : await this.sinceStart(query);
-    const version = (await this.repo.dataVersion(selection.clientId)) ?? 0;
+    const version = (await this.versions.current(selection.clientId)) ?? 0;
     const rows = await this.repo.changes({
       clientId: selection.clientId,
       after: start,

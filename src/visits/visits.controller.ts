@@ -6,6 +6,7 @@ import { RequiresScope } from '../auth/requires-scope.decorator.js';
 import { Scope } from '../auth/scopes.js';
 import { ApiDataErrors } from '../common/api-responses.js';
 import { answeredNotModified } from '../common/conditional-get.js';
+import type { InFlightSlot } from '../common/bodies-in-flight.js';
 import { sendBody } from '../common/compression.js';
 import {
   PlusChangesResponseDto,
@@ -48,12 +49,15 @@ const NOT_MODIFIED = { status: 304, description: 'Not modified: the If-None-Matc
  * 304. The ETag is weak and the same in every coding, so If-None-Match matches whichever
  * coding the partner got; the 304 carries the Vary of the 200 it stands for.
  */
-function send(req: Request, res: Response, page: VisitsPage, compressed: CompressedPages): Promise<void> {
+function send(req: Request, res: Response, page: VisitsPage, compressed: CompressedPages, slot: InFlightSlot): Promise<void> {
   res.setHeader('Cache-Control', 'private, no-cache');
   res.vary('Accept-Encoding');
   if (answeredNotModified(req, res, page.etag)) return Promise.resolve();
   res.status(200).setHeader('Content-Type', 'application/json; charset=utf-8');
-  return sendBody(req, res, page.body, { compressed: (encoding) => compressed.get(page.etag, page.body, encoding) });
+  return sendBody(req, res, page.body, {
+    compressed: (encoding) => compressed.get(page.etag, page.body, encoding),
+    sending: (sent) => slot.sending(res, sent),
+  });
 }
 
 @ApiTags('visits')
@@ -115,29 +119,35 @@ export class VisitsController {
 
   /** A page of visits, read once there is room for it among the page bodies in flight (PAGES_IN_FLIGHT_MB). */
   private async sendPage(req: Request, res: Response, query: VisitsQueryDto, variant: VisitsVariant): Promise<void> {
-    const page = await this.withinBudget(res, query.Take, () => this.visits.page(selectionOf(query), query, variant));
-    await send(req, res, page, this.compressed);
+    const { page, slot } = await this.readWithinBudget(query.Take, () => this.visits.page(selectionOf(query), query, variant));
+    try {
+      await send(req, res, page, this.compressed, slot);
+    } finally {
+      // Nothing sent (a 304, a failure): the reservation is given back.
+      slot.cancel();
+    }
   }
 
-  /** Reads a page once the budget has room for `take` visits; its body counts until the response closes. */
-  private async withinBudget<T extends { body: Buffer }>(res: Response, take: number, read: () => Promise<T>): Promise<T> {
+  /**
+   * Reads a page once the budget has room for `take` visits. The slot holds the reservation
+   * until the bytes that go out are known (they then count until the response closes).
+   */
+  private async readWithinBudget<T extends { body: Buffer }>(take: number, read: () => Promise<T>): Promise<{ page: T; slot: InFlightSlot }> {
     const slot = await this.inFlight.reserve(take);
-    let page: T;
     try {
-      page = await read();
+      const page = await read();
+      this.inFlight.learn(take, page.body);
+      return { page, slot };
     } catch (error) {
       slot.cancel();
       throw error;
     }
-    slot.sending(res, page.body);
-    this.inFlight.learn(take, page.body);
-    return page;
   }
 
   /** A feed page is never cached (the next call with the same token may hold more), nor its compressed forms. */
   private async sendChanges(req: Request, res: Response, query: ChangesQueryDto, variant: VisitsVariant): Promise<void> {
     const take = changesTake(query, this.config.VISITS_TAKE_MAX);
-    const page: ChangesPage = await this.withinBudget(res, take, () => this.changes.page(query, variant, selectionOf(query)));
+    const { page, slot } = await this.readWithinBudget<ChangesPage>(take, () => this.changes.page(query, variant, selectionOf(query)));
     const next = new URLSearchParams({ SvcClientId: String(query.SvcClientId) });
     if (query.Take !== undefined) next.set('Take', String(query.Take));
     if (query.SvcBrandId !== undefined) next.set('SvcBrandId', String(query.SvcBrandId));
@@ -146,6 +156,10 @@ export class VisitsController {
     res.setHeader('Link', `<${this.config.baseUrl}/visits/${variant}/changes?${next.toString()}>; rel="next"`);
     res.setHeader('Cache-Control', 'no-store');
     res.status(200).setHeader('Content-Type', 'application/json; charset=utf-8');
-    await sendBody(req, res, page.body);
+    try {
+      await sendBody(req, res, page.body, { sending: (sent) => slot.sending(res, sent) });
+    } finally {
+      slot.cancel();
+    }
   }
 }

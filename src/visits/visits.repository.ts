@@ -3,7 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, In, type EntityManager } from 'typeorm';
 import { VisitDocument } from './entities/visit-document.entity.js';
 import { Visit } from './entities/visit.entity.js';
-import { inTransaction } from '../database/transaction.js';
+import { inTransaction, movesDataVersion } from '../database/transaction.js';
 import { renderVisitDocument, type ClientNames, type DocumentRow } from './visit-json.js';
 import { WebhookOutbox } from '../webhooks/webhook-outbox.js';
 
@@ -95,15 +95,11 @@ export class VisitsRepository {
   private readonly postgres: boolean;
   private readonly sqlCache = new Map<string, string>();
 
-  /** Read on every page request, so written once. */
-  private readonly versionSql: string;
-
   constructor(
     @InjectDataSource() private readonly db: DataSource,
     private readonly webhooks: WebhookOutbox,
   ) {
     this.postgres = db.options.type === 'postgres';
-    this.versionSql = `SELECT data_version AS v FROM clients WHERE id = ${this.postgres ? '$1' : '?'}`;
   }
 
   /**
@@ -226,6 +222,7 @@ export class VisitsRepository {
   /** Moves the client's write sequence on by `count` (and its data version by one); the new last number. */
   private async takeSequence(tx: EntityManager, clientId: number, count: number): Promise<number> {
     const p = this.postgres ? ['$1', '$2'] : ['?', '?'];
+    movesDataVersion(tx);
     await tx.query(
       `UPDATE clients SET change_seq = change_seq + ${p[0]}, data_version = data_version + 1 WHERE id = ${p[1]}`,
       [count, clientId],
@@ -300,11 +297,5 @@ export class VisitsRepository {
       brands: new Map(brands.map((b) => [Number(b.id), b.name])),
       branches: new Map(branches.map((b) => [b.id, { code: b.code, name: b.name }])),
     };
-  }
-
-  /** The client's data version: part of every cached page's key. */
-  async dataVersion(clientId: number): Promise<number | null> {
-    const rows = await this.db.query<{ v: number | string }[]>(this.versionSql, [clientId]);
-    return rows[0] === undefined ? null : Number(rows[0].v);
   }
 }

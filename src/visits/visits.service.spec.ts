@@ -1,3 +1,4 @@
+import type { ClientDataVersions } from '../clients/data-versions.js';
 import { loadConfig } from '../config/app-config.js';
 import type { EffectiveSelection } from '../auth/entitlements.js';
 import type { DocumentRow } from './visit-json.js';
@@ -7,6 +8,12 @@ import { MARK_STRIDE, VisitsService, type VisitsWindow } from './visits.service.
 
 /** The names the fake rows are written with: they all are of branch BR. */
 const NAMES = { clientId: 1001, clientName: 'Acme', brands: new Map(), branches: new Map([['BR', { code: null, name: 'Leeds' }]]) };
+
+/** The data versions the fake repositories give (as the repository's `dataVersion`). */
+const versionsOf = (repo: VisitsRepository): ClientDataVersions =>
+  ({
+    current: (clientId: number) => (repo as unknown as { dataVersion: (id: number) => Promise<number | null> }).dataVersion(clientId),
+  }) as unknown as ClientDataVersions;
 
 /** Every visit of client 1001: a credential without brand or type restrictions. */
 const ALL: EffectiveSelection = { clientId: 1001, brandIds: null, visitTypes: null };
@@ -34,7 +41,7 @@ describe('VisitsService pages', () => {
   it('renders a page once for concurrent requests, even with the cache off', async () => {
     const version = { value: 1 };
     const { repo, renders } = repository(version);
-    const service = new VisitsService(repo, new VisitNames(repo), loadConfig({ VISITS_CACHE_MB: '0' }));
+    const service = new VisitsService(repo, new VisitNames(repo), versionsOf(repo), loadConfig({ VISITS_CACHE_MB: '0' }));
     const pages = await Promise.all(Array.from({ length: 5 }, () => service.page(ALL, query(), 'standard')));
     expect(renders()).toBe(1);
     expect(new Set(pages.map((p) => p.body.toString()))).toEqual(new Set(['{"data":{"visits":[]}}']));
@@ -45,7 +52,7 @@ describe('VisitsService pages', () => {
   it('serves a cached page until the client data version moves', async () => {
     const version = { value: 1 };
     const { repo, renders } = repository(version);
-    const service = new VisitsService(repo, new VisitNames(repo), loadConfig({}));
+    const service = new VisitsService(repo, new VisitNames(repo), versionsOf(repo), loadConfig({}));
     const first = await service.page(ALL, query(), 'standard');
     const again = await service.page(ALL, query(), 'standard');
     expect(renders()).toBe(1);
@@ -91,7 +98,7 @@ describe('VisitsService pages of different entitlements', () => {
 
   it('never serves a page or a page mark found for one effective selection to another', async () => {
     const { repo, calls, ids } = brandRows(5000);
-    const service = new VisitsService(repo, new VisitNames(repo), loadConfig({}));
+    const service = new VisitsService(repo, new VisitNames(repo), versionsOf(repo), loadConfig({}));
     const brand5: EffectiveSelection = { clientId: 1001, brandIds: [5], visitTypes: null };
     const brand6: EffectiveSelection = { clientId: 1001, brandIds: [6], visitTypes: null };
     const first = await service.page(brand5, query(), 'standard');
@@ -143,7 +150,7 @@ describe('VisitsService page marks', () => {
   it('serves every page from the mark before it, finding each mark once', async () => {
     const version = { value: 1 };
     const { repo, calls, ids } = rows(4500, version);
-    const service = new VisitsService(repo, new VisitNames(repo), loadConfig({ VISITS_CACHE_MB: '0' }));
+    const service = new VisitsService(repo, new VisitNames(repo), versionsOf(repo), loadConfig({ VISITS_CACHE_MB: '0' }));
     for (let skip = 0; skip < 4600; skip += 300) {
       expect(pageIds(await service.page(ALL, query({ Skip: skip, Take: 300 }), 'standard'))).toEqual(ids(skip, 300));
     }
@@ -160,7 +167,7 @@ describe('VisitsService page marks', () => {
 
   it('finds the marks for a jump far into the selection, then pages before it need none', async () => {
     const { repo, calls, ids } = rows(3100, { value: 1 });
-    const service = new VisitsService(repo, new VisitNames(repo), loadConfig({ VISITS_CACHE_MB: '0' }));
+    const service = new VisitsService(repo, new VisitNames(repo), versionsOf(repo), loadConfig({ VISITS_CACHE_MB: '0' }));
     expect(pageIds(await service.page(ALL, query({ Skip: 3050, Take: 100 }), 'standard'))).toEqual(ids(3050, 100));
     expect(calls.positions).toBe(3);
     expect(pageIds(await service.page(ALL, query({ Skip: 1999, Take: 2 }), 'standard'))).toEqual(ids(1999, 2));
@@ -174,7 +181,7 @@ describe('VisitsService page marks', () => {
     const positionAfter = repo.positionAfter.bind(repo);
     let calls = 0;
     repo.positionAfter = (q, n) => (++calls > 1 ? gate.then(() => positionAfter(q, n)) : positionAfter(q, n));
-    const service = new VisitsService(repo, new VisitNames(repo), loadConfig({ VISITS_CACHE_MB: '0' }));
+    const service = new VisitsService(repo, new VisitNames(repo), versionsOf(repo), loadConfig({ VISITS_CACHE_MB: '0' }));
     expect(pageIds(await service.page(ALL, query({ Skip: 1000, Take: 5 }), 'standard'))).toEqual(ids(1000, 5));
     const far = service.page(ALL, query({ Skip: 5000, Take: 5 }), 'standard');
     expect(pageIds(await service.page(ALL, query({ Skip: 1500, Take: 5 }), 'standard'))).toEqual(ids(1500, 5));
@@ -185,7 +192,7 @@ describe('VisitsService page marks', () => {
   it('fails only the request whose mark could not be found, and finds it for the next', async () => {
     const fail = { times: 1 };
     const { repo, ids } = rows(2500, { value: 1 }, fail);
-    const service = new VisitsService(repo, new VisitNames(repo), loadConfig({ VISITS_CACHE_MB: '0' }));
+    const service = new VisitsService(repo, new VisitNames(repo), versionsOf(repo), loadConfig({ VISITS_CACHE_MB: '0' }));
     await expect(service.page(ALL, query({ Skip: 1500, Take: 10 }), 'standard')).rejects.toThrow('connection lost');
     expect(pageIds(await service.page(ALL, query({ Skip: 1500, Take: 10 }), 'standard'))).toEqual(ids(1500, 10));
   });

@@ -3,6 +3,7 @@ import { Injectable } from '@nestjs/common';
 import { LRUCache } from 'lru-cache';
 import { addDays } from '../common/clock.js';
 import type { EffectiveSelection } from '../auth/entitlements.js';
+import { ClientDataVersions } from '../clients/data-versions.js';
 import { AppConfig } from '../config/app-config.js';
 import type { VisitsQueryDto } from './dto/visits-query.dto.js';
 import { VisitNames } from './visit-names.service.js';
@@ -61,6 +62,7 @@ export class VisitsService {
   constructor(
     private readonly repo: VisitsRepository,
     private readonly names: VisitNames,
+    private readonly versions: ClientDataVersions,
     config: AppConfig,
   ) {
     const budget = config.VISITS_CACHE_MB * 1024 * 1024;
@@ -76,7 +78,7 @@ export class VisitsService {
    * a page rendered for one credential's entitlement never answers another's.
    */
   async page(entitled: EffectiveSelection, window: VisitsWindow, variant: VisitsVariant): Promise<VisitsPage> {
-    const version = (await this.repo.dataVersion(entitled.clientId)) ?? 0;
+    const version = (await this.versions.current(entitled.clientId)) ?? 0;
     const list = (items: readonly (string | number)[] | null): string => (items === null ? '*' : `[${items.join(',')}]`);
     // The rows a query selects, whatever the page and variant.
     const selectionKey = [entitled.clientId, version, window.FromDate, window.ToDate, list(entitled.brandIds), list(entitled.visitTypes)].join('|');

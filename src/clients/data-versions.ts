@@ -1,0 +1,186 @@
+import { Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { LRUCache } from 'lru-cache';
+import pg from 'pg';
+import type { DataSource } from 'typeorm';
+import { AppConfig } from '../config/app-config.js';
+import { dataVersionCommits } from '../database/transaction.js';
+
+/** The channel the database announces data version changes on (migration NotifyDataVersion). */
+export const DATA_VERSION_CHANNEL = 'results_data_version';
+/** Clients whose versions are kept. */
+const CLIENTS_KEPT = 100_000;
+/** A kept version is read again after this long, whatever the notifications said (a safety net, not the mechanism). */
+const KEPT_MS = 60_000;
+/** How often the listening connection is checked, and how long the check may take. */
+const CHECK_EVERY_MS = 10_000;
+const CHECK_TIMEOUT_MS = 5_000;
+/** Waits before listening again after the connection was lost: doubled per failure, up to the last. */
+const RECONNECT_MS = [500, 1_000, 2_000, 5_000, 10_000, 30_000];
+
+/**
+ * The data version of each client (part of every cached visit page's key), without a
+ * database round trip per request. On PostgreSQL a dedicated connection listens on
+ * DATA_VERSION_CHANNEL, where the database announces every change of a version as its
+ * transaction commits (from any replica or the CLI): a version read once is kept and raised
+ * by the announcements. Kept versions are only trusted while the connection listens: when it
+ * is lost (or fails its periodic check) they are all forgotten and read again per request
+ * until it listens again; a version read before the connection listened is never kept. What
+ * this process itself commits is seen by its next request at once (kept versions are
+ * forgotten when such a commit ends, see dataVersionCommits), other replicas' commits as soon
+ * as the announcement arrives (milliseconds). On SQLite (one file, possibly written by a CLI
+ * in another process, with nothing to listen to) the version is read per request: an indexed
+ * read in the same process.
+ */
+@Injectable()
+export class ClientDataVersions implements OnApplicationBootstrap, OnApplicationShutdown {
+  private readonly logger = new Logger(ClientDataVersions.name);
+  private readonly known = new LRUCache<number, number>({ max: CLIENTS_KEPT, ttl: KEPT_MS });
+  private readonly sql: string;
+  private readonly postgres: boolean;
+  /** True while the listening connection is up and checked. */
+  private listening = false;
+  /** Moves whenever kept versions may have missed a change: a read begun before it moved is not kept. */
+  private generation = 0;
+  private seenCommits = 0;
+  private client: pg.Client | null = null;
+  private check: NodeJS.Timeout | null = null;
+  private retry: NodeJS.Timeout | null = null;
+  private failures = 0;
+  private stopped = false;
+
+  constructor(
+    @InjectDataSource() private readonly db: DataSource,
+    private readonly config: AppConfig,
+  ) {
+    this.postgres = db.options.type === 'postgres';
+    this.sql = `SELECT data_version AS v FROM clients WHERE id = ${this.postgres ? '$1' : '?'}`;
+  }
+
+  onApplicationBootstrap(): void {
+    if (this.postgres) void this.listen();
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    this.stopped = true;
+    const client = this.client;
+    this.lose();
+    await client?.end().catch(() => undefined);
+  }
+
+  /** Whether versions are being learned by notification (for health and tests). */
+  get isListening(): boolean {
+    return this.listening;
+  }
+
+  /** The client's data version; null when there is no such client. */
+  async current(clientId: number): Promise<number | null> {
+    const commits = dataVersionCommits(this.db);
+    if (commits !== this.seenCommits) {
+      this.seenCommits = commits;
+      this.forget();
+    }
+    if (this.listening) {
+      const kept = this.known.get(clientId);
+      if (kept !== undefined) return kept;
+    }
+    const generation = this.generation;
+    const version = await this.read(clientId);
+    if (version !== null && this.listening && generation === this.generation) this.raise(clientId, version);
+    return version;
+  }
+
+  private async read(clientId: number): Promise<number | null> {
+    const rows = await this.db.query<{ v: number | string }[]>(this.sql, [clientId]);
+    return rows[0] === undefined ? null : Number(rows[0].v);
+  }
+
+  /** Versions only grow: an announcement and a read that cross keep the newer. */
+  private raise(clientId: number, version: number): void {
+    const kept = this.known.get(clientId);
+    if (kept === undefined || version > kept) this.known.set(clientId, version);
+  }
+
+  private forget(): void {
+    this.generation++;
+    this.known.clear();
+  }
+
+  private async listen(): Promise<void> {
+    if (this.stopped) return;
+    const client = new pg.Client({
+      connectionString: this.config.DATABASE_URL,
+      // Named with its schema, so that an operator (or a test) can tell the listeners of two schemas apart.
+      application_name: `results-service versions ${this.config.DATABASE_SCHEMA}`.slice(0, 63),
+      keepAlive: true,
+      connectionTimeoutMillis: CHECK_TIMEOUT_MS,
+    });
+    this.client = client;
+    client.on('error', (error) => this.lost(client, error));
+    client.on('end', () => this.lost(client, new Error('the connection ended')));
+    client.on('notification', (message) => {
+      if (message.channel === DATA_VERSION_CHANNEL && client === this.client) this.announced(message.payload);
+    });
+    try {
+      await client.connect();
+      await client.query(`LISTEN ${DATA_VERSION_CHANNEL}`);
+    } catch (error) {
+      this.lost(client, error as Error);
+      return;
+    }
+    if (client !== this.client) return;
+    // Versions read from here on are covered by the announcements of every later commit.
+    this.forget();
+    this.listening = true;
+    if (this.failures > 0) this.logger.log('listening for data version changes again');
+    this.failures = 0;
+    this.check = setInterval(() => void this.verify(client), CHECK_EVERY_MS).unref();
+  }
+
+  private announced(payload: string | undefined): void {
+    try {
+      const { schema, client, version } = JSON.parse(payload ?? '') as { schema?: unknown; client?: unknown; version?: unknown };
+      if (schema !== this.config.DATABASE_SCHEMA || typeof client !== 'number' || typeof version !== 'number') return;
+      if (this.listening) this.raise(client, version);
+    } catch {
+      // Not an announcement of ours.
+    }
+  }
+
+  /** A connection that stopped answering (a silent network) is as lost as a closed one. */
+  private async verify(client: pg.Client): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, fail) => {
+      timer = setTimeout(() => fail(new Error(`no answer within ${CHECK_TIMEOUT_MS} ms`)), CHECK_TIMEOUT_MS);
+    });
+    try {
+      await Promise.race([client.query('SELECT 1'), timeout]);
+    } catch (error) {
+      this.lost(client, error as Error);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  private lost(client: pg.Client, error: Error): void {
+    if (client !== this.client) return;
+    this.lose();
+    void client.end().catch(() => undefined);
+    if (this.stopped) return;
+    const wait = RECONNECT_MS[Math.min(this.failures, RECONNECT_MS.length - 1)];
+    this.failures++;
+    this.logger.warn(`not listening for data version changes (${error.message}); versions are read per request, listening again in ${wait} ms`);
+    this.retry = setTimeout(() => void this.listen(), wait).unref();
+  }
+
+  /** Stops trusting kept versions and drops the connection's timers. */
+  private lose(): void {
+    this.client = null;
+    this.listening = false;
+    this.forget();
+    if (this.check) clearInterval(this.check);
+    if (this.retry) clearTimeout(this.retry);
+    this.check = null;
+    this.retry = null;
+  }
+}

@@ -1,0 +1,92 @@
+import { jest } from '@jest/globals';
+import pg from 'pg';
+import type { DataSource } from 'typeorm';
+import { getDataSourceToken } from '@nestjs/typeorm';
+import { ClientDataVersions } from '../../src/clients/data-versions.js';
+import { dataVersionCommits, inTransaction, movesDataVersion } from '../../src/database/transaction.js';
+import { eventually } from '../helpers/eventually.js';
+import type { TestApp } from '../helpers/test-app.js';
+import { importVisits, startVisitsApp, type VisitRecord } from '../helpers/visits-fixture.js';
+
+/**
+ * A replica keeps the client data versions it has read and learns of every change from the
+ * database's announcements, so a page request costs no round trip for it; when it cannot
+ * listen it reads per request, so it never serves a version older than the database's.
+ */
+describe('client data versions on PostgreSQL', () => {
+  let t: TestApp;
+  let visits: VisitRecord[];
+  let versions: ClientDataVersions;
+  let db: DataSource;
+  /** Another writer: a connection of its own, as another replica or the CLI would have. */
+  let other: pg.Client;
+
+  const bump = (): Promise<unknown> => other.query('UPDATE clients SET data_version = data_version + 1 WHERE id = 1001');
+  const stored = async (): Promise<number> =>
+    Number(((await other.query('SELECT data_version AS v FROM clients WHERE id = 1001')).rows[0] as { v: number }).v);
+  const listening = (): Promise<boolean> => eventually(() => Promise.resolve(versions.isListening), Boolean, 30_000, 20);
+
+  beforeAll(async () => {
+    ({ t, visits } = await startVisitsApp());
+    versions = t.app.get(ClientDataVersions);
+    db = t.app.get<DataSource>(getDataSourceToken());
+    other = new pg.Client({ connectionString: t.config.DATABASE_URL, options: `-c search_path=${t.config.DATABASE_SCHEMA}` });
+    await other.connect();
+  });
+  afterAll(async () => {
+    await other.end();
+    await t.close();
+  });
+  afterEach(() => jest.restoreAllMocks());
+
+  it("keeps a version it has read, and learns of another writer's change without reading it", async () => {
+    expect(await listening()).toBe(true);
+    const before = await versions.current(1001);
+    expect(before).toBe(await stored());
+    const query = jest.spyOn(db, 'query');
+    expect(await versions.current(1001)).toBe(before);
+    await bump();
+    const learned = await eventually(() => versions.current(1001), (v) => v === before! + 1, 30_000, 10);
+    expect(learned).toBe(before! + 1);
+    expect(query).not.toHaveBeenCalled();
+  });
+
+  it('sees what its own process commits on its next read; a rolled-back change moves nothing', async () => {
+    const before = (await versions.current(1001))!;
+    const commits = dataVersionCommits(db);
+    const changed = { ...visits.find((v) => v.clientId === 1001)!, recommendComment: 'Changed, to move the data version.' };
+    await importVisits(t, [changed]);
+    expect(dataVersionCommits(db)).toBe(commits + 1);
+    expect(await versions.current(1001)).toBe(before + 1);
+    await expect(
+      inTransaction(db, async (tx) => {
+        movesDataVersion(tx);
+        await tx.query('UPDATE clients SET data_version = data_version + 1 WHERE id = 1001');
+        throw new Error('rolled back');
+      }),
+    ).rejects.toThrow('rolled back');
+    expect(dataVersionCommits(db)).toBe(commits + 1);
+    expect(await versions.current(1001)).toBe(before + 1);
+  });
+
+  it('reads per request while its listening connection is lost, and listens again', async () => {
+    expect(await listening()).toBe(true);
+    await versions.current(1001);
+    const ended = await other.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1', [
+      `results-service versions ${t.config.DATABASE_SCHEMA}`.slice(0, 63),
+    ]);
+    expect(ended.rowCount).toBe(1);
+    expect(await eventually(() => Promise.resolve(versions.isListening), (v) => !v, 30_000, 5)).toBe(false);
+    // Changed while nobody listens: no announcement reaches this replica, the read does.
+    await bump();
+    const query = jest.spyOn(db, 'query');
+    expect(await versions.current(1001)).toBe(await stored());
+    expect(query).toHaveBeenCalledTimes(1);
+    query.mockRestore();
+    expect(await listening()).toBe(true);
+    await versions.current(1001);
+    await bump();
+    const expected = await stored();
+    expect(await eventually(() => versions.current(1001), (v) => v === expected, 30_000, 10)).toBe(expected);
+  });
+});
