@@ -44,6 +44,8 @@ export class ClientDataVersions implements OnApplicationBootstrap, OnApplication
   private generation = 0;
   private seenCommits = 0;
   private client: pg.Client | null = null;
+  /** The schema the announcements must name: the one this replica's tables are in, as the server resolved it. */
+  private schema: string | null = null;
   private check: NodeJS.Timeout | null = null;
   private retry: NodeJS.Timeout | null = null;
   private failures = 0;
@@ -114,6 +116,8 @@ export class ClientDataVersions implements OnApplicationBootstrap, OnApplication
       application_name: `results-service versions ${this.config.DATABASE_SCHEMA}`.slice(0, 63),
       keepAlive: true,
       connectionTimeoutMillis: CHECK_TIMEOUT_MS,
+      // The same search path as the service's own connections (see dataSourceOptions).
+      options: `-c search_path=${this.config.DATABASE_SCHEMA}`,
     });
     this.client = client;
     client.on('error', (error) => this.lost(client, error));
@@ -124,6 +128,10 @@ export class ClientDataVersions implements OnApplicationBootstrap, OnApplication
     try {
       await client.connect();
       await client.query(`LISTEN ${DATA_VERSION_CHANNEL}`);
+      // The name as the trigger will give it (TG_TABLE_SCHEMA), whatever case the setting used.
+      const { rows } = await client.query<{ schema: string | null }>('SELECT current_schema() AS schema');
+      if (!rows[0]?.schema) throw new Error(`schema ${this.config.DATABASE_SCHEMA} does not exist`);
+      this.schema = rows[0].schema;
     } catch (error) {
       this.lost(client, error as Error);
       return;
@@ -140,7 +148,7 @@ export class ClientDataVersions implements OnApplicationBootstrap, OnApplication
   private announced(payload: string | undefined): void {
     try {
       const { schema, client, version } = JSON.parse(payload ?? '') as { schema?: unknown; client?: unknown; version?: unknown };
-      if (schema !== this.config.DATABASE_SCHEMA || typeof client !== 'number' || typeof version !== 'number') return;
+      if (schema !== this.schema || typeof client !== 'number' || typeof version !== 'number') return;
       if (this.listening) this.raise(client, version);
     } catch {
       // Not an announcement of ours.
