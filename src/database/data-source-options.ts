@@ -52,6 +52,10 @@ export function dataSourceOptions(config: AppConfig): DataSourceOptions {
       // reading a page of 1,000 visits took a third less time than with the default 4 KB. It
       // only applies to a database not yet created (before WAL is turned on, which is next).
       db.pragma('page_size = 16384');
+      // 8 MB of page cache per connection (this build's default is 16 MB): reading pages of 100
+      // and 1,000 documents measured the same (the documents of a window are far larger than
+      // either), and a replica keeps 8 MB less once it has read that much.
+      db.pragma('cache_size = -8000');
       db.pragma('foreign_keys = ON');
       db.pragma('synchronous = NORMAL');
     },
