@@ -1,8 +1,6 @@
 import request from 'supertest';
 import { addDays } from '../src/common/clock.js';
-import type { IssuedCredential } from '../src/auth/credentials.service.js';
-import type { TestApp } from './helpers/test-app.js';
-import { expectedIds, startVisitsApp, type VisitRecord } from './helpers/visits-fixture.js';
+import { expectedIds, startVisitsApp, type VisitsApp } from './helpers/visits-fixture.js';
 
 /**
  * With a page budget far below what concurrent requests ask for (PAGES_IN_FLIGHT_MB=1, each
@@ -10,20 +8,17 @@ import { expectedIds, startVisitsApp, type VisitRecord } from './helpers/visits-
  * answered, with the same page it gets alone, and none is lost waiting.
  */
 describe(`visit pages under a tight in-flight budget (${process.env.TEST_DATABASE})`, () => {
-  let t: TestApp;
-  let visits: VisitRecord[];
-  let today: string;
-  let partner: IssuedCredential;
-  let token: string;
+  let app: VisitsApp;
 
   beforeAll(async () => {
-    ({ t, visits, today, partner, token } = await startVisitsApp({ PAGES_IN_FLIGHT_MB: '1', VISITS_CACHE_MB: '0' }));
+    app = await startVisitsApp({ PAGES_IN_FLIGHT_MB: '1', VISITS_CACHE_MB: '0' });
   });
   afterAll(async () => {
-    await t.close();
+    await app.t.close();
   });
 
   it('answers every one of many concurrent page and feed requests in full', async () => {
+    const { t, visits, today, partner, token } = app;
     const from = addDays(today, -31);
     const to = addDays(today, -1);
     const whole = expectedIds(visits, { clientId: 1001, from, to });

@@ -1,4 +1,4 @@
-import { Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
+import { Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { LRUCache } from 'lru-cache';
 import pg from 'pg';
@@ -33,7 +33,7 @@ const RECONNECT_MS = [500, 1_000, 2_000, 5_000, 10_000, 30_000];
  * read in the same process.
  */
 @Injectable()
-export class ClientDataVersions implements OnApplicationBootstrap, OnApplicationShutdown {
+export class ClientDataVersions implements OnApplicationShutdown {
   private readonly logger = new Logger(ClientDataVersions.name);
   private readonly known = new LRUCache<number, number>({ max: CLIENTS_KEPT, ttl: KEPT_MS });
   private readonly sql: string;
@@ -49,6 +49,7 @@ export class ClientDataVersions implements OnApplicationBootstrap, OnApplication
   private check: NodeJS.Timeout | null = null;
   private retry: NodeJS.Timeout | null = null;
   private failures = 0;
+  private started = false;
   private stopped = false;
 
   constructor(
@@ -59,9 +60,6 @@ export class ClientDataVersions implements OnApplicationBootstrap, OnApplication
     this.sql = `SELECT data_version AS v FROM clients WHERE id = ${this.postgres ? '$1' : '?'}`;
   }
 
-  onApplicationBootstrap(): void {
-    if (this.postgres) void this.listen();
-  }
 
   async onApplicationShutdown(): Promise<void> {
     this.stopped = true;
@@ -77,6 +75,11 @@ export class ClientDataVersions implements OnApplicationBootstrap, OnApplication
 
   /** The client's data version; null when there is no such client. */
   async current(clientId: number): Promise<number | null> {
+    // Listening starts with the first version asked for: processes that serve no pages (the CLI) hold no connection for it.
+    if (this.postgres && !this.started) {
+      this.started = true;
+      void this.listen();
+    }
     const commits = dataVersionCommits(this.db);
     if (commits !== this.seenCommits) {
       this.seenCommits = commits;

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
-import { BodiesInFlight, type InFlightSlot } from '../common/bodies-in-flight.js';
+import type { Response } from 'express';
+import { BodiesInFlight } from '../common/bodies-in-flight.js';
 import { AppConfig } from '../config/app-config.js';
 
 /** Bytes per visit assumed before any page was sent: about what a visit with a few sections takes. */
@@ -19,13 +20,25 @@ export class PagesInFlight {
     this.bodies = new BodiesInFlight(config.PAGES_IN_FLIGHT_MB === 0 ? Infinity : config.PAGES_IN_FLIGHT_MB * 1024 * 1024);
   }
 
-  /** Waits for room for a page of `take` visits. */
-  reserve(take: number): Promise<InFlightSlot> {
-    return this.bodies.reserve(take * this.bytesPerVisit);
-  }
-
-  /** What a page of `take` visits took: later estimates follow it. */
-  learn(take: number, body: Buffer): void {
-    if (take > 0 && body.length > 0) this.bytesPerVisit = Math.round(0.8 * this.bytesPerVisit + (0.2 * body.length) / take);
+  /**
+   * Reads a page of `take` visits once the budget has room for it, then writes it: `write` is
+   * given the function to call with the bytes that go out (the body or a compressed form),
+   * which count until the response closes. A page not written (a 304, a failure) gives its
+   * reservation back.
+   */
+  async serve<T extends { body: Buffer }>(
+    res: Response,
+    take: number,
+    read: () => Promise<T>,
+    write: (page: T, sending: (sent: Buffer) => void) => Promise<void>,
+  ): Promise<void> {
+    const slot = await this.bodies.reserve(take * this.bytesPerVisit);
+    try {
+      const page = await read();
+      if (take > 0 && page.body.length > 0) this.bytesPerVisit = Math.round(0.8 * this.bytesPerVisit + (0.2 * page.body.length) / take);
+      await write(page, (sent) => slot.sending(res, sent));
+    } finally {
+      slot.cancel();
+    }
   }
 }

@@ -6,7 +6,6 @@ import { RequiresScope } from '../auth/requires-scope.decorator.js';
 import { Scope } from '../auth/scopes.js';
 import { ApiDataErrors } from '../common/api-responses.js';
 import { answeredNotModified } from '../common/conditional-get.js';
-import type { InFlightSlot } from '../common/bodies-in-flight.js';
 import { sendBody } from '../common/compression.js';
 import {
   PlusChangesResponseDto,
@@ -49,14 +48,14 @@ const NOT_MODIFIED = { status: 304, description: 'Not modified: the If-None-Matc
  * 304. The ETag is weak and the same in every coding, so If-None-Match matches whichever
  * coding the partner got; the 304 carries the Vary of the 200 it stands for.
  */
-function send(req: Request, res: Response, page: VisitsPage, compressed: CompressedPages, slot: InFlightSlot): Promise<void> {
+function send(req: Request, res: Response, page: VisitsPage, compressed: CompressedPages, sending: (sent: Buffer) => void): Promise<void> {
   res.setHeader('Cache-Control', 'private, no-cache');
   res.vary('Accept-Encoding');
   if (answeredNotModified(req, res, page.etag)) return Promise.resolve();
   res.status(200).setHeader('Content-Type', 'application/json; charset=utf-8');
   return sendBody(req, res, page.body, {
     compressed: (encoding) => compressed.get(page.etag, page.body, encoding),
-    sending: (sent) => slot.sending(res, sent),
+    sending,
   });
 }
 
@@ -118,36 +117,31 @@ export class VisitsController {
   }
 
   /** A page of visits, read once there is room for it among the page bodies in flight (PAGES_IN_FLIGHT_MB). */
-  private async sendPage(req: Request, res: Response, query: VisitsQueryDto, variant: VisitsVariant): Promise<void> {
-    const { page, slot } = await this.readWithinBudget(query.Take, () => this.visits.page(selectionOf(query), query, variant));
-    try {
-      await send(req, res, page, this.compressed, slot);
-    } finally {
-      // Nothing sent (a 304, a failure): the reservation is given back.
-      slot.cancel();
-    }
-  }
-
-  /**
-   * Reads a page once the budget has room for `take` visits. The slot holds the reservation
-   * until the bytes that go out are known (they then count until the response closes).
-   */
-  private async readWithinBudget<T extends { body: Buffer }>(take: number, read: () => Promise<T>): Promise<{ page: T; slot: InFlightSlot }> {
-    const slot = await this.inFlight.reserve(take);
-    try {
-      const page = await read();
-      this.inFlight.learn(take, page.body);
-      return { page, slot };
-    } catch (error) {
-      slot.cancel();
-      throw error;
-    }
+  private sendPage(req: Request, res: Response, query: VisitsQueryDto, variant: VisitsVariant): Promise<void> {
+    return this.inFlight.serve(
+      res,
+      query.Take,
+      () => this.visits.page(selectionOf(query), query, variant),
+      (page, sending) => send(req, res, page, this.compressed, sending),
+    );
   }
 
   /** A feed page is never cached (the next call with the same token may hold more), nor its compressed forms. */
-  private async sendChanges(req: Request, res: Response, query: ChangesQueryDto, variant: VisitsVariant): Promise<void> {
+  private sendChanges(req: Request, res: Response, query: ChangesQueryDto, variant: VisitsVariant): Promise<void> {
     const take = changesTake(query, this.config.VISITS_TAKE_MAX);
-    const { page, slot } = await this.readWithinBudget<ChangesPage>(take, () => this.changes.page(query, variant, selectionOf(query)));
+    return this.inFlight.serve(res, take, () => this.changes.page(query, variant, selectionOf(query)), (page, sending) =>
+      this.writeChanges(req, res, query, variant, page, sending),
+    );
+  }
+
+  private writeChanges(
+    req: Request,
+    res: Response,
+    query: ChangesQueryDto,
+    variant: VisitsVariant,
+    page: ChangesPage,
+    sending: (sent: Buffer) => void,
+  ): Promise<void> {
     const next = new URLSearchParams({ SvcClientId: String(query.SvcClientId) });
     if (query.Take !== undefined) next.set('Take', String(query.Take));
     if (query.SvcBrandId !== undefined) next.set('SvcBrandId', String(query.SvcBrandId));
@@ -156,10 +150,6 @@ export class VisitsController {
     res.setHeader('Link', `<${this.config.baseUrl}/visits/${variant}/changes?${next.toString()}>; rel="next"`);
     res.setHeader('Cache-Control', 'no-store');
     res.status(200).setHeader('Content-Type', 'application/json; charset=utf-8');
-    try {
-      await sendBody(req, res, page.body, { sending: (sent) => slot.sending(res, sent) });
-    } finally {
-      slot.cancel();
-    }
+    return sendBody(req, res, page.body, { sending });
   }
 }

@@ -29,6 +29,9 @@ describe('client data versions on PostgreSQL', () => {
   beforeAll(async () => {
     ({ t, visits } = await startVisitsApp());
     versions = t.app.get(ClientDataVersions);
+    // Listening starts with the first version asked for.
+    expect(versions.isListening).toBe(false);
+    await versions.current(1001);
     db = t.app.get<DataSource>(getDataSourceToken());
     other = new pg.Client({ connectionString: t.config.DATABASE_URL, options: `-c search_path=${t.config.DATABASE_SCHEMA}` });
     await other.connect();
