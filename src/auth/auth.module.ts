@@ -39,6 +39,6 @@ import { WellKnownController } from './well-known.controller.js';
     { provide: APP_GUARD, useClass: JwtAuthGuard },
     { provide: APP_GUARD, useClass: ScopeGuard },
   ],
-  exports: [CredentialsService, AuthRepository, KeyringService],
+  exports: [CredentialsService, AuthRepository, KeyringService, AuthCacheService, VerifiedTokens, JwtStrategy],
 })
 export class AuthModule {}

@@ -9,7 +9,7 @@ import {
   type DtoClass,
 } from '../common/query-params.js';
 import { effectiveSelection, type EffectiveSelection, type EntitledSelection } from './entitlements.js';
-import type { AuthenticatedRequest } from './principal.js';
+import type { AuthenticatedRequest, Principal } from './principal.js';
 
 /*
  * The query of a data endpoint as a handler parameter: parsed and validated by its DTO, then
@@ -29,12 +29,20 @@ export function selectionOf(query: object): EffectiveSelection {
   return selection;
 }
 
-const EntitledQueryFor = createParamDecorator((dto: DtoClass<EntitledSelection>, context: ExecutionContext) => {
-  const request = context.switchToHttp().getRequest<Request & AuthenticatedRequest>();
-  const query = parseQuery(dto, rawQueryString(request), requestQueryContext(request));
-  const selection = effectiveSelection(request.principal, query);
+/**
+ * The query string read into `dto` (400 with every broken rule), checked against the
+ * caller's entitlements (403), with its effective selection attached for selectionOf.
+ */
+export function entitledQuery<T extends EntitledSelection>(dto: DtoClass<T>, queryString: string, context: object | undefined, principal: Principal | undefined): T {
+  const query = parseQuery(dto, queryString, context);
+  const selection = effectiveSelection(principal, query);
   Object.defineProperty(query, SELECTION, { value: Object.freeze(selection), enumerable: false });
   return query;
+}
+
+const EntitledQueryFor = createParamDecorator((dto: DtoClass<EntitledSelection>, context: ExecutionContext) => {
+  const request = context.switchToHttp().getRequest<Request & AuthenticatedRequest>();
+  return entitledQuery(dto, rawQueryString(request), requestQueryContext(request), request.principal);
 });
 
 /**

@@ -1,9 +1,9 @@
-import type { Response } from 'express';
+import type { ServerResponse } from 'node:http';
 
 /** What a request holds between its reservation and the end of its response. */
 export interface InFlightSlot {
   /** The response will carry `body`: it counts, instead of the estimate, until the response closes. */
-  sending(res: Response, body: Buffer): void;
+  sending(res: ServerResponse, body: Buffer): void;
   /** No body after all (the request failed): the estimate is given back. */
   cancel(): void;
 }
@@ -53,7 +53,7 @@ export class BodiesInFlight {
     };
   }
 
-  private carry(res: Response, body: Buffer): void {
+  private carry(res: ServerResponse, body: Buffer): void {
     // Gone already (its 'close' has been emitted): the body will not be written.
     if (res.destroyed) return;
     const writers = this.writers.get(body) ?? 0;

@@ -1,7 +1,9 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { promisify } from 'node:util';
 import { brotliCompress, constants, gzip } from 'node:zlib';
 import type { NextFunction, Request, Response } from 'express';
 import { LRUCache } from 'lru-cache';
+import vary from 'vary';
 
 /** The content codings the service compresses with (RFC 9110 §8.4.1). */
 export type Encoding = 'br' | 'gzip';
@@ -108,7 +110,7 @@ export class CompressedBodies {
 }
 
 /** Responses whose body `sendBody` encodes itself: `compressResponses` passes them through. */
-const encodedBySender = new WeakSet<Response>();
+const encodedBySender = new WeakSet<ServerResponse>();
 
 /** What `sendBody` needs besides the body. */
 export interface SendBodyOptions {
@@ -124,9 +126,9 @@ export interface SendBodyOptions {
  * `Vary: Accept-Encoding` whichever coding is sent. Bodies of COMPRESS_MIN_BYTES or fewer and
  * answers to HEAD are sent as they are.
  */
-export async function sendBody(req: Request, res: Response, body: Buffer, options: SendBodyOptions = {}): Promise<void> {
+export async function sendBody(req: IncomingMessage, res: ServerResponse, body: Buffer, options: SendBodyOptions = {}): Promise<void> {
   encodedBySender.add(res);
-  res.vary('Accept-Encoding');
+  vary(res, 'Accept-Encoding');
   const encoding = req.method === 'HEAD' || body.length <= COMPRESS_MIN_BYTES ? null : negotiate(req.headers['accept-encoding']);
   if (encoding === null) {
     res.setHeader('Content-Length', body.length);

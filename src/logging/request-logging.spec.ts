@@ -2,7 +2,6 @@ import { once } from 'node:events';
 import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
-import type { NextFunction, Request, Response } from 'express';
 import { pino } from 'pino';
 import { requestLogger } from './request-logging.js';
 
@@ -18,7 +17,7 @@ async function serve(level: string, handle: (res: ServerResponse) => void): Prom
   const log = requestLogger(pino({ level }, sink));
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     (res as ServerResponse & { locals: object }).locals = { clientId: 'svc_abc' };
-    log(req as Request, res as Response, (() => handle(res)) as NextFunction);
+    log(req, res, () => handle(res));
   });
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { NextFunction, Request, Response } from 'express';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { pino, type Level, type Logger } from 'pino';
 import type { AppConfig } from '../config/app-config.js';
 import { routeOf } from '../metrics/request-metrics.middleware.js';
@@ -37,27 +37,31 @@ export function createRootLogger(config: Pick<AppConfig, 'LOG_LEVEL'>): Logger {
  * listener (a per-request child logger with its serializers, as pino-http makes one, cost a
  * tenth of the CPU of a cached page at LOG_LEVEL=warn).
  */
-export function requestLogger(root: Logger): (req: Request, res: Response, next: NextFunction) => void {
+export function requestLogger(root: Logger): (req: IncomingMessage, res: ServerResponse, next: () => void) => void {
+  // Requests whose line is under way: one started before Express (see VisitPagesLane) is not started again.
+  const started = new WeakSet<IncomingMessage>();
   return (req, res, next) => {
+    if (started.has(req)) return next();
+    started.add(req);
     const given = req.headers['x-request-id'];
     const id = typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
-    (req as Request & { id?: string }).id = id;
+    (req as IncomingMessage & { id?: string }).id = id;
     res.setHeader('X-Request-Id', id);
-    const started = performance.now();
+    const since = performance.now();
     const url = req.url;
     // 'close' follows 'finish' on every response, and comes alone when the client went away.
     res.once('close', () => {
       const aborted = !res.writableFinished;
       const level: Level = aborted || res.statusCode >= 500 ? 'error' : 'info';
       if (!root.isLevelEnabled(level)) return;
-      const locals = res.locals as { clientId?: unknown; problemInstance?: unknown };
+      const locals = (res as { locals?: { clientId?: unknown; problemInstance?: unknown } }).locals ?? {};
       const line = {
         route: routeOf(req),
         clientId: locals.clientId,
         problemInstance: locals.problemInstance,
         req: { id, method: req.method, url },
         res: { statusCode: res.statusCode },
-        responseTime: Math.round(performance.now() - started),
+        responseTime: Math.round(performance.now() - since),
         ...(aborted ? { err: new Error('the client closed the connection before the response was complete') } : {}),
       };
       root[level](line, aborted ? 'request errored' : 'request completed');

@@ -1,19 +1,32 @@
 import { Injectable, type NestMiddleware } from '@nestjs/common';
-import type { NextFunction, Request, Response } from 'express';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { MetricsService } from './metrics.service.js';
 
+/** Routes of requests answered before Express routed them (see VisitPagesLane). */
+const answeredRoutes = new WeakMap<IncomingMessage, string>();
+
+/** Names the route template of a request answered without Express's router. */
+export function answeredByRoute(req: IncomingMessage, route: string): void {
+  answeredRoutes.set(req, route);
+}
+
 /** The route template of a request, once routing is done ('unmatched' when no route took it). */
-export function routeOf(req: Request): string {
-  const route: unknown = (req as unknown as { route?: { path?: unknown } }).route?.path;
+export function routeOf(req: IncomingMessage): string {
+  const route: unknown = (req as unknown as { route?: { path?: unknown } }).route?.path ?? answeredRoutes.get(req);
   return typeof route === 'string' ? route : 'unmatched';
 }
+
+/** Requests timed already: one timed before Express (see VisitPagesLane) is not timed twice. */
+const timed = new WeakSet<IncomingMessage>();
 
 /** Counts and times every response by method, route template and status. */
 @Injectable()
 export class RequestMetricsMiddleware implements NestMiddleware {
   constructor(private readonly metrics: MetricsService) {}
 
-  use(req: Request, res: Response, next: NextFunction): void {
+  use(req: IncomingMessage, res: ServerResponse, next: () => void): void {
+    if (timed.has(req)) return next();
+    timed.add(req);
     const started = process.hrtime.bigint();
     res.once('finish', () => {
       const labels = { method: req.method, route: routeOf(req), status: String(res.statusCode) };

@@ -8,7 +8,9 @@ import {
   type ThrottlerRequest,
   type ThrottlerStorage,
 } from '@nestjs/throttler';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Request, Response } from 'express';
+import type { AppConfig } from '../config/app-config.js';
 import { decodeBasic } from '../common/basic-credentials.js';
 import { OAuthException } from '../common/oauth-error.js';
 import { ProblemException } from '../common/problem.js';
@@ -21,7 +23,7 @@ export const TOKEN_PATH = '/connect/token';
 export const isTokenRequest = (req: Request): boolean => req.path === TOKEN_PATH;
 
 /** Per API key (the key itself never reaches the store, only a digest); by address without one. */
-export function apiKeyTracker(req: Request): string {
+export function apiKeyTracker(req: { headers: IncomingMessage['headers']; ip?: string | undefined }): string {
   const key = req.headers['svc-api-key'];
   return typeof key === 'string' && key.trim() ? `key:${digest(key.trim())}` : `ip:${req.ip ?? 'unknown'}`;
 }
@@ -41,7 +43,8 @@ interface LimitState {
   resetAt: number;
 }
 
-const LEGACY_STATE = 'rateLimitLegacyHeaders';
+/** The limit the X-Rate-Limit-* headers of a response describe so far. */
+const legacyShown = new WeakMap<object, LimitState>();
 
 /**
  * The widely parsed `X-Rate-Limit-Limit`, `-Remaining` and `-Reset` (an ISO 8601 UTC
@@ -49,14 +52,65 @@ const LEGACY_STATE = 'rateLimitLegacyHeaders';
  * with the fewest requests remaining (on a tie, the one that resets later). On the token
  * endpoint that is often its own per-client limit rather than the per-key one.
  */
-function setLegacyHeaders(res: Response, state: LimitState): void {
-  const locals = res.locals as Record<string, LimitState | undefined>;
-  const shown = locals[LEGACY_STATE];
+function setLegacyHeaders(res: ServerResponse, state: LimitState): void {
+  const shown = legacyShown.get(res);
   if (shown && (shown.remaining < state.remaining || (shown.remaining === state.remaining && shown.resetAt >= state.resetAt))) return;
-  locals[LEGACY_STATE] = state;
+  legacyShown.set(res, state);
   res.setHeader('X-Rate-Limit-Limit', String(state.limit));
   res.setHeader('X-Rate-Limit-Remaining', String(state.remaining));
   res.setHeader('X-Rate-Limit-Reset', new Date(state.resetAt).toISOString());
+}
+
+/** A named limit: `limit` requests per `ttl` ms, blocked for `ttl` once past it. */
+export interface NamedLimit {
+  name: string;
+  limit: number;
+  ttl: number;
+}
+
+const MINUTE_MS = 60_000;
+
+/** The limit per API key over the whole API (docs/interface.md, "Rate limits"). */
+export const apiLimit = (config: Pick<AppConfig, 'RATE_LIMIT_PER_MINUTE'>): NamedLimit => ({
+  name: 'default',
+  ttl: MINUTE_MS,
+  limit: config.RATE_LIMIT_PER_MINUTE,
+});
+
+/** The limit per client id on the token endpoint. */
+export const tokenLimit = (config: Pick<AppConfig, 'TOKEN_RATE_LIMIT_PER_MINUTE'>): NamedLimit => ({
+  name: 'token',
+  ttl: MINUTE_MS,
+  limit: config.TOKEN_RATE_LIMIT_PER_MINUTE,
+});
+
+/** The headers that describe one limit's count on a response (see RateLimitGuard). */
+export function setLimitHeaders(res: ServerResponse, { name, limit, ttl }: NamedLimit, count: CountResult): void {
+  const reset = count.isBlocked ? count.timeToBlockExpire : count.timeToExpire;
+  const remaining = Math.max(0, limit - count.totalHits);
+  res.appendHeader('RateLimit-Policy', `"${name}";q=${limit};w=${Math.round(ttl / 1000)}`);
+  res.appendHeader('RateLimit', `"${name}";r=${remaining};t=${reset}`);
+  setLegacyHeaders(res, { limit, remaining, resetAt: count.resetAt });
+}
+
+/** The key of a tracker's count under a named limit: one bucket per tracker for the whole API, not one per route. */
+const countKey = (name: string, tracker: string): string => `${name}:${tracker}`;
+
+/** Counts made before the guard ran, by a caller that then handed the request on to it (see handOnCount). */
+const countedAhead = new WeakMap<IncomingMessage, Map<string, CountResult>>();
+
+/**
+ * Counts a request under `limit` ahead of the guard, for a caller that answers some
+ * requests itself (the visit pages lane). Set the limit's headers with setLimitHeaders when
+ * it answers; when it hands the request on to the guard instead, handOnCount.
+ */
+export async function countAhead(storage: ThrottlerStorage, req: IncomingMessage, limit: NamedLimit): Promise<CountResult> {
+  return (await storage.increment(countKey(limit.name, apiKeyTracker(req)), limit.ttl, limit.limit, limit.ttl, limit.name)) as CountResult;
+}
+
+/** The guard takes this count for the request (its headers, its refusal when blocked) instead of counting it again. */
+export function handOnCount(req: IncomingMessage, limit: NamedLimit, count: CountResult): void {
+  countedAhead.set(req, new Map([[limit.name, count]]));
 }
 
 /**
@@ -82,13 +136,11 @@ export class RateLimitGuard extends ThrottlerGuard {
     const req = context.switchToHttp().getRequest<Request>();
     const res = context.switchToHttp().getResponse<Response>();
     const name = throttler.name ?? 'default';
-    const key = generateKey(context, await getTracker(req, context), name);
-    const count = (await this.storageService.increment(key, ttl, limit, blockDuration, name)) as CountResult;
-    const reset = count.isBlocked ? count.timeToBlockExpire : count.timeToExpire;
-    const remaining = Math.max(0, limit - count.totalHits);
-    res.append('RateLimit-Policy', `"${name}";q=${limit};w=${Math.round(ttl / 1000)}`);
-    res.append('RateLimit', `"${name}";r=${remaining};t=${reset}`);
-    setLegacyHeaders(res, { limit, remaining, resetAt: count.resetAt });
+    const ahead = countedAhead.get(req)?.get(name);
+    const count =
+      ahead ??
+      ((await this.storageService.increment(generateKey(context, await getTracker(req, context), name), ttl, limit, blockDuration, name)) as CountResult);
+    setLimitHeaders(res, { name, limit, ttl }, count);
     if (!count.isBlocked) return true;
 
     this.metrics.rateLimited.inc({ limit: name });
@@ -106,6 +158,6 @@ export class RateLimitGuard extends ThrottlerGuard {
 
   /** One bucket per tracker for the whole API, not one per route. */
   protected override generateKey(_context: ExecutionContext, tracker: string, name: string): string {
-    return `${name}:${tracker}`;
+    return countKey(name, tracker);
   }
 }

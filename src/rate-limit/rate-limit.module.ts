@@ -5,10 +5,8 @@ import type { Redis } from 'ioredis';
 import { AppConfig } from '../config/app-config.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { REDIS } from '../redis/redis.module.js';
-import { apiKeyTracker, clientIdTracker, isTokenRequest } from './rate-limit.guard.js';
+import { apiKeyTracker, apiLimit, clientIdTracker, isTokenRequest, tokenLimit } from './rate-limit.guard.js';
 import { RateLimitStorage } from './rate-limit.storage.js';
-
-const MINUTE_MS = 60_000;
 
 /** The limits of docs/interface.md ("Rate limits"): per API key over the whole API, and per client id on the token endpoint. */
 @Module({
@@ -20,15 +18,11 @@ const MINUTE_MS = 60_000;
         storage: new RateLimitStorage(redis, config.REDIS_KEY_PREFIX, metrics),
         throttlers: [
           {
-            name: 'default',
-            ttl: MINUTE_MS,
-            limit: config.RATE_LIMIT_PER_MINUTE,
+            ...apiLimit(config),
             getTracker: (req: Record<string, unknown>) => apiKeyTracker(req as unknown as Request),
           },
           {
-            name: 'token',
-            ttl: MINUTE_MS,
-            limit: config.TOKEN_RATE_LIMIT_PER_MINUTE,
+            ...tokenLimit(config),
             getTracker: (req: Record<string, unknown>) => clientIdTracker(req as unknown as Request),
             skipIf: (context) => !isTokenRequest(context.switchToHttp().getRequest<Request>()),
           },

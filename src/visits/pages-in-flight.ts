@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import type { Response } from 'express';
+import type { ServerResponse } from 'node:http';
 import { BodiesInFlight } from '../common/bodies-in-flight.js';
 import { AppConfig } from '../config/app-config.js';
 
@@ -27,7 +27,7 @@ export class PagesInFlight {
    * reservation back.
    */
   async serve<T extends { body: Buffer }>(
-    res: Response,
+    res: ServerResponse,
     take: number,
     read: () => Promise<T>,
     write: (page: T, sending: (sent: Buffer) => void) => Promise<void>,

@@ -5,7 +5,6 @@ import { EntitledQuery, selectionOf } from '../auth/entitled-query.js';
 import { RequiresScope } from '../auth/requires-scope.decorator.js';
 import { Scope } from '../auth/scopes.js';
 import { ApiDataErrors } from '../common/api-responses.js';
-import { answeredNotModified } from '../common/conditional-get.js';
 import { sendBody } from '../common/compression.js';
 import {
   PlusChangesResponseDto,
@@ -17,9 +16,10 @@ import { AppConfig } from '../config/app-config.js';
 import { ChangesQueryDto, changesTake } from './dto/changes-query.dto.js';
 import { VisitsQueryDto } from './dto/visits-query.dto.js';
 import { CompressedPages } from './compressed-pages.js';
+import { sendVisitsPage } from './page-response.js';
 import { PagesInFlight } from './pages-in-flight.js';
 import { VisitChangesService, type ChangesPage } from './visit-changes.service.js';
-import { VisitsService, type VisitsPage, type VisitsVariant } from './visits.service.js';
+import { VisitsService, type VisitsVariant } from './visits.service.js';
 
 const PAGING =
   'Visits whose local date is from FromDate to ToDate inclusive, ordered by visitDateTime then visitId. ' +
@@ -42,22 +42,6 @@ const LINK = {
 };
 
 const NOT_MODIFIED = { status: 304, description: 'Not modified: the If-None-Match ETag is current.' };
-
-/**
- * The page bytes as rendered, with a validator: a partner re-requesting unchanged data gets a
- * 304. The ETag is weak and the same in every coding, so If-None-Match matches whichever
- * coding the partner got; the 304 carries the Vary of the 200 it stands for.
- */
-function send(req: Request, res: Response, page: VisitsPage, compressed: CompressedPages, sending: (sent: Buffer) => void): Promise<void> {
-  res.setHeader('Cache-Control', 'private, no-cache');
-  res.vary('Accept-Encoding');
-  if (answeredNotModified(req, res, page.etag)) return Promise.resolve();
-  res.status(200).setHeader('Content-Type', 'application/json; charset=utf-8');
-  return sendBody(req, res, page.body, {
-    compressed: (encoding) => compressed.get(page.etag, page.body, encoding),
-    sending,
-  });
-}
 
 @ApiTags('visits')
 @Controller('visits')
@@ -122,7 +106,7 @@ export class VisitsController {
       res,
       query.Take,
       () => this.visits.page(selectionOf(query), query, variant),
-      (page, sending) => send(req, res, page, this.compressed, sending),
+      (page, sending) => sendVisitsPage(req, res, page, this.compressed, sending),
     );
   }
 

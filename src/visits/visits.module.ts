@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { AuthModule } from '../auth/auth.module.js';
 import { BranchesModule } from '../branches/branches.module.js';
 import { ClientsModule } from '../clients/clients.module.js';
 import { WebhooksModule } from '../webhooks/webhooks.module.js';
@@ -6,6 +7,7 @@ import { CompressedPages } from './compressed-pages.js';
 import { PagesInFlight } from './pages-in-flight.js';
 import { VisitChangesService } from './visit-changes.service.js';
 import { VisitNames } from './visit-names.service.js';
+import { VisitPagesLane } from './visit-pages-lane.js';
 import { VisitTypesModule } from './visit-types.module.js';
 import { VisitsImportService } from './visits-import.service.js';
 import { VisitsController } from './visits.controller.js';
@@ -13,9 +15,9 @@ import { VisitsService } from './visits.service.js';
 import { VisitsRepository } from './visits.repository.js';
 
 @Module({
-  imports: [ClientsModule, BranchesModule, WebhooksModule, VisitTypesModule],
+  imports: [AuthModule, ClientsModule, BranchesModule, WebhooksModule, VisitTypesModule],
   controllers: [VisitsController],
-  providers: [VisitsRepository, VisitsImportService, VisitsService, VisitChangesService, VisitNames, CompressedPages, PagesInFlight],
-  exports: [VisitsImportService],
+  providers: [VisitsRepository, VisitsImportService, VisitsService, VisitChangesService, VisitNames, CompressedPages, PagesInFlight, VisitPagesLane],
+  exports: [VisitsImportService, VisitPagesLane],
 })
 export class VisitsModule {}

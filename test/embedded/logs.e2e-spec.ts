@@ -37,9 +37,21 @@ describe('request logs', () => {
         headers: { 'svc-api-key': c.apiKey, authorization: `Bearer ${token}` },
       });
       const instance = ((await denied.json()) as { instance: string }).instance;
-      // The log line of a request follows its response: wait for both complete lines.
+      // Pages with the token verified above: answered ahead of Express (VisitPagesLane), or
+      // handed to it when the query is broken; each gets one line, as any request.
+      const day = (back: number): string => new Date(Date.now() - back * 86_400_000).toISOString().slice(0, 10);
+      const pages = ['Take=5', 'Take=5', 'Take=0'].map((take, i) => ({ id: `partner-page-${i}`, take }));
+      for (const { id, take } of pages) {
+        await fetch(`${service.url}/visits/standard?SvcClientId=1001&FromDate=${day(10)}&ToDate=${day(1)}&Skip=0&${take}`, {
+          headers: { 'svc-api-key': c.apiKey, authorization: `Bearer ${token}`, 'x-request-id': id },
+        });
+      }
+      // The log line of a request follows its response: wait for the complete lines.
       const logged = (text: string, part: string): boolean => text.split('\n').slice(0, -1).some((l) => l.includes(part));
-      await service.waitForOutput((text) => logged(text, '"id":"partner-req-42"') && logged(text, `"problemInstance":"${instance}"`));
+      await service.waitForOutput(
+        (text) =>
+          logged(text, '"id":"partner-req-42"') && logged(text, `"problemInstance":"${instance}"`) && pages.every(({ id }) => logged(text, `"id":"${id}"`)),
+      );
       const lines = service.output().split('\n').filter((l) => l.startsWith('{'));
       const records = lines.map((l) => JSON.parse(l) as Record<string, unknown>);
       expect(records.find((r) => (r.req as { id?: string } | undefined)?.id === 'partner-req-42')).toMatchObject({
@@ -49,6 +61,12 @@ describe('request logs', () => {
         route: '/branches',
       });
       expect(records.find((r) => r.problemInstance === instance)).toMatchObject({ res: { statusCode: 403 }, route: '/branches' });
+      const pageLines = pages.map(({ id }) => records.filter((r) => (r.req as { id?: string } | undefined)?.id === id));
+      expect(pageLines.map((found) => found.length)).toEqual([1, 1, 1]);
+      for (const [found] of pageLines.slice(0, 2)) {
+        expect(found).toMatchObject({ msg: 'request completed', res: { statusCode: 200 }, clientId: c.clientId, route: '/visits/standard' });
+      }
+      expect(pageLines[2][0]).toMatchObject({ res: { statusCode: 400 }, route: '/visits/standard', problemInstance: expect.any(String) });
       // JSON.parse keeps the last of duplicated keys: each key must be written once in the text itself.
       const requestLines = lines.filter((l) => l.includes('"msg":"request completed"'));
       expect(requestLines.length).toBeGreaterThanOrEqual(4);

@@ -35,7 +35,7 @@ export class RecordedResponse {
     return this;
   }
 
-  append(name: string, value: string): this {
+  appendHeader(name: string, value: string): this {
     const key = name.toLowerCase();
     this.headers.set(key, [...(this.headers.get(key) ?? []), value]);
     return this;

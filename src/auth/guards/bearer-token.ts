@@ -1,4 +1,4 @@
-import type { Request } from 'express';
+import type { IncomingMessage } from 'node:http';
 
 /**
  * What follows `Bearer` in the Authorization header, whatever it is, or null when the request
@@ -6,7 +6,7 @@ import type { Request } from 'express';
  * so that it is refused as an invalid token rather than taken for a missing one (and never
  * cut at a space, which would accept `Bearer <token> junk`).
  */
-export function bearerCredentials(req: Pick<Request, 'headers'>): string | null {
+export function bearerCredentials(req: Pick<IncomingMessage, 'headers'>): string | null {
   const header = req.headers.authorization;
   if (typeof header !== 'string') return null;
   const match = /^bearer(?:\s+([\s\S]*))?$/i.exec(header.trim());

@@ -85,7 +85,7 @@ export class JwtStrategy extends PassportStrategy(Strategy, 'jwt') {
   }
 
   /** The caller, from a verified token's claims and the request's API key. */
-  async principalOf(request: AuthenticatedRequest, claims: AccessTokenClaims): Promise<Principal> {
+  async principalOf(request: Pick<AuthenticatedRequest, 'apiKey'>, claims: AccessTokenClaims): Promise<Principal> {
     const clientId = typeof claims.client_id === 'string' ? claims.client_id : '';
     if (!request.apiKey || clientId !== request.apiKey.credentialId) {
       throw new TokenRejected('The access token was issued to another client than the svc-api-key belongs to.');
