@@ -1,3 +1,4 @@
+import type { IncomingMessage } from 'node:http';
 import { ApiQuery, DECORATORS } from '@nestjs/swagger';
 import { LRUCache } from 'lru-cache';
 import { plainToInstance } from 'class-transformer';
@@ -51,7 +52,7 @@ function parameterNames(dto: Function): Map<string, string> {
 }
 
 /** The query string exactly as sent, without Express's own parsing (which nests and merges). */
-export function rawQueryString(request: Request): string {
+export function rawQueryString(request: Pick<IncomingMessage, 'url'> & { originalUrl?: string }): string {
   const url = request.originalUrl ?? request.url ?? '';
   const at = url.indexOf('?');
   return at < 0 ? '' : url.slice(at + 1);

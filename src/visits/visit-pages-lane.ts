@@ -10,7 +10,7 @@ import { JwtStrategy } from '../auth/guards/jwt.strategy.js';
 import type { Principal } from '../auth/principal.js';
 import { REQUIRED_SCOPE } from '../auth/requires-scope.decorator.js';
 import { VerifiedTokens } from '../auth/verified-tokens.js';
-import type { QueryContext } from '../common/query-params.js';
+import { rawQueryString, type QueryContext } from '../common/query-params.js';
 import { cameOverTls, type SecurityHeaders, type TrustProxy } from '../common/security-headers.js';
 import { AppConfig } from '../config/app-config.js';
 import { REQUEST_LOGGER, type RequestLogger } from '../logging/logging.module.js';
@@ -105,14 +105,22 @@ export class VisitPagesLane {
     server.on('request', (req: IncomingMessage, res: ServerResponse) => {
       const route = this.routeOf(req);
       if (route === undefined) return express(req, res);
-      void this.answer(req, res, route, setup).then((answered) => {
-        if (!answered) express(req, res);
-      });
+      this.answer(req, res, route, setup).then(
+        (answered) => {
+          if (!answered) express(req, res);
+        },
+        // answer() catches what its steps throw; should anything escape it, the request is not left hanging.
+        (error: unknown) => (res.headersSent ? res.destroy(error instanceof Error ? error : undefined) : express(req, res)),
+      );
     });
   }
 
+  /**
+   * The route of a GET the lane may answer. A request with a body (a length or a transfer
+   * coding, as Express's body parsers see it) is left to Express, which reads and checks it.
+   */
   private routeOf(req: IncomingMessage): LaneRoute | undefined {
-    if (req.method !== 'GET') return undefined;
+    if (req.method !== 'GET' || req.headers['content-length'] !== undefined || req.headers['transfer-encoding'] !== undefined) return undefined;
     const url = req.url ?? '';
     const at = url.indexOf('?');
     return this.routes.get(at < 0 ? url : url.slice(0, at));
@@ -133,8 +141,7 @@ export class VisitPagesLane {
     try {
       principal = await this.knownCaller(req, route);
       if (principal === null) return false;
-      const url = req.url ?? '';
-      query = entitledQuery(VisitsQueryDto, url.slice(url.indexOf('?') + 1), setup.queryContext, principal);
+      query = entitledQuery(VisitsQueryDto, rawQueryString(req), setup.queryContext, principal);
       count = await countAhead(this.storage, req, this.limit);
     } catch {
       // The guards or the query rules refuse it, or the count failed: Express's path says so.
