@@ -2,9 +2,10 @@ import type { INestApplication } from '@nestjs/common';
 import type { CorsOptions } from '@nestjs/common/interfaces/external/cors-options.interface.js';
 import cors from 'cors';
 import type { NestExpressApplication } from '@nestjs/platform-express';
-import type { Express, NextFunction, Request, Response } from 'express';
+import { json, urlencoded, type Express, type NextFunction, type Request, type Response } from 'express';
 import { AppLogger } from './logging/app-logger.js';
 import { localDate } from './common/clock.js';
+import { keepingBodyErrors } from './common/body-errors.js';
 import { compressResponses } from './common/compression.js';
 import { cameOverTls, SecurityHeaders, type TrustProxy } from './common/security-headers.js';
 import { QUERY_CONTEXT_LOCAL, type QueryContext } from './common/query-params.js';
@@ -60,8 +61,9 @@ export function setupApp(app: INestApplication): NestExpressApplication {
   // br or gzip for every body over 1 KB the client accepts it for (the visit pages encode their own).
   express.use(compressResponses());
   // Small bodies only: the token form and JSON are tiny; uploads are read by their own limits.
-  express.useBodyParser('urlencoded', { limit: '16kb', extended: false });
-  express.useBodyParser('json', { limit: '64kb' });
+  // A body that cannot be read is refused after the rate limit (see BodyErrorGuard).
+  express.use(keepingBodyErrors(urlencoded({ limit: '16kb', extended: false })));
+  express.use(keepingBodyErrors(json({ limit: '64kb' })));
   // CORS for the browser origins configured; the lane runs the same middleware on what it answers.
   const corsOptions = config.CORS_ORIGINS ? allowedCors(config.CORS_ORIGINS) : null;
   if (corsOptions) express.enableCors(corsOptions);

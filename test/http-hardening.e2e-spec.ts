@@ -61,6 +61,9 @@ describe(`HTTP hardening (${process.env.TEST_DATABASE})`, () => {
     expect(res.status).toBe(413);
     expect(res.headers['content-type']).toBe('application/problem+json; charset=utf-8');
     expect(JSON.parse(res.text)).toMatchObject({ title: 'Payload Too Large', status: 413 });
+    // Refused after the rate limit, like any request: counted, with the limit's headers.
+    expect(res.headers['ratelimit-policy']).toMatch(/"default";q=\d+;w=60/);
+    expect(res.headers['x-rate-limit-remaining']).toMatch(/^\d+$/);
   });
 
   it('takes the client address from the ingress (TRUST_PROXY=1) for requests without a key', async () => {

@@ -174,6 +174,17 @@ describe(`visit pages answered ahead of Express (${process.env.TEST_DATABASE})`,
     }
   });
 
+  it('leaves to Express a GET that carries a body, which its body parser reads', async () => {
+    watch.answered.length = 0;
+    const res = await get(path()).set('Content-Type', 'application/json').send('{"broken": ');
+    expect(watch.answered).toEqual([]);
+    expect(res.status).toBe(400);
+    expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
+    expect(JSON.parse((res.body as Buffer).toString('utf8'))).toMatchObject({ status: 400, errors: ['The request body is malformed.'] });
+    // Counted under the rate limit like any other request, with its headers (the contract's).
+    expect(res.headers.ratelimit).toMatch(/^"default";r=\d+;t=\d+$/);
+  });
+
   it('leaves to Express a page it could not read, counted once under the rate limit', async () => {
     const remaining = async (): Promise<number> => Number((await get(path())).headers['x-rate-limit-remaining']);
     const first = await remaining();

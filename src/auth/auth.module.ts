@@ -2,6 +2,7 @@ import { Module } from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
 import { PassportModule } from '@nestjs/passport';
 import { ClientsModule } from '../clients/clients.module.js';
+import { BodyErrorGuard } from '../common/body-errors.js';
 import { RateLimitGuard } from '../rate-limit/rate-limit.guard.js';
 import { AuthCacheService } from './auth-cache.service.js';
 import { AuthRepository } from './auth.repository.js';
@@ -19,7 +20,8 @@ import { WellKnownController } from './well-known.controller.js';
 
 /**
  * Credentials, the token endpoint and discovery, and the global guards, in this order:
- * rate limit, API key, bearer token, scope. Routes opt out of the last three with @Public().
+ * rate limit, unreadable body, API key, bearer token, scope. Routes opt out of the last three
+ * with @Public().
  */
 @Module({
   imports: [ClientsModule, PassportModule],
@@ -35,6 +37,8 @@ import { WellKnownController } from './well-known.controller.js';
     VerifiedTokens,
     // The rate limit comes first, so that refused requests count too.
     { provide: APP_GUARD, useClass: RateLimitGuard },
+    // A body that could not be read is refused next, before the credentials (see keepingBodyErrors).
+    { provide: APP_GUARD, useClass: BodyErrorGuard },
     { provide: APP_GUARD, useClass: ApiKeyGuard },
     { provide: APP_GUARD, useClass: JwtAuthGuard },
     { provide: APP_GUARD, useClass: ScopeGuard },
