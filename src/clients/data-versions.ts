@@ -60,7 +60,6 @@ export class ClientDataVersions implements OnApplicationShutdown {
     this.sql = `SELECT data_version AS v FROM clients WHERE id = ${this.postgres ? '$1' : '?'}`;
   }
 
-
   async onApplicationShutdown(): Promise<void> {
     this.stopped = true;
     const client = this.client;

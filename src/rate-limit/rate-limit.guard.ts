@@ -22,14 +22,21 @@ export const TOKEN_PATH = '/connect/token';
 
 export const isTokenRequest = (req: Request): boolean => req.path === TOKEN_PATH;
 
+/** What a tracker reads of a request: an Express request, or a plain one before Express (no address, no body). */
+export interface TrackedRequest {
+  headers: IncomingMessage['headers'];
+  ip?: string | undefined;
+  body?: unknown;
+}
+
 /** Per API key (the key itself never reaches the store, only a digest); by address without one. */
-export function apiKeyTracker(req: { headers: IncomingMessage['headers']; ip?: string | undefined }): string {
+export function apiKeyTracker(req: TrackedRequest): string {
   const key = req.headers['svc-api-key'];
   return typeof key === 'string' && key.trim() ? `key:${digest(key.trim())}` : `ip:${req.ip ?? 'unknown'}`;
 }
 
 /** The token endpoint's client id, from the form or the Basic credentials. */
-export function clientIdTracker(req: Request): string {
+export function clientIdTracker(req: TrackedRequest): string {
   const body = req.body as Record<string, unknown> | undefined;
   if (typeof body?.client_id === 'string' && body.client_id) return `client:${digest(body.client_id)}`;
   const basic = decodeBasic(req.headers.authorization);
@@ -61,11 +68,12 @@ function setLegacyHeaders(res: ServerResponse, state: LimitState): void {
   res.setHeader('X-Rate-Limit-Reset', new Date(state.resetAt).toISOString());
 }
 
-/** A named limit: `limit` requests per `ttl` ms, blocked for `ttl` once past it. */
+/** A named limit: `limit` requests per `ttl` ms of each tracker (what it counts by), blocked for `ttl` once past it. */
 export interface NamedLimit {
   name: string;
   limit: number;
   ttl: number;
+  tracker: (req: TrackedRequest) => string;
 }
 
 const MINUTE_MS = 60_000;
@@ -75,6 +83,7 @@ export const apiLimit = (config: Pick<AppConfig, 'RATE_LIMIT_PER_MINUTE'>): Name
   name: 'default',
   ttl: MINUTE_MS,
   limit: config.RATE_LIMIT_PER_MINUTE,
+  tracker: apiKeyTracker,
 });
 
 /** The limit per client id on the token endpoint. */
@@ -82,10 +91,11 @@ export const tokenLimit = (config: Pick<AppConfig, 'TOKEN_RATE_LIMIT_PER_MINUTE'
   name: 'token',
   ttl: MINUTE_MS,
   limit: config.TOKEN_RATE_LIMIT_PER_MINUTE,
+  tracker: clientIdTracker,
 });
 
 /** The headers that describe one limit's count on a response (see RateLimitGuard). */
-export function setLimitHeaders(res: ServerResponse, { name, limit, ttl }: NamedLimit, count: CountResult): void {
+export function setLimitHeaders(res: ServerResponse, { name, limit, ttl }: Omit<NamedLimit, 'tracker'>, count: CountResult): void {
   const reset = count.isBlocked ? count.timeToBlockExpire : count.timeToExpire;
   const remaining = Math.max(0, limit - count.totalHits);
   res.appendHeader('RateLimit-Policy', `"${name}";q=${limit};w=${Math.round(ttl / 1000)}`);
@@ -105,7 +115,7 @@ const countedAhead = new WeakMap<IncomingMessage, Map<string, CountResult>>();
  * it answers; when it hands the request on to the guard instead, handOnCount.
  */
 export async function countAhead(storage: ThrottlerStorage, req: IncomingMessage, limit: NamedLimit): Promise<CountResult> {
-  return (await storage.increment(countKey(limit.name, apiKeyTracker(req)), limit.ttl, limit.limit, limit.ttl, limit.name)) as CountResult;
+  return (await storage.increment(countKey(limit.name, limit.tracker(req)), limit.ttl, limit.limit, limit.ttl, limit.name)) as CountResult;
 }
 
 /** The guard takes this count for the request (its headers, its refusal when blocked) instead of counting it again. */

@@ -5,8 +5,13 @@ import type { Redis } from 'ioredis';
 import { AppConfig } from '../config/app-config.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { REDIS } from '../redis/redis.module.js';
-import { apiKeyTracker, apiLimit, clientIdTracker, isTokenRequest, tokenLimit } from './rate-limit.guard.js';
+import { apiLimit, isTokenRequest, tokenLimit, type NamedLimit, type TrackedRequest } from './rate-limit.guard.js';
 import { RateLimitStorage } from './rate-limit.storage.js';
+
+/** A limit as the throttler takes it: the request it gives the tracker is Express's. */
+function throttlerOf({ tracker, ...limit }: NamedLimit) {
+  return { ...limit, getTracker: (req: Record<string, unknown>) => tracker(req as unknown as TrackedRequest) };
+}
 
 /** The limits of docs/interface.md ("Rate limits"): per API key over the whole API, and per client id on the token endpoint. */
 @Module({
@@ -17,15 +22,8 @@ import { RateLimitStorage } from './rate-limit.storage.js';
         setHeaders: false,
         storage: new RateLimitStorage(redis, config.REDIS_KEY_PREFIX, metrics),
         throttlers: [
-          {
-            ...apiLimit(config),
-            getTracker: (req: Record<string, unknown>) => apiKeyTracker(req as unknown as Request),
-          },
-          {
-            ...tokenLimit(config),
-            getTracker: (req: Record<string, unknown>) => clientIdTracker(req as unknown as Request),
-            skipIf: (context) => !isTokenRequest(context.switchToHttp().getRequest<Request>()),
-          },
+          throttlerOf(apiLimit(config)),
+          { ...throttlerOf(tokenLimit(config)), skipIf: (context) => !isTokenRequest(context.switchToHttp().getRequest<Request>()) },
         ],
       }),
     }),

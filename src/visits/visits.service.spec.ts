@@ -9,11 +9,9 @@ import { MARK_STRIDE, VisitsService, type VisitsWindow } from './visits.service.
 /** The names the fake rows are written with: they all are of branch BR. */
 const NAMES = { clientId: 1001, clientName: 'Acme', brands: new Map(), branches: new Map([['BR', { code: null, name: 'Leeds' }]]) };
 
-/** The data versions the fake repositories give (as the repository's `dataVersion`). */
-const versionsOf = (repo: VisitsRepository): ClientDataVersions =>
-  ({
-    current: (clientId: number) => (repo as unknown as { dataVersion: (id: number) => Promise<number | null> }).dataVersion(clientId),
-  }) as unknown as ClientDataVersions;
+/** Client data versions that are `version.value` for every client, whatever a test moves it to. */
+const versionsAt = (version: { value: number }): ClientDataVersions =>
+  ({ current: () => Promise.resolve(version.value) }) as unknown as ClientDataVersions;
 
 /** Every visit of client 1001: a credential without brand or type restrictions. */
 const ALL: EffectiveSelection = { clientId: 1001, brandIds: null, visitTypes: null };
@@ -27,21 +25,20 @@ function repository(version: { value: number }) {
   let renders = 0;
   const repo = {
     names: () => Promise.resolve(NAMES),
-    dataVersion: () => Promise.resolve(version.value),
     page: async () => {
       renders++;
       await new Promise((r) => setTimeout(r, 20));
       return [];
     },
   };
-  return { repo: repo as unknown as VisitsRepository, renders: () => renders };
+  return { repo: repo as unknown as VisitsRepository, versions: versionsAt(version), renders: () => renders };
 }
 
 describe('VisitsService pages', () => {
   it('renders a page once for concurrent requests, even with the cache off', async () => {
     const version = { value: 1 };
-    const { repo, renders } = repository(version);
-    const service = new VisitsService(repo, new VisitNames(repo), versionsOf(repo), loadConfig({ VISITS_CACHE_MB: '0' }));
+    const { repo, versions, renders } = repository(version);
+    const service = new VisitsService(repo, new VisitNames(repo), versions, loadConfig({ VISITS_CACHE_MB: '0' }));
     const pages = await Promise.all(Array.from({ length: 5 }, () => service.page(ALL, query(), 'standard')));
     expect(renders()).toBe(1);
     expect(new Set(pages.map((p) => p.body.toString()))).toEqual(new Set(['{"data":{"visits":[]}}']));
@@ -51,8 +48,8 @@ describe('VisitsService pages', () => {
 
   it('serves a cached page until the client data version moves', async () => {
     const version = { value: 1 };
-    const { repo, renders } = repository(version);
-    const service = new VisitsService(repo, new VisitNames(repo), versionsOf(repo), loadConfig({}));
+    const { repo, versions, renders } = repository(version);
+    const service = new VisitsService(repo, new VisitNames(repo), versions, loadConfig({}));
     const first = await service.page(ALL, query(), 'standard');
     const again = await service.page(ALL, query(), 'standard');
     expect(renders()).toBe(1);
@@ -75,7 +72,6 @@ describe('VisitsService pages of different entitlements', () => {
     const calls = { pages: 0, positions: 0 };
     const repo = {
       names: () => Promise.resolve(NAMES),
-      dataVersion: () => Promise.resolve(1),
       page: (q: VisitPageQuery) => {
         calls.pages++;
         const rows = selected(q);
@@ -91,14 +87,14 @@ describe('VisitsService pages of different entitlements', () => {
     };
     const ids = (brand: number | null, skip: number, take: number) =>
       selected({ brandIds: brand === null ? null : [brand] }).slice(skip, skip + take).map((r) => r.id);
-    return { repo: repo as unknown as VisitsRepository, calls, ids };
+    return { repo: repo as unknown as VisitsRepository, versions: versionsAt({ value: 1 }), calls, ids };
   }
   const pageIds = (page: { body: Buffer }): number[] =>
     (JSON.parse(page.body.toString()) as { data: { visits: { visitId: number }[] } }).data.visits.map((v) => v.visitId);
 
   it('never serves a page or a page mark found for one effective selection to another', async () => {
-    const { repo, calls, ids } = brandRows(5000);
-    const service = new VisitsService(repo, new VisitNames(repo), versionsOf(repo), loadConfig({}));
+    const { repo, versions, calls, ids } = brandRows(5000);
+    const service = new VisitsService(repo, new VisitNames(repo), versions, loadConfig({}));
     const brand5: EffectiveSelection = { clientId: 1001, brandIds: [5], visitTypes: null };
     const brand6: EffectiveSelection = { clientId: 1001, brandIds: [6], visitTypes: null };
     const first = await service.page(brand5, query(), 'standard');
@@ -126,8 +122,7 @@ describe('VisitsService page marks', () => {
     const calls = { pages: [] as VisitPageQuery[], positions: 0 };
     const repo = {
       names: () => Promise.resolve(NAMES),
-      dataVersion: () => Promise.resolve(version.value),
-      page: (q: VisitPageQuery) => {
+        page: (q: VisitPageQuery) => {
         calls.pages.push(q);
         const from = indexAfter(q.after) + q.skip;
         return Promise.resolve(all.slice(from, from + q.take));
@@ -142,15 +137,15 @@ describe('VisitsService page marks', () => {
         return Promise.resolve(row ? { visitDateTime: row.visit_date_time, id: row.id } : null);
       },
     };
-    return { repo: repo as unknown as VisitsRepository, calls, ids: (skip: number, take: number) => all.slice(skip, skip + take).map((r) => r.id) };
+    return { repo: repo as unknown as VisitsRepository, versions: versionsAt(version), calls, ids: (skip: number, take: number) => all.slice(skip, skip + take).map((r) => r.id) };
   }
   const pageIds = (page: { body: Buffer }): number[] =>
     (JSON.parse(page.body.toString()) as { data: { visits: { visitId: number }[] } }).data.visits.map((v) => v.visitId);
 
   it('serves every page from the mark before it, finding each mark once', async () => {
     const version = { value: 1 };
-    const { repo, calls, ids } = rows(4500, version);
-    const service = new VisitsService(repo, new VisitNames(repo), versionsOf(repo), loadConfig({ VISITS_CACHE_MB: '0' }));
+    const { repo, versions, calls, ids } = rows(4500, version);
+    const service = new VisitsService(repo, new VisitNames(repo), versions, loadConfig({ VISITS_CACHE_MB: '0' }));
     for (let skip = 0; skip < 4600; skip += 300) {
       expect(pageIds(await service.page(ALL, query({ Skip: skip, Take: 300 }), 'standard'))).toEqual(ids(skip, 300));
     }
@@ -166,8 +161,8 @@ describe('VisitsService page marks', () => {
   });
 
   it('finds the marks for a jump far into the selection, then pages before it need none', async () => {
-    const { repo, calls, ids } = rows(3100, { value: 1 });
-    const service = new VisitsService(repo, new VisitNames(repo), versionsOf(repo), loadConfig({ VISITS_CACHE_MB: '0' }));
+    const { repo, versions, calls, ids } = rows(3100, { value: 1 });
+    const service = new VisitsService(repo, new VisitNames(repo), versions, loadConfig({ VISITS_CACHE_MB: '0' }));
     expect(pageIds(await service.page(ALL, query({ Skip: 3050, Take: 100 }), 'standard'))).toEqual(ids(3050, 100));
     expect(calls.positions).toBe(3);
     expect(pageIds(await service.page(ALL, query({ Skip: 1999, Take: 2 }), 'standard'))).toEqual(ids(1999, 2));
@@ -175,13 +170,13 @@ describe('VisitsService page marks', () => {
   });
 
   it('serves a page whose mark is known while marks further on are still being found', async () => {
-    const { repo, ids } = rows(6000, { value: 1 });
+    const { repo, versions, ids } = rows(6000, { value: 1 });
     let open!: () => void;
     const gate = new Promise<void>((resolve) => (open = resolve));
     const positionAfter = repo.positionAfter.bind(repo);
     let calls = 0;
     repo.positionAfter = (q, n) => (++calls > 1 ? gate.then(() => positionAfter(q, n)) : positionAfter(q, n));
-    const service = new VisitsService(repo, new VisitNames(repo), versionsOf(repo), loadConfig({ VISITS_CACHE_MB: '0' }));
+    const service = new VisitsService(repo, new VisitNames(repo), versions, loadConfig({ VISITS_CACHE_MB: '0' }));
     expect(pageIds(await service.page(ALL, query({ Skip: 1000, Take: 5 }), 'standard'))).toEqual(ids(1000, 5));
     const far = service.page(ALL, query({ Skip: 5000, Take: 5 }), 'standard');
     expect(pageIds(await service.page(ALL, query({ Skip: 1500, Take: 5 }), 'standard'))).toEqual(ids(1500, 5));
@@ -191,8 +186,8 @@ describe('VisitsService page marks', () => {
 
   it('fails only the request whose mark could not be found, and finds it for the next', async () => {
     const fail = { times: 1 };
-    const { repo, ids } = rows(2500, { value: 1 }, fail);
-    const service = new VisitsService(repo, new VisitNames(repo), versionsOf(repo), loadConfig({ VISITS_CACHE_MB: '0' }));
+    const { repo, versions, ids } = rows(2500, { value: 1 }, fail);
+    const service = new VisitsService(repo, new VisitNames(repo), versions, loadConfig({ VISITS_CACHE_MB: '0' }));
     await expect(service.page(ALL, query({ Skip: 1500, Take: 10 }), 'standard')).rejects.toThrow('connection lost');
     expect(pageIds(await service.page(ALL, query({ Skip: 1500, Take: 10 }), 'standard'))).toEqual(ids(1500, 10));
   });
