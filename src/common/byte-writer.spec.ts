@@ -22,6 +22,17 @@ describe('ByteWriter', () => {
     expect(result.toString('utf8')).toBe(ascii + wide);
   });
 
+  it('appends bytes and texts alike as pieces', () => {
+    fc.assert(
+      fc.property(fc.array(fc.tuple(fc.string({ unit: 'binary' }), fc.boolean()), { maxLength: 40 }), fc.nat(300), (parts, guess) => {
+        const out = new ByteWriter(guess);
+        for (const [part, asBytes] of parts) out.piece(asBytes ? Buffer.from(part, 'utf8') : part);
+        expect(out.result().equals(Buffer.from(parts.map(([part]) => part).join(''), 'utf8'))).toBe(true);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
   it('hands back a buffer of its own size when much of the first guess is unused', () => {
     const result = new ByteWriter(1_000_000).text('{}').result();
     expect(result.toString()).toBe('{}');

@@ -105,6 +105,19 @@ describe('visitsPageJson', () => {
     );
   });
 
+  it('writes the same bytes from documents read as text (PostgreSQL) as from their bytes (SQLite)', () => {
+    const asText = (row: DocumentRow): DocumentRow => ({ ...row, standard: row.standard.toString('utf8'), plus: row.plus?.toString('utf8') });
+    fc.assert(
+      fc.property(page, fc.boolean(), (p, plus) => {
+        const rows = p.visits.map(documentRow);
+        const fromBytes = visitsPageJson(rows, new NameFragments(clientNames(p)), plus);
+        const fromText = visitsPageJson(rows.map(asText), new NameFragments(clientNames(p)), plus);
+        expect(fromText.equals(fromBytes)).toBe(true);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
   it('copies the stored sections text byte for byte', () => {
     const sections = '[{"sectionName":"Caf\u00e9 \u{1F37D}","score":9.5, "questions":[]}]';
     const p = fc.sample(page, { numRuns: 1, seed: 7 })[0];

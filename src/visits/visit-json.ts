@@ -79,14 +79,20 @@ export function renderStoredVisit(row: VisitColumns): VisitDocumentParts {
   });
 }
 
+/**
+ * A stored document as a page reads it: its bytes (SQLite), or the same UTF-8 as text
+ * (PostgreSQL, where bytea would arrive hex-encoded: twice the bytes to send and decode).
+ */
+export type StoredDocument = Buffer | string;
+
 /** A row of a page as the database returns it: the visit's place and its stored document. */
 export interface DocumentRow {
   id: number | string;
   brand_id: number | null;
   branch_id: string;
-  standard: Buffer;
+  standard: StoredDocument;
   /** Read for plus pages only. */
-  plus?: Buffer;
+  plus?: StoredDocument;
 }
 
 /** The names a client's visits are written with, as they are now. */
@@ -145,14 +151,15 @@ export function visitsPageJson(rows: DocumentRow[], names: NameFragments, plus: 
     const fragment = names.of(row.brand_id, row.branch_id);
     if (!fragment) throw new StaleNames(`branch ${row.branch_id} is not among the names read`);
     parts.push(fragment);
+    // A text's length is its byte length while it is ASCII; the writer grows for the rest.
     expected += 32 + fragment.length + row.standard.length + (plus ? (row.plus?.length ?? 0) : 0);
   }
   const out = new ByteWriter(expected);
   out.text('{"data":{"visits":[');
   rows.forEach((row, i) => {
     out.text(i === 0 ? `{"visitId":${number(row.id)}` : `,{"visitId":${number(row.id)}`);
-    out.bytes(parts[i]).bytes(row.standard);
-    if (plus) out.bytes(row.plus!);
+    out.bytes(parts[i]).piece(row.standard);
+    if (plus) out.piece(row.plus!);
     out.text('}');
   });
   return out.text(after === undefined ? ']}}' : `]},"paging":{"after":${JSON.stringify(after)}}}`).result();
