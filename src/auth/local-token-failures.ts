@@ -1,4 +1,5 @@
-import { LRUCache } from 'lru-cache';
+import type { LRUCache } from 'lru-cache';
+import { growingLru } from '../common/growing-lru.js';
 
 export interface LocalTokenFailuresOptions {
   /** Failures that lock a client id out (TOKEN_FAILURES_MAX). */
@@ -37,9 +38,9 @@ export class LocalTokenFailures {
   constructor(private readonly options: LocalTokenFailuresOptions) {
     this.now = options.now ?? Date.now;
     // lru-cache checks ages on the same clock; ttlResolution 0 reads it on every check.
-    const lru = { max: options.capacity, ttl: options.windowMs, ttlResolution: 0, perf: { now: this.now } };
-    this.counting = new LRUCache<string, Window>(lru);
-    this.lockouts = new LRUCache<string, number>(lru);
+    const lru = { ttl: options.windowMs, ttlResolution: 0, perf: { now: this.now } };
+    this.counting = growingLru<string, Window>(options.capacity, lru);
+    this.lockouts = growingLru<string, number>(options.capacity, lru);
   }
 
   /** Seconds until the client id may try again, or 0 when it may try now. */

@@ -1,6 +1,6 @@
 import { Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { LRUCache } from 'lru-cache';
+import { growingLru } from '../common/growing-lru.js';
 import pg from 'pg';
 import type { DataSource } from 'typeorm';
 import { AppConfig } from '../config/app-config.js';
@@ -35,7 +35,7 @@ const RECONNECT_MS = [500, 1_000, 2_000, 5_000, 10_000, 30_000];
 @Injectable()
 export class ClientDataVersions implements OnApplicationShutdown {
   private readonly logger = new Logger(ClientDataVersions.name);
-  private readonly known = new LRUCache<number, number>({ max: CLIENTS_KEPT, ttl: KEPT_MS });
+  private readonly known = growingLru<number, number>(CLIENTS_KEPT, { ttl: KEPT_MS });
   private readonly sql: string;
   private readonly postgres: boolean;
   /** True while the listening connection is up and checked. */

@@ -1,4 +1,5 @@
-import { LRUCache } from 'lru-cache';
+import type { LRUCache } from 'lru-cache';
+import { growingLru } from '../common/growing-lru.js';
 
 /** One key's window: hits counted since it started, and until when it is blocked. */
 interface Window {
@@ -38,7 +39,7 @@ export class LocalCounter {
     capacity = CAPACITY,
   ) {
     // lru-cache checks ages on the same clock; ttlResolution 0 reads it on every check.
-    this.windows = new LRUCache<string, Window>({ max: capacity, ttlResolution: 0, perf: { now } });
+    this.windows = growingLru<string, Window>(capacity, { ttlResolution: 0, perf: { now } });
   }
 
   /** Counts a hit at `now` (by default the counter's clock): the caller reads seconds left against the same instant. */
