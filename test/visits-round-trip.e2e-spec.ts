@@ -223,6 +223,15 @@ describe(`visit values from import to response (${process.env.TEST_DATABASE})`, 
     if (plus) expect((served[0] as { guestId: unknown }).guestId).toBe('');
   });
 
+  it.each(['standard', 'plus'])('serves the same bytes of %s whether a page is small or large (documents read as text or as bytes)', async (variant) => {
+    // Pages of up to 250 visits read their documents as text on SQLite, larger ones as bytes (see documentColumns).
+    const page = (take: number) => get(`/visits/${variant}?SvcClientId=1001&FromDate=${DAY}&ToDate=${DAY}&Skip=0&Take=${take}`);
+    const [small, large] = [await page(100), await page(1000)];
+    expect([small.status, large.status]).toEqual([200, 200]);
+    expect(JSON.parse(small.text)).toHaveProperty('data.visits.length', RECORDS.length);
+    expect(Buffer.from(large.text, 'utf8').equals(Buffer.from(small.text, 'utf8'))).toBe(true);
+  });
+
   it('lists a branch code imported as "" as "", and one imported as null as null', async () => {
     const res = await get('/branches?SvcClientId=1001');
     expect(res.status).toBe(200);

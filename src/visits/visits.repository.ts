@@ -85,6 +85,14 @@ export interface ChangeRow extends DocumentRow {
   change_seq: number | string;
 }
 
+/**
+ * The largest page SQLite reads its documents for as text rather than bytes (documentColumns).
+ * Measured with every request another page: 100 visits 295-356 -> 489-581 requests/s and the
+ * process idle at 116-120 instead of 162-190 MB; 250 visits 186-189 -> 217-237; 500 even; 1000
+ * visits 41-52 -> 30-35 (the texts then outlive the new space).
+ */
+const TEXT_PAGE_MAX = 250;
+
 /** How the SQLite driver stores a Date (UTC, milliseconds), so that stored and given times compare as text. */
 function sqliteTimestamp(at: Date): string {
   return at.toISOString().replace('T', ' ').replace('Z', '');
@@ -111,8 +119,9 @@ export class VisitsRepository {
    */
   async page(q: VisitPageQuery): Promise<DocumentRow[]> {
     if (selectsNothing(q)) return [];
-    const sql = this.sqlFor(`page:${q.plus}`, q, (where, p) => {
-      return `SELECT page.id, page.visit_date_time, page.brand_id, d.branch_id, ${this.documentColumns(q.plus)}
+    const documents = this.documentColumns(q.plus, q.take);
+    const sql = this.sqlFor(`page:${documents}`, q, (where, p) => {
+      return `SELECT page.id, page.visit_date_time, page.brand_id, d.branch_id, ${documents}
         FROM (
           SELECT id, visit_date_time, brand_id FROM visits
           WHERE ${where}
@@ -127,16 +136,20 @@ export class VisitsRepository {
   }
 
   /**
-   * The stored documents a page reads, from the table aliased `d`. PostgreSQL sends bytea as
-   * hex text, which node-postgres decodes back into bytes: twice the bytes on the wire and a
-   * decoding per document. The documents are UTF-8 (see VisitDocument), so they are asked for
-   * as text, the same bytes: a third less client CPU per page read, and 30–50% more uncached
-   * pages a second (see docs/decisions.md, "Visits").
+   * The stored documents a page of `take` visits reads, from the table aliased `d`: as bytes,
+   * or as text (the same UTF-8, see VisitDocument), which the page writer copies alike.
+   * PostgreSQL always sends text: bytea comes hex-encoded, twice the bytes on the wire and a
+   * decoding per document in node-postgres. SQLite sends text for pages of up to
+   * TEXT_PAGE_MAX visits: a blob is a Buffer per document, allocated outside V8's heap, which
+   * fragments the process's memory and drives full collections, while the texts of a small
+   * page die young in V8's new space (4 MB semi-spaces, see Dockerfile); the texts of a larger
+   * page outlive a scavenge and cost more than the Buffers. See docs/decisions.md ("Visits").
    */
-  private documentColumns(plus: boolean): string {
-    if (!this.postgres) return plus ? 'd.standard, d.plus' : 'd.standard';
-    const text = (column: string): string => `convert_from(d.${column}, 'UTF8') AS ${column}`;
-    return plus ? `${text('standard')}, ${text('plus')}` : text('standard');
+  private documentColumns(plus: boolean, take: number): string {
+    const columns = plus ? ['standard', 'plus'] : ['standard'];
+    if (this.postgres) return columns.map((c) => `convert_from(d.${c}, 'UTF8') AS ${c}`).join(', ');
+    if (take <= TEXT_PAGE_MAX) return columns.map((c) => `CAST(d.${c} AS TEXT) AS ${c}`).join(', ');
+    return columns.map((c) => `d.${c}`).join(', ');
   }
 
   /** The position of the row `count` rows after `after` (or from the selection's start); null past the end. */
@@ -265,7 +278,7 @@ export class VisitsRepository {
     }
     const limit = p();
     params.push(q.take);
-    const sql = `SELECT page.id, page.brand_id, page.change_seq, d.branch_id, ${this.documentColumns(q.plus)}
+    const sql = `SELECT page.id, page.brand_id, page.change_seq, d.branch_id, ${this.documentColumns(q.plus, q.take)}
       FROM (
         SELECT id, brand_id, change_seq FROM visits WHERE ${where.join(' AND ')}
         ORDER BY change_seq
