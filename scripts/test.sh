@@ -8,13 +8,17 @@ bash scripts/ensure-deps.sh
 bash scripts/ensure-services.sh
 bash scripts/ensure-chromium.sh
 bash scripts/ensure-kubectl.sh
-echo "== lint" && npx eslint --max-warnings=0 .
+fresh=$(mktemp -d)
+# Lint is the longest check and runs on one core: it runs beside the checks after it, and its
+# verdict is read before the tests start.
+echo "== lint (beside the checks below)"
+npx eslint --max-warnings=0 . >"$fresh/lint.log" 2>&1 &
+lint=$!
+trap 'kill "$lint" 2>/dev/null || true; rm -rf "$fresh"' EXIT
 echo "== import rules" && npx depcruise src --output-type json | node scripts/import-rules.mjs
 echo "== type check" && npx tsc -p tsconfig.json
 echo "== build" && node scripts/build.mjs --force
 echo "== contract is current"
-fresh=$(mktemp -d)
-trap 'rm -rf "$fresh"' EXIT
 node dist/openapi-export.js "$fresh/openapi" >/dev/null
 if ! diff -ru openapi "$fresh/openapi"; then
   echo "openapi/ differs from what the code generates: run 'npm run openapi' and commit the result." >&2
@@ -27,6 +31,13 @@ if ! diff -u test/generated/results-api.ts "$fresh/results-api.ts"; then
   exit 1
 fi
 echo "== contract lint" && npx redocly lint openapi/openapi.json --format=stylish
+echo "== lint"
+if ! wait "$lint"; then
+  cat "$fresh/lint.log" >&2
+  echo "lint failed: see above" >&2
+  exit 1
+fi
+cat "$fresh/lint.log"
 echo "== tests"
 NODE_OPTIONS="--experimental-vm-modules --no-warnings=ExperimentalWarning ${NODE_OPTIONS:-}" \
   node node_modules/jest/bin/jest.js --ci "$@"
