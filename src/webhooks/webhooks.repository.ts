@@ -111,8 +111,21 @@ export class WebhooksRepository {
     return this.db.getRepository(WebhookEndpoint).findOneBy({ id });
   }
 
-  listEndpoints(): Promise<WebhookEndpoint[]> {
-    return this.db.getRepository(WebhookEndpoint).find({ order: { createdAt: 'ASC', id: 'ASC' } });
+  private listEndpointsIn(manager: EntityManager): Promise<WebhookEndpoint[]> {
+    return manager.getRepository(WebhookEndpoint).find({ order: { createdAt: 'ASC', id: 'ASC' } });
+  }
+
+  /**
+   * The endpoints and the events waiting for each, read from one snapshot: an event given up
+   * (deleted in the transaction that marks its endpoint failing) is either still waiting for
+   * an endpoint not yet failing, or gone from a failing one, never both. PostgreSQL reads in
+   * a REPEATABLE READ transaction (one snapshot for both statements); on SQLite transactions
+   * run one after another on the process's connection (see inTransaction), so none commits
+   * between the two reads.
+   */
+  async endpointsWithPending(): Promise<{ endpoints: WebhookEndpoint[]; pending: Map<string, number> }> {
+    const read = async (tx: EntityManager) => ({ endpoints: await this.listEndpointsIn(tx), pending: await this.pendingCountsIn(tx) });
+    return this.postgres ? this.db.transaction('REPEATABLE READ', read) : inTransaction(this.db, read);
   }
 
   async updateEndpoint(id: string, patch: Partial<Pick<WebhookEndpoint, 'disabled' | 'secret' | 'previousSecret' | 'previousSecretUntil'>>): Promise<void> {
@@ -128,8 +141,12 @@ export class WebhooksRepository {
   }
 
   /** Events waiting per endpoint. */
-  async pendingCounts(): Promise<Map<string, number>> {
-    const rows = await this.db.query<{ id: string; n: number | string }[]>(
+  pendingCounts(): Promise<Map<string, number>> {
+    return this.pendingCountsIn(this.db.manager);
+  }
+
+  private async pendingCountsIn(manager: EntityManager): Promise<Map<string, number>> {
+    const rows = await manager.query<{ id: string; n: number | string }[]>(
       'SELECT endpoint_id AS id, COUNT(*) AS n FROM webhook_deliveries GROUP BY endpoint_id',
     );
     return new Map(rows.map((r) => [r.id, Number(r.n)]));

@@ -80,9 +80,9 @@ export class WebhooksService {
   }
 
   async list(): Promise<EndpointSummary[]> {
-    const pending = await this.repo.pendingCounts();
+    const { endpoints, pending } = await this.repo.endpointsWithPending();
     const now = new Date();
-    return (await this.repo.listEndpoints()).map((e) => ({
+    return endpoints.map((e) => ({
       id: e.id,
       credential: e.credentialId,
       url: e.url,
