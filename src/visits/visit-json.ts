@@ -83,7 +83,7 @@ export function renderStoredVisit(row: VisitColumns): VisitDocumentParts {
  * A stored document as a page reads it: its bytes (SQLite), or the same UTF-8 as text
  * (PostgreSQL, where bytea would arrive hex-encoded: twice the bytes to send and decode).
  */
-export type StoredDocument = Buffer | string;
+type StoredDocument = Buffer | string;
 
 /** A row of a page as the database returns it: the visit's place and its stored document. */
 export interface DocumentRow {

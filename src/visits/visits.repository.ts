@@ -102,12 +102,19 @@ function sqliteTimestamp(at: Date): string {
 export class VisitsRepository {
   private readonly postgres: boolean;
   private readonly sqlCache = new Map<string, string>();
+  /** The document columns of pages, by variant and by whether they are read as text (see documentColumns). */
+  private readonly documents: Record<'standard' | 'plus', { text: string; bytes: string }>;
 
   constructor(
     @InjectDataSource() private readonly db: DataSource,
     private readonly webhooks: WebhookOutbox,
   ) {
     this.postgres = db.options.type === 'postgres';
+    const columns = (names: string[]) => ({
+      text: names.map((c) => (this.postgres ? `convert_from(d.${c}, 'UTF8') AS ${c}` : `CAST(d.${c} AS TEXT) AS ${c}`)).join(', '),
+      bytes: names.map((c) => `d.${c}`).join(', '),
+    });
+    this.documents = { standard: columns(['standard']), plus: columns(['standard', 'plus']) };
   }
 
   /**
@@ -146,10 +153,8 @@ export class VisitsRepository {
    * page outlive a scavenge and cost more than the Buffers. See docs/decisions.md ("Visits").
    */
   private documentColumns(plus: boolean, take: number): string {
-    const columns = plus ? ['standard', 'plus'] : ['standard'];
-    if (this.postgres) return columns.map((c) => `convert_from(d.${c}, 'UTF8') AS ${c}`).join(', ');
-    if (take <= TEXT_PAGE_MAX) return columns.map((c) => `CAST(d.${c} AS TEXT) AS ${c}`).join(', ');
-    return columns.map((c) => `d.${c}`).join(', ');
+    const columns = this.documents[plus ? 'plus' : 'standard'];
+    return this.postgres || take <= TEXT_PAGE_MAX ? columns.text : columns.bytes;
   }
 
   /** The position of the row `count` rows after `after` (or from the selection's start); null past the end. */

@@ -122,7 +122,7 @@ describe('VisitsService page marks', () => {
     const calls = { pages: [] as VisitPageQuery[], positions: 0 };
     const repo = {
       names: () => Promise.resolve(NAMES),
-        page: (q: VisitPageQuery) => {
+      page: (q: VisitPageQuery) => {
         calls.pages.push(q);
         const from = indexAfter(q.after) + q.skip;
         return Promise.resolve(all.slice(from, from + q.take));

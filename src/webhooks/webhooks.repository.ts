@@ -111,10 +111,6 @@ export class WebhooksRepository {
     return this.db.getRepository(WebhookEndpoint).findOneBy({ id });
   }
 
-  private listEndpointsIn(manager: EntityManager): Promise<WebhookEndpoint[]> {
-    return manager.getRepository(WebhookEndpoint).find({ order: { createdAt: 'ASC', id: 'ASC' } });
-  }
-
   /**
    * The endpoints and the events waiting for each, read from one snapshot: an event given up
    * (deleted in the transaction that marks its endpoint failing) is either still waiting for
@@ -124,7 +120,10 @@ export class WebhooksRepository {
    * between the two reads.
    */
   async endpointsWithPending(): Promise<{ endpoints: WebhookEndpoint[]; pending: Map<string, number> }> {
-    const read = async (tx: EntityManager) => ({ endpoints: await this.listEndpointsIn(tx), pending: await this.pendingCountsIn(tx) });
+    const read = async (tx: EntityManager) => ({
+      endpoints: await tx.getRepository(WebhookEndpoint).find({ order: { createdAt: 'ASC', id: 'ASC' } }),
+      pending: await this.pendingCountsIn(tx),
+    });
     return this.postgres ? this.db.transaction('REPEATABLE READ', read) : inTransaction(this.db, read);
   }
 
