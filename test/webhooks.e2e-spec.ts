@@ -1,10 +1,13 @@
 import { readFileSync } from 'node:fs';
+import { jest } from '@jest/globals';
+import type { EntityManager } from 'typeorm';
 import request from 'supertest';
 import { verifyWebhook } from '../examples/verify-webhook.js';
 import { CredentialsService } from '../src/auth/credentials.service.js';
 import { MetricsService } from '../src/metrics/metrics.service.js';
 import { readVisitRecord } from '../src/visits/visit-record.js';
 import { VisitsRepository } from '../src/visits/visits.repository.js';
+import { WebhooksRepository } from '../src/webhooks/webhooks.repository.js';
 import { WebhooksService } from '../src/webhooks/webhooks.service.js';
 import { issueCredential } from './helpers/auth.js';
 import { webhookViolations } from './helpers/contract.js';
@@ -288,6 +291,47 @@ describe(`webhooks: coalescing and giving up (${process.env.TEST_DATABASE})`, ()
     const [healthy] = await eventually(() => t.app.get(WebhooksService).list(), ([e]) => e?.state === 'active', 60_000, 50);
     expect(healthy).toMatchObject({ state: 'active', failingSince: null, pendingEvents: 0 });
     expect(healthy.lastDeliveryAt).not.toBeNull();
+  });
+});
+
+describe(`webhooks: the endpoint list (${process.env.TEST_DATABASE})`, () => {
+  let t: TestApp;
+
+  beforeAll(async () => {
+    // A window of ten minutes: the dispatcher never claims the test's event, the test does.
+    t = await startTestApp({ ...QUICK_WEBHOOKS, WEBHOOKS_COALESCE_MS: String(600_000) });
+    await seedWebhookClients(t);
+  });
+  afterAll(() => t.close());
+
+  it('shows each endpoint with the events waiting for it as of one moment, whatever commits between its two reads', async () => {
+    const credential = await issueCredential(t, { clients: [1001] });
+    const service = t.app.get(WebhooksService);
+    const { id } = await service.add(credential.clientId, 'http://127.0.0.1:9/never-called');
+    await importVisits(t, [visitRecord(301, 'B-1')]);
+    const repo = t.app.get(WebhooksRepository);
+    const inTwoHours = new Date(Date.now() + 7_200_000);
+    const [claimed] = await repo.claim({ now: inTwoHours, limit: 1, inFlight: new Map(), perEndpoint: 1, leaseUntil: inTwoHours, lockToken: 'list-snapshot' });
+    expect(claimed).toMatchObject({ endpointId: id, lockToken: 'list-snapshot' });
+
+    // The give-up (the event leaves the outbox, the endpoint turns failing) starts after the
+    // list has read the endpoints and before it counts the waiting events; on PostgreSQL it
+    // commits in between, on SQLite it waits for the list's transaction.
+    const internals = repo as unknown as { pendingCountsIn(m: EntityManager): Promise<Map<string, number>> };
+    const count = internals.pendingCountsIn.bind(repo);
+    let givingUp: Promise<void> = Promise.resolve();
+    const between = jest.spyOn(internals, 'pendingCountsIn').mockImplementationOnce(async (manager) => {
+      givingUp = repo.giveUp(claimed, 'HTTP 500: broken', new Date());
+      if (process.env.TEST_DATABASE === 'postgres') await givingUp;
+      return count(manager);
+    });
+    const during = await service.list();
+    expect(between).toHaveBeenCalledTimes(1);
+    between.mockRestore();
+    await givingUp;
+
+    expect(during).toEqual([expect.objectContaining({ id, state: 'active', failingSince: null, pendingEvents: 1 })]);
+    expect(await service.list()).toEqual([expect.objectContaining({ id, state: 'failing', lastError: 'HTTP 500: broken', pendingEvents: 0 })]);
   });
 });
 
