@@ -317,10 +317,10 @@ describe(`webhooks: the endpoint list (${process.env.TEST_DATABASE})`, () => {
     // The give-up (the event leaves the outbox, the endpoint turns failing) starts after the
     // list has read the endpoints and before it counts the waiting events; on PostgreSQL it
     // commits in between, on SQLite it waits for the list's transaction.
-    const internals = repo as unknown as { pendingCountsIn(m: EntityManager): Promise<Map<string, number>> };
-    const count = internals.pendingCountsIn.bind(repo);
+    const internals = repo as unknown as { pendingCounts(m: EntityManager): Promise<Map<string, number>> };
+    const count = internals.pendingCounts.bind(repo);
     let givingUp: Promise<void> = Promise.resolve();
-    const between = jest.spyOn(internals, 'pendingCountsIn').mockImplementationOnce(async (manager) => {
+    const between = jest.spyOn(internals, 'pendingCounts').mockImplementationOnce(async (manager) => {
       givingUp = repo.giveUp(claimed, 'HTTP 500: broken', new Date());
       if (process.env.TEST_DATABASE === 'postgres') await givingUp;
       return count(manager);
@@ -330,7 +330,7 @@ describe(`webhooks: the endpoint list (${process.env.TEST_DATABASE})`, () => {
     between.mockRestore();
     await givingUp;
 
-    expect(during).toEqual([expect.objectContaining({ id, state: 'active', failingSince: null, pendingEvents: 1 })]);
+    expect(during).toEqual([expect.objectContaining({ id, state: 'active', failingSince: null, lastError: null, pendingEvents: 1 })]);
     expect(await service.list()).toEqual([expect.objectContaining({ id, state: 'failing', lastError: 'HTTP 500: broken', pendingEvents: 0 })]);
   });
 });

@@ -122,7 +122,7 @@ export class WebhooksRepository {
   async endpointsWithPending(): Promise<{ endpoints: WebhookEndpoint[]; pending: Map<string, number> }> {
     const read = async (tx: EntityManager) => ({
       endpoints: await tx.getRepository(WebhookEndpoint).find({ order: { createdAt: 'ASC', id: 'ASC' } }),
-      pending: await this.pendingCountsIn(tx),
+      pending: await this.pendingCounts(tx),
     });
     return this.postgres ? this.db.transaction('REPEATABLE READ', read) : inTransaction(this.db, read);
   }
@@ -139,12 +139,8 @@ export class WebhooksRepository {
     });
   }
 
-  /** Events waiting per endpoint. */
-  pendingCounts(): Promise<Map<string, number>> {
-    return this.pendingCountsIn(this.db.manager);
-  }
-
-  private async pendingCountsIn(manager: EntityManager): Promise<Map<string, number>> {
+  /** Events waiting per endpoint, read by `manager` (the list's transaction). */
+  private async pendingCounts(manager: EntityManager): Promise<Map<string, number>> {
     const rows = await manager.query<{ id: string; n: number | string }[]>(
       'SELECT endpoint_id AS id, COUNT(*) AS n FROM webhook_deliveries GROUP BY endpoint_id',
     );
