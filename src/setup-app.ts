@@ -12,6 +12,8 @@ import { QUERY_CONTEXT_LOCAL, type QueryContext } from './common/query-params.js
 import { AppConfig } from './config/app-config.js';
 import { setupSwagger } from './swagger.js';
 import { VisitPagesLane } from './visits/visit-pages-lane.js';
+import { TokenLane } from './auth/token-lane.js';
+import type { LaneSetup } from './common/lane.js';
 
 function trustProxy(setting: string): boolean | number | string {
   if (setting === 'true' || setting === 'false') return setting === 'true';
@@ -62,7 +64,8 @@ export function setupApp(app: INestApplication): NestExpressApplication {
   express.use(compressResponses());
   // Small bodies only: the token form and JSON are tiny; uploads are read by their own limits.
   // A body that cannot be read is refused after the rate limit (see BodyErrorGuard).
-  express.use(keepingBodyErrors(urlencoded({ limit: '16kb', extended: false })));
+  const formParser = keepingBodyErrors(urlencoded({ limit: '16kb', extended: false }));
+  express.use(formParser);
   express.use(keepingBodyErrors(json({ limit: '64kb' })));
   // CORS for the browser origins configured; the lane runs the same middleware on what it answers.
   const corsOptions = config.CORS_ORIGINS ? allowedCors(config.CORS_ORIGINS) : null;
@@ -82,12 +85,9 @@ export function setupApp(app: INestApplication): NestExpressApplication {
   };
   server.locals[QUERY_CONTEXT_LOCAL] = context;
   setupSwagger(express, config);
-  // Visit pages whose every check was made before are answered ahead of Express (see VisitPagesLane).
-  app.get(VisitPagesLane).install(express.getHttpServer(), {
-    securityHeaders,
-    trust,
-    queryContext: context,
-    cors: corsOptions ? cors(corsOptions) : null,
-  });
+  // Visit pages whose every check was made before, and token requests, are answered ahead of Express (see VisitPagesLane, TokenLane).
+  const lanes: LaneSetup = { securityHeaders, trust, queryContext: context, cors: corsOptions ? cors(corsOptions) : null, formParser };
+  app.get(VisitPagesLane).install(express.getHttpServer(), lanes);
+  app.get(TokenLane).install(express.getHttpServer(), lanes);
   return express;
 }

@@ -13,6 +13,7 @@ import { JwtStrategy } from './guards/jwt.strategy.js';
 import { ScopeGuard } from './guards/scope.guard.js';
 import { KeyringService } from './keyring.service.js';
 import { TokenFailuresService } from './token-failures.service.js';
+import { TokenLane } from './token-lane.js';
 import { TokenController } from './token.controller.js';
 import { TokenService } from './token.service.js';
 import { VerifiedTokens } from './verified-tokens.js';
@@ -33,6 +34,7 @@ import { WellKnownController } from './well-known.controller.js';
     KeyringService,
     TokenFailuresService,
     TokenService,
+    TokenLane,
     JwtStrategy,
     VerifiedTokens,
     // The rate limit comes first, so that refused requests count too.
@@ -43,6 +45,6 @@ import { WellKnownController } from './well-known.controller.js';
     { provide: APP_GUARD, useClass: JwtAuthGuard },
     { provide: APP_GUARD, useClass: ScopeGuard },
   ],
-  exports: [CredentialsService, AuthRepository, KeyringService, AuthCacheService, VerifiedTokens, JwtStrategy],
+  exports: [CredentialsService, AuthRepository, KeyringService, AuthCacheService, VerifiedTokens, JwtStrategy, TokenLane],
 })
 export class AuthModule {}

@@ -51,6 +51,7 @@ export class TokenController {
     error_description: 'Too many token requests for this client; retry after 42 seconds.',
   })
   @ApiProblemResponse(413, 'The form is larger than the service accepts (16 KiB).')
+  @ApiProblemResponse(415, 'The form names a charset other than utf-8 or iso-8859-1.')
   async token(
     @Req() req: Request,
     @Res({ passthrough: true }) res: Response,

@@ -1,7 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Injectable, type CanActivate, type ExecutionContext } from '@nestjs/common';
-
-type Middleware = (req: IncomingMessage, res: ServerResponse, next: (error?: unknown) => void) => void;
+import type { Middleware } from './lane.js';
 
 /** Why a request's body could not be read (malformed, too large, a charset not supported), kept until the guards run. */
 const failures = new WeakMap<IncomingMessage, Error>();
@@ -22,6 +21,22 @@ export function keepingBodyErrors(parser: Middleware): Middleware {
     });
   Object.defineProperty(wrapper, 'name', { value: parser.name });
   return wrapper;
+}
+
+/**
+ * Reads a request's body with `parser` (one keepingBodyErrors made, the one Express runs)
+ * before Express sees the request, for a lane that answers it. Gives the parsed body, or
+ * undefined when there is none or it could not be read (the failure is then kept for
+ * BodyErrorGuard, as on Express's path). When the lane hands the request on, Express's body
+ * parsers pass a body read (or drained after a failure) by, as body-parser does for any request
+ * whose stream is used up; one refused unread (a charset not supported) is refused again alike.
+ */
+export function readBodyAhead(parser: Middleware, req: IncomingMessage, res: ServerResponse): Promise<unknown> {
+  return new Promise((resolve) => {
+    parser(req, res, () => {
+      resolve(failures.has(req) ? undefined : (req as IncomingMessage & { body?: unknown }).body);
+    });
+  });
 }
 
 /**

@@ -120,7 +120,9 @@ export async function countAhead(storage: ThrottlerStorage, req: IncomingMessage
 
 /** The guard takes this count for the request (its headers, its refusal when blocked) instead of counting it again. */
 export function handOnCount(req: IncomingMessage, limit: NamedLimit, count: CountResult): void {
-  countedAhead.set(req, new Map([[limit.name, count]]));
+  const counts = countedAhead.get(req);
+  if (counts === undefined) countedAhead.set(req, new Map([[limit.name, count]]));
+  else counts.set(limit.name, count);
 }
 
 /**

@@ -10,8 +10,8 @@ import { JwtStrategy } from '../auth/guards/jwt.strategy.js';
 import type { Principal } from '../auth/principal.js';
 import { REQUIRED_SCOPE } from '../auth/requires-scope.decorator.js';
 import { VerifiedTokens } from '../auth/verified-tokens.js';
-import { rawQueryString, type QueryContext } from '../common/query-params.js';
-import { cameOverTls, type SecurityHeaders, type TrustProxy } from '../common/security-headers.js';
+import { nothing, pathOf, putAhead, setAnswerHeaders, type LaneSetup } from '../common/lane.js';
+import { rawQueryString } from '../common/query-params.js';
 import { AppConfig } from '../config/app-config.js';
 import { REQUEST_LOGGER, type RequestLogger } from '../logging/logging.module.js';
 import { MetricsService } from '../metrics/metrics.service.js';
@@ -25,27 +25,12 @@ import { PagesInFlight } from './pages-in-flight.js';
 import { VisitsController } from './visits.controller.js';
 import { VisitsService, type VisitsVariant } from './visits.service.js';
 
-/** What the lane shares with the HTTP setup, so that its answers are the ones Express's path gives. */
-export interface LaneSetup {
-  securityHeaders: SecurityHeaders;
-  /** Express's compiled `trust proxy` (for whether a request came over TLS). */
-  trust: TrustProxy;
-  /** The settings the query rules read. */
-  queryContext: QueryContext;
-  /** The CORS middleware Express runs, when CORS is on (it sets its headers synchronously). */
-  cors: ((req: IncomingMessage, res: ServerResponse, next: (error?: unknown) => void) => void) | null;
-}
-
 interface LaneRoute {
   path: string;
   variant: VisitsVariant;
   /** The scope the route's handler declares with @RequiresScope. */
   scope: string;
 }
-
-type Listener = (req: IncomingMessage, res: ServerResponse) => void;
-
-const nothing = (): void => undefined;
 
 /**
  * The visit pages, answered before Express and Nest see the request, when everything about
@@ -98,21 +83,7 @@ export class VisitPagesLane {
 
   /** Puts the lane in front of the server's request listener (Express's application). */
   install(server: Server, setup: LaneSetup): void {
-    const listeners = server.listeners('request') as Listener[];
-    if (listeners.length !== 1) throw new Error(`expected one request listener (Express), found ${listeners.length}`);
-    const [express] = listeners as [Listener];
-    server.removeListener('request', express);
-    server.on('request', (req: IncomingMessage, res: ServerResponse) => {
-      const route = this.routeOf(req);
-      if (route === undefined) return express(req, res);
-      this.answer(req, res, route, setup).then(
-        (answered) => {
-          if (!answered) express(req, res);
-        },
-        // answer() catches what its steps throw; should anything escape it, the request is not left hanging.
-        (error: unknown) => (res.headersSent ? res.destroy(error instanceof Error ? error : undefined) : express(req, res)),
-      );
-    });
+    putAhead(server, (req) => this.routeOf(req), (req, res, route) => this.answer(req, res, route, setup));
   }
 
   /**
@@ -121,9 +92,7 @@ export class VisitPagesLane {
    */
   private routeOf(req: IncomingMessage): LaneRoute | undefined {
     if (req.method !== 'GET' || req.headers['content-length'] !== undefined || req.headers['transfer-encoding'] !== undefined) return undefined;
-    const url = req.url ?? '';
-    const at = url.indexOf('?');
-    return this.routes.get(at < 0 ? url : url.slice(0, at));
+    return this.routes.get(pathOf(req));
   }
 
   /**
@@ -188,7 +157,6 @@ export class VisitPagesLane {
   private begin(req: IncomingMessage, res: ServerResponse, setup: LaneSetup, principal: Principal, count: CountResult): void {
     setLimitHeaders(res, this.limit, count);
     (res as ServerResponse & { locals?: Record<string, unknown> }).locals = { clientId: principal.clientId };
-    setup.securityHeaders.set(res, cameOverTls(req, setup.trust));
-    setup.cors?.(req, res, nothing);
+    setAnswerHeaders(req, res, setup);
   }
 }

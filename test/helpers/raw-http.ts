@@ -8,8 +8,14 @@ export interface RawResponse {
   body: Buffer;
 }
 
-/** Sends one request to a listening server on 127.0.0.1 and reads the answer's bytes as they came. */
-export function rawRequest(server: Server, path: string, headers: Record<string, string> = {}, method = 'GET'): Promise<RawResponse> {
+/** Sends one request (with `body`, if any) to a listening server on 127.0.0.1 and reads the answer's bytes as they came. */
+export function rawRequest(
+  server: Server,
+  path: string,
+  headers: Record<string, string> = {},
+  method = 'GET',
+  body?: string | Buffer,
+): Promise<RawResponse> {
   const { port } = server.address() as AddressInfo;
   return new Promise((resolve, reject) => {
     const req = httpRequest({ host: '127.0.0.1', port, path, method, headers }, (res) => {
@@ -18,6 +24,6 @@ export function rawRequest(server: Server, path: string, headers: Record<string,
       res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(chunks) }));
     });
     req.on('error', reject);
-    req.end();
+    req.end(body);
   });
 }

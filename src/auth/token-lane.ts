@@ -1,0 +1,146 @@
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import { Inject, Injectable } from '@nestjs/common';
+import { InjectThrottlerStorage, type ThrottlerStorage } from '@nestjs/throttler';
+import { readBodyAhead } from '../common/body-errors.js';
+import { sendBody } from '../common/compression.js';
+import { nothing, pathOf, putAhead, setAnswerHeaders, type LaneSetup } from '../common/lane.js';
+import { OAuthException } from '../common/oauth-error.js';
+import { AppConfig } from '../config/app-config.js';
+import { REQUEST_LOGGER, type RequestLogger } from '../logging/logging.module.js';
+import { MetricsService } from '../metrics/metrics.service.js';
+import { answeredByRoute, RequestMetricsMiddleware } from '../metrics/request-metrics.middleware.js';
+import { apiLimit, countAhead, handOnCount, setLimitHeaders, tokenLimit, TOKEN_PATH, type NamedLimit } from '../rate-limit/rate-limit.guard.js';
+import type { CountResult } from '../rate-limit/rate-limit.storage.js';
+import { TokenService } from './token.service.js';
+
+const FORM_TYPE = 'application/x-www-form-urlencoded';
+
+/** The headers the token endpoint gives every answer of its own (RFC 6749 §5.1). */
+const NO_STORE = { 'Cache-Control': 'no-store', Pragma: 'no-cache' };
+
+/** An answer of the token endpoint: the token, or an OAuth error. */
+interface TokenAnswer {
+  status: number;
+  headers: Record<string, string>;
+  body: unknown;
+}
+
+/**
+ * The token endpoint, answered before Express and Nest see the request. A token request costs
+ * a keyed hash and a signature; Express's router, Nest's pipeline and its reply cost about as
+ * much again (docs/decisions.md, "The token lane").
+ *
+ * The lane takes a POST of /connect/token with a form body and an svc-api-key header. It reads
+ * the body with the very parser Express runs, counts the request under the same limits with
+ * the same storage and keys as the rate-limit guard, and answers what TokenService.issue gives,
+ * the token or its OAuth error, with the headers Express's path gives (request line, metrics,
+ * rate-limit, security, CORS, no-store, compression). It hands the request on to Express,
+ * which answers it in full, when the body is absent or could not be read (the body's failure
+ * and the lane's counts go with it, so nothing is read or counted twice), when a limit refuses
+ * it (the guard answers the 429 with the lane's count), and when issuing failed with anything
+ * but an OAuth error (such as a database that cannot be reached: Express's path tries again
+ * and answers the problem).
+ */
+@Injectable()
+export class TokenLane {
+  private readonly limits: NamedLimit[];
+  private readonly metricsMiddleware: RequestMetricsMiddleware;
+
+  constructor(
+    private readonly tokens: TokenService,
+    @InjectThrottlerStorage() private readonly storage: ThrottlerStorage,
+    @Inject(REQUEST_LOGGER) private readonly requestLines: RequestLogger,
+    config: AppConfig,
+    metrics: MetricsService,
+  ) {
+    // In the guard's order: the limit per API key, then the token endpoint's own per client id.
+    this.limits = [apiLimit(config), tokenLimit(config)];
+    this.metricsMiddleware = new RequestMetricsMiddleware(metrics);
+  }
+
+  /** Puts the lane in front of the server's request listener. */
+  install(server: Server, setup: LaneSetup): void {
+    putAhead(server, (req) => (this.takes(req) ? setup : undefined), (req, res) => this.answer(req, res, setup));
+  }
+
+  /**
+   * A token request the lane may answer: a POST of the path with a form body. Without an API
+   * key it is left to Express, whose rate limit counts it by the client's address, which
+   * Express works out (trust proxy).
+   */
+  private takes(req: IncomingMessage): boolean {
+    if (req.method !== 'POST' || pathOf(req) !== TOKEN_PATH) return false;
+    const type = req.headers['content-type'];
+    const key = req.headers['svc-api-key'];
+    if (type === undefined || typeof key !== 'string' || key.trim() === '') return false;
+    const semicolon = type.indexOf(';');
+    return (semicolon < 0 ? type : type.slice(0, semicolon)).trim().toLowerCase() === FORM_TYPE;
+  }
+
+  /** Answers the request and gives true, or gives false with nothing written (the request is then Express's). Never rejects. */
+  async answer(req: IncomingMessage, res: ServerResponse, setup: LaneSetup): Promise<boolean> {
+    // The request line and metrics start now, whoever answers (Express's path does not start them twice).
+    this.requestLines(req, res, nothing);
+    this.metricsMiddleware.use(req, res, nothing);
+    answeredByRoute(req, TOKEN_PATH);
+    const form = await readBodyAhead(setup.formParser, req, res);
+    if (typeof form !== 'object' || form === null) return false;
+    const counts = await this.count(req);
+    if (counts === null) return false;
+    let answer: TokenAnswer;
+    try {
+      const headers = req.headers;
+      const issued = await this.tokens.issue({
+        apiKey: headers['svc-api-key'] as string,
+        authorization: headers.authorization,
+        form: form as Record<string, unknown>,
+      });
+      answer = { status: 200, headers: NO_STORE, body: issued };
+    } catch (error) {
+      if (!(error instanceof OAuthException)) {
+        this.handOn(req, counts);
+        return false;
+      }
+      const rendered = error.renderResponse();
+      answer = { status: rendered.status, headers: rendered.headers, body: rendered.body };
+    }
+    try {
+      for (const [limit, count] of counts) setLimitHeaders(res, limit, count);
+      setAnswerHeaders(req, res, setup);
+      res.statusCode = answer.status;
+      for (const [name, value] of Object.entries(answer.headers)) res.setHeader(name, value);
+      res.setHeader('Content-Type', 'application/json; charset=utf-8');
+      await sendBody(req, res, Buffer.from(JSON.stringify(answer.body)));
+    } catch (error) {
+      res.destroy(error instanceof Error ? error : new Error(String(error)));
+    }
+    return true;
+  }
+
+  /**
+   * The request counted under each limit in turn, as the guard counts it; null when a limit
+   * refuses it or a count failed, with what was counted handed on to the guard.
+   */
+  private async count(req: IncomingMessage): Promise<[NamedLimit, CountResult][] | null> {
+    const counts: [NamedLimit, CountResult][] = [];
+    for (const limit of this.limits) {
+      let count: CountResult;
+      try {
+        count = await countAhead(this.storage, req, limit);
+      } catch {
+        this.handOn(req, counts);
+        return null;
+      }
+      counts.push([limit, count]);
+      if (count.isBlocked) {
+        this.handOn(req, counts);
+        return null;
+      }
+    }
+    return counts;
+  }
+
+  private handOn(req: IncomingMessage, counts: [NamedLimit, CountResult][]): void {
+    for (const [limit, count] of counts) handOnCount(req, limit, count);
+  }
+}

@@ -1,0 +1,234 @@
+import { jest } from '@jest/globals';
+import type { IssuedCredential } from '../src/auth/credentials.service.js';
+import { TokenLane } from '../src/auth/token-lane.js';
+import { TokenService } from '../src/auth/token.service.js';
+import { MetricsService } from '../src/metrics/metrics.service.js';
+import { issueCredential, seedClients } from './helpers/auth.js';
+import { rawRequest, type RawResponse } from './helpers/raw-http.js';
+import { startTestApp, type TestApp } from './helpers/test-app.js';
+
+/**
+ * The token lane answers a token request before Express; its answers must be the ones
+ * Express's path gives (the token, or its OAuth error, with every header), and every request
+ * it hands on must reach Express with its body and its rate-limit count, read and counted once.
+ * `answer` is watched to know which of the two answered.
+ */
+
+/** Headers that differ between any two answers: the request id, the date, the rate limit's count. */
+const PER_RESPONSE = new Set(['x-request-id', 'date', 'ratelimit', 'x-rate-limit-remaining', 'x-rate-limit-reset']);
+
+function stableHeaders(res: RawResponse): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(res.headers).filter(([name]) => !PER_RESPONSE.has(name)));
+}
+
+interface Watch {
+  /** What each call of `answer` resolved to, in order: true when the lane answered. */
+  answered: boolean[];
+  /** Makes `answer` leave every request to Express (the path the lane must agree with). */
+  bypass: (on: boolean) => void;
+}
+
+function watchLane(t: TestApp): Watch {
+  const lane = t.app.get(TokenLane);
+  const original = lane.answer.bind(lane);
+  const answered: boolean[] = [];
+  let bypass = false;
+  jest.spyOn(lane, 'answer').mockImplementation(async (...args) => {
+    const result = bypass ? false : await original(...args);
+    answered.push(result);
+    return result;
+  });
+  return { answered, bypass: (on) => (bypass = on) };
+}
+
+const FORM = { 'Content-Type': 'application/x-www-form-urlencoded' };
+
+/** A token response's body, with the token's parts that differ from one token to the next (jti, iat, exp) taken out. */
+function stableToken(res: RawResponse): unknown {
+  const body = JSON.parse(res.body.toString('utf8')) as { access_token: string } & Record<string, unknown>;
+  const [header, payload] = body.access_token.split('.').slice(0, 2).map((part) => JSON.parse(Buffer.from(part, 'base64url').toString('utf8')) as object);
+  const { jti, iat, exp, ...claims } = payload as Record<string, unknown>;
+  expect(jti).toMatch(/^[0-9a-f-]{36}$/);
+  expect(exp).toBe((iat as number) + 3600);
+  return { ...body, access_token: { header, claims } };
+}
+
+describe(`token requests answered ahead of Express (${process.env.TEST_DATABASE})`, () => {
+  let t: TestApp;
+  let partner: IssuedCredential;
+  let watch: Watch;
+
+  beforeAll(async () => {
+    // Behind a proxy on loopback (X-Forwarded-Proto counts), with CORS on for one origin.
+    t = await startTestApp({ TRUST_PROXY: 'loopback', CORS_ORIGINS: 'https://partner.example' });
+    await seedClients(t);
+    partner = await issueCredential(t);
+    watch = watchLane(t);
+    await t.app.listen(0, '127.0.0.1');
+  });
+  afterAll(async () => {
+    await t.close();
+  });
+
+  const post = (body: string, headers: Record<string, string> = {}, path = '/connect/token') =>
+    rawRequest(t.app.getHttpServer(), path, { 'svc-api-key': partner.apiKey, ...FORM, ...headers }, 'POST', body);
+  const form = (fields: Record<string, string>) => new URLSearchParams(fields).toString();
+  const grant = (extra: Record<string, string> = {}) =>
+    form({ grant_type: 'client_credentials', client_id: partner.clientId, client_secret: partner.clientSecret, ...extra });
+
+  /** The same request through Express's path, then through the lane. */
+  async function both(body: string, headers: Record<string, string> = {}): Promise<[RawResponse, RawResponse]> {
+    watch.bypass(true);
+    watch.answered.length = 0;
+    const viaExpress = await post(body, headers);
+    watch.bypass(false);
+    watch.answered.length = 0;
+    const viaLane = await post(body, headers);
+    expect(watch.answered).toEqual([true]);
+    return [viaExpress, viaLane];
+  }
+
+  it('issues the token Express issues, with the same headers', async () => {
+    const basic = `Basic ${Buffer.from(`${partner.clientId}:${partner.clientSecret}`).toString('base64')}`;
+    const cases: [string, string, Record<string, string>][] = [
+      ['client_secret_post', grant(), {}],
+      ['client_secret_basic', form({ grant_type: 'client_credentials' }), { Authorization: basic }],
+      ['a scope asked for', grant({ scope: 'svc-results-api visits/standard.read' }), {}],
+      ['charset=utf-8', grant(), { 'Content-Type': 'application/x-www-form-urlencoded; charset=utf-8' }],
+      ['gzip accepted', grant(), { 'Accept-Encoding': 'gzip, br' }],
+      ['over TLS at the proxy', grant(), { 'X-Forwarded-Proto': 'https' }],
+      ['a browser at the allowed origin', grant(), { Origin: 'https://partner.example' }],
+      ['a caller request id', grant(), { 'X-Request-Id': 'partner-req-7' }],
+    ];
+    for (const [what, body, headers] of cases) {
+      const [viaExpress, viaLane] = await both(body, headers);
+      expect({ what, status: viaLane.status }).toEqual({ what, status: 200 });
+      expect(stableHeaders(viaLane)).toEqual(stableHeaders(viaExpress));
+      expect(stableToken(viaLane)).toEqual(stableToken(viaExpress));
+      expect(viaLane.headers['cache-control']).toBe('no-store');
+      expect(viaLane.headers['content-type']).toBe('application/json; charset=utf-8');
+      expect(viaLane.headers['x-request-id']).toMatch(what === 'a caller request id' ? /^partner-req-7$/ : /^[0-9a-f-]{36}$/);
+      expect(viaLane.headers.ratelimit).toMatch(/^"default";r=\d+;t=\d+, "token";r=\d+;t=\d+$/);
+    }
+    const [, overTls] = await both(grant(), { 'X-Forwarded-Proto': 'https' });
+    expect(overTls.headers['strict-transport-security']).toMatch(/^max-age=\d+/);
+    const [, browser] = await both(grant(), { Origin: 'https://partner.example' });
+    expect(browser.headers['access-control-allow-origin']).toBe('https://partner.example');
+  });
+
+  it('answers each OAuth error with the bytes and headers Express gives', async () => {
+    const cases: [string, string, Record<string, string>, number, string][] = [
+      ['a wrong secret', grant({ client_secret: 'wrong' }), {}, 401, 'invalid_client'],
+      ['another grant', grant({ grant_type: 'password' }), {}, 400, 'unsupported_grant_type'],
+      ['no grant type', form({ client_id: partner.clientId, client_secret: partner.clientSecret }), {}, 400, 'invalid_request'],
+      ['a scope not assigned', grant({ scope: 'svc-results-api webhooks.manage' }), {}, 400, 'invalid_scope'],
+      ['a parameter twice', `${grant()}&grant_type=client_credentials`, {}, 400, 'invalid_request'],
+      ['an unknown API key', grant(), { 'svc-api-key': 'svck_unknown' }, 401, 'invalid_client'],
+      ['an empty body', '', {}, 401, 'invalid_client'],
+    ];
+    for (const [what, body, headers, status, error] of cases) {
+      const [viaExpress, viaLane] = await both(body, headers);
+      expect({ what, status: viaLane.status }).toEqual({ what, status });
+      expect(stableHeaders(viaLane)).toEqual(stableHeaders(viaExpress));
+      expect(viaLane.body.toString('utf8')).toBe(viaExpress.body.toString('utf8'));
+      expect(JSON.parse(viaLane.body.toString('utf8'))).toMatchObject({ error });
+      expect(viaLane.headers['cache-control']).toBe('no-store');
+    }
+  });
+
+  it('counts its answers in the request metrics under the route', async () => {
+    const metrics = t.app.get(MetricsService);
+    const count = async (status: string): Promise<number> =>
+      (await metrics.requests.get()).values.find((v) => v.labels.route === '/connect/token' && v.labels.status === status)?.value ?? 0;
+    const [ok, refused] = [await count('200'), await count('401')];
+    watch.answered.length = 0;
+    await post(grant());
+    await post(grant({ client_secret: 'wrong' }));
+    expect(watch.answered).toEqual([true, true]);
+    expect([(await count('200')) - ok, (await count('401')) - refused]).toEqual([1, 1]);
+  });
+
+  it('leaves to Express a request without a form or an API key, which answers it in full', async () => {
+    const cases: [string, () => Promise<RawResponse>, number, RegExp][] = [
+      ['JSON', () => post(JSON.stringify({ grant_type: 'client_credentials' }), { 'Content-Type': 'application/json' }), 400, /application\/x-www-form-urlencoded/],
+      ['no API key', () => rawRequest(t.app.getHttpServer(), '/connect/token', FORM, 'POST', grant()), 401, /svc-api-key header is required/],
+    ];
+    for (const [what, call, status, detail] of cases) {
+      watch.answered.length = 0;
+      const res = await call();
+      expect({ what, status: res.status, lane: watch.answered }).toEqual({ what, status, lane: [] });
+      expect(res.body.toString('utf8')).toMatch(detail);
+      expect(res.headers['cache-control']).toBe('no-store');
+    }
+  });
+
+  it('hands on a form it could not read, which Express refuses without reading it again, counted once', async () => {
+    const remaining = async (): Promise<number> => Number((await post(grant())).headers['x-rate-limit-remaining']);
+    const before = await remaining();
+    watch.answered.length = 0;
+    const big = await post(`${grant()}&padding=${'x'.repeat(20 * 1024)}`);
+    expect(watch.answered).toEqual([false]);
+    expect(big.status).toBe(413);
+    expect(big.headers['content-type']).toMatch(/^application\/problem\+json/);
+    expect(JSON.parse(big.body.toString('utf8'))).toMatchObject({ status: 413 });
+    expect(big.headers.ratelimit).toMatch(/^"default";r=\d+;t=\d+, "token";r=\d+;t=\d+$/);
+    // The refused request counted once under the API key's limit, between the two tokens.
+    expect(await remaining()).toBe(before - 2);
+    const charset = await post(grant(), { 'Content-Type': 'application/x-www-form-urlencoded; charset=koi8-r' });
+    expect(charset.status).toBe(415);
+    expect(JSON.parse(charset.body.toString('utf8'))).toMatchObject({ status: 415 });
+  });
+
+  it('hands on a request whose token could not be issued for want of the database, counted once', async () => {
+    const remaining = async (): Promise<number> => Number((await post(grant())).headers['x-rate-limit-remaining']);
+    const before = await remaining();
+    const issue = jest.spyOn(t.app.get(TokenService), 'issue');
+    const down = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
+    issue.mockRejectedValueOnce(down);
+    watch.answered.length = 0;
+    const res = await post(grant());
+    // The lane's attempt failed; Express's path issued the token with the body the lane had read.
+    expect(watch.answered).toEqual([false]);
+    expect(res.status).toBe(200);
+    expect(JSON.parse(res.body.toString('utf8'))).toMatchObject({ token_type: 'Bearer', expires_in: 3600 });
+    expect(issue).toHaveBeenCalledTimes(2);
+    expect(Number(res.headers['x-rate-limit-remaining'])).toBe(before - 1);
+    issue.mockRestore();
+  });
+});
+
+describe(`the rate limits of token requests the lane takes (${process.env.TEST_DATABASE})`, () => {
+  let t: TestApp;
+
+  beforeAll(async () => {
+    t = await startTestApp({ RATE_LIMIT_PER_MINUTE: '100', TOKEN_RATE_LIMIT_PER_MINUTE: '3' });
+    await seedClients(t);
+    await t.app.listen(0, '127.0.0.1');
+  });
+  afterAll(async () => {
+    await t.close();
+  });
+
+  it('counts each request once per limit, and hands the one past the client limit to the guard for its 429', async () => {
+    const partner = await issueCredential(t);
+    const watch = watchLane(t);
+    const body = new URLSearchParams({ grant_type: 'client_credentials', client_id: partner.clientId, client_secret: partner.clientSecret }).toString();
+    const answers: { status: number; limits: string | undefined; lane: boolean | undefined }[] = [];
+    for (let i = 0; i < 5; i++) {
+      const res = await rawRequest(t.app.getHttpServer(), '/connect/token', { 'svc-api-key': partner.apiKey, ...FORM }, 'POST', body);
+      answers.push({ status: res.status, limits: String(res.headers.ratelimit).replace(/;t=\d+/g, ''), lane: watch.answered[i] });
+      if (res.status === 429) {
+        expect(JSON.parse(res.body.toString('utf8'))).toMatchObject({ error: 'slow_down' });
+        expect(res.headers['retry-after']).toMatch(/^\d+$/);
+        expect(res.headers['cache-control']).toBe('no-store');
+      }
+    }
+    expect(answers).toEqual([
+      { status: 200, limits: '"default";r=99, "token";r=2', lane: true },
+      { status: 200, limits: '"default";r=98, "token";r=1', lane: true },
+      { status: 200, limits: '"default";r=97, "token";r=0', lane: true },
+      { status: 429, limits: '"default";r=96, "token";r=0', lane: false },
+      { status: 429, limits: '"default";r=95, "token";r=0', lane: false },
+    ]);
+  });
+});
