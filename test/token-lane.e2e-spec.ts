@@ -1,3 +1,4 @@
+import { gzipSync } from 'node:zlib';
 import { jest } from '@jest/globals';
 import type { IssuedCredential } from '../src/auth/credentials.service.js';
 import { TokenLane } from '../src/auth/token-lane.js';
@@ -70,14 +71,14 @@ describe(`token requests answered ahead of Express (${process.env.TEST_DATABASE}
     await t.close();
   });
 
-  const post = (body: string, headers: Record<string, string> = {}, path = '/connect/token') =>
+  const post = (body: string | Buffer, headers: Record<string, string> = {}, path = '/connect/token') =>
     rawRequest(t.app.getHttpServer(), path, { 'svc-api-key': partner.apiKey, ...FORM, ...headers }, 'POST', body);
   const form = (fields: Record<string, string>) => new URLSearchParams(fields).toString();
   const grant = (extra: Record<string, string> = {}) =>
     form({ grant_type: 'client_credentials', client_id: partner.clientId, client_secret: partner.clientSecret, ...extra });
 
   /** The same request through Express's path, then through the lane. */
-  async function both(body: string, headers: Record<string, string> = {}): Promise<[RawResponse, RawResponse]> {
+  async function both(body: string | Buffer, headers: Record<string, string> = {}): Promise<[RawResponse, RawResponse]> {
     watch.bypass(true);
     watch.answered.length = 0;
     const viaExpress = await post(body, headers);
@@ -90,8 +91,10 @@ describe(`token requests answered ahead of Express (${process.env.TEST_DATABASE}
 
   it('issues the token Express issues, with the same headers', async () => {
     const basic = `Basic ${Buffer.from(`${partner.clientId}:${partner.clientSecret}`).toString('base64')}`;
-    const cases: [string, string, Record<string, string>][] = [
+    const cases: [string, string | Buffer, Record<string, string>][] = [
       ['client_secret_post', grant(), {}],
+      ['a gzip-encoded form', gzipSync(grant()), { 'Content-Encoding': 'gzip' }],
+      ['a chunked form', grant(), { 'Transfer-Encoding': 'chunked' }],
       ['client_secret_basic', form({ grant_type: 'client_credentials' }), { Authorization: basic }],
       ['a scope asked for', grant({ scope: 'svc-results-api visits/standard.read' }), {}],
       ['charset=utf-8', grant(), { 'Content-Type': 'application/x-www-form-urlencoded; charset=utf-8' }],
