@@ -5,6 +5,7 @@ import { TokenLane } from '../src/auth/token-lane.js';
 import { TokenService } from '../src/auth/token.service.js';
 import { MetricsService } from '../src/metrics/metrics.service.js';
 import { issueCredential, seedClients } from './helpers/auth.js';
+import { stableHeaders, watchLane, type Watch } from './helpers/lanes.js';
 import { rawRequest, type RawResponse } from './helpers/raw-http.js';
 import { startTestApp, type TestApp } from './helpers/test-app.js';
 
@@ -14,33 +15,6 @@ import { startTestApp, type TestApp } from './helpers/test-app.js';
  * it hands on must reach Express with its body and its rate-limit count, read and counted once.
  * `answer` is watched to know which of the two answered.
  */
-
-/** Headers that differ between any two answers: the request id, the date, the rate limit's count. */
-const PER_RESPONSE = new Set(['x-request-id', 'date', 'ratelimit', 'x-rate-limit-remaining', 'x-rate-limit-reset']);
-
-function stableHeaders(res: RawResponse): Record<string, unknown> {
-  return Object.fromEntries(Object.entries(res.headers).filter(([name]) => !PER_RESPONSE.has(name)));
-}
-
-interface Watch {
-  /** What each call of `answer` resolved to, in order: true when the lane answered. */
-  answered: boolean[];
-  /** Makes `answer` leave every request to Express (the path the lane must agree with). */
-  bypass: (on: boolean) => void;
-}
-
-function watchLane(t: TestApp): Watch {
-  const lane = t.app.get(TokenLane);
-  const original = lane.answer.bind(lane);
-  const answered: boolean[] = [];
-  let bypass = false;
-  jest.spyOn(lane, 'answer').mockImplementation(async (...args) => {
-    const result = bypass ? false : await original(...args);
-    answered.push(result);
-    return result;
-  });
-  return { answered, bypass: (on) => (bypass = on) };
-}
 
 const FORM = { 'Content-Type': 'application/x-www-form-urlencoded' };
 
@@ -64,7 +38,7 @@ describe(`token requests answered ahead of Express (${process.env.TEST_DATABASE}
     t = await startTestApp({ TRUST_PROXY: 'loopback', CORS_ORIGINS: 'https://partner.example' });
     await seedClients(t);
     partner = await issueCredential(t);
-    watch = watchLane(t);
+    watch = watchLane(t.app.get(TokenLane));
     await t.app.listen(0, '127.0.0.1');
   });
   afterAll(async () => {
@@ -214,7 +188,7 @@ describe(`the rate limits of token requests the lane takes (${process.env.TEST_D
 
   it('counts each request once per limit, and hands the one past the client limit to the guard for its 429', async () => {
     const partner = await issueCredential(t);
-    const watch = watchLane(t);
+    const watch = watchLane(t.app.get(TokenLane));
     const body = new URLSearchParams({ grant_type: 'client_credentials', client_id: partner.clientId, client_secret: partner.clientSecret }).toString();
     const answers: { status: number; limits: string | undefined; lane: boolean | undefined }[] = [];
     for (let i = 0; i < 5; i++) {

@@ -6,6 +6,7 @@ import { MetricsService } from '../src/metrics/metrics.service.js';
 import { VisitPagesLane } from '../src/visits/visit-pages-lane.js';
 import { VisitsService } from '../src/visits/visits.service.js';
 import { issueCredential, tokenFor } from './helpers/auth.js';
+import { stableHeaders, watchLane, type Watch } from './helpers/lanes.js';
 import { rawRequest, type RawResponse } from './helpers/raw-http.js';
 import { startTestApp, type TestApp } from './helpers/test-app.js';
 import { seedVisits } from './helpers/visits-fixture.js';
@@ -16,33 +17,6 @@ import { seedVisits } from './helpers/visits-fixture.js';
  * reach Express untouched (refusals, a rate-limited request counted once, a page that could
  * not be read). `answer` is watched to know which of the two answered.
  */
-
-/** Headers that differ between any two answers: the request id, the date, the rate limit's count. */
-const PER_RESPONSE = new Set(['x-request-id', 'date', 'ratelimit', 'x-rate-limit-remaining', 'x-rate-limit-reset']);
-
-function stableHeaders(res: RawResponse): Record<string, unknown> {
-  return Object.fromEntries(Object.entries(res.headers).filter(([name]) => !PER_RESPONSE.has(name)));
-}
-
-interface Watch {
-  /** What each call of `answer` resolved to, in order: true when the lane answered. */
-  answered: boolean[];
-  /** Makes `answer` leave every request to Express (the path the lane must agree with). */
-  bypass: (on: boolean) => void;
-}
-
-function watchLane(t: TestApp): Watch {
-  const lane = t.app.get(VisitPagesLane);
-  const original = lane.answer.bind(lane);
-  const answered: boolean[] = [];
-  let bypass = false;
-  jest.spyOn(lane, 'answer').mockImplementation(async (...args) => {
-    const result = bypass ? false : await original(...args);
-    answered.push(result);
-    return result;
-  });
-  return { answered, bypass: (on) => (bypass = on) };
-}
 
 describe(`visit pages answered ahead of Express (${process.env.TEST_DATABASE})`, () => {
   let t: TestApp;
@@ -57,7 +31,7 @@ describe(`visit pages answered ahead of Express (${process.env.TEST_DATABASE})`,
     ({ today } = await seedVisits(t));
     partner = await issueCredential(t);
     token = await tokenFor(t.http, partner);
-    watch = watchLane(t);
+    watch = watchLane(t.app.get(VisitPagesLane));
     // Listening, for requests whose answers are read as they are on the wire (compressed bytes included).
     await t.app.listen(0, '127.0.0.1');
   });
@@ -212,7 +186,7 @@ describe(`the rate limit of requests the lane takes (${process.env.TEST_DATABASE
   it('counts each request once, and hands the one past the limit to the guard for its 429', async () => {
     const partner = await issueCredential(t);
     const token = await tokenFor(t.http, partner);
-    const watch = watchLane(t);
+    const watch = watchLane(t.app.get(VisitPagesLane));
     const url = `/visits/standard?SvcClientId=1001&FromDate=${addDays(today, -31)}&ToDate=${addDays(today, -1)}&Skip=0&Take=5`;
     const answers: { status: number; remaining: string | undefined; lane: boolean | undefined }[] = [];
     for (let i = 0; i < 6; i++) {
