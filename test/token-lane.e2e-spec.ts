@@ -134,6 +134,7 @@ describe(`token requests answered ahead of Express (${process.env.TEST_DATABASE}
       watch.answered.length = 0;
       const res = await call();
       expect({ what, status: res.status, lane: watch.answered }).toEqual({ what, status, lane: [] });
+      expect(res.headers['content-type']).toBe('application/json; charset=utf-8');
       expect(res.body.toString('utf8')).toMatch(detail);
       expect(res.headers['cache-control']).toBe('no-store');
     }
@@ -153,6 +154,8 @@ describe(`token requests answered ahead of Express (${process.env.TEST_DATABASE}
     expect(await remaining()).toBe(before - 2);
     const charset = await post(grant(), { 'Content-Type': 'application/x-www-form-urlencoded; charset=koi8-r' });
     expect(charset.status).toBe(415);
+    expect(charset.headers['content-type']).toMatch(/^application\/problem\+json/);
+    expect(charset.headers.ratelimit).toMatch(/^"default";r=\d+;t=\d+, "token";r=\d+;t=\d+$/);
     expect(JSON.parse(charset.body.toString('utf8'))).toMatchObject({ status: 415 });
   });
 

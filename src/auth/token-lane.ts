@@ -4,7 +4,7 @@ import { InjectThrottlerStorage, type ThrottlerStorage } from '@nestjs/throttler
 import { readBodyAhead } from '../common/body-errors.js';
 import { sendBody } from '../common/compression.js';
 import { nothing, pathOf, putAhead, setAnswerHeaders, type LaneSetup } from '../common/lane.js';
-import { OAuthException } from '../common/oauth-error.js';
+import { NO_STORE_HEADERS, OAuthException } from '../common/oauth-error.js';
 import { AppConfig } from '../config/app-config.js';
 import { REQUEST_LOGGER, type RequestLogger } from '../logging/logging.module.js';
 import { MetricsService } from '../metrics/metrics.service.js';
@@ -15,13 +15,10 @@ import { TokenService } from './token.service.js';
 
 const FORM_TYPE = 'application/x-www-form-urlencoded';
 
-/** The headers the token endpoint gives every answer of its own (RFC 6749 §5.1). */
-const NO_STORE = { 'Cache-Control': 'no-store', Pragma: 'no-cache' };
-
 /** An answer of the token endpoint: the token, or an OAuth error. */
 interface TokenAnswer {
   status: number;
-  headers: Record<string, string>;
+  headers: Readonly<Record<string, string>>;
   body: unknown;
 }
 
@@ -60,7 +57,7 @@ export class TokenLane {
 
   /** Puts the lane in front of the server's request listener. */
   install(server: Server, setup: LaneSetup): void {
-    putAhead(server, (req) => (this.takes(req) ? setup : undefined), (req, res) => this.answer(req, res, setup));
+    putAhead(server, (req) => (this.takes(req) ? TOKEN_PATH : undefined), (req, res) => this.answer(req, res, setup));
   }
 
   /**
@@ -95,7 +92,7 @@ export class TokenLane {
         authorization: headers.authorization,
         form: form as Record<string, unknown>,
       });
-      answer = { status: 200, headers: NO_STORE, body: issued };
+      answer = { status: 200, headers: NO_STORE_HEADERS, body: issued };
     } catch (error) {
       if (!(error instanceof OAuthException)) {
         this.handOn(req, counts);

@@ -5,7 +5,7 @@ import { ApiProblemResponse } from '../common/api-responses.js';
 import { API_KEY_SCHEME } from '../common/openapi-names.js';
 import { Public } from '../common/public.decorator.js';
 import { OAuthErrorDto, TokenRequestDto, TokenResponseDto } from './dto/token.dto.js';
-import { OAuthException } from '../common/oauth-error.js';
+import { NO_STORE_HEADERS, OAuthException } from '../common/oauth-error.js';
 import { TokenService, type TokenResponse } from './token.service.js';
 
 /** An OAuth error response (RFC 6749 §5.2) of the token endpoint, with an example body of its status. */
@@ -59,8 +59,7 @@ export class TokenController {
     @Headers('authorization') authorization: string | undefined,
     @Body() body: unknown,
   ): Promise<TokenResponse> {
-    res.setHeader('Cache-Control', 'no-store');
-    res.setHeader('Pragma', 'no-cache');
+    for (const [name, value] of Object.entries(NO_STORE_HEADERS)) res.setHeader(name, value);
     if (!req.is('application/x-www-form-urlencoded')) {
       throw new OAuthException('invalid_request', 'The request body must be application/x-www-form-urlencoded.');
     }

@@ -11,6 +11,9 @@ export type OAuthErrorCode =
   | 'invalid_scope'
   | 'slow_down';
 
+/** The headers of every answer of the token endpoint, token or error (RFC 6749 §5.1, §5.2). */
+export const NO_STORE_HEADERS: Readonly<Record<string, string>> = { 'Cache-Control': 'no-store', Pragma: 'no-cache' };
+
 /**
  * An error of the token endpoint: rendered as the OAuth JSON body `{error, error_description}`
  * (not problem+json), with `Cache-Control: no-store`.
@@ -30,7 +33,7 @@ export class OAuthException extends HttpException implements SelfRenderingError 
       status: this.getStatus(),
       contentType: 'application/json',
       body: { error: this.error, error_description: this.description },
-      headers: { 'Cache-Control': 'no-store', Pragma: 'no-cache', ...this.headers },
+      headers: { ...NO_STORE_HEADERS, ...this.headers },
     };
   }
 }
