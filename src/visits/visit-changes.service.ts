@@ -47,17 +47,20 @@ export class VisitChangesService {
     const scope = ['changes', variant, query.SvcClientId, query.SvcBrandId ?? '', visitTypeCodes(query.VisitTypes).join(',')].join(':');
     const start = query.after !== undefined ? this.position(scope, query.after) : await this.sinceStart(query);
     const version = (await this.versions.current(selection.clientId)) ?? 0;
-    const rows = await this.repo.changes({
-      clientId: selection.clientId,
-      after: start,
-      brandIds: selection.brandIds,
-      visitTypes: selection.visitTypes,
-      take: changesTake(query, this.config.VISITS_TAKE_MAX),
-      plus: variant === 'plus',
+    const plus = variant === 'plus';
+    const take = changesTake(query, this.config.VISITS_TAKE_MAX);
+    let after = '';
+    const body = await this.names.render(selection.clientId, version, plus, take, async (page) => {
+      let last = start;
+      const q = { clientId: selection.clientId, after: start, brandIds: selection.brandIds, visitTypes: selection.visitTypes, take, plus };
+      await this.repo.changes(q, (row) => {
+        page.add(row);
+        last = Number(row.change_seq);
+      });
+      after = this.tokens.encode(scope, [last]);
+      return after;
     });
-    const last = rows.length > 0 ? Number(rows[rows.length - 1].change_seq) : start;
-    const after = this.tokens.encode(scope, [last]);
-    return { body: await this.names.render(selection.clientId, version, rows, variant === 'plus', after), after };
+    return { body, after };
   }
 
   private position(scope: string, token: string): number {

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { NameFragments, renderVisitDocument, StaleNames, visitsPageJson, type ClientNames, type DocumentRow, type VisitFields } from './visit-json.js';
+import { NameFragments, PageWriter, renderVisitDocument, StaleNames, type ClientNames, type DocumentRow, type VisitFields } from './visit-json.js';
 
 const nullable = <T>(arb: fc.Arbitrary<T>): fc.Arbitrary<T | null> => fc.option(arb, { nil: null });
 const anyText = fc.string({ unit: 'binary', maxLength: 30 });
@@ -94,7 +94,15 @@ function expected(p: Page, plus: boolean): unknown {
   };
 }
 
-describe('visitsPageJson', () => {
+/** The page body of `rows`, written from a buffer guessed too small, so that it grows. */
+function visitsPageJson(rows: DocumentRow[], names: NameFragments, plus: boolean, after?: string): Buffer {
+  const page = new PageWriter(names, plus, 0);
+  for (const row of rows) page.add(row);
+  expect(page.count).toBe(rows.length);
+  return page.finish(after);
+}
+
+describe('PageWriter', () => {
   it('writes the page as the JSON of the interface objects, field order included, for standard and plus', () => {
     fc.assert(
       fc.property(page, fc.boolean(), (p, plus) => {

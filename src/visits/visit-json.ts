@@ -141,26 +141,47 @@ export class NameFragments {
 export class StaleNames extends Error {}
 
 /**
- * The response body `{ "data": { "visits": [...] } }`, copied together from the stored
- * documents; with `after`, a page of the change feed: `paging.after` follows the data.
+ * Writes the response body `{ "data": { "visits": [...] } }` row by row, copying each stored
+ * document in as it arrives from the database, so that a page's texts die one by one instead
+ * of living until the page is whole. With `after`, a page of the change feed: `paging.after`
+ * follows the data.
  */
-export function visitsPageJson(rows: DocumentRow[], names: NameFragments, plus: boolean, after?: string): Buffer {
-  const parts: Buffer[] = [];
-  let expected = 64 + (after?.length ?? 0);
-  for (const row of rows) {
-    const fragment = names.of(row.brand_id, row.branch_id);
-    if (!fragment) throw new StaleNames(`branch ${row.branch_id} is not among the names read`);
-    parts.push(fragment);
-    // A text's length is its byte length while it is ASCII; the writer grows for the rest.
-    expected += 32 + fragment.length + row.standard.length + (plus ? (row.plus?.length ?? 0) : 0);
+export class PageWriter {
+  private out: ByteWriter | null = null;
+  private rows = 0;
+
+  /**
+   * `expectedBytes`: the size of the page if it is full, so that a close guess never grows
+   * the buffer; it is taken when the first row arrives (an empty page takes nothing).
+   */
+  constructor(
+    private readonly names: NameFragments,
+    private readonly plus: boolean,
+    private readonly expectedBytes: number,
+  ) {}
+
+  /** The visits written so far. */
+  get count(): number {
+    return this.rows;
   }
-  const out = new ByteWriter(expected);
-  out.text('{"data":{"visits":[');
-  rows.forEach((row, i) => {
-    out.text(i === 0 ? `{"visitId":${number(row.id)}` : `,{"visitId":${number(row.id)}`);
-    out.bytes(parts[i]).piece(row.standard);
-    if (plus) out.piece(row.plus!);
+
+  /** Appends a visit; throws StaleNames when its branch is not among the names. */
+  add(row: DocumentRow): void {
+    const fragment = this.names.of(row.brand_id, row.branch_id);
+    if (!fragment) throw new StaleNames(`branch ${row.branch_id} is not among the names read`);
+    let out = this.out;
+    if (out === null) out = this.out = new ByteWriter(this.expectedBytes).text('{"data":{"visits":[{"visitId":');
+    else out.text(',{"visitId":');
+    out.text(number(row.id)).bytes(fragment).piece(row.standard);
+    if (this.plus) out.piece(row.plus!);
     out.text('}');
-  });
-  return out.text(after === undefined ? ']}}' : `]},"paging":{"after":${JSON.stringify(after)}}}`).result();
+    this.rows++;
+  }
+
+  /** The body, closed after the visits written. */
+  finish(after?: string): Buffer {
+    const end = after === undefined ? ']}}' : `]},"paging":{"after":${JSON.stringify(after)}}}`;
+    if (this.out === null) return Buffer.from(`{"data":{"visits":[${end}`, 'utf8');
+    return this.out.text(end).result();
+  }
 }

@@ -1,10 +1,16 @@
 import { Injectable } from '@nestjs/common';
 import { LRUCache } from 'lru-cache';
-import { NameFragments, StaleNames, visitsPageJson, type DocumentRow } from './visit-json.js';
+import { NameFragments, PageWriter, StaleNames } from './visit-json.js';
 import { VisitsRepository } from './visits.repository.js';
 
 /** Clients whose names are kept at once: a few KB each (a fragment per branch). */
 const CLIENTS_KEPT = 2_000;
+
+/** How many times a page reads the names it is rendered with, at most (see render). */
+const NAME_READS = 3;
+
+/** What a page of a visit costs a reader that knows no better: a visit's document is about 4 KB. */
+const FIRST_GUESS_BYTES_PER_VISIT = 4_500;
 
 /**
  * The names visits are written with (client, brand, branch), per client and data version:
@@ -14,26 +20,41 @@ const CLIENTS_KEPT = 2_000;
 @Injectable()
 export class VisitNames {
   private readonly names = new LRUCache<string, NameFragments>({ max: CLIENTS_KEPT });
+  /** The bytes per visit of the last page of each variant rendered: the guess for the next page's buffer. */
+  private readonly bytesPerVisit = { standard: FIRST_GUESS_BYTES_PER_VISIT, plus: FIRST_GUESS_BYTES_PER_VISIT };
 
   constructor(private readonly repo: VisitsRepository) {}
 
   /**
-   * The page body of `rows`. Names are read once per data version; if a visit's branch is not
-   * among them (written after they were read, within the same version as far as this replica
-   * could tell), they are read again once.
+   * The body of a page of up to `take` visits, which `read` writes into the page it is given
+   * and closes with the feed token it gives back (undefined for a page of /visits). Names are
+   * read once per data version. If a visit's branch is not among them (written after they were
+   * read, within the same version as far as this replica could tell), they are read again and
+   * the page with them: up to NAME_READS times, so that a page read while branches are being
+   * added still finds names at least as new as its visits.
    */
-  async render(clientId: number, version: number, rows: DocumentRow[], plus: boolean, after?: string): Promise<Buffer> {
+  async render(clientId: number, version: number, plus: boolean, take: number, read: (page: PageWriter) => Promise<string | undefined>): Promise<Buffer> {
     const key = `${clientId}:${version}`;
-    const known = this.names.get(key);
-    if (known) {
+    let names = this.names.get(key);
+    for (let reads = names === undefined ? 1 : 0; ; reads++) {
+      if (names === undefined) {
+        names = new NameFragments((await this.repo.names(clientId)) ?? { clientId, clientName: '', brands: new Map(), branches: new Map() });
+        this.names.set(key, names);
+      }
       try {
-        return visitsPageJson(rows, known, plus, after);
+        return await this.write(names, plus, take, read);
       } catch (error) {
-        if (!(error instanceof StaleNames)) throw error;
+        if (!(error instanceof StaleNames) || reads >= NAME_READS) throw error;
+        names = undefined;
       }
     }
-    const fresh = new NameFragments((await this.repo.names(clientId)) ?? { clientId, clientName: '', brands: new Map(), branches: new Map() });
-    this.names.set(key, fresh);
-    return visitsPageJson(rows, fresh, plus, after);
+  }
+
+  private async write(names: NameFragments, plus: boolean, take: number, read: (page: PageWriter) => Promise<string | undefined>): Promise<Buffer> {
+    const variant = plus ? 'plus' : 'standard';
+    const page = new PageWriter(names, plus, 256 + Math.ceil(take * this.bytesPerVisit[variant] * 1.05));
+    const body = page.finish(await read(page));
+    if (page.count > 0) this.bytesPerVisit[variant] = body.length / page.count;
+    return body;
   }
 }

@@ -3,6 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, In, type EntityManager } from 'typeorm';
 import { VisitDocument } from './entities/visit-document.entity.js';
 import { Visit } from './entities/visit.entity.js';
+import { SqliteRows } from '../database/sqlite-rows.js';
 import { inTransaction, movesDataVersion } from '../database/transaction.js';
 import { renderVisitDocument, type ClientNames, type DocumentRow } from './visit-json.js';
 import { WebhookOutbox } from '../webhooks/webhook-outbox.js';
@@ -85,14 +86,6 @@ export interface ChangeRow extends DocumentRow {
   change_seq: number | string;
 }
 
-/**
- * The largest page SQLite reads its documents for as text rather than bytes (documentColumns).
- * Measured with every request another page: 100 visits 295-356 -> 489-581 requests/s and the
- * process idle at 116-120 instead of 162-190 MB; 250 visits 186-189 -> 217-237; 500 even; 1000
- * visits 41-52 -> 30-35 (the texts then outlive the new space).
- */
-const TEXT_PAGE_MAX = 250;
-
 /** How the SQLite driver stores a Date (UTC, milliseconds), so that stored and given times compare as text. */
 function sqliteTimestamp(at: Date): string {
   return at.toISOString().replace('T', ' ').replace('Z', '');
@@ -102,32 +95,34 @@ function sqliteTimestamp(at: Date): string {
 export class VisitsRepository {
   private readonly postgres: boolean;
   private readonly sqlCache = new Map<string, string>();
-  /** The document columns of pages, by variant and by whether they are read as text (see documentColumns). */
-  private readonly documents: Record<'standard' | 'plus', { text: string; bytes: string }>;
+  /** The document columns of pages, by variant, read as text (see readDocuments). */
+  private readonly documents: Record<'standard' | 'plus', string>;
+  /** SQLite's row by row reader (see readDocuments); null on PostgreSQL. */
+  private readonly sqliteRows: SqliteRows | null;
 
   constructor(
     @InjectDataSource() private readonly db: DataSource,
     private readonly webhooks: WebhookOutbox,
   ) {
     this.postgres = db.options.type === 'postgres';
-    const columns = (names: string[]) => ({
-      text: names.map((c) => (this.postgres ? `convert_from(d.${c}, 'UTF8') AS ${c}` : `CAST(d.${c} AS TEXT) AS ${c}`)).join(', '),
-      bytes: names.map((c) => `d.${c}`).join(', '),
-    });
+    const columns = (names: string[]): string =>
+      names.map((c) => (this.postgres ? `convert_from(d.${c}, 'UTF8') AS ${c}` : `CAST(d.${c} AS TEXT) AS ${c}`)).join(', ');
     this.documents = { standard: columns(['standard']), plus: columns(['standard', 'plus']) };
+    this.sqliteRows = this.postgres ? null : new SqliteRows(db);
   }
 
   /**
-   * One page in one query. The inner select finds the page's ids in the index on
-   * (client_id, visit_date_time, id, brand_id, visit_type) alone: the range gives the order
-   * visitDateTime, visitId (so Skip/Take pages are stable) and the filters are in the index,
-   * so the rows Skip passes over are never read. Only the page's own documents are then read:
-   * the visit's JSON as rendered when it was written (see VisitDocument).
+   * One page in one query, its rows handed to `each` in page order. The inner select finds
+   * the page's ids in the index on (client_id, visit_date_time, id, brand_id, visit_type)
+   * alone: the range gives the order visitDateTime, visitId (so Skip/Take pages are stable)
+   * and the filters are in the index, so the rows Skip passes over are never read. Only the
+   * page's own documents are then read: the visit's JSON as rendered when it was written (see
+   * VisitDocument).
    */
-  async page(q: VisitPageQuery): Promise<DocumentRow[]> {
-    if (selectsNothing(q)) return [];
-    const documents = this.documentColumns(q.plus, q.take);
-    const sql = this.sqlFor(`page:${documents}`, q, (where, p) => {
+  async page(q: VisitPageQuery, each: (row: DocumentRow) => void): Promise<void> {
+    if (selectsNothing(q)) return;
+    const documents = this.documents[q.plus ? 'plus' : 'standard'];
+    const sql = this.sqlFor(`page:${q.plus}`, q, (where, p) => {
       return `SELECT page.id, page.visit_date_time, page.brand_id, d.branch_id, ${documents}
         FROM (
           SELECT id, visit_date_time, brand_id FROM visits
@@ -135,26 +130,39 @@ export class VisitsRepository {
           ORDER BY visit_date_time, id
           LIMIT ${p()} OFFSET ${p()}
         ) page
-        JOIN visit_documents d ON d.visit_id = page.id`;
+        JOIN visit_documents d ON d.visit_id = page.id${this.inPageOrder('page.visit_date_time, page.id')}`;
     });
-    const rows = await this.db.query<(DocumentRow & { visit_date_time: string })[]>(sql, [...this.selectionParams(q), q.take, q.skip]);
-    // Put in page order here: an ORDER BY on the joined rows would make the database sort (and copy) the documents.
-    return rows.sort((a, b) => (a.visit_date_time < b.visit_date_time ? -1 : a.visit_date_time > b.visit_date_time ? 1 : Number(a.id) - Number(b.id)));
+    type PageRow = DocumentRow & { visit_date_time: string };
+    const order = (a: PageRow, b: PageRow): number =>
+      a.visit_date_time < b.visit_date_time ? -1 : a.visit_date_time > b.visit_date_time ? 1 : Number(a.id) - Number(b.id);
+    await this.readDocuments<PageRow>(sql, [...this.selectionParams(q), q.take, q.skip], order, each);
   }
 
   /**
-   * The stored documents a page of `take` visits reads, from the table aliased `d`: as bytes,
-   * or as text (the same UTF-8, see VisitDocument), which the page writer copies alike.
-   * PostgreSQL always sends text: bytea comes hex-encoded, twice the bytes on the wire and a
-   * decoding per document in node-postgres. SQLite sends text for pages of up to
-   * TEXT_PAGE_MAX visits: a blob is a Buffer per document, allocated outside V8's heap, which
-   * fragments the process's memory and drives full collections, while the texts of a small
-   * page die young in V8's new space (4 MB semi-spaces, see Dockerfile); the texts of a larger
-   * page outlive a scavenge and cost more than the Buffers. See docs/decisions.md ("Visits").
+   * The joined rows' ORDER BY, on SQLite: it steps through the page's ids (a co-routine) in
+   * their order and looks each document up, so it gives the joined rows in that order without
+   * sorting them (its query plan has no temporary b-tree for the ORDER BY). PostgreSQL would
+   * sort, and copy, the documents: its rows are put in order after reading (readDocuments).
    */
-  private documentColumns(plus: boolean, take: number): string {
-    const columns = this.documents[plus ? 'plus' : 'standard'];
-    return this.postgres || take <= TEXT_PAGE_MAX ? columns.text : columns.bytes;
+  private inPageOrder(columns: string): string {
+    return this.postgres ? '' : `\n        ORDER BY ${columns}`;
+  }
+
+  /**
+   * Hands the rows of a page query to `each` in page order. Their documents (the columns of
+   * `this.documents`, from the table aliased `d`) arrive as text: the same UTF-8 as the stored
+   * bytes (see VisitDocument), which the page writer copies alike. Bytes would cost more on
+   * both databases: PostgreSQL sends bytea hex-encoded, twice the bytes on the wire and a
+   * decoding per document in node-postgres; SQLite gives a blob as a Buffer of its own,
+   * malloc'ed outside V8's heap, which fragments the process's memory and drives full
+   * collections. On SQLite each row is handed on before the next is read (SqliteRows), so its
+   * text dies young in V8's new space; PostgreSQL's rows arrive together and are sorted here.
+   * See docs/decisions.md ("Visits").
+   */
+  private async readDocuments<T extends DocumentRow>(sql: string, params: unknown[], order: (a: T, b: T) => number, each: (row: T) => void): Promise<void> {
+    if (this.sqliteRows !== null) return this.sqliteRows.each(sql, params, each);
+    const rows = await this.db.query<T[]>(sql, params);
+    rows.sort(order).forEach((row) => each(row));
   }
 
   /** The position of the row `count` rows after `after` (or from the selection's start); null past the end. */
@@ -264,11 +272,11 @@ export class VisitsRepository {
   }
 
   /**
-   * One page of the change feed: the selection's visits whose write sequence is after `after`,
-   * in sequence order, found in the index on (client_id, change_seq, brand_id, visit_type).
+   * One page of the change feed, handed to `each` row by row: the selection's visits whose
+   * write sequence is after `after`, in sequence order, found in the index on (client_id, change_seq, brand_id, visit_type).
    */
-  async changes(q: ChangesPageQuery): Promise<ChangeRow[]> {
-    if (selectsNothing(q)) return [];
+  async changes(q: ChangesPageQuery, each: (row: ChangeRow) => void): Promise<void> {
+    if (selectsNothing(q)) return;
     const params: unknown[] = [q.clientId, q.after];
     let n = 2;
     const p = (): string => (this.postgres ? `$${++n}` : '?');
@@ -283,16 +291,14 @@ export class VisitsRepository {
     }
     const limit = p();
     params.push(q.take);
-    const sql = `SELECT page.id, page.brand_id, page.change_seq, d.branch_id, ${this.documentColumns(q.plus, q.take)}
+    const sql = `SELECT page.id, page.brand_id, page.change_seq, d.branch_id, ${this.documents[q.plus ? 'plus' : 'standard']}
       FROM (
         SELECT id, brand_id, change_seq FROM visits WHERE ${where.join(' AND ')}
         ORDER BY change_seq
         LIMIT ${limit}
       ) page
-      JOIN visit_documents d ON d.visit_id = page.id`;
-    const rows = await this.db.query<ChangeRow[]>(sql, params);
-    // In write order here: an ORDER BY on the joined rows would make the database sort (and copy) the documents.
-    return rows.sort((a, b) => Number(a.change_seq) - Number(b.change_seq));
+      JOIN visit_documents d ON d.visit_id = page.id${this.inPageOrder('page.change_seq')}`;
+    await this.readDocuments<ChangeRow>(sql, params, (a, b) => Number(a.change_seq) - Number(b.change_seq), each);
   }
 
   /**

@@ -28,7 +28,6 @@ function repository(version: { value: number }) {
     page: async () => {
       renders++;
       await new Promise((r) => setTimeout(r, 20));
-      return [];
     },
   };
   return { repo: repo as unknown as VisitsRepository, versions: versionsAt(version), renders: () => renders };
@@ -72,11 +71,12 @@ describe('VisitsService pages of different entitlements', () => {
     const calls = { pages: 0, positions: 0 };
     const repo = {
       names: () => Promise.resolve(NAMES),
-      page: (q: VisitPageQuery) => {
+      page: (q: VisitPageQuery, each: (row: DocumentRow) => void) => {
         calls.pages++;
         const rows = selected(q);
         const from = (q.after ? rows.findIndex((r) => r.id === q.after!.id) + 1 : 0) + q.skip;
-        return Promise.resolve(rows.slice(from, from + q.take) as unknown as DocumentRow[]);
+        (rows.slice(from, from + q.take) as unknown as DocumentRow[]).forEach((row) => each(row));
+        return Promise.resolve();
       },
       positionAfter: (q: VisitPageQuery, n: number) => {
         calls.positions++;
@@ -122,10 +122,11 @@ describe('VisitsService page marks', () => {
     const calls = { pages: [] as VisitPageQuery[], positions: 0 };
     const repo = {
       names: () => Promise.resolve(NAMES),
-      page: (q: VisitPageQuery) => {
+      page: (q: VisitPageQuery, each: (row: DocumentRow) => void) => {
         calls.pages.push(q);
         const from = indexAfter(q.after) + q.skip;
-        return Promise.resolve(all.slice(from, from + q.take));
+        all.slice(from, from + q.take).forEach((row) => each(row));
+        return Promise.resolve();
       },
       positionAfter: (q: { after?: PagePosition }, n: number) => {
         calls.positions++;

@@ -115,8 +115,10 @@ export class VisitsService {
   ): Promise<Buffer> {
     const plus = variant === 'plus';
     const start = await this.pageStart(selectionKey, selection, window.Skip);
-    const rows = await this.repo.page({ ...selection, ...start, take: window.Take, plus });
-    return this.names.render(selection.clientId, version, rows, plus);
+    return this.names.render(selection.clientId, version, plus, window.Take, async (page) => {
+      await this.repo.page({ ...selection, ...start, take: window.Take, plus }, (row) => page.add(row));
+      return undefined;
+    });
   }
 
   /** Where the page at `skip` starts: after the nearest mark before it, or from the start. */
