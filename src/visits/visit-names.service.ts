@@ -9,8 +9,15 @@ const CLIENTS_KEPT = 2_000;
 /** How many times a page reads the names it is rendered with, at most (see render). */
 const NAME_READS = 3;
 
-/** What a page of a visit costs a reader that knows no better: a visit's document is about 4 KB. */
+/** The bytes per visit a page's buffer is first sized for: a visit's document is about 4 KB. */
 const FIRST_GUESS_BYTES_PER_VISIT = 4_500;
+
+/**
+ * The most bytes per visit a page's buffer is sized for, whatever pages came before: a page of
+ * larger visits grows its buffer as it is written, and one page of outsized visits does not
+ * make every page after it take tens of megabytes up front.
+ */
+const GUESS_BYTES_PER_VISIT_MAX = 16_384;
 
 /**
  * The names visits are written with (client, brand, branch), per client and data version:
@@ -20,7 +27,7 @@ const FIRST_GUESS_BYTES_PER_VISIT = 4_500;
 @Injectable()
 export class VisitNames {
   private readonly names = new LRUCache<string, NameFragments>({ max: CLIENTS_KEPT });
-  /** The bytes per visit of the last page of each variant rendered: the guess for the next page's buffer. */
+  /** The bytes per visit of the pages of each variant rendered so far (a running mean): the guess for the next page's buffer. */
   private readonly bytesPerVisit = { standard: FIRST_GUESS_BYTES_PER_VISIT, plus: FIRST_GUESS_BYTES_PER_VISIT };
 
   constructor(private readonly repo: VisitsRepository) {}
@@ -54,7 +61,10 @@ export class VisitNames {
     const variant = plus ? 'plus' : 'standard';
     const page = new PageWriter(names, plus, 256 + Math.ceil(take * this.bytesPerVisit[variant] * 1.05));
     const body = page.finish(await read(page));
-    if (page.count > 0) this.bytesPerVisit[variant] = body.length / page.count;
+    if (page.count > 0) {
+      const guess = this.bytesPerVisit[variant] * 0.75 + (body.length / page.count) * 0.25;
+      this.bytesPerVisit[variant] = Math.min(guess, GUESS_BYTES_PER_VISIT_MAX);
+    }
     return body;
   }
 }

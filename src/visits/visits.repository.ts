@@ -273,7 +273,8 @@ export class VisitsRepository {
 
   /**
    * One page of the change feed, handed to `each` row by row: the selection's visits whose
-   * write sequence is after `after`, in sequence order, found in the index on (client_id, change_seq, brand_id, visit_type).
+   * write sequence is after `after`, in sequence order, found in the index on (client_id,
+   * change_seq, brand_id, visit_type).
    */
   async changes(q: ChangesPageQuery, each: (row: ChangeRow) => void): Promise<void> {
     if (selectsNothing(q)) return;
