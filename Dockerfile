@@ -12,11 +12,14 @@ RUN npx tsc -p tsconfig.build.json && npm prune --omit=dev
 # Runtime stage: production dependencies and the built service only, as a non-root user.
 FROM node:22-bookworm-slim
 ENV NODE_ENV=production PORT=3000 DATA_DIR=/tmp/results-data SEED_DEMO=false MIGRATIONS_RUN=false
-# Buffers of 128 KB and more (pages, documents) get memory of their own from the kernel and
-# give it back when freed. By default glibc raises this threshold after the first large free
-# and then keeps such buffers in its heap, which never shrinks: after 50 connections reading
-# 1000-visit pages the process stayed at 450 MB instead of going back to about 220 MB.
-ENV MALLOC_MMAP_THRESHOLD_=131072
+# Buffers of 1 MB and more (pages of hundreds of visits) get memory of their own from the
+# kernel and give it back when freed. By default glibc raises this threshold after the first
+# large free and then keeps such buffers in its heap, which never shrinks: after 50 connections
+# reading 1000-visit pages the process stayed at 450 MB instead of going back to about 220 MB.
+# Below 1 MB (a 100-visit page is some 430 KB) glibc's heap serves them: a fresh mapping is
+# faulted in page by page as it is written, which made pages read from the database a fifth
+# slower with a threshold of 128 KB, for no lower idle figure (README "Performance", item 20).
+ENV MALLOC_MMAP_THRESHOLD_=1048576
 # A young generation of 4 MB per semi-space (16 by default) and an old generation capped at
 # 256 MB (the live heap is some 60 MB; its caches are bounded well below the cap): V8 then
 # collects before the heap grows far past what is live. Page bodies live outside the heap.

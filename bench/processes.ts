@@ -106,7 +106,7 @@ export async function startBenchService(env: Record<string, string>, cacheOff: b
       MIGRATIONS_RUN: 'false',
       NODE_ENV: 'production',
       // As the image sets it (see Dockerfile): large buffers are given back to the system when freed.
-      MALLOC_MMAP_THRESHOLD_: '131072',
+      MALLOC_MMAP_THRESHOLD_: '1048576',
       // The limits stay on (the guard's cost is part of the measurement) but far above the load.
       RATE_LIMIT_PER_MINUTE: '1000000',
       TOKEN_RATE_LIMIT_PER_MINUTE: '1000000',
