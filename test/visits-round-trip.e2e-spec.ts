@@ -223,8 +223,8 @@ describe(`visit values from import to response (${process.env.TEST_DATABASE})`, 
     if (plus) expect((served[0] as { guestId: unknown }).guestId).toBe('');
   });
 
-  it.each(['standard', 'plus'])('serves the same bytes of %s whether a page is small or large (documents read whole or packed row by row)', async (variant) => {
-    // Pages of up to 250 visits read their documents whole on SQLite, larger ones row by row into packed buffers (see readDocuments).
+  it.each(['standard', 'plus'])('serves the same bytes of %s whether a page is small or large', async (variant) => {
+    // A page's buffer is sized from the pages before it: a large page after a small one, and the other way round, gives the same bytes.
     // Uncompressed, so that Content-Length counts the page's own bytes.
     const page = (take: number) => get(`/visits/${variant}?SvcClientId=1001&FromDate=${DAY}&ToDate=${DAY}&Skip=0&Take=${take}`).set('Accept-Encoding', 'identity');
     const [small, large] = [await page(100), await page(1000)];

@@ -22,11 +22,14 @@ describe('ByteWriter', () => {
     expect(result.toString('utf8')).toBe(ascii + wide);
   });
 
-  it('appends bytes and texts alike as pieces', () => {
+  it('appends bytes and texts in any mix', () => {
     fc.assert(
       fc.property(fc.array(fc.tuple(fc.string({ unit: 'binary' }), fc.boolean()), { maxLength: 40 }), fc.nat(300), (parts, guess) => {
         const out = new ByteWriter(guess);
-        for (const [part, asBytes] of parts) out.piece(asBytes ? Buffer.from(part, 'utf8') : part);
+        for (const [part, asBytes] of parts) {
+          if (asBytes) out.bytes(Buffer.from(part, 'utf8'));
+          else out.text(part);
+        }
         expect(out.result().equals(Buffer.from(parts.map(([part]) => part).join(''), 'utf8'))).toBe(true);
       }),
       { numRuns: 300 },

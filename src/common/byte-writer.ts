@@ -27,11 +27,6 @@ export class ByteWriter {
     return this;
   }
 
-  /** Appends bytes as they are, or the UTF-8 bytes of a text. */
-  piece(piece: Buffer | string): this {
-    return typeof piece === 'string' ? this.text(piece) : this.bytes(piece);
-  }
-
   /**
    * The bytes written. When more than an eighth of the buffer is unused they are copied into
    * one of their own size, so that a cache keeping the result holds little memory it does

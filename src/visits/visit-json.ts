@@ -80,19 +80,16 @@ export function renderStoredVisit(row: VisitColumns): VisitDocumentParts {
 }
 
 /**
- * A stored document as a page reads it: its bytes (SQLite), or the same UTF-8 as text
- * (PostgreSQL, where bytea would arrive hex-encoded: twice the bytes to send and decode).
+ * A row of a page as the database returns it: the visit's place and its stored document, read
+ * as text (the stored bytes are UTF-8; see VisitsRepository.readDocuments).
  */
-type StoredDocument = Buffer | string;
-
-/** A row of a page as the database returns it: the visit's place and its stored document. */
 export interface DocumentRow {
   id: number | string;
   brand_id: number | null;
   branch_id: string;
-  standard: StoredDocument;
+  standard: string;
   /** Read for plus pages only. */
-  plus?: StoredDocument;
+  plus?: string;
 }
 
 /** The names a client's visits are written with, as they are now. */
@@ -172,8 +169,8 @@ export class PageWriter {
     let out = this.out;
     if (out === null) out = this.out = new ByteWriter(this.expectedBytes).text('{"data":{"visits":[{"visitId":');
     else out.text(',{"visitId":');
-    out.text(number(row.id)).bytes(fragment).piece(row.standard);
-    if (this.plus) out.piece(row.plus!);
+    out.text(number(row.id)).bytes(fragment).text(row.standard);
+    if (this.plus) out.text(row.plus!);
     out.text('}');
     this.rows++;
   }

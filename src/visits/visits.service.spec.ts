@@ -66,7 +66,7 @@ describe('VisitsService pages', () => {
 describe('VisitsService pages of different entitlements', () => {
   /** Rows of brands 5 and 6 alternately; the fake reads them as the database would, by the selection's brand list. */
   function brandRows(count: number) {
-    const all = Array.from({ length: count }, (_, i) => ({ id: 1000 + i, brand: i % 2 === 0 ? 5 : 6, visit_date_time: '2026-10-01T10:00:00', branch_id: 'BR', brand_id: null, standard: Buffer.alloc(0), plus: Buffer.alloc(0) }));
+    const all = Array.from({ length: count }, (_, i) => ({ id: 1000 + i, brand: i % 2 === 0 ? 5 : 6, visit_date_time: '2026-10-01T10:00:00', branch_id: 'BR', brand_id: null, standard: '', plus: '' }));
     const selected = (q: { brandIds: readonly number[] | null }) => all.filter((r) => q.brandIds === null || q.brandIds.includes(r.brand));
     const calls = { pages: 0, positions: 0 };
     const repo = {
@@ -117,7 +117,7 @@ describe('VisitsService pages of different entitlements', () => {
 describe('VisitsService page marks', () => {
   /** A selection of `count` rows, all at one time (so the id decides the order), with the calls made. */
   function rows(count: number, version: { value: number }, failMarks = { times: 0 }) {
-    const all = Array.from({ length: count }, (_, i) => ({ id: 1000 + i, visit_date_time: '2026-10-01T10:00:00', branch_id: 'BR', brand_id: null, standard: Buffer.alloc(0), plus: Buffer.alloc(0) }));
+    const all = Array.from({ length: count }, (_, i) => ({ id: 1000 + i, visit_date_time: '2026-10-01T10:00:00', branch_id: 'BR', brand_id: null, standard: '', plus: '' }));
     const indexAfter = (after?: PagePosition): number => (after ? all.findIndex((r) => r.id === after.id) + 1 : 0);
     const calls = { pages: [] as VisitPageQuery[], positions: 0 };
     const repo = {
