@@ -5,6 +5,7 @@ import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { BranchesService } from '../src/branches/branches.service.js';
 import { addDays } from '../src/common/clock.js';
 import { COMPRESS_MIN_BYTES } from '../src/common/compression.js';
+import { MetricsService } from '../src/metrics/metrics.service.js';
 import { CompressedPages } from '../src/visits/compressed-pages.js';
 import type { TestApp } from './helpers/test-app.js';
 import { startVisitsApp } from './helpers/visits-fixture.js';
@@ -88,6 +89,22 @@ describe(`compressed responses (${process.env.TEST_DATABASE})`, () => {
       // Asked for the same page (its ETag) with other bytes, the kept form comes back.
       const kept = await t.app.get(CompressedPages).get(res.headers.etag!, Buffer.from('not this page'), 'br');
       expect(kept.equals(res.body)).toBe(true);
+    });
+
+    it('report the bytes the page cache keeps, plain and compressed, on the metrics', async () => {
+      const gauge = async (form: string): Promise<number> => {
+        const metrics = await t.app.get(MetricsService).registry.metrics();
+        return Number(new RegExp(`^results_visit_page_cache_bytes\\{form="${form}"\\} (\\d+)$`, 'm').exec(metrics)?.[1]);
+      };
+      const before = [await gauge('plain'), await gauge('compressed')];
+      // A page no test asked for before: its plain and compressed forms are kept once each.
+      const page = visitsPage().replace('Take=1000', 'Take=999');
+      const plain = await authed(page);
+      const br = await authed(page, { 'Accept-Encoding': 'br' });
+      await authed(page, { 'Accept-Encoding': 'br' });
+      expect([plain.status, br.status, br.headers['content-encoding']]).toEqual([200, 200, 'br']);
+      expect(await gauge('plain')).toBe(before[0] + plain.body.length);
+      expect(await gauge('compressed')).toBe(before[1] + br.body.length);
     });
 
     it('answer If-None-Match with a 304 whatever the coding, with Vary and no body', async () => {

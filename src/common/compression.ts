@@ -93,6 +93,11 @@ export class CompressedBodies {
       maxBytes > 0 ? new LRUCache({ maxSize: maxBytes, maxEntrySize: maxBytes / 4, sizeCalculation: (body: Buffer) => body.length }) : null;
   }
 
+  /** The bytes of the compressed bodies kept. */
+  get bytes(): number {
+    return this.cache?.calculatedSize ?? 0;
+  }
+
   /** `body` (which `key` names exactly) in `encoding`. */
   async get(key: string, body: Buffer, encoding: Encoding): Promise<Buffer> {
     const entry = `${encoding} ${key}`;

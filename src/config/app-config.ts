@@ -171,9 +171,14 @@ export class AppConfig {
   @IntSetting(100, 600000)
   DATABASE_QUERY_TIMEOUT_MS = 10000;
 
-  /** Memory for rendered visit pages, in MiB per process, and a quarter of that again for their compressed forms; 0 turns both off. */
+  /**
+   * Memory for rendered visit pages, in MiB per process, and a quarter of that again for their
+   * compressed forms; 0 turns both off. The default keeps a replica's memory after a busy hour
+   * under 200 MB (about 130 MB without the cache, plus 1.25 times this, held as long as the
+   * pages are asked for): raise it with the pod's memory limit (docs/decisions.md, "Visits").
+   */
   @IntSetting(0, 4096)
-  VISITS_CACHE_MB = 64;
+  VISITS_CACHE_MB = 32;
 
   /**
    * Memory for visit and change-feed page bodies being written, in MiB per process: past it,

@@ -4,6 +4,7 @@ import { BranchesModule } from '../branches/branches.module.js';
 import { ClientsModule } from '../clients/clients.module.js';
 import { WebhooksModule } from '../webhooks/webhooks.module.js';
 import { CompressedPages } from './compressed-pages.js';
+import { PageCacheMetrics } from './page-cache-metrics.js';
 import { PagesInFlight } from './pages-in-flight.js';
 import { VisitChangesService } from './visit-changes.service.js';
 import { VisitNames } from './visit-names.service.js';
@@ -17,7 +18,7 @@ import { VisitsRepository } from './visits.repository.js';
 @Module({
   imports: [AuthModule, ClientsModule, BranchesModule, WebhooksModule, VisitTypesModule],
   controllers: [VisitsController],
-  providers: [VisitsRepository, VisitsImportService, VisitsService, VisitChangesService, VisitNames, CompressedPages, PagesInFlight, VisitPagesLane],
+  providers: [VisitsRepository, VisitsImportService, VisitsService, VisitChangesService, VisitNames, CompressedPages, PagesInFlight, PageCacheMetrics, VisitPagesLane],
   exports: [VisitsImportService, VisitPagesLane],
 })
 export class VisitsModule {}

@@ -70,6 +70,11 @@ export class VisitsService {
       budget > 0 ? new LRUCache({ maxSize: budget, maxEntrySize: budget / 4, sizeCalculation: (page: VisitsPage) => page.body.length }) : null;
   }
 
+  /** The bytes of the rendered pages kept. */
+  get cachedBytes(): number {
+    return this.cache?.calculatedSize ?? 0;
+  }
+
   /**
    * One page of the visits a credential may read, in the order visitDateTime, visitId. Every
    * accepted query covers closed days (the dates are before today), so a page only changes
