@@ -138,10 +138,10 @@ export class NameFragments {
 export class StaleNames extends Error {}
 
 /**
- * Writes the response body `{ "data": { "visits": [...] } }` row by row, copying each stored
- * document in as it arrives from the database, so that a page's texts die one by one instead
- * of living until the page is whole. With `after`, a page of the change feed: `paging.after`
- * follows the data.
+ * Writes the response body `{ "data": { "visits": [...] } }`: row by row, copying each stored
+ * document in as it arrives from the database (PostgreSQL), or the page's visits at once as
+ * the database wrote and joined them (SQLite, see VisitsRepository). With `after`, a page of
+ * the change feed: `paging.after` follows the data.
  */
 export class PageWriter {
   private out: ByteWriter | null = null;
@@ -152,7 +152,8 @@ export class PageWriter {
    * the buffer; it is taken when the first row arrives (an empty page takes nothing).
    */
   constructor(
-    private readonly names: NameFragments,
+    /** The names the page is written with. */
+    readonly names: NameFragments,
     private readonly plus: boolean,
     private readonly expectedBytes: number,
   ) {}
@@ -173,6 +174,20 @@ export class PageWriter {
     if (this.plus) out.text(row.plus!);
     out.text('}');
     this.rows++;
+  }
+
+  /**
+   * Appends `count` visits written and joined with commas by the database, each exactly as
+   * `add` writes it (the id, the names' fragment, the stored document, then `}`).
+   */
+  addJoined(visits: Buffer, count: number): void {
+    if (count === 0) return;
+    let out = this.out;
+    // The page's size is known: room for the brackets and a feed token besides.
+    if (out === null) out = this.out = new ByteWriter(visits.length + 512).text('{"data":{"visits":[');
+    else out.text(',');
+    out.bytes(visits);
+    this.rows += count;
   }
 
   /** The body, closed after the visits written. */

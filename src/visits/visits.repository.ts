@@ -3,9 +3,9 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, In, type EntityManager } from 'typeorm';
 import { VisitDocument } from './entities/visit-document.entity.js';
 import { Visit } from './entities/visit.entity.js';
-import { SqliteRows } from '../database/sqlite-rows.js';
+import { SqliteStatements } from '../database/sqlite-statements.js';
 import { inTransaction, movesDataVersion } from '../database/transaction.js';
-import { renderVisitDocument, type ClientNames, type DocumentRow } from './visit-json.js';
+import { renderVisitDocument, StaleNames, type ClientNames, type DocumentRow, type NameFragments, type PageWriter } from './visit-json.js';
 import { WebhookOutbox } from '../webhooks/webhook-outbox.js';
 
 /** What an import compares to decide whether a re-imported visit changed. */
@@ -95,20 +95,26 @@ function sqliteTimestamp(at: Date): string {
 export class VisitsRepository {
   private readonly postgres: boolean;
   private readonly sqlCache = new Map<string, string>();
-  /** The document columns of pages, by variant, read as text (see readDocuments). */
+  /**
+   * The document columns of PostgreSQL's pages, by variant, read as text: the same UTF-8 as
+   * the stored bytes, which the page writer copies alike. bytea would arrive hex-encoded,
+   * twice the bytes on the wire and a decoding per document in node-postgres. Its rows arrive
+   * together and are put in page order here (sorting in the server would copy the documents).
+   */
   private readonly documents: Record<'standard' | 'plus', string>;
-  /** SQLite's row by row reader (see readDocuments); null on PostgreSQL. */
-  private readonly sqliteRows: SqliteRows | null;
+  /** SQLite's statements that write a page's visits (see joinedOnSqlite); null on PostgreSQL. */
+  private readonly sqlite: SqliteStatements | null;
+  /** The names of the page SQLite is writing, for its `visit_names` function. */
+  private namesInUse: NameFragments | null = null;
 
   constructor(
     @InjectDataSource() private readonly db: DataSource,
     private readonly webhooks: WebhookOutbox,
   ) {
     this.postgres = db.options.type === 'postgres';
-    const columns = (names: string[]): string =>
-      names.map((c) => (this.postgres ? `convert_from(d.${c}, 'UTF8') AS ${c}` : `CAST(d.${c} AS TEXT) AS ${c}`)).join(', ');
+    const columns = (names: string[]): string => names.map((c) => `convert_from(d.${c}, 'UTF8') AS ${c}`).join(', ');
     this.documents = { standard: columns(['standard']), plus: columns(['standard', 'plus']) };
-    this.sqliteRows = this.postgres ? null : new SqliteRows(db);
+    this.sqlite = this.postgres ? null : new SqliteStatements(db, { visit_names: (brandId, branchId) => this.nameFragment(brandId, branchId) });
   }
 
   /**
@@ -119,50 +125,64 @@ export class VisitsRepository {
    * page's own documents are then read: the visit's JSON as rendered when it was written (see
    * VisitDocument).
    */
-  async page(q: VisitPageQuery, each: (row: DocumentRow) => void): Promise<void> {
+  async page(q: VisitPageQuery, into: PageWriter): Promise<void> {
     if (selectsNothing(q)) return;
-    const documents = this.documents[q.plus ? 'plus' : 'standard'];
     const sql = this.sqlFor(`page:${q.plus}`, q, (where, p) => {
-      return `SELECT page.id, page.visit_date_time, page.brand_id, d.branch_id, ${documents}
-        FROM (
-          SELECT id, visit_date_time, brand_id FROM visits
+      const ids = `SELECT id, visit_date_time, brand_id FROM visits
           WHERE ${where}
           ORDER BY visit_date_time, id
-          LIMIT ${p()} OFFSET ${p()}
-        ) page
-        JOIN visit_documents d ON d.visit_id = page.id${this.inPageOrder('page.visit_date_time, page.id')}`;
+          LIMIT ${p()} OFFSET ${p()}`;
+      if (!this.postgres) return this.joinedOnSqlite(ids, q.plus, '');
+      return `SELECT page.id, page.visit_date_time, page.brand_id, d.branch_id, ${this.documents[q.plus ? 'plus' : 'standard']}
+        FROM (${ids}) page
+        JOIN visit_documents d ON d.visit_id = page.id`;
     });
+    const params = [...this.selectionParams(q), q.take, q.skip];
+    if (!this.postgres) {
+      this.writeJoined(sql, params, into);
+      return;
+    }
     type PageRow = DocumentRow & { visit_date_time: string };
-    const order = (a: PageRow, b: PageRow): number =>
-      a.visit_date_time < b.visit_date_time ? -1 : a.visit_date_time > b.visit_date_time ? 1 : Number(a.id) - Number(b.id);
-    await this.readDocuments<PageRow>(sql, [...this.selectionParams(q), q.take, q.skip], order, each);
+    const rows = await this.db.query<PageRow[]>(sql, params);
+    rows.sort((a, b) => (a.visit_date_time < b.visit_date_time ? -1 : a.visit_date_time > b.visit_date_time ? 1 : Number(a.id) - Number(b.id)));
+    for (const row of rows) into.add(row);
   }
 
   /**
-   * The joined rows' ORDER BY, on SQLite: it steps through the page's ids (a co-routine) in
-   * their order and looks each document up, so it gives the joined rows in that order without
-   * sorting them (its query plan has no temporary b-tree for the ORDER BY). PostgreSQL would
-   * sort, and copy, the documents: its rows are put in order after reading (readDocuments).
+   * SQLite's statement that writes a page's visits, whose ids (and brands) `ids` selects in
+   * page order, and joins them with commas: one value, each visit as PageWriter.add writes it.
+   * `visit_names` gives the names' fragment of the page being written (see writeJoined). The
+   * CROSS JOIN keeps the page's ids as the outer loop (SQLite never reorders it), stepped
+   * through in their order as a co-routine, each document looked up by its key: the visits
+   * are joined in page order and nothing is sorted (the query plan has no temporary b-tree).
+   * No row reaches JavaScript: a page is one Buffer made by the driver, where a row each cost
+   * a string per document to decode, encode again and collect.
    */
-  private inPageOrder(columns: string): string {
-    return this.postgres ? '' : `\n        ORDER BY ${columns}`;
+  private joinedOnSqlite(ids: string, plus: boolean, extra: string): string {
+    const document = plus ? 'd.standard || d.plus' : 'd.standard';
+    return `SELECT CAST(group_concat('{"visitId":' || page.id || visit_names(page.brand_id, d.branch_id) || ${document} || '}', ',') AS BLOB) AS visits,
+        count(*) AS count${extra}
+        FROM (${ids}) page
+        CROSS JOIN visit_documents d ON d.visit_id = page.id`;
   }
 
-  /**
-   * Hands the rows of a page query to `each` in page order. Their documents (the columns of
-   * `this.documents`, from the table aliased `d`) arrive as text: the same UTF-8 as the stored
-   * bytes (see VisitDocument), which the page writer copies alike. Bytes would cost more on
-   * both databases: PostgreSQL sends bytea hex-encoded, twice the bytes on the wire and a
-   * decoding per document in node-postgres; SQLite gives a blob as a Buffer of its own,
-   * malloc'ed outside V8's heap, which fragments the process's memory and drives full
-   * collections. On SQLite each row is handed on before the next is read (SqliteRows), so its
-   * text dies young in V8's new space; PostgreSQL's rows arrive together and are sorted here.
-   * See docs/decisions.md ("Visits").
-   */
-  private async readDocuments<T extends DocumentRow>(sql: string, params: unknown[], order: (a: T, b: T) => number, each: (row: T) => void): Promise<void> {
-    if (this.sqliteRows !== null) return this.sqliteRows.each(sql, params, each);
-    const rows = await this.db.query<T[]>(sql, params);
-    rows.sort(order).forEach((row) => each(row));
+  /** Runs a statement of joinedOnSqlite with the page's names, and appends its visits to the page; its row. */
+  private writeJoined<T>(sql: string, params: unknown[], into: PageWriter): T & { visits: Buffer | null; count: number } {
+    this.namesInUse = into.names;
+    try {
+      const row = this.sqlite!.get<T & { visits: Buffer | null; count: number }>(sql, params)!;
+      if (row.visits !== null) into.addJoined(row.visits, row.count);
+      return row;
+    } finally {
+      this.namesInUse = null;
+    }
+  }
+
+  /** SQLite's `visit_names(brand_id, branch_id)`: the fragment of the names of the page being written. */
+  private nameFragment(brandId: unknown, branchId: unknown): Buffer {
+    const fragment = this.namesInUse?.of(brandId === null ? null : Number(brandId), String(branchId));
+    if (!fragment) throw new StaleNames(`branch ${String(branchId)} is not among the names read`);
+    return fragment;
   }
 
   /** The position of the row `count` rows after `after` (or from the selection's start); null past the end. */
@@ -272,12 +292,13 @@ export class VisitsRepository {
   }
 
   /**
-   * One page of the change feed, handed to `each` row by row: the selection's visits whose
-   * write sequence is after `after`, in sequence order, found in the index on (client_id,
-   * change_seq, brand_id, visit_type).
+   * One page of the change feed, written into `into`: the selection's visits whose write
+   * sequence is after `after`, in sequence order, found in the index on (client_id,
+   * change_seq, brand_id, visit_type). The last sequence number written, or null for an
+   * empty page.
    */
-  async changes(q: ChangesPageQuery, each: (row: ChangeRow) => void): Promise<void> {
-    if (selectsNothing(q)) return;
+  async changes(q: ChangesPageQuery, into: PageWriter): Promise<number | null> {
+    if (selectsNothing(q)) return null;
     const params: unknown[] = [q.clientId, q.after];
     let n = 2;
     const p = (): string => (this.postgres ? `$${++n}` : '?');
@@ -292,14 +313,20 @@ export class VisitsRepository {
     }
     const limit = p();
     params.push(q.take);
-    const sql = `SELECT page.id, page.brand_id, page.change_seq, d.branch_id, ${this.documents[q.plus ? 'plus' : 'standard']}
-      FROM (
-        SELECT id, brand_id, change_seq FROM visits WHERE ${where.join(' AND ')}
+    const ids = `SELECT id, brand_id, change_seq FROM visits WHERE ${where.join(' AND ')}
         ORDER BY change_seq
-        LIMIT ${limit}
-      ) page
-      JOIN visit_documents d ON d.visit_id = page.id${this.inPageOrder('page.change_seq')}`;
-    await this.readDocuments<ChangeRow>(sql, params, (a, b) => Number(a.change_seq) - Number(b.change_seq), each);
+        LIMIT ${limit}`;
+    if (!this.postgres) {
+      const row = this.writeJoined<{ last: number | null }>(this.joinedOnSqlite(ids, q.plus, ', max(page.change_seq) AS last'), params, into);
+      return row.last;
+    }
+    const sql = `SELECT page.id, page.brand_id, page.change_seq, d.branch_id, ${this.documents[q.plus ? 'plus' : 'standard']}
+      FROM (${ids}) page
+      JOIN visit_documents d ON d.visit_id = page.id`;
+    const rows = await this.db.query<ChangeRow[]>(sql, params);
+    rows.sort((a, b) => Number(a.change_seq) - Number(b.change_seq));
+    for (const row of rows) into.add(row);
+    return rows.length === 0 ? null : Number(rows[rows.length - 1].change_seq);
   }
 
   /**
