@@ -1,11 +1,12 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
+import pg from 'pg';
 import { DataSource, In, type EntityManager } from 'typeorm';
 import { VisitDocument } from './entities/visit-document.entity.js';
 import { Visit } from './entities/visit.entity.js';
 import { SqliteStatements } from '../database/sqlite-statements.js';
 import { inTransaction, movesDataVersion } from '../database/transaction.js';
-import { renderVisitDocument, StaleNames, type ClientNames, type DocumentRow, type NameFragments, type PageWriter } from './visit-json.js';
+import { renderVisitDocument, StaleNames, type ClientNames, type NameFragments, type PageWriter } from './visit-json.js';
 import { WebhookOutbox } from '../webhooks/webhook-outbox.js';
 
 /** What an import compares to decide whether a re-imported visit changed. */
@@ -82,9 +83,20 @@ export interface ChangesPageQuery {
   plus: boolean;
 }
 
-export interface ChangeRow extends DocumentRow {
-  change_seq: number | string;
+/** The row of a statement that writes a page's visits (see VisitsRepository.joined). */
+interface JoinedRow {
+  /** The visits joined with commas; null when there are none. */
+  visits: Buffer | null;
+  count: number;
+  /** Visits left out for want of their branch's names (PostgreSQL). */
+  unnamed: number;
 }
+
+/** node-postgres's parsers for results in binary, with bytea as the Buffer it arrives in (it would be made a string). */
+const BINARY_PAGE_TYPES = {
+  getTypeParser: (oid: number, format?: 'text' | 'binary'): ((value: Buffer) => unknown) =>
+    oid === 17 ? (value: Buffer) => value : (pg.types.getTypeParser(oid, format) as (value: Buffer) => unknown),
+};
 
 /** How the SQLite driver stores a Date (UTC, milliseconds), so that stored and given times compare as text. */
 function sqliteTimestamp(at: Date): string {
@@ -95,14 +107,7 @@ function sqliteTimestamp(at: Date): string {
 export class VisitsRepository {
   private readonly postgres: boolean;
   private readonly sqlCache = new Map<string, string>();
-  /**
-   * The document columns of PostgreSQL's pages, by variant, read as text: the same UTF-8 as
-   * the stored bytes, which the page writer copies alike. bytea would arrive hex-encoded,
-   * twice the bytes on the wire and a decoding per document in node-postgres. Its rows arrive
-   * together and are put in page order here (sorting in the server would copy the documents).
-   */
-  private readonly documents: Record<'standard' | 'plus', string>;
-  /** SQLite's statements that write a page's visits (see joinedOnSqlite); null on PostgreSQL. */
+  /** SQLite's statements that write a page's visits (see joined); null on PostgreSQL. */
   private readonly sqlite: SqliteStatements | null;
   /** The names of the page SQLite is writing, for its `visit_names` function. */
   private namesInUse: NameFragments | null = null;
@@ -112,18 +117,15 @@ export class VisitsRepository {
     private readonly webhooks: WebhookOutbox,
   ) {
     this.postgres = db.options.type === 'postgres';
-    const columns = (names: string[]): string => names.map((c) => `convert_from(d.${c}, 'UTF8') AS ${c}`).join(', ');
-    this.documents = { standard: columns(['standard']), plus: columns(['standard', 'plus']) };
     this.sqlite = this.postgres ? null : new SqliteStatements(db, { visit_names: (brandId, branchId) => this.nameFragment(brandId, branchId) });
   }
 
   /**
-   * One page in one query, its rows handed to `each` in page order. The inner select finds
-   * the page's ids in the index on (client_id, visit_date_time, id, brand_id, visit_type)
-   * alone: the range gives the order visitDateTime, visitId (so Skip/Take pages are stable)
-   * and the filters are in the index, so the rows Skip passes over are never read. Only the
-   * page's own documents are then read: the visit's JSON as rendered when it was written (see
-   * VisitDocument).
+   * One page in one query, written into `into`. The inner select finds the page's ids in the
+   * index on (client_id, visit_date_time, id, brand_id, visit_type) alone: the range gives the
+   * order visitDateTime, visitId (so Skip/Take pages are stable) and the filters are in the
+   * index, so the rows Skip passes over are never read. Only the page's own documents are
+   * then read: the visit's JSON as rendered when it was written (see VisitDocument).
    */
   async page(q: VisitPageQuery, into: PageWriter): Promise<void> {
     if (selectsNothing(q)) return;
@@ -132,50 +134,71 @@ export class VisitsRepository {
           WHERE ${where}
           ORDER BY visit_date_time, id
           LIMIT ${p()} OFFSET ${p()}`;
-      if (!this.postgres) return this.joinedOnSqlite(ids, q.plus, '');
-      return `SELECT page.id, page.visit_date_time, page.brand_id, d.branch_id, ${this.documents[q.plus ? 'plus' : 'standard']}
-        FROM (${ids}) page
-        JOIN visit_documents d ON d.visit_id = page.id`;
+      return this.joined(ids, q.plus, 'page.visit_date_time, page.id', '');
     });
-    const params = [...this.selectionParams(q), q.take, q.skip];
-    if (!this.postgres) {
-      this.writeJoined(sql, params, into);
-      return;
-    }
-    type PageRow = DocumentRow & { visit_date_time: string };
-    const rows = await this.db.query<PageRow[]>(sql, params);
-    rows.sort((a, b) => (a.visit_date_time < b.visit_date_time ? -1 : a.visit_date_time > b.visit_date_time ? 1 : Number(a.id) - Number(b.id)));
-    for (const row of rows) into.add(row);
+    await this.writeJoined(sql, [...this.selectionParams(q), q.take, q.skip], into);
   }
 
   /**
-   * SQLite's statement that writes a page's visits, whose ids (and brands) `ids` selects in
-   * page order, and joins them with commas: one value, each visit as PageWriter.add writes it.
-   * `visit_names` gives the names' fragment of the page being written (see writeJoined). The
-   * CROSS JOIN keeps the page's ids as the outer loop (SQLite never reorders it), stepped
-   * through in their order as a co-routine, each document looked up by its key: the visits
-   * are joined in page order and nothing is sorted (the query plan has no temporary b-tree).
-   * No row reaches JavaScript: a page is one Buffer made by the driver, where a row each cost
-   * a string per document to decode, encode again and collect.
+   * The statement that writes the visits whose ids (and brands) `ids` selects (its first
+   * parameter the client), each as PageWriter.add writes it (the id, the names, the stored
+   * document, then `}`), joined with commas in the order `order`: one value a page, which the
+   * driver hands over as one Buffer and the page writer copies once. Rows each cost a string
+   * per document to decode, encode again and collect, in JavaScript.
+   *
+   * SQLite: `visit_names` gives the names' fragment of the page being written (see
+   * writeJoined). The CROSS JOIN keeps the page's ids as the outer loop (SQLite never reorders
+   * it), stepped through in their order as a co-routine, each document looked up by its key:
+   * the visits are joined in page order and nothing is sorted (its query plan has no
+   * temporary b-tree). PostgreSQL: the names are joined from their tables and quoted by
+   * `to_json`, which escapes as JSON.stringify does; `string_agg` puts the visits in order.
+   * A visit whose branch is not the client's counts as `unnamed` (see writeJoined).
    */
-  private joinedOnSqlite(ids: string, plus: boolean, extra: string): string {
+  private joined(ids: string, plus: boolean, order: string, extra: string): string {
     const document = plus ? 'd.standard || d.plus' : 'd.standard';
-    return `SELECT CAST(group_concat('{"visitId":' || page.id || visit_names(page.brand_id, d.branch_id) || ${document} || '}', ',') AS BLOB) AS visits,
-        count(*) AS count${extra}
+    if (!this.postgres) {
+      return `SELECT CAST(group_concat('{"visitId":' || page.id || visit_names(page.brand_id, d.branch_id) || ${document} || '}', ',') AS BLOB) AS visits,
+          count(*) AS count, 0 AS unnamed${extra}
         FROM (${ids}) page
         CROSS JOIN visit_documents d ON d.visit_id = page.id`;
+    }
+    const quoted = (column: string): string => `coalesce(to_json(${column})::text, 'null')`;
+    const names =
+      `',"clientId":' || c.id || ',"clientName":' || ${quoted('c.name')} || ',"brandName":' || ${quoted('br.name')}` +
+      ` || ',"branchId":' || ${quoted('b.id')} || ',"branchCode":' || ${quoted('b.branch_code')} || ',"branchName":' || ${quoted('b.name')}`;
+    return `SELECT string_agg(convert_to('{"visitId":' || page.id || ${names}, 'UTF8') || ${document} || '}'::bytea, ','::bytea ORDER BY ${order}) AS visits,
+        count(*)::int AS count, (count(*) - count(b.id))::int AS unnamed${extra}
+      FROM (${ids}) page
+      JOIN visit_documents d ON d.visit_id = page.id
+      JOIN clients c ON c.id = $1
+      LEFT JOIN branches b ON b.id = d.branch_id AND b.client_id = c.id
+      LEFT JOIN brands br ON br.id = page.brand_id AND br.client_id = c.id`;
   }
 
-  /** Runs a statement of joinedOnSqlite with the page's names, and appends its visits to the page; its row. */
-  private writeJoined<T>(sql: string, params: unknown[], into: PageWriter): T & { visits: Buffer | null; count: number } {
-    this.namesInUse = into.names;
-    try {
-      const row = this.sqlite!.get<T & { visits: Buffer | null; count: number }>(sql, params)!;
-      if (row.visits !== null) into.addJoined(row.visits, row.count);
-      return row;
-    } finally {
-      this.namesInUse = null;
+  /**
+   * Runs a statement of `joined` and appends its visits to the page; its row. On SQLite with
+   * the page's names for `visit_names`, which throws StaleNames for a branch they do not know;
+   * on PostgreSQL in binary, so that the page arrives as the bytes it is (text would be decoded
+   * into a string and encoded again), and StaleNames for a visit of a branch not the client's.
+   */
+  private async writeJoined<T>(sql: string, params: unknown[], into: PageWriter): Promise<JoinedRow & T> {
+    let row: JoinedRow & T;
+    if (this.sqlite !== null) {
+      this.namesInUse = into.names;
+      try {
+        row = this.sqlite.get<JoinedRow & T>(sql, params)!;
+      } finally {
+        this.namesInUse = null;
+      }
+    } else {
+      const pool = (this.db.driver as unknown as { master: pg.Pool }).master;
+      // `binary` is node-postgres's (results in binary format), missing from its types.
+      const query = { text: sql, values: params, binary: true, types: BINARY_PAGE_TYPES } as pg.QueryConfig;
+      row = (await pool.query<JoinedRow & T>(query)).rows[0];
+      if (row.unnamed > 0) throw new StaleNames(`${row.unnamed} visits of the page have a branch that is not the client's`);
     }
+    if (row.visits !== null) into.addJoined(row.visits, row.count);
+    return row;
   }
 
   /** SQLite's `visit_names(brand_id, branch_id)`: the fragment of the names of the page being written. */
@@ -316,17 +339,9 @@ export class VisitsRepository {
     const ids = `SELECT id, brand_id, change_seq FROM visits WHERE ${where.join(' AND ')}
         ORDER BY change_seq
         LIMIT ${limit}`;
-    if (!this.postgres) {
-      const row = this.writeJoined<{ last: number | null }>(this.joinedOnSqlite(ids, q.plus, ', max(page.change_seq) AS last'), params, into);
-      return row.last;
-    }
-    const sql = `SELECT page.id, page.brand_id, page.change_seq, d.branch_id, ${this.documents[q.plus ? 'plus' : 'standard']}
-      FROM (${ids}) page
-      JOIN visit_documents d ON d.visit_id = page.id`;
-    const rows = await this.db.query<ChangeRow[]>(sql, params);
-    rows.sort((a, b) => Number(a.change_seq) - Number(b.change_seq));
-    for (const row of rows) into.add(row);
-    return rows.length === 0 ? null : Number(rows[rows.length - 1].change_seq);
+    const last = `, max(page.change_seq)${this.postgres ? '::text' : ''} AS last`;
+    const row = await this.writeJoined<{ last: number | string | null }>(this.joined(ids, q.plus, 'page.change_seq', last), params, into);
+    return row.last === null ? null : Number(row.last);
   }
 
   /**

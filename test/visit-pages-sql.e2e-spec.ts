@@ -1,0 +1,139 @@
+import type { DataSource } from 'typeorm';
+import { openDataSource } from '../src/database/migration-tools.js';
+import type { WebhookOutbox } from '../src/webhooks/webhook-outbox.js';
+import { Visit } from '../src/visits/entities/visit.entity.js';
+import { NameFragments, PageWriter, StaleNames, type ClientNames } from '../src/visits/visit-json.js';
+import { visitDocument, VisitsRepository } from '../src/visits/visits.repository.js';
+import { isolatedConfig } from './helpers/test-config.js';
+
+/**
+ * Pages written by the database (VisitsRepository.joined) are the bytes the page writer writes
+ * row by row from the same visits and names: ids, names quoted as JSON.stringify quotes them
+ * (quotes, backslashes, control characters, U+2028, astral characters), documents, order.
+ */
+describe(`visit pages written in SQL (${process.env.TEST_DATABASE})`, () => {
+  const { config, drop } = isolatedConfig();
+  const outbox = { recordVisitChanges: () => Promise.resolve() } as unknown as WebhookOutbox;
+  let db: DataSource;
+  let repo: VisitsRepository;
+  let names: ClientNames;
+  /** Visits of client 2 in the order of their pages: by visitDateTime, then id. */
+  let visits: Visit[];
+  const odd = '"quoted" \\ back\tslash\n\u0001\u001f\u007f\u2028 é 中文 😀';
+
+  beforeAll(async () => {
+    db = await openDataSource(config);
+    await db.runMigrations({ transaction: 'each' });
+    const p = (n: number): string => (db.options.type === 'postgres' ? `$${n}` : '?');
+    await db.query(`INSERT INTO clients (id, name) VALUES (2, ${p(1)}), (3, 'Other')`, [`Client ${odd}`]);
+    await db.query(`INSERT INTO brands (id, client_id, name) VALUES (20, 2, ${p(1)}), (30, 3, 'Theirs')`, [`Brand ${odd}`]);
+    await db.query(
+      `INSERT INTO branches (id, client_id, brand_id, name, branch_code) VALUES
+        ('B1', 2, 20, ${p(1)}, ${p(2)}), ('B2', 2, NULL, 'two', NULL), ('B3', 2, 20, '', ''), ('X1', 3, 30, 'theirs', 'X')`,
+      [`Branch ${odd}`, `C-${odd}`],
+    );
+    const comments = ['', null, odd, 'plain'];
+    visits = Array.from({ length: 40 }, (_, i) =>
+      Object.assign(new Visit(), {
+        id: 1000 - i * 7,
+        clientId: 2,
+        brandId: i % 3 === 0 ? null : 20,
+        branchId: ['B1', 'B2', 'B3'][i % 3],
+        visitType: ['MV', 'OF', 'TA'][i % 3],
+        questionnaireType: 'Dinner',
+        visitScore: i + 0.5,
+        recommendScore: i % 4 === 0 ? null : i % 11,
+        recommendComment: comments[i % comments.length],
+        visitDate: '2026-10-05',
+        // Several visits at the same time: the id orders them.
+        visitDateTime: `2026-10-05T1${i % 4}:00:00`,
+        modificationDate: '2026-10-06T09:00:00',
+        visitSource: i % 2 ? null : 'app',
+        sections: JSON.stringify([{ name: `S ${i} ✓`, score: i, questions: [] }]),
+        guestId: i % 5 ? `g-${i}` : null,
+        optInContactByEmail: i % 3 === 0 ? null : i % 2 === 0,
+        optInJoinMarketing: i % 2 === 0,
+        completedAt: null,
+      }),
+    );
+    repo = new VisitsRepository(db, outbox);
+    await repo.upsertBatch(visits);
+    visits.sort((a, b) => (a.visitDateTime < b.visitDateTime ? -1 : a.visitDateTime > b.visitDateTime ? 1 : a.id - b.id));
+    names = (await repo.names(2))!;
+  });
+
+  afterAll(async () => {
+    await db.destroy();
+    await drop();
+  });
+
+  const writer = (plus: boolean, withNames: ClientNames = names): PageWriter => new PageWriter(new NameFragments(withNames), plus, 0);
+
+  /** The body PageWriter.add writes for these visits, from their documents as a write renders them. */
+  function expected(page: Visit[], plus: boolean, after?: string): Buffer {
+    const expectedPage = writer(plus);
+    for (const visit of page) {
+      const document = visitDocument(visit);
+      expectedPage.add({
+        id: visit.id,
+        brand_id: visit.brandId,
+        branch_id: visit.branchId,
+        standard: document.standard.toString('utf8'),
+        plus: document.plus.toString('utf8'),
+      });
+    }
+    return expectedPage.finish(after);
+  }
+
+  it.each([false, true])('write the bytes the page writer writes from the rows, in page order (plus: %s)', async (plus) => {
+    const selection = { clientId: 2, from: '2026-10-01', until: '2026-11-01', brandIds: null, visitTypes: null };
+    for (const [skip, take] of [
+      [0, 40],
+      [5, 7],
+      [39, 10],
+      [40, 10],
+    ]) {
+      const page = writer(plus);
+      await repo.page({ ...selection, skip, take, plus }, page);
+      expect(page.count).toBe(Math.max(0, Math.min(take, 40 - skip)));
+      expect(page.finish().toString('utf8')).toBe(expected(visits.slice(skip, skip + take), plus).toString('utf8'));
+    }
+    // Filtered in the index: the visits of brand 20 of type OF or TA, after a position.
+    const after = { visitDateTime: visits[3].visitDateTime, id: visits[3].id };
+    const filtered = visits.slice(4).filter((v) => v.brandId === 20 && ['OF', 'TA'].includes(v.visitType));
+    expect(filtered.length).toBeGreaterThan(6);
+    const page = writer(plus);
+    await repo.page({ ...selection, brandIds: [20], visitTypes: ['OF', 'TA'], after, skip: 1, take: 5, plus }, page);
+    expect(page.finish().equals(expected(filtered.slice(1, 6), plus))).toBe(true);
+  });
+
+  it('write a page of the change feed in write order and give its last sequence number', async () => {
+    // Numbers, whatever the driver gave back for the bigint.
+    const bySequence = [...visits].sort((a, b) => Number(a.changeSeq) - Number(b.changeSeq));
+    const first = Number(bySequence[0].changeSeq);
+    const page = writer(true);
+    expect(await repo.changes({ clientId: 2, after: first + 2, brandIds: null, visitTypes: null, take: 10, plus: true }, page)).toBe(first + 12);
+    expect(page.finish('t').equals(expected(bySequence.slice(3, 13), true, 't'))).toBe(true);
+    const empty = writer(false);
+    expect(await repo.changes({ clientId: 2, after: first + 39, brandIds: null, visitTypes: null, take: 10, plus: false }, empty)).toBeNull();
+    expect(empty.finish('t').toString()).toBe('{"data":{"visits":[]},"paging":{"after":"t"}}');
+  });
+
+  it('stop at a visit whose branch is not among the names, and read again afterwards', async () => {
+    const selection = { clientId: 2, from: '2026-10-01', until: '2026-11-01', brandIds: null, visitTypes: null, skip: 0, take: 40, plus: false };
+    // SQLite writes with the names read before (here without B2); PostgreSQL joins the branch,
+    // which must be the client's: a visit of another client's branch is left unnamed.
+    const withoutB2 = { ...names, branches: new Map([...names.branches].filter(([id]) => id !== 'B2')) };
+    const stale = writer(false, withoutB2);
+    if (db.options.type === 'postgres') await db.query(`UPDATE visit_documents SET branch_id = 'X1' WHERE visit_id = $1`, [visits[0].id]);
+    try {
+      await expect(repo.page(selection, db.options.type === 'postgres' ? writer(false) : stale)).rejects.toBeInstanceOf(StaleNames);
+      expect(stale.count).toBe(0);
+    } finally {
+      if (db.options.type === 'postgres') await db.query(`UPDATE visit_documents SET branch_id = $1 WHERE visit_id = $2`, [visits[0].branchId, visits[0].id]);
+    }
+    const page = writer(false);
+    await repo.page(selection, page);
+    expect(page.finish().equals(expected(visits, false))).toBe(true);
+  });
+});
