@@ -27,12 +27,25 @@ export class SqliteStatements {
 
   /** The first row of `sql`, or undefined when it has none. An exception of a function it calls ends it, and is thrown. */
   get<T>(sql: string, params: readonly unknown[]): T | undefined {
+    return this.statement(sql).get(...params) as T | undefined;
+  }
+
+  /**
+   * Calls `each` with every row of `sql`, in the order the statement gives them, handing each
+   * on before the next is read (where TypeORM's `query` returns them all at once); an
+   * exception of `each` ends the read.
+   */
+  each<T>(sql: string, params: readonly unknown[], each: (row: T) => void): void {
+    for (const row of this.statement(sql).iterate(...params)) each(row as T);
+  }
+
+  private statement(sql: string): Statement<unknown[], Record<string, unknown>> {
     let statement = this.statements.get(sql);
     if (statement === undefined) {
       statement = this.open().prepare<unknown[], Record<string, unknown>>(sql);
       this.statements.set(sql, statement);
     }
-    return statement.get(...params) as T | undefined;
+    return statement;
   }
 
   /** The data source's one connection (opened when it was initialized), with the functions defined on it. */

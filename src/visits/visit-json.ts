@@ -145,6 +145,8 @@ export class StaleNames extends Error {}
  */
 export class PageWriter {
   private out: ByteWriter | null = null;
+  /** The whole body, when the database wrote it (addBody). */
+  private body: Buffer | null = null;
   private rows = 0;
 
   /**
@@ -163,8 +165,13 @@ export class PageWriter {
     return this.rows;
   }
 
-  /** Appends a visit; throws StaleNames when its branch is not among the names. */
+  /**
+   * Appends a visit; throws StaleNames when its branch is not among the names. The reference
+   * rendering of a visit in a page: the statements that write pages in SQL
+   * (VisitsRepository.joined) are tested against it, and it against JSON.stringify.
+   */
   add(row: DocumentRow): void {
+    if (this.body !== null) throw new Error('a page takes a whole body only when nothing else was written');
     const fragment = this.names.of(row.brand_id, row.branch_id);
     if (!fragment) throw new StaleNames(`branch ${row.branch_id} is not among the names read`);
     let out = this.out;
@@ -181,6 +188,7 @@ export class PageWriter {
    * `add` writes it (the id, the names' fragment, the stored document, then `}`).
    */
   addJoined(visits: Buffer, count: number): void {
+    if (this.body !== null) throw new Error('a page takes a whole body only when nothing else was written');
     if (count === 0) return;
     let out = this.out;
     // The page's size is known: room for the brackets and a feed token besides.
@@ -190,8 +198,22 @@ export class PageWriter {
     this.rows += count;
   }
 
+  /**
+   * Takes the whole body of a page of `count` visits, as the database wrote it (the bytes
+   * `add` and `finish` would write for them): the page is this Buffer, not a copy of it.
+   */
+  addBody(body: Buffer, count: number): void {
+    if (this.out !== null || this.body !== null) throw new Error('a page takes a whole body only when nothing else was written');
+    this.body = body;
+    this.rows = count;
+  }
+
   /** The body, closed after the visits written. */
   finish(after?: string): Buffer {
+    if (this.body !== null) {
+      if (after !== undefined) throw new Error('a whole body written by the database has no feed token');
+      return this.body;
+    }
     const end = after === undefined ? ']}}' : `]},"paging":{"after":${JSON.stringify(after)}}}`;
     if (this.out === null) return Buffer.from(`{"data":{"visits":[${end}`, 'utf8');
     return this.out.text(end).result();

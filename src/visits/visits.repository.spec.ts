@@ -9,7 +9,7 @@ import type { WebhookOutbox } from '../webhooks/webhook-outbox.js';
 import { NameFragments, PageWriter } from './visit-json.js';
 import { VisitsRepository } from './visits.repository.js';
 
-/** SQLite's plans of the page queries, which write a page's visits in SQL, on the schema the migrations make (their pages: test/visit-pages-sql.e2e-spec.ts). */
+/** SQLite's plans of the page queries, which write a page's visits in SQL, on the schema the migrations make (their pages: test/visit-pages-written.e2e-spec.ts). */
 describe('VisitsRepository on SQLite', () => {
   let dir: string;
   let db: DataSource;
@@ -59,10 +59,24 @@ describe('VisitsRepository on SQLite', () => {
     expect(statements[0]).toMatch(/CROSS JOIN visit_documents d ON d\.visit_id = page\.id$/);
   });
 
+  it.each([
+    ['a large page', (repo: VisitsRepository) => repo.page({ clientId: 1, from: '2026-10-01', until: '2026-11-01', skip: 3, take: 1000, plus: true, brandIds: null, visitTypes: null }, writer(true))],
+    ['a large page of the change feed', (repo: VisitsRepository) => repo.changes({ clientId: 1, after: 10, brandIds: null, visitTypes: ['MV'], take: 500, plus: false }, writer(false))],
+  ])('reads the rows of %s in page order without sorting the documents', async (_, read) => {
+    statements.length = 0;
+    await read(new VisitsRepository(db, {} as WebhookOutbox));
+    expect(statements).toHaveLength(1);
+    expect(statements[0]).not.toMatch(/group_concat/);
+    const steps = await plan(statements[0]);
+    expect(steps[0]).toMatch(/^CO-ROUTINE page/);
+    expect(steps.slice(2)).toEqual(['SCAN page', expect.stringMatching(/^SEARCH d USING INDEX sqlite_autoindex_visit_documents_1 \(visit_id=\?\)$/)]);
+    expect(steps.filter((step) => step.includes('TEMP B-TREE'))).toEqual([]);
+  });
+
   it('reads a page of the change feed in write order without sorting the documents', async () => {
     statements.length = 0;
     const repo = new VisitsRepository(db, {} as WebhookOutbox);
-    await repo.changes({ clientId: 1, after: 10, brandIds: [3], visitTypes: null, take: 500, plus: false }, writer(false));
+    await repo.changes({ clientId: 1, after: 10, brandIds: [3], visitTypes: null, take: 200, plus: false }, writer(false));
     expect(statements).toHaveLength(1);
     const steps = await plan(statements[0]);
     expect(steps[0]).toMatch(/^CO-ROUTINE page/);

@@ -1,12 +1,11 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import pg from 'pg';
 import { DataSource, In, type EntityManager } from 'typeorm';
 import { VisitDocument } from './entities/visit-document.entity.js';
 import { Visit } from './entities/visit.entity.js';
 import { SqliteStatements } from '../database/sqlite-statements.js';
 import { inTransaction, movesDataVersion } from '../database/transaction.js';
-import { renderVisitDocument, StaleNames, type ClientNames, type NameFragments, type PageWriter } from './visit-json.js';
+import { renderVisitDocument, StaleNames, type ClientNames, type DocumentRow, type NameFragments, type PageWriter } from './visit-json.js';
 import { WebhookOutbox } from '../webhooks/webhook-outbox.js';
 
 /** What an import compares to decide whether a re-imported visit changed. */
@@ -85,18 +84,20 @@ export interface ChangesPageQuery {
 
 /** The row of a statement that writes a page's visits (see VisitsRepository.joined). */
 interface JoinedRow {
-  /** The visits joined with commas; null when there are none. */
-  visits: Buffer | null;
+  /** The whole body of a page, or the visits joined with commas (null when there are none). */
+  value: Buffer | null;
   count: number;
-  /** Visits left out for want of their branch's names (PostgreSQL). */
-  unnamed: number;
 }
 
-/** node-postgres's parsers for results in binary, with bytea as the Buffer it arrives in (it would be made a string). */
-const BINARY_PAGE_TYPES = {
-  getTypeParser: (oid: number, format?: 'text' | 'binary'): ((value: Buffer) => unknown) =>
-    oid === 17 ? (value: Buffer) => value : (pg.types.getTypeParser(oid, format) as (value: Buffer) => unknown),
-};
+/** What a statement of VisitsRepository.joined gives: a page's whole body, or its visits joined with commas. */
+type JoinedValue = 'body' | 'visits';
+
+/** The largest page SQLite writes joined in SQL; larger ones are written from their rows (see VisitsRepository.joinsInSql). */
+export const SQLITE_JOINED_VISITS_MAX = 200;
+
+/** The bytes around a page's visits (see PageWriter). */
+const PAGE_START = '{"data":{"visits":[';
+const PAGE_END = ']}}';
 
 /** How the SQLite driver stores a Date (UTC, milliseconds), so that stored and given times compare as text. */
 function sqliteTimestamp(at: Date): string {
@@ -129,75 +130,105 @@ export class VisitsRepository {
    */
   async page(q: VisitPageQuery, into: PageWriter): Promise<void> {
     if (selectsNothing(q)) return;
-    const sql = this.sqlFor(`page:${q.plus}`, q, (where, p) => {
+    const joined = this.joinsInSql(q.take);
+    const sql = this.sqlFor(`page:${q.plus}:${joined}`, q, (where, p) => {
       const ids = `SELECT id, visit_date_time, brand_id FROM visits
           WHERE ${where}
           ORDER BY visit_date_time, id
           LIMIT ${p()} OFFSET ${p()}`;
-      return this.joined(ids, q.plus, 'page.visit_date_time, page.id', '');
+      return joined ? this.joined(ids, q.plus, 'body', '') : this.rows(ids, q.plus, ', page.visit_date_time');
     });
-    await this.writeJoined(sql, [...this.selectionParams(q), q.take, q.skip], into);
+    const params = [...this.selectionParams(q), q.take, q.skip];
+    if (joined) {
+      this.writeJoined(sql, params, into, 'body');
+      return;
+    }
+    type PageRow = DocumentRow & { visit_date_time: string };
+    const order = (a: PageRow, b: PageRow): number =>
+      a.visit_date_time < b.visit_date_time ? -1 : a.visit_date_time > b.visit_date_time ? 1 : Number(a.id) - Number(b.id);
+    await this.readRows<PageRow>(sql, params, order, (row) => into.add(row));
+  }
+
+  /**
+   * Whether a page of `take` visits is joined in SQL (`joined`) rather than read row by row
+   * (`rows`): on SQLite, pages of up to SQLITE_JOINED_VISITS_MAX visits. SQLite joins a page
+   * by growing one buffer; above the allocator's mmap threshold (1 MB, see Dockerfile) every
+   * step of that growth, and the Buffer the driver copies the page into, is a fresh mapping
+   * faulted in page by page, and V8 counts each such Buffer toward starting a full collection:
+   * 1000-visit pages measured 15 requests/s joined against 30 read row by row, 100-visit pages
+   * (430 KB) faster joined (README "Performance", item 21). On PostgreSQL `string_agg` over the
+   * joined names was measured three times slower than reading the rows (same item).
+   */
+  private joinsInSql(take: number): boolean {
+    return this.sqlite !== null && take <= SQLITE_JOINED_VISITS_MAX;
+  }
+
+  /**
+   * The statement that gives the visits whose ids `ids` selects as rows, their documents as
+   * text: the same UTF-8 as the stored bytes, which the page writer copies alike. On SQLite the
+   * same CROSS JOIN as `joined`, so the rows come in the order of the ids with nothing sorted;
+   * on PostgreSQL they are put in order after reading (`readRows`: sorting in the server would
+   * copy the documents), and the documents are asked for with `convert_from` (bytea would come
+   * hex-encoded, twice the bytes, decoded again in JavaScript).
+   */
+  private rows(ids: string, plus: boolean, extra: string): string {
+    const columns = plus ? ['standard', 'plus'] : ['standard'];
+    const documents = columns.map((c) => (this.postgres ? `convert_from(d.${c}, 'UTF8') AS ${c}` : `CAST(d.${c} AS TEXT) AS ${c}`)).join(', ');
+    return `SELECT page.id, page.brand_id, d.branch_id, ${documents}${extra}
+        FROM (${ids}) page
+        ${this.postgres ? 'JOIN' : 'CROSS JOIN'} visit_documents d ON d.visit_id = page.id`;
+  }
+
+  /**
+   * Hands the rows of a statement of `rows` to `each` in page order. On SQLite each row is
+   * handed on before the next is read, so its text dies young in V8's new space; PostgreSQL's
+   * rows arrive together and are sorted here.
+   */
+  private async readRows<T extends DocumentRow>(sql: string, params: unknown[], order: (a: T, b: T) => number, each: (row: T) => void): Promise<void> {
+    if (this.sqlite !== null) return this.sqlite.each<T>(sql, params, each);
+    const rows = await this.db.query<T[]>(sql, params);
+    rows.sort(order).forEach((row) => each(row));
   }
 
   /**
    * The statement that writes the visits whose ids (and brands) `ids` selects (its first
    * parameter the client), each as PageWriter.add writes it (the id, the names, the stored
    * document, then `}`), joined with commas in the order `order`: one value a page, which the
-   * driver hands over as one Buffer and the page writer copies once. Rows each cost a string
-   * per document to decode, encode again and collect, in JavaScript.
+   * driver hands over as one Buffer. With `value` 'body' it is the page's whole body, which is
+   * sent as it is; 'visits' (the feed, whose body ends with a token made from the rows read)
+   * the page writer copies once. Rows each cost a string per document to decode, encode again
+   * and collect, in JavaScript; a copy of the page is a second Buffer outside V8's heap, which
+   * V8 counts toward starting full collections.
    *
-   * SQLite: `visit_names` gives the names' fragment of the page being written (see
-   * writeJoined). The CROSS JOIN keeps the page's ids as the outer loop (SQLite never reorders
-   * it), stepped through in their order as a co-routine, each document looked up by its key:
-   * the visits are joined in page order and nothing is sorted (its query plan has no
-   * temporary b-tree). PostgreSQL: the names are joined from their tables and quoted by
-   * `to_json`, which escapes as JSON.stringify does; `string_agg` puts the visits in order.
-   * A visit whose branch is not the client's counts as `unnamed` (see writeJoined).
+   * SQLite only (see joinsInSql). `visit_names` gives the names' fragment of the page being
+   * written (see writeJoined). The CROSS JOIN keeps the page's ids as the outer loop (SQLite
+   * never reorders it), stepped through in their order as a co-routine, each document looked
+   * up by its key: the visits are joined in page order and nothing is sorted (its query plan
+   * has no temporary b-tree).
    */
-  private joined(ids: string, plus: boolean, order: string, extra: string): string {
+  private joined(ids: string, plus: boolean, value: JoinedValue, extra: string): string {
     const document = plus ? 'd.standard || d.plus' : 'd.standard';
-    if (!this.postgres) {
-      return `SELECT CAST(group_concat('{"visitId":' || page.id || visit_names(page.brand_id, d.branch_id) || ${document} || '}', ',') AS BLOB) AS visits,
-          count(*) AS count, 0 AS unnamed${extra}
+    const visits = `group_concat('{"visitId":' || page.id || visit_names(page.brand_id, d.branch_id) || ${document} || '}', ',')`;
+    const joined = value === 'body' ? `'${PAGE_START}' || coalesce(${visits}, '') || '${PAGE_END}'` : visits;
+    return `SELECT CAST(${joined} AS BLOB) AS value, count(*) AS count${extra}
         FROM (${ids}) page
         CROSS JOIN visit_documents d ON d.visit_id = page.id`;
-    }
-    const quoted = (column: string): string => `coalesce(to_json(${column})::text, 'null')`;
-    const names =
-      `',"clientId":' || c.id || ',"clientName":' || ${quoted('c.name')} || ',"brandName":' || ${quoted('br.name')}` +
-      ` || ',"branchId":' || ${quoted('b.id')} || ',"branchCode":' || ${quoted('b.branch_code')} || ',"branchName":' || ${quoted('b.name')}`;
-    return `SELECT string_agg(convert_to('{"visitId":' || page.id || ${names}, 'UTF8') || ${document} || '}'::bytea, ','::bytea ORDER BY ${order}) AS visits,
-        count(*)::int AS count, (count(*) - count(b.id))::int AS unnamed${extra}
-      FROM (${ids}) page
-      JOIN visit_documents d ON d.visit_id = page.id
-      JOIN clients c ON c.id = $1
-      LEFT JOIN branches b ON b.id = d.branch_id AND b.client_id = c.id
-      LEFT JOIN brands br ON br.id = page.brand_id AND br.client_id = c.id`;
   }
 
   /**
-   * Runs a statement of `joined` and appends its visits to the page; its row. On SQLite with
-   * the page's names for `visit_names`, which throws StaleNames for a branch they do not know;
-   * on PostgreSQL in binary, so that the page arrives as the bytes it is (text would be decoded
-   * into a string and encoded again), and StaleNames for a visit of a branch not the client's.
+   * Runs a statement of `joined` with the page's names for `visit_names` (which throws
+   * StaleNames for a branch they do not know), and appends its visits to the page; its row.
    */
-  private async writeJoined<T>(sql: string, params: unknown[], into: PageWriter): Promise<JoinedRow & T> {
+  private writeJoined<T>(sql: string, params: unknown[], into: PageWriter, value: JoinedValue): JoinedRow & T {
+    this.namesInUse = into.names;
     let row: JoinedRow & T;
-    if (this.sqlite !== null) {
-      this.namesInUse = into.names;
-      try {
-        row = this.sqlite.get<JoinedRow & T>(sql, params)!;
-      } finally {
-        this.namesInUse = null;
-      }
-    } else {
-      const pool = (this.db.driver as unknown as { master: pg.Pool }).master;
-      // `binary` is node-postgres's (results in binary format), missing from its types.
-      const query = { text: sql, values: params, binary: true, types: BINARY_PAGE_TYPES } as pg.QueryConfig;
-      row = (await pool.query<JoinedRow & T>(query)).rows[0];
-      if (row.unnamed > 0) throw new StaleNames(`${row.unnamed} visits of the page have a branch that is not the client's`);
+    try {
+      row = this.sqlite!.get<JoinedRow & T>(sql, params)!;
+    } finally {
+      this.namesInUse = null;
     }
-    if (row.visits !== null) into.addJoined(row.visits, row.count);
+    if (value === 'body') into.addBody(row.value!, row.count);
+    else if (row.value !== null) into.addJoined(row.value, row.count);
     return row;
   }
 
@@ -339,9 +370,19 @@ export class VisitsRepository {
     const ids = `SELECT id, brand_id, change_seq FROM visits WHERE ${where.join(' AND ')}
         ORDER BY change_seq
         LIMIT ${limit}`;
-    const last = `, max(page.change_seq)${this.postgres ? '::text' : ''} AS last`;
-    const row = await this.writeJoined<{ last: number | string | null }>(this.joined(ids, q.plus, 'page.change_seq', last), params, into);
-    return row.last === null ? null : Number(row.last);
+    if (this.joinsInSql(q.take)) {
+      // The body ends with the token of the next page, made from the last number read: the
+      // page writer closes it.
+      const row = this.writeJoined<{ last: number | null }>(this.joined(ids, q.plus, 'visits', ', max(page.change_seq) AS last'), params, into, 'visits');
+      return row.last;
+    }
+    type ChangeRow = DocumentRow & { change_seq: number | string };
+    let last: number | null = null;
+    await this.readRows<ChangeRow>(this.rows(ids, q.plus, ', page.change_seq'), params, (a, b) => Number(a.change_seq) - Number(b.change_seq), (row) => {
+      into.add(row);
+      last = Number(row.change_seq);
+    });
+    return last;
   }
 
   /**

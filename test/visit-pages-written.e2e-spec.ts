@@ -3,15 +3,16 @@ import { openDataSource } from '../src/database/migration-tools.js';
 import type { WebhookOutbox } from '../src/webhooks/webhook-outbox.js';
 import { Visit } from '../src/visits/entities/visit.entity.js';
 import { NameFragments, PageWriter, StaleNames, type ClientNames } from '../src/visits/visit-json.js';
-import { visitDocument, VisitsRepository } from '../src/visits/visits.repository.js';
+import { SQLITE_JOINED_VISITS_MAX, visitDocument, VisitsRepository } from '../src/visits/visits.repository.js';
 import { isolatedConfig } from './helpers/test-config.js';
 
 /**
- * Pages written by the database (VisitsRepository.joined) are the bytes the page writer writes
- * row by row from the same visits and names: ids, names quoted as JSON.stringify quotes them
- * (quotes, backslashes, control characters, U+2028, astral characters), documents, order.
+ * Pages as the repository writes them (joined in SQL on SQLite up to SQLITE_JOINED_VISITS_MAX
+ * visits, row by row otherwise) are the bytes the page writer writes from the same visits and
+ * names: ids, names quoted as JSON.stringify quotes them (quotes, backslashes, control
+ * characters, U+2028, astral characters), documents, order.
  */
-describe(`visit pages written in SQL (${process.env.TEST_DATABASE})`, () => {
+describe(`visit pages written by the repository (${process.env.TEST_DATABASE})`, () => {
   const { config, drop } = isolatedConfig();
   const outbox = { recordVisitChanges: () => Promise.resolve() } as unknown as WebhookOutbox;
   let db: DataSource;
@@ -87,11 +88,16 @@ describe(`visit pages written in SQL (${process.env.TEST_DATABASE})`, () => {
 
   it.each([false, true])('write the bytes the page writer writes from the rows, in page order (plus: %s)', async (plus) => {
     const selection = { clientId: 2, from: '2026-10-01', until: '2026-11-01', brandIds: null, visitTypes: null };
+    // On SQLite, up to SQLITE_JOINED_VISITS_MAX visits a page is joined in SQL; larger ones are
+    // read row by row (VisitsRepository.joinsInSql): both ways give the same bytes.
     for (const [skip, take] of [
       [0, 40],
       [5, 7],
       [39, 10],
       [40, 10],
+      [0, SQLITE_JOINED_VISITS_MAX + 1],
+      [5, 1000],
+      [40, 1000],
     ]) {
       const page = writer(plus);
       await repo.page({ ...selection, skip, take, plus }, page);
@@ -117,21 +123,20 @@ describe(`visit pages written in SQL (${process.env.TEST_DATABASE})`, () => {
     const empty = writer(false);
     expect(await repo.changes({ clientId: 2, after: first + 39, brandIds: null, visitTypes: null, take: 10, plus: false }, empty)).toBeNull();
     expect(empty.finish('t').toString()).toBe('{"data":{"visits":[]},"paging":{"after":"t"}}');
+    // A page larger than SQLite joins in SQL.
+    const large = writer(false);
+    expect(await repo.changes({ clientId: 2, after: first + 30, brandIds: null, visitTypes: null, take: 500, plus: false }, large)).toBe(first + 39);
+    expect(large.finish('t').equals(expected(bySequence.slice(31), false, 't'))).toBe(true);
+    const largeEmpty = writer(true);
+    expect(await repo.changes({ clientId: 2, after: first + 39, brandIds: null, visitTypes: null, take: 500, plus: true }, largeEmpty)).toBeNull();
   });
 
   it('stop at a visit whose branch is not among the names, and read again afterwards', async () => {
     const selection = { clientId: 2, from: '2026-10-01', until: '2026-11-01', brandIds: null, visitTypes: null, skip: 0, take: 40, plus: false };
-    // SQLite writes with the names read before (here without B2); PostgreSQL joins the branch,
-    // which must be the client's: a visit of another client's branch is left unnamed.
+    // The names read before, without B2 (added since, say).
     const withoutB2 = { ...names, branches: new Map([...names.branches].filter(([id]) => id !== 'B2')) };
-    const stale = writer(false, withoutB2);
-    if (db.options.type === 'postgres') await db.query(`UPDATE visit_documents SET branch_id = 'X1' WHERE visit_id = $1`, [visits[0].id]);
-    try {
-      await expect(repo.page(selection, db.options.type === 'postgres' ? writer(false) : stale)).rejects.toBeInstanceOf(StaleNames);
-      expect(stale.count).toBe(0);
-    } finally {
-      if (db.options.type === 'postgres') await db.query(`UPDATE visit_documents SET branch_id = $1 WHERE visit_id = $2`, [visits[0].branchId, visits[0].id]);
-    }
+    await expect(repo.page(selection, writer(false, withoutB2))).rejects.toBeInstanceOf(StaleNames);
+    await expect(repo.page({ ...selection, take: 1000 }, writer(false, withoutB2))).rejects.toBeInstanceOf(StaleNames);
     const page = writer(false);
     await repo.page(selection, page);
     expect(page.finish().equals(expected(visits, false))).toBe(true);
