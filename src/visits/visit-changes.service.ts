@@ -51,8 +51,12 @@ export class VisitChangesService {
     const take = changesTake(query, this.config.VISITS_TAKE_MAX);
     let after = '';
     const body = await this.names.render(selection.clientId, version, plus, take, async (page) => {
+      let last = start;
       const q = { clientId: selection.clientId, after: start, brandIds: selection.brandIds, visitTypes: selection.visitTypes, take, plus };
-      const last = (await this.repo.changes(q, page)) ?? start;
+      await this.repo.changes(q, (row) => {
+        page.add(row);
+        last = Number(row.change_seq);
+      });
       after = this.tokens.encode(scope, [last]);
       return after;
     });

@@ -138,15 +138,13 @@ export class NameFragments {
 export class StaleNames extends Error {}
 
 /**
- * Writes the response body `{ "data": { "visits": [...] } }`: row by row, copying each stored
- * document in as it arrives from the database (PostgreSQL), or the page's visits at once as
- * the database wrote and joined them (SQLite, see VisitsRepository). With `after`, a page of
- * the change feed: `paging.after` follows the data.
+ * Writes the response body `{ "data": { "visits": [...] } }` row by row, copying each stored
+ * document in as it arrives from the database, so that a page's texts die one by one instead
+ * of living until the page is whole. With `after`, a page of the change feed: `paging.after`
+ * follows the data.
  */
 export class PageWriter {
   private out: ByteWriter | null = null;
-  /** The whole body, when the database wrote it (addBody). */
-  private body: Buffer | null = null;
   private rows = 0;
 
   /**
@@ -154,8 +152,7 @@ export class PageWriter {
    * the buffer; it is taken when the first row arrives (an empty page takes nothing).
    */
   constructor(
-    /** The names the page is written with. */
-    readonly names: NameFragments,
+    private readonly names: NameFragments,
     private readonly plus: boolean,
     private readonly expectedBytes: number,
   ) {}
@@ -165,13 +162,8 @@ export class PageWriter {
     return this.rows;
   }
 
-  /**
-   * Appends a visit; throws StaleNames when its branch is not among the names. The reference
-   * rendering of a visit in a page: the statements that write pages in SQL
-   * (VisitsRepository.joined) are tested against it, and it against JSON.stringify.
-   */
+  /** Appends a visit; throws StaleNames when its branch is not among the names. */
   add(row: DocumentRow): void {
-    if (this.body !== null) throw new Error('a page takes a whole body only when nothing else was written');
     const fragment = this.names.of(row.brand_id, row.branch_id);
     if (!fragment) throw new StaleNames(`branch ${row.branch_id} is not among the names read`);
     let out = this.out;
@@ -183,37 +175,8 @@ export class PageWriter {
     this.rows++;
   }
 
-  /**
-   * Appends `count` visits written and joined with commas by the database, each exactly as
-   * `add` writes it (the id, the names' fragment, the stored document, then `}`).
-   */
-  addJoined(visits: Buffer, count: number): void {
-    if (this.body !== null) throw new Error('a page takes a whole body only when nothing else was written');
-    if (count === 0) return;
-    let out = this.out;
-    // The page's size is known: room for the brackets and a feed token besides.
-    if (out === null) out = this.out = new ByteWriter(visits.length + 512).text('{"data":{"visits":[');
-    else out.text(',');
-    out.bytes(visits);
-    this.rows += count;
-  }
-
-  /**
-   * Takes the whole body of a page of `count` visits, as the database wrote it (the bytes
-   * `add` and `finish` would write for them): the page is this Buffer, not a copy of it.
-   */
-  addBody(body: Buffer, count: number): void {
-    if (this.out !== null || this.body !== null) throw new Error('a page takes a whole body only when nothing else was written');
-    this.body = body;
-    this.rows = count;
-  }
-
   /** The body, closed after the visits written. */
   finish(after?: string): Buffer {
-    if (this.body !== null) {
-      if (after !== undefined) throw new Error('a whole body written by the database has no feed token');
-      return this.body;
-    }
     const end = after === undefined ? ']}}' : `]},"paging":{"after":${JSON.stringify(after)}}}`;
     if (this.out === null) return Buffer.from(`{"data":{"visits":[${end}`, 'utf8');
     return this.out.text(end).result();

@@ -3,9 +3,9 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, In, type EntityManager } from 'typeorm';
 import { VisitDocument } from './entities/visit-document.entity.js';
 import { Visit } from './entities/visit.entity.js';
-import { SqliteStatements } from '../database/sqlite-statements.js';
+import { SqliteRows } from '../database/sqlite-rows.js';
 import { inTransaction, movesDataVersion } from '../database/transaction.js';
-import { renderVisitDocument, StaleNames, type ClientNames, type DocumentRow, type NameFragments, type PageWriter } from './visit-json.js';
+import { renderVisitDocument, type ClientNames, type DocumentRow } from './visit-json.js';
 import { WebhookOutbox } from '../webhooks/webhook-outbox.js';
 
 /** What an import compares to decide whether a re-imported visit changed. */
@@ -82,22 +82,9 @@ export interface ChangesPageQuery {
   plus: boolean;
 }
 
-/** The row of a statement that writes a page's visits (see VisitsRepository.joined). */
-interface JoinedRow {
-  /** The whole body of a page, or the visits joined with commas (null when there are none). */
-  value: Buffer | null;
-  count: number;
+export interface ChangeRow extends DocumentRow {
+  change_seq: number | string;
 }
-
-/** What a statement of VisitsRepository.joined gives: a page's whole body, or its visits joined with commas. */
-type JoinedValue = 'body' | 'visits';
-
-/** The largest page SQLite writes joined in SQL; larger ones are written from their rows (see VisitsRepository.joinsInSql). */
-export const SQLITE_JOINED_VISITS_MAX = 200;
-
-/** The bytes around a page's visits (see PageWriter). */
-const PAGE_START = '{"data":{"visits":[';
-const PAGE_END = ']}}';
 
 /** How the SQLite driver stores a Date (UTC, milliseconds), so that stored and given times compare as text. */
 function sqliteTimestamp(at: Date): string {
@@ -108,135 +95,74 @@ function sqliteTimestamp(at: Date): string {
 export class VisitsRepository {
   private readonly postgres: boolean;
   private readonly sqlCache = new Map<string, string>();
-  /** SQLite's statements that write a page's visits (see joined); null on PostgreSQL. */
-  private readonly sqlite: SqliteStatements | null;
-  /** The names of the page SQLite is writing, for its `visit_names` function. */
-  private namesInUse: NameFragments | null = null;
+  /** The document columns of pages, by variant, read as text (see readDocuments). */
+  private readonly documents: Record<'standard' | 'plus', string>;
+  /** SQLite's row by row reader (see readDocuments); null on PostgreSQL. */
+  private readonly sqliteRows: SqliteRows | null;
 
   constructor(
     @InjectDataSource() private readonly db: DataSource,
     private readonly webhooks: WebhookOutbox,
   ) {
     this.postgres = db.options.type === 'postgres';
-    this.sqlite = this.postgres ? null : new SqliteStatements(db, { visit_names: (brandId, branchId) => this.nameFragment(brandId, branchId) });
+    const columns = (names: string[]): string =>
+      names.map((c) => (this.postgres ? `convert_from(d.${c}, 'UTF8') AS ${c}` : `CAST(d.${c} AS TEXT) AS ${c}`)).join(', ');
+    this.documents = { standard: columns(['standard']), plus: columns(['standard', 'plus']) };
+    this.sqliteRows = this.postgres ? null : new SqliteRows(db);
   }
 
   /**
-   * One page in one query, written into `into`. The inner select finds the page's ids in the
-   * index on (client_id, visit_date_time, id, brand_id, visit_type) alone: the range gives the
-   * order visitDateTime, visitId (so Skip/Take pages are stable) and the filters are in the
-   * index, so the rows Skip passes over are never read. Only the page's own documents are
-   * then read: the visit's JSON as rendered when it was written (see VisitDocument).
+   * One page in one query, its rows handed to `each` in page order. The inner select finds
+   * the page's ids in the index on (client_id, visit_date_time, id, brand_id, visit_type)
+   * alone: the range gives the order visitDateTime, visitId (so Skip/Take pages are stable)
+   * and the filters are in the index, so the rows Skip passes over are never read. Only the
+   * page's own documents are then read: the visit's JSON as rendered when it was written (see
+   * VisitDocument).
    */
-  async page(q: VisitPageQuery, into: PageWriter): Promise<void> {
+  async page(q: VisitPageQuery, each: (row: DocumentRow) => void): Promise<void> {
     if (selectsNothing(q)) return;
-    const joined = this.joinsInSql(q.take);
-    const sql = this.sqlFor(`page:${q.plus}:${joined}`, q, (where, p) => {
-      const ids = `SELECT id, visit_date_time, brand_id FROM visits
+    const documents = this.documents[q.plus ? 'plus' : 'standard'];
+    const sql = this.sqlFor(`page:${q.plus}`, q, (where, p) => {
+      return `SELECT page.id, page.visit_date_time, page.brand_id, d.branch_id, ${documents}
+        FROM (
+          SELECT id, visit_date_time, brand_id FROM visits
           WHERE ${where}
           ORDER BY visit_date_time, id
-          LIMIT ${p()} OFFSET ${p()}`;
-      return joined ? this.joined(ids, q.plus, 'body', '') : this.rows(ids, q.plus, ', page.visit_date_time');
+          LIMIT ${p()} OFFSET ${p()}
+        ) page
+        JOIN visit_documents d ON d.visit_id = page.id${this.inPageOrder('page.visit_date_time, page.id')}`;
     });
-    const params = [...this.selectionParams(q), q.take, q.skip];
-    if (joined) {
-      this.writeJoined(sql, params, into, 'body');
-      return;
-    }
     type PageRow = DocumentRow & { visit_date_time: string };
     const order = (a: PageRow, b: PageRow): number =>
       a.visit_date_time < b.visit_date_time ? -1 : a.visit_date_time > b.visit_date_time ? 1 : Number(a.id) - Number(b.id);
-    await this.readRows<PageRow>(sql, params, order, (row) => into.add(row));
+    await this.readDocuments<PageRow>(sql, [...this.selectionParams(q), q.take, q.skip], order, each);
   }
 
   /**
-   * Whether a page of `take` visits is joined in SQL (`joined`) rather than read row by row
-   * (`rows`): on SQLite, pages of up to SQLITE_JOINED_VISITS_MAX visits. SQLite joins a page
-   * by growing one buffer; above the allocator's mmap threshold (1 MB, see Dockerfile) every
-   * step of that growth, and the Buffer the driver copies the page into, is a fresh mapping
-   * faulted in page by page, and V8 counts each such Buffer toward starting a full collection:
-   * 1000-visit pages measured 15 requests/s joined against 30 read row by row, 100-visit pages
-   * (430 KB) faster joined (README "Performance", item 21). On PostgreSQL `string_agg` over the
-   * joined names was measured three times slower than reading the rows (same item).
+   * The joined rows' ORDER BY, on SQLite: it steps through the page's ids (a co-routine) in
+   * their order and looks each document up, so it gives the joined rows in that order without
+   * sorting them (its query plan has no temporary b-tree for the ORDER BY). PostgreSQL would
+   * sort, and copy, the documents: its rows are put in order after reading (readDocuments).
    */
-  private joinsInSql(take: number): boolean {
-    return this.sqlite !== null && take <= SQLITE_JOINED_VISITS_MAX;
+  private inPageOrder(columns: string): string {
+    return this.postgres ? '' : `\n        ORDER BY ${columns}`;
   }
 
   /**
-   * The statement that gives the visits whose ids `ids` selects as rows, their documents as
-   * text: the same UTF-8 as the stored bytes, which the page writer copies alike. On SQLite the
-   * same CROSS JOIN as `joined`, so the rows come in the order of the ids with nothing sorted;
-   * on PostgreSQL they are put in order after reading (`readRows`: sorting in the server would
-   * copy the documents), and the documents are asked for with `convert_from` (bytea would come
-   * hex-encoded, twice the bytes, decoded again in JavaScript).
+   * Hands the rows of a page query to `each` in page order. Their documents (the columns of
+   * `this.documents`, from the table aliased `d`) arrive as text: the same UTF-8 as the stored
+   * bytes (see VisitDocument), which the page writer copies alike. Bytes would cost more on
+   * both databases: PostgreSQL sends bytea hex-encoded, twice the bytes on the wire and a
+   * decoding per document in node-postgres; SQLite gives a blob as a Buffer of its own,
+   * malloc'ed outside V8's heap, which fragments the process's memory and drives full
+   * collections. On SQLite each row is handed on before the next is read (SqliteRows), so its
+   * text dies young in V8's new space; PostgreSQL's rows arrive together and are sorted here.
+   * See docs/decisions.md ("Visits").
    */
-  private rows(ids: string, plus: boolean, extra: string): string {
-    const columns = plus ? ['standard', 'plus'] : ['standard'];
-    const documents = columns.map((c) => (this.postgres ? `convert_from(d.${c}, 'UTF8') AS ${c}` : `CAST(d.${c} AS TEXT) AS ${c}`)).join(', ');
-    return `SELECT page.id, page.brand_id, d.branch_id, ${documents}${extra}
-        FROM (${ids}) page
-        ${this.postgres ? 'JOIN' : 'CROSS JOIN'} visit_documents d ON d.visit_id = page.id`;
-  }
-
-  /**
-   * Hands the rows of a statement of `rows` to `each` in page order. On SQLite each row is
-   * handed on before the next is read, so its text dies young in V8's new space; PostgreSQL's
-   * rows arrive together and are sorted here.
-   */
-  private async readRows<T extends DocumentRow>(sql: string, params: unknown[], order: (a: T, b: T) => number, each: (row: T) => void): Promise<void> {
-    if (this.sqlite !== null) return this.sqlite.each<T>(sql, params, each);
+  private async readDocuments<T extends DocumentRow>(sql: string, params: unknown[], order: (a: T, b: T) => number, each: (row: T) => void): Promise<void> {
+    if (this.sqliteRows !== null) return this.sqliteRows.each(sql, params, each);
     const rows = await this.db.query<T[]>(sql, params);
     rows.sort(order).forEach((row) => each(row));
-  }
-
-  /**
-   * The statement that writes the visits whose ids (and brands) `ids` selects (its first
-   * parameter the client), each as PageWriter.add writes it (the id, the names, the stored
-   * document, then `}`), joined with commas in the order `order`: one value a page, which the
-   * driver hands over as one Buffer. With `value` 'body' it is the page's whole body, which is
-   * sent as it is; 'visits' (the feed, whose body ends with a token made from the rows read)
-   * the page writer copies once. Rows each cost a string per document to decode, encode again
-   * and collect, in JavaScript; a copy of the page is a second Buffer outside V8's heap, which
-   * V8 counts toward starting full collections.
-   *
-   * SQLite only (see joinsInSql). `visit_names` gives the names' fragment of the page being
-   * written (see writeJoined). The CROSS JOIN keeps the page's ids as the outer loop (SQLite
-   * never reorders it), stepped through in their order as a co-routine, each document looked
-   * up by its key: the visits are joined in page order and nothing is sorted (its query plan
-   * has no temporary b-tree).
-   */
-  private joined(ids: string, plus: boolean, value: JoinedValue, extra: string): string {
-    const document = plus ? 'd.standard || d.plus' : 'd.standard';
-    const visits = `group_concat('{"visitId":' || page.id || visit_names(page.brand_id, d.branch_id) || ${document} || '}', ',')`;
-    const joined = value === 'body' ? `'${PAGE_START}' || coalesce(${visits}, '') || '${PAGE_END}'` : visits;
-    return `SELECT CAST(${joined} AS BLOB) AS value, count(*) AS count${extra}
-        FROM (${ids}) page
-        CROSS JOIN visit_documents d ON d.visit_id = page.id`;
-  }
-
-  /**
-   * Runs a statement of `joined` with the page's names for `visit_names` (which throws
-   * StaleNames for a branch they do not know), and appends its visits to the page; its row.
-   */
-  private writeJoined<T>(sql: string, params: unknown[], into: PageWriter, value: JoinedValue): JoinedRow & T {
-    this.namesInUse = into.names;
-    let row: JoinedRow & T;
-    try {
-      row = this.sqlite!.get<JoinedRow & T>(sql, params)!;
-    } finally {
-      this.namesInUse = null;
-    }
-    if (value === 'body') into.addBody(row.value!, row.count);
-    else if (row.value !== null) into.addJoined(row.value, row.count);
-    return row;
-  }
-
-  /** SQLite's `visit_names(brand_id, branch_id)`: the fragment of the names of the page being written. */
-  private nameFragment(brandId: unknown, branchId: unknown): Buffer {
-    const fragment = this.namesInUse?.of(brandId === null ? null : Number(brandId), String(branchId));
-    if (!fragment) throw new StaleNames(`branch ${String(branchId)} is not among the names read`);
-    return fragment;
   }
 
   /** The position of the row `count` rows after `after` (or from the selection's start); null past the end. */
@@ -346,13 +272,12 @@ export class VisitsRepository {
   }
 
   /**
-   * One page of the change feed, written into `into`: the selection's visits whose write
-   * sequence is after `after`, in sequence order, found in the index on (client_id,
-   * change_seq, brand_id, visit_type). The last sequence number written, or null for an
-   * empty page.
+   * One page of the change feed, handed to `each` row by row: the selection's visits whose
+   * write sequence is after `after`, in sequence order, found in the index on (client_id,
+   * change_seq, brand_id, visit_type).
    */
-  async changes(q: ChangesPageQuery, into: PageWriter): Promise<number | null> {
-    if (selectsNothing(q)) return null;
+  async changes(q: ChangesPageQuery, each: (row: ChangeRow) => void): Promise<void> {
+    if (selectsNothing(q)) return;
     const params: unknown[] = [q.clientId, q.after];
     let n = 2;
     const p = (): string => (this.postgres ? `$${++n}` : '?');
@@ -367,22 +292,14 @@ export class VisitsRepository {
     }
     const limit = p();
     params.push(q.take);
-    const ids = `SELECT id, brand_id, change_seq FROM visits WHERE ${where.join(' AND ')}
+    const sql = `SELECT page.id, page.brand_id, page.change_seq, d.branch_id, ${this.documents[q.plus ? 'plus' : 'standard']}
+      FROM (
+        SELECT id, brand_id, change_seq FROM visits WHERE ${where.join(' AND ')}
         ORDER BY change_seq
-        LIMIT ${limit}`;
-    if (this.joinsInSql(q.take)) {
-      // The body ends with the token of the next page, made from the last number read: the
-      // page writer closes it.
-      const row = this.writeJoined<{ last: number | null }>(this.joined(ids, q.plus, 'visits', ', max(page.change_seq) AS last'), params, into, 'visits');
-      return row.last;
-    }
-    type ChangeRow = DocumentRow & { change_seq: number | string };
-    let last: number | null = null;
-    await this.readRows<ChangeRow>(this.rows(ids, q.plus, ', page.change_seq'), params, (a, b) => Number(a.change_seq) - Number(b.change_seq), (row) => {
-      into.add(row);
-      last = Number(row.change_seq);
-    });
-    return last;
+        LIMIT ${limit}
+      ) page
+      JOIN visit_documents d ON d.visit_id = page.id${this.inPageOrder('page.change_seq')}`;
+    await this.readDocuments<ChangeRow>(sql, params, (a, b) => Number(a.change_seq) - Number(b.change_seq), each);
   }
 
   /**

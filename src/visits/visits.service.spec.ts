@@ -1,7 +1,7 @@
 import type { ClientDataVersions } from '../clients/data-versions.js';
 import { loadConfig } from '../config/app-config.js';
 import type { EffectiveSelection } from '../auth/entitlements.js';
-import type { DocumentRow, PageWriter } from './visit-json.js';
+import type { DocumentRow } from './visit-json.js';
 import { VisitNames } from './visit-names.service.js';
 import type { PagePosition, VisitPageQuery, VisitsRepository } from './visits.repository.js';
 import { MARK_STRIDE, VisitsService, type VisitsWindow } from './visits.service.js';
@@ -71,11 +71,11 @@ describe('VisitsService pages of different entitlements', () => {
     const calls = { pages: 0, positions: 0 };
     const repo = {
       names: () => Promise.resolve(NAMES),
-      page: (q: VisitPageQuery, into: PageWriter) => {
+      page: (q: VisitPageQuery, each: (row: DocumentRow) => void) => {
         calls.pages++;
         const rows = selected(q);
         const from = (q.after ? rows.findIndex((r) => r.id === q.after!.id) + 1 : 0) + q.skip;
-        (rows.slice(from, from + q.take) as unknown as DocumentRow[]).forEach((row) => into.add(row));
+        (rows.slice(from, from + q.take) as unknown as DocumentRow[]).forEach((row) => each(row));
         return Promise.resolve();
       },
       positionAfter: (q: VisitPageQuery, n: number) => {
@@ -122,10 +122,10 @@ describe('VisitsService page marks', () => {
     const calls = { pages: [] as VisitPageQuery[], positions: 0 };
     const repo = {
       names: () => Promise.resolve(NAMES),
-      page: (q: VisitPageQuery, into: PageWriter) => {
+      page: (q: VisitPageQuery, each: (row: DocumentRow) => void) => {
         calls.pages.push(q);
         const from = indexAfter(q.after) + q.skip;
-        all.slice(from, from + q.take).forEach((row) => into.add(row));
+        all.slice(from, from + q.take).forEach((row) => each(row));
         return Promise.resolve();
       },
       positionAfter: (q: { after?: PagePosition }, n: number) => {

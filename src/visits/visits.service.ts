@@ -121,7 +121,7 @@ export class VisitsService {
     const plus = variant === 'plus';
     const start = await this.pageStart(selectionKey, selection, window.Skip);
     return this.names.render(selection.clientId, version, plus, window.Take, async (page) => {
-      await this.repo.page({ ...selection, ...start, take: window.Take, plus }, page);
+      await this.repo.page({ ...selection, ...start, take: window.Take, plus }, (row) => page.add(row));
       return undefined;
     });
   }
