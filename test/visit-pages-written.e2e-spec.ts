@@ -92,6 +92,19 @@ describe(`visit pages written by the repository (${process.env.TEST_DATABASE})`,
     return expectedPage.finish(after);
   }
 
+  it('give the names exactly as stored, quoted so that a JSON parser reads them back', async () => {
+    const page = await read({ clientId: 2, from: '2026-10-01', until: '2026-11-01', brandIds: null, visitTypes: null, skip: 0, take: 40, plus: false });
+    const parsed = JSON.parse(page.finish().toString('utf8')) as { data: { visits: Record<string, unknown>[] } };
+    // Visits of B1 have no brand; those of B2 and B3 are of brand 20.
+    const of = (branch: string) => parsed.data.visits.filter((v) => v.branchId === branch);
+    expect(of('B1').length).toBeGreaterThan(0);
+    for (const v of of('B1')) expect(v).toMatchObject({ clientId: 2, clientName: `Client ${odd}`, brandName: null, branchName: `Branch ${odd}`, branchCode: `C-${odd}` });
+    expect(of('B2').length).toBeGreaterThan(0);
+    for (const v of of('B2')) expect(v).toMatchObject({ clientName: `Client ${odd}`, brandName: `Brand ${odd}`, branchName: 'two', branchCode: null });
+    expect(of('B3').length).toBeGreaterThan(0);
+    for (const v of of('B3')) expect(v).toMatchObject({ brandName: `Brand ${odd}`, branchName: '', branchCode: '' });
+  });
+
   it.each([false, true])('give the rows of a page in page order, as the page writer writes them from the visits (plus: %s)', async (plus) => {
     const selection = { clientId: 2, from: '2026-10-01', until: '2026-11-01', brandIds: null, visitTypes: null };
     for (const [skip, take] of [

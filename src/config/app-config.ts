@@ -173,9 +173,10 @@ export class AppConfig {
 
   /**
    * Memory for rendered visit pages, in MiB per process, and a quarter of that again for their
-   * compressed forms; 0 turns both off. The default keeps a replica's memory after a busy hour
-   * under 200 MB (about 130 MB without the cache, plus 1.25 times this, held as long as the
-   * pages are asked for): raise it with the pod's memory limit (docs/decisions.md, "Visits").
+   * compressed forms; 0 turns both off. Sized for the 200 MB idle target: a replica without the
+   * cache idled at 126 to 173 MB after the benchmark's runs, and the cache holds up to 1.25
+   * times this on top, as long as its pages are asked for. Raise it with the pod's memory
+   * limit (docs/decisions.md, "Visits").
    */
   @IntSetting(0, 4096)
   VISITS_CACHE_MB = 32;
