@@ -1,6 +1,5 @@
 import type { DataSource } from 'typeorm';
 import { openDataSource } from '../src/database/migration-tools.js';
-import { SqliteReadThreads } from '../src/database/sqlite-read-threads.js';
 import type { WebhookOutbox } from '../src/webhooks/webhook-outbox.js';
 import { Visit } from '../src/visits/entities/visit.entity.js';
 import { NameFragments, PageWriter, StaleNames, type ClientNames } from '../src/visits/visit-json.js';
@@ -11,16 +10,13 @@ import { isolatedConfig } from './helpers/test-config.js';
  * The repository's page and feed reads, written by the page writer, are the pages of the same
  * visits and names rendered from the visits themselves: the documents stored by a write, the
  * names read with `names` (quoted as JSON.stringify quotes them: quotes, backslashes, control
- * characters, U+2028, astral characters), in page order, on both databases; on SQLite both as
- * read on the service's connection and as read by reader threads (SqliteReadThreads).
+ * characters, U+2028, astral characters), in page order, on both databases.
  */
 describe(`visit pages written by the repository (${process.env.TEST_DATABASE})`, () => {
   const { config, drop } = isolatedConfig();
   const outbox = { recordVisitChanges: () => Promise.resolve() } as unknown as WebhookOutbox;
   let db: DataSource;
-  /** The repository the visits are written with, reading on the data source's connection. */
-  let writing: VisitsRepository;
-  let threads: SqliteReadThreads | undefined;
+  let repo: VisitsRepository;
   let names: ClientNames;
   /** Visits of client 2 in the order of their pages: by visitDateTime, then id. */
   let visits: Visit[];
@@ -61,121 +57,107 @@ describe(`visit pages written by the repository (${process.env.TEST_DATABASE})`,
         completedAt: null,
       }),
     );
-    writing = new VisitsRepository(db, outbox);
-    await writing.upsertBatch(visits);
+    repo = new VisitsRepository(db, outbox);
+    await repo.upsertBatch(visits);
     visits.sort((a, b) => (a.visitDateTime < b.visitDateTime ? -1 : a.visitDateTime > b.visitDateTime ? 1 : a.id - b.id));
-    names = (await writing.names(2))!;
-    if (db.options.type === 'better-sqlite3') {
-      threads = new SqliteReadThreads(db, config);
-      expect(threads.readers).not.toBeNull();
-    }
+    names = (await repo.names(2))!;
   });
 
   afterAll(async () => {
-    await threads?.onModuleDestroy();
     await db.destroy();
     await drop();
   });
 
-  const modes = process.env.TEST_DATABASE === 'sqlite' ? ['on the connection', 'in reader threads'] : ['on the connection'];
+  const writer = (plus: boolean, withNames: ClientNames = names): PageWriter => new PageWriter(new NameFragments(withNames), plus, 0);
 
-  describe.each(modes)('read %s', (mode) => {
-    let repo: VisitsRepository;
-    beforeAll(() => {
-      repo = mode === 'in reader threads' ? new VisitsRepository(db, outbox, threads) : writing;
-    });
+  /** A page as the service reads it: the repository's rows written by a page writer. */
+  async function read(q: VisitPageQuery, page: PageWriter = writer(q.plus)): Promise<PageWriter> {
+    await repo.page(q, (row) => page.add(row));
+    return page;
+  }
 
-    const writer = (plus: boolean, withNames: ClientNames = names): PageWriter => new PageWriter(new NameFragments(withNames), plus, 0);
-
-    /** A page as the service reads it: the repository's rows written by a page writer. */
-    async function read(q: VisitPageQuery, page: PageWriter = writer(q.plus)): Promise<PageWriter> {
-      await repo.page(q, (row) => page.add(row));
-      return page;
+  /** The body PageWriter.add writes for these visits, from their documents as a write renders them. */
+  function expected(page: Visit[], plus: boolean, after?: string): Buffer {
+    const expectedPage = writer(plus);
+    for (const visit of page) {
+      const document = visitDocument(visit);
+      expectedPage.add({
+        id: visit.id,
+        brand_id: visit.brandId,
+        branch_id: visit.branchId,
+        standard: document.standard.toString('utf8'),
+        plus: document.plus.toString('utf8'),
+      });
     }
+    return expectedPage.finish(after);
+  }
 
-    /** The body PageWriter.add writes for these visits, from their documents as a write renders them. */
-    function expected(page: Visit[], plus: boolean, after?: string): Buffer {
-      const expectedPage = writer(plus);
-      for (const visit of page) {
-        const document = visitDocument(visit);
-        expectedPage.add({
-          id: visit.id,
-          brand_id: visit.brandId,
-          branch_id: visit.branchId,
-          standard: document.standard.toString('utf8'),
-          plus: document.plus.toString('utf8'),
-        });
-      }
-      return expectedPage.finish(after);
+  it('give the names exactly as stored, quoted so that a JSON parser reads them back', async () => {
+    const page = await read({ clientId: 2, from: '2026-10-01', until: '2026-11-01', brandIds: null, visitTypes: null, skip: 0, take: 40, plus: false });
+    const parsed = JSON.parse(page.finish().toString('utf8')) as { data: { visits: Record<string, unknown>[] } };
+    // Visits of B1 have no brand; those of B2 and B3 are of brand 20.
+    const of = (branch: string) => parsed.data.visits.filter((v) => v.branchId === branch);
+    expect(of('B1').length).toBeGreaterThan(0);
+    for (const v of of('B1')) expect(v).toMatchObject({ clientId: 2, clientName: `Client ${odd}`, brandName: null, branchName: `Branch ${odd}`, branchCode: `C-${odd}` });
+    expect(of('B2').length).toBeGreaterThan(0);
+    for (const v of of('B2')) expect(v).toMatchObject({ clientName: `Client ${odd}`, brandName: `Brand ${odd}`, branchName: 'two', branchCode: null });
+    expect(of('B3').length).toBeGreaterThan(0);
+    for (const v of of('B3')) expect(v).toMatchObject({ brandName: `Brand ${odd}`, branchName: '', branchCode: '' });
+  });
+
+  it.each([false, true])('give the rows of a page in page order, as the page writer writes them from the visits (plus: %s)', async (plus) => {
+    const selection = { clientId: 2, from: '2026-10-01', until: '2026-11-01', brandIds: null, visitTypes: null };
+    for (const [skip, take] of [
+      [0, 40],
+      [5, 7],
+      [39, 10],
+      [40, 10],
+      [0, 201],
+      [5, 1000],
+      [40, 1000],
+    ]) {
+      const page = await read({ ...selection, skip, take, plus });
+      expect(page.count).toBe(Math.max(0, Math.min(take, 40 - skip)));
+      expect(page.finish().toString('utf8')).toBe(expected(visits.slice(skip, skip + take), plus).toString('utf8'));
     }
+    // Filtered in the index: the visits of brand 20 of type OF or TA, after a position.
+    const after = { visitDateTime: visits[3].visitDateTime, id: visits[3].id };
+    const filtered = visits.slice(4).filter((v) => v.brandId === 20 && ['OF', 'TA'].includes(v.visitType));
+    expect(filtered.length).toBeGreaterThan(6);
+    const page = await read({ ...selection, brandIds: [20], visitTypes: ['OF', 'TA'], after, skip: 1, take: 5, plus });
+    expect(page.finish().equals(expected(filtered.slice(1, 6), plus))).toBe(true);
+  });
 
-    it('give the names exactly as stored, quoted so that a JSON parser reads them back', async () => {
-      const page = await read({ clientId: 2, from: '2026-10-01', until: '2026-11-01', brandIds: null, visitTypes: null, skip: 0, take: 40, plus: false });
-      const parsed = JSON.parse(page.finish().toString('utf8')) as { data: { visits: Record<string, unknown>[] } };
-      // Visits of B1 have no brand; those of B2 and B3 are of brand 20.
-      const of = (branch: string) => parsed.data.visits.filter((v) => v.branchId === branch);
-      expect(of('B1').length).toBeGreaterThan(0);
-      for (const v of of('B1')) expect(v).toMatchObject({ clientId: 2, clientName: `Client ${odd}`, brandName: null, branchName: `Branch ${odd}`, branchCode: `C-${odd}` });
-      expect(of('B2').length).toBeGreaterThan(0);
-      for (const v of of('B2')) expect(v).toMatchObject({ clientName: `Client ${odd}`, brandName: `Brand ${odd}`, branchName: 'two', branchCode: null });
-      expect(of('B3').length).toBeGreaterThan(0);
-      for (const v of of('B3')) expect(v).toMatchObject({ brandName: `Brand ${odd}`, branchName: '', branchCode: '' });
-    });
+  it('give a page of the change feed in write order', async () => {
+    // Numbers, whatever the driver gave back for the bigint.
+    const bySequence = [...visits].sort((a, b) => Number(a.changeSeq) - Number(b.changeSeq));
+    const first = Number(bySequence[0].changeSeq);
+    const feed = async (after: number, take: number, plus: boolean): Promise<{ page: PageWriter; last: number | null }> => {
+      const page = writer(plus);
+      let last: number | null = null;
+      await repo.changes({ clientId: 2, after, brandIds: null, visitTypes: null, take, plus }, (row) => {
+        page.add(row);
+        last = Number(row.change_seq);
+      });
+      return { page, last };
+    };
+    const some = await feed(first + 2, 10, true);
+    expect(some.last).toBe(first + 12);
+    expect(some.page.finish('t').equals(expected(bySequence.slice(3, 13), true, 't'))).toBe(true);
+    const rest = await feed(first + 30, 500, false);
+    expect(rest.last).toBe(first + 39);
+    expect(rest.page.finish('t').equals(expected(bySequence.slice(31), false, 't'))).toBe(true);
+    const none = await feed(first + 39, 10, false);
+    expect(none.last).toBeNull();
+    expect(none.page.finish('t').toString()).toBe('{"data":{"visits":[]},"paging":{"after":"t"}}');
+  });
 
-    it.each([false, true])('give the rows of a page in page order, as the page writer writes them from the visits (plus: %s)', async (plus) => {
-      const selection = { clientId: 2, from: '2026-10-01', until: '2026-11-01', brandIds: null, visitTypes: null };
-      for (const [skip, take] of [
-        [0, 40],
-        [5, 7],
-        [39, 10],
-        [40, 10],
-        [0, 201],
-        [5, 1000],
-        [40, 1000],
-      ]) {
-        const page = await read({ ...selection, skip, take, plus });
-        expect(page.count).toBe(Math.max(0, Math.min(take, 40 - skip)));
-        expect(page.finish().toString('utf8')).toBe(expected(visits.slice(skip, skip + take), plus).toString('utf8'));
-      }
-      // Filtered in the index: the visits of brand 20 of type OF or TA, after a position.
-      const after = { visitDateTime: visits[3].visitDateTime, id: visits[3].id };
-      const filtered = visits.slice(4).filter((v) => v.brandId === 20 && ['OF', 'TA'].includes(v.visitType));
-      expect(filtered.length).toBeGreaterThan(6);
-      const page = await read({ ...selection, brandIds: [20], visitTypes: ['OF', 'TA'], after, skip: 1, take: 5, plus });
-      expect(page.finish().equals(expected(filtered.slice(1, 6), plus))).toBe(true);
-    });
-
-    it('give a page of the change feed in write order', async () => {
-      // Numbers, whatever the driver gave back for the bigint.
-      const bySequence = [...visits].sort((a, b) => Number(a.changeSeq) - Number(b.changeSeq));
-      const first = Number(bySequence[0].changeSeq);
-      const feed = async (after: number, take: number, plus: boolean): Promise<{ page: PageWriter; last: number | null }> => {
-        const page = writer(plus);
-        let last: number | null = null;
-        await repo.changes({ clientId: 2, after, brandIds: null, visitTypes: null, take, plus }, (row) => {
-          page.add(row);
-          last = Number(row.change_seq);
-        });
-        return { page, last };
-      };
-      const some = await feed(first + 2, 10, true);
-      expect(some.last).toBe(first + 12);
-      expect(some.page.finish('t').equals(expected(bySequence.slice(3, 13), true, 't'))).toBe(true);
-      const rest = await feed(first + 30, 500, false);
-      expect(rest.last).toBe(first + 39);
-      expect(rest.page.finish('t').equals(expected(bySequence.slice(31), false, 't'))).toBe(true);
-      const none = await feed(first + 39, 10, false);
-      expect(none.last).toBeNull();
-      expect(none.page.finish('t').toString()).toBe('{"data":{"visits":[]},"paging":{"after":"t"}}');
-    });
-
-    it('stop at a visit whose branch is not among the names, and read again afterwards', async () => {
-      const selection = { clientId: 2, from: '2026-10-01', until: '2026-11-01', brandIds: null, visitTypes: null, skip: 0, take: 40, plus: false };
-      // The names read before, without B2 (added since, say).
-      const withoutB2 = { ...names, branches: new Map([...names.branches].filter(([id]) => id !== 'B2')) };
-      await expect(read(selection, writer(false, withoutB2))).rejects.toBeInstanceOf(StaleNames);
-      const page = await read(selection);
-      expect(page.finish().equals(expected(visits, false))).toBe(true);
-    });
+  it('stop at a visit whose branch is not among the names, and read again afterwards', async () => {
+    const selection = { clientId: 2, from: '2026-10-01', until: '2026-11-01', brandIds: null, visitTypes: null, skip: 0, take: 40, plus: false };
+    // The names read before, without B2 (added since, say).
+    const withoutB2 = { ...names, branches: new Map([...names.branches].filter(([id]) => id !== 'B2')) };
+    await expect(read(selection, writer(false, withoutB2))).rejects.toBeInstanceOf(StaleNames);
+    const page = await read(selection);
+    expect(page.finish().equals(expected(visits, false))).toBe(true);
   });
 });

@@ -189,14 +189,6 @@ export class AppConfig {
   @IntSetting(0, 4096)
   PAGES_IN_FLIGHT_MB = 64;
 
-  /**
-   * On SQLite, threads that read visit and change-feed pages out of the database beside the
-   * event loop, each with its own read-only connection; 0 reads them on the service's own
-   * connection, on the event loop. Ignored on PostgreSQL (docs/decisions.md, "Visits").
-   */
-  @IntSetting(0, 16)
-  SQLITE_READ_THREADS = 1;
-
   /** Changes of one client within this many milliseconds go out as one webhook event. */
   @IntSetting(0, 600000)
   WEBHOOKS_COALESCE_MS = 5000;

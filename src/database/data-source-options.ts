@@ -8,9 +8,6 @@ import { POSTGRES_MIGRATIONS, SQLITE_MIGRATIONS } from './migrations/index.js';
 
 export const SQLITE_FILE = 'results.sqlite';
 
-/** SQLite's page cache per connection, in KiB (see prepareDatabase below). */
-export const SQLITE_CACHE_KIB = 8000;
-
 /**
  * The TypeORM options for the configured database. `synchronize` is never set here:
  * the schema comes from the migrations only.
@@ -58,7 +55,7 @@ export function dataSourceOptions(config: AppConfig): DataSourceOptions {
       // 8 MB of page cache per connection (this build's default is 16 MB): reading pages of 100
       // and 1,000 documents measured the same (the documents of a window are far larger than
       // either), and a replica keeps 8 MB less once it has read that much.
-      db.pragma(`cache_size = -${SQLITE_CACHE_KIB}`);
+      db.pragma('cache_size = -8000');
       db.pragma('foreign_keys = ON');
       db.pragma('synchronous = NORMAL');
     },

@@ -87,9 +87,9 @@ export interface DocumentRow {
   id: number | string;
   brand_id: number | null;
   branch_id: string;
-  standard: string | Buffer;
+  standard: string;
   /** Read for plus pages only. */
-  plus?: string | Buffer;
+  plus?: string;
 }
 
 /** The names a client's visits are written with, as they are now. */
@@ -134,12 +134,6 @@ export class NameFragments {
   }
 }
 
-/** Copies a stored document into the page, as it was read: text or its bytes. */
-function document(out: ByteWriter, stored: string | Buffer): void {
-  if (typeof stored === 'string') out.text(stored);
-  else out.bytes(stored);
-}
-
 /** Thrown when a page's visit has a branch its names do not know: the caller reads the names again. */
 export class StaleNames extends Error {}
 
@@ -175,9 +169,8 @@ export class PageWriter {
     let out = this.out;
     if (out === null) out = this.out = new ByteWriter(this.expectedBytes).text('{"data":{"visits":[{"visitId":');
     else out.text(',{"visitId":');
-    out.text(number(row.id)).bytes(fragment);
-    document(out, row.standard);
-    if (this.plus) document(out, row.plus!);
+    out.text(number(row.id)).bytes(fragment).text(row.standard);
+    if (this.plus) out.text(row.plus!);
     out.text('}');
     this.rows++;
   }

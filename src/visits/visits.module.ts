@@ -1,6 +1,5 @@
 import { Module } from '@nestjs/common';
 import { AuthModule } from '../auth/auth.module.js';
-import { SqliteReadThreads } from '../database/sqlite-read-threads.js';
 import { BranchesModule } from '../branches/branches.module.js';
 import { ClientsModule } from '../clients/clients.module.js';
 import { WebhooksModule } from '../webhooks/webhooks.module.js';
@@ -19,7 +18,7 @@ import { VisitsRepository } from './visits.repository.js';
 @Module({
   imports: [AuthModule, ClientsModule, BranchesModule, WebhooksModule, VisitTypesModule],
   controllers: [VisitsController],
-  providers: [SqliteReadThreads, VisitsRepository, VisitsImportService, VisitsService, VisitChangesService, VisitNames, CompressedPages, PagesInFlight, PageCacheMetrics, VisitPagesLane],
+  providers: [VisitsRepository, VisitsImportService, VisitsService, VisitChangesService, VisitNames, CompressedPages, PagesInFlight, PageCacheMetrics, VisitPagesLane],
   exports: [VisitsImportService, VisitPagesLane],
 })
 export class VisitsModule {}

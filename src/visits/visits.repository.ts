@@ -1,10 +1,8 @@
-import { Injectable, Optional } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, In, type EntityManager } from 'typeorm';
 import { VisitDocument } from './entities/visit-document.entity.js';
 import { Visit } from './entities/visit.entity.js';
-import { SqliteReadThreads } from '../database/sqlite-read-threads.js';
-import type { SqliteReaders } from '../database/sqlite-readers.js';
 import { SqliteRows } from '../database/sqlite-rows.js';
 import { inTransaction, movesDataVersion } from '../database/transaction.js';
 import { renderVisitDocument, type ClientNames, type DocumentRow } from './visit-json.js';
@@ -88,9 +86,6 @@ export interface ChangeRow extends DocumentRow {
   change_seq: number | string;
 }
 
-/** The columns of a page's rows that hold stored documents: SQLite's reader threads hand them over as bytes. */
-const DOCUMENT_COLUMNS = ['standard', 'plus'];
-
 /** How the SQLite driver stores a Date (UTC, milliseconds), so that stored and given times compare as text. */
 function sqliteTimestamp(at: Date): string {
   return at.toISOString().replace('T', ' ').replace('Z', '');
@@ -104,15 +99,11 @@ export class VisitsRepository {
   private readonly documents: Record<'standard' | 'plus', string>;
   /** SQLite's row by row reader (see readDocuments); null on PostgreSQL. */
   private readonly sqliteRows: SqliteRows | null;
-  /** SQLite's reader threads, when there are any (see readDocuments). */
-  private readonly readers: SqliteReaders | null;
 
   constructor(
     @InjectDataSource() private readonly db: DataSource,
     private readonly webhooks: WebhookOutbox,
-    @Optional() threads?: SqliteReadThreads,
   ) {
-    this.readers = threads?.readers ?? null;
     this.postgres = db.options.type === 'postgres';
     const columns = (names: string[]): string =>
       names.map((c) => (this.postgres ? `convert_from(d.${c}, 'UTF8') AS ${c}` : `CAST(d.${c} AS TEXT) AS ${c}`)).join(', ');
@@ -169,7 +160,6 @@ export class VisitsRepository {
    * See docs/decisions.md ("Visits").
    */
   private async readDocuments<T extends DocumentRow>(sql: string, params: unknown[], order: (a: T, b: T) => number, each: (row: T) => void): Promise<void> {
-    if (this.readers !== null) return this.readers.each(sql, params, DOCUMENT_COLUMNS, each);
     if (this.sqliteRows !== null) return this.sqliteRows.each(sql, params, each);
     const rows = await this.db.query<T[]>(sql, params);
     rows.sort(order).forEach((row) => each(row));
