@@ -3,6 +3,7 @@ import type { Server } from 'node:http';
 import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { AppModule } from './app.module.js';
+import { startIdleCollector } from './common/idle-collector.js';
 import { AppConfig, ConfigError, loadConfig } from './config/app-config.js';
 import { prepareSchema, SchemaMissingError } from './database/migration-tools.js';
 import { DemoService } from './demo/demo.service.js';
@@ -29,6 +30,9 @@ async function bootstrap(): Promise<void> {
   if (config.SEED_DEMO) await app.get(DemoService).seedIfEmpty();
   await app.listen(config.PORT, config.HOST);
   const metrics = config.METRICS_PORT > 0 ? await startMetricsServer(app.get(MetricsService), config.METRICS_PORT, config.HOST) : null;
+  // Dead page bodies are given back when the process goes quiet (16 MB or more of them).
+  const idleCollections = app.get(MetricsService).idleCollections;
+  const idleCollector = config.IDLE_GC_SECONDS > 0 ? startIdleCollector(config.IDLE_GC_SECONDS, 16 * 1024 * 1024, () => idleCollections.inc()) : null;
   const logger = new Logger('Shutdown');
 
   // SIGTERM (a rolling update) or SIGINT: fail readiness, stop accepting connections, let
@@ -49,6 +53,7 @@ async function bootstrap(): Promise<void> {
     }, config.SHUTDOWN_GRACE_SECONDS * 1000);
     await drained;
     clearTimeout(deadline);
+    idleCollector?.stop();
     metrics?.close();
     await app.close();
     process.exit(0);

@@ -163,6 +163,14 @@ export class AppConfig {
   @UrlSetting(/^https?:\/\/[^\s,]+(,https?:\/\/[^\s,]+)*$/, 'comma-separated http(s) origins')
   CORS_ORIGINS?: string;
 
+  /**
+   * How often, in seconds, the process looks whether it has gone quiet holding more buffer
+   * memory than after its last full garbage collection (dead page bodies), and if so runs one
+   * (see IdleCollector); 0 never does.
+   */
+  @IntSetting(0, 3600)
+  IDLE_GC_SECONDS = 5;
+
   /** How long, after SIGTERM, in-flight requests may take to finish. */
   @IntSetting(0, 600)
   SHUTDOWN_GRACE_SECONDS = 25;

@@ -64,6 +64,12 @@ export class MetricsService {
     registers: [this.registry],
   });
 
+  readonly idleCollections = new Counter({
+    name: 'results_idle_collections_total',
+    help: 'Full garbage collections run because the process went quiet holding dead buffers (IDLE_GC_SECONDS).',
+    registers: [this.registry],
+  });
+
   constructor(@InjectDataSource() db: DataSource) {
     collectDefaultMetrics({ register: this.registry, prefix: 'results_process_' });
     const pool = (): PgPool | undefined =>

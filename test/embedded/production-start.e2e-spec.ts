@@ -142,7 +142,10 @@ describe('the production start path: production dependencies, migration Job, the
       // Prometheus metrics on their own port, not on the public one.
       const metrics = await fetch(`http://127.0.0.1:${env.METRICS_PORT}/metrics`);
       expect(metrics.status).toBe(200);
-      expect(await metrics.text()).toMatch(/^results_http_requests_total\{method="GET",route="\/health\/ready",status="200"\} 1$/m);
+      const exposition = await metrics.text();
+      expect(exposition).toMatch(/^results_http_requests_total\{method="GET",route="\/health\/ready",status="200"\} 1$/m);
+      // The idle collector's count, none yet.
+      expect(exposition).toMatch(/^results_idle_collections_total 0$/m);
       expect((await fetch(`${service.url}/metrics`)).status).toBe(404);
 
       // No demo data: SEED_DEMO=false.

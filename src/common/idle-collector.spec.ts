@@ -1,0 +1,84 @@
+import { fullCollection, IdleCollector, type IdleCollectorProbe } from './idle-collector.js';
+
+describe('IdleCollector', () => {
+  const MB = 1024 * 1024;
+
+  /** A probe whose readings the test sets; a collection frees what `garbage` holds. */
+  function probe(): IdleCollectorProbe & { live: number; garbage: number; busy: number; collections: number } {
+    return {
+      live: 10 * MB,
+      garbage: 0,
+      busy: 0,
+      collections: 0,
+      bufferBytes() {
+        return this.live + this.garbage;
+      },
+      busyShare() {
+        return this.busy;
+      },
+      collect() {
+        this.collections++;
+        this.garbage = 0;
+      },
+    };
+  }
+
+  it('collects once the process is quiet with buffers grown past the threshold, and not again until they grow again', () => {
+    const p = probe();
+    const collector = new IdleCollector(p, 16 * MB);
+    p.garbage = 40 * MB;
+    // Busy: never, however much there is.
+    p.busy = 0.6;
+    expect(collector.check()).toBe(false);
+    p.busy = 0.05;
+    expect(collector.check()).toBe(false);
+    expect(p.collections).toBe(0);
+    // Quiet.
+    p.busy = 0.01;
+    expect(collector.check()).toBe(true);
+    expect(p.collections).toBe(1);
+    expect(p.garbage).toBe(0);
+    expect(collector.check()).toBe(false);
+    // Less than the threshold since: nothing.
+    p.garbage = 15 * MB;
+    expect(collector.check()).toBe(false);
+    p.garbage = 17 * MB;
+    expect(collector.check()).toBe(true);
+    expect(p.collections).toBe(2);
+  });
+
+  it('counts growth from what is held after the last collection: live buffers (a cache) do not make it collect again', () => {
+    const p = probe();
+    const collector = new IdleCollector(p, 16 * MB);
+    // A cache filled with 30 MB of live pages, and 20 MB of dead ones.
+    p.live += 30 * MB;
+    p.garbage = 20 * MB;
+    expect(collector.check()).toBe(true);
+    expect(p.collections).toBe(1);
+    // Quiet again, the cache still held: no collection.
+    expect(collector.check()).toBe(false);
+    // Buffers freed by V8 meanwhile lower the baseline: growth counts from there.
+    p.live -= 20 * MB;
+    expect(collector.check()).toBe(false);
+    p.garbage = 17 * MB;
+    expect(collector.check()).toBe(true);
+    expect(p.collections).toBe(2);
+  });
+
+  it("uses V8's full collection, which frees buffers no longer reachable", async () => {
+    const collect = fullCollection();
+    const before = process.memoryUsage().arrayBuffers;
+    // A buffer no longer reachable once this returns.
+    (() => {
+      const buffer = Buffer.alloc(8 * MB, 1);
+      expect(process.memoryUsage().arrayBuffers - before).toBeGreaterThanOrEqual(8 * MB);
+      expect(buffer[8 * MB - 1]).toBe(1);
+    })();
+    // The buffers' memory is given back as the collection's sweeping ends: within a few collections.
+    for (let i = 0; i < 10 && process.memoryUsage().arrayBuffers - before >= 8 * MB; i++) {
+      collect();
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    expect(process.memoryUsage().arrayBuffers - before).toBeLessThan(8 * MB);
+  });
+});
