@@ -30,9 +30,9 @@ async function bootstrap(): Promise<void> {
   if (config.SEED_DEMO) await app.get(DemoService).seedIfEmpty();
   await app.listen(config.PORT, config.HOST);
   const metrics = config.METRICS_PORT > 0 ? await startMetricsServer(app.get(MetricsService), config.METRICS_PORT, config.HOST) : null;
-  // Dead page bodies are given back when the process goes quiet (16 MB or more of them).
+  // Dead page bodies are given back when the process goes quiet (see IdleCollector).
   const idleCollections = app.get(MetricsService).idleCollections;
-  const idleCollector = config.IDLE_GC_SECONDS > 0 ? startIdleCollector(config.IDLE_GC_SECONDS, 16 * 1024 * 1024, () => idleCollections.inc()) : null;
+  const idleCollector = config.IDLE_GC_SECONDS > 0 ? startIdleCollector(config.IDLE_GC_SECONDS, () => idleCollections.inc()) : null;
   const logger = new Logger('Shutdown');
 
   // SIGTERM (a rolling update) or SIGINT: fail readiness, stop accepting connections, let

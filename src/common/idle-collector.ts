@@ -2,7 +2,7 @@ import { setFlagsFromString } from 'node:v8';
 import { performance, type EventLoopUtilization } from 'node:perf_hooks';
 import { runInNewContext } from 'node:vm';
 
-/** What IdleCollector reads and does; the process's own by default (see startIdleCollector). */
+/** What IdleCollector reads and does: the process's own in startIdleCollector, a test's own in its tests. */
 export interface IdleCollectorProbe {
   /** Bytes of memory held by ArrayBuffers and Buffers, live or not yet collected. */
   bufferBytes(): number;
@@ -14,6 +14,9 @@ export interface IdleCollectorProbe {
 
 /** The event loop's busy share below which the process counts as quiet. */
 const QUIET_SHARE = 0.05;
+
+/** Buffer memory grown since the last collection that is worth one: a few dozen dead 100-visit pages, or four of 1,000. */
+export const IDLE_COLLECT_BYTES = 16 * 1024 * 1024;
 
 /**
  * Runs a full garbage collection when the process has gone quiet with more buffer memory than
@@ -69,7 +72,7 @@ export function fullCollection(): () => void {
  * Checks every `seconds` on this process (see IdleCollector), telling `collected` of every
  * collection run; the timer does not keep the process alive.
  */
-export function startIdleCollector(seconds: number, thresholdBytes: number, collected: () => void = () => undefined): { stop(): void } {
+export function startIdleCollector(seconds: number, collected: () => void = () => undefined, thresholdBytes = IDLE_COLLECT_BYTES): { stop(): void } {
   let last: EventLoopUtilization = performance.eventLoopUtilization();
   const collect = fullCollection();
   const collector = new IdleCollector(
