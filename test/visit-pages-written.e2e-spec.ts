@@ -152,6 +152,26 @@ describe(`visit pages written by the repository (${process.env.TEST_DATABASE})`,
     expect(none.page.finish('t').toString()).toBe('{"data":{"visits":[]},"paging":{"after":"t"}}');
   });
 
+  it('write re-imported visits under their own ids, whatever their order in the batch', async () => {
+    // Visits that exist already, not in id order, of different branches: each comes back re-scored.
+    const again = [visits[5], visits[30], visits[1], visits[22], visits[9]].map((v, i) => Object.assign(new Visit(), { ...v, visitScore: 90 + i }));
+    const ids = again.map((v) => v.id);
+    await repo.upsertBatch(again);
+    // The batch's visits keep their own ids.
+    expect(again.map((v) => v.id)).toEqual(ids);
+    const stored = await db.query<{ visit_id: number | string; branch_id: string; v_branch: string }[]>(
+      `SELECT d.visit_id, d.branch_id, v.branch_id AS v_branch FROM visit_documents d JOIN visits v ON v.id = d.visit_id`,
+    );
+    expect(stored.filter((row) => row.branch_id !== row.v_branch)).toEqual([]);
+    const updated = visits.map((v) => again.find((a) => a.id === v.id) ?? v);
+    const page = await read({ clientId: 2, from: '2026-10-01', until: '2026-11-01', brandIds: null, visitTypes: null, skip: 0, take: 40, plus: true });
+    const body = page.finish();
+    expect(body.equals(expected(updated, true))).toBe(true);
+    const scores = (JSON.parse(body.toString('utf8')) as { data: { visits: { visitId: number; visitScore: number }[] } }).data.visits;
+    for (const [i, visit] of again.entries()) expect(scores.find((v) => v.visitId === visit.id)?.visitScore).toBe(90 + i);
+    await repo.upsertBatch(visits.map((v) => Object.assign(new Visit(), v)));
+  });
+
   it('stop at a visit whose branch is not among the names, and read again afterwards', async () => {
     const selection = { clientId: 2, from: '2026-10-01', until: '2026-11-01', brandIds: null, visitTypes: null, skip: 0, take: 40, plus: false };
     // The names read before, without B2 (added since, say).

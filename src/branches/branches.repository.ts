@@ -4,6 +4,7 @@ import { DataSource, In } from 'typeorm';
 import { Branch } from './entities/branch.entity.js';
 import { bumpDataVersion } from '../clients/data-version.js';
 import { inTransaction } from '../database/transaction.js';
+import { upsertRows } from '../database/upsert.js';
 
 @Injectable()
 export class BranchesRepository {
@@ -30,7 +31,7 @@ export class BranchesRepository {
   async upsertMany(branches: Branch[]): Promise<void> {
     await inTransaction(this.db, async (tx) => {
       for (let i = 0; i < branches.length; i += 500) {
-        await tx.getRepository(Branch).upsert(branches.slice(i, i + 500), ['id']);
+        await upsertRows(tx, Branch, branches.slice(i, i + 500), ['id']);
       }
       await bumpDataVersion(tx, branches.map((b) => b.clientId));
     });

@@ -5,6 +5,7 @@ import { VisitDocument } from './entities/visit-document.entity.js';
 import { Visit } from './entities/visit.entity.js';
 import { SqliteRows } from '../database/sqlite-rows.js';
 import { inTransaction, movesDataVersion } from '../database/transaction.js';
+import { upsertRows } from '../database/upsert.js';
 import { renderVisitDocument, type ClientNames, type DocumentRow } from './visit-json.js';
 import { WebhookOutbox } from '../webhooks/webhook-outbox.js';
 
@@ -252,8 +253,8 @@ export class VisitsRepository {
       await this.webhooks.recordVisitChanges(tx, visits, changedAt);
       for (let i = 0; i < visits.length; i += 200) {
         const batch = visits.slice(i, i + 200);
-        await tx.getRepository(Visit).upsert(batch, { conflictPaths: ['id'], skipUpdateIfNoValuesChanged: false });
-        await tx.getRepository(VisitDocument).upsert(batch.map(visitDocument), { conflictPaths: ['visitId'], skipUpdateIfNoValuesChanged: false });
+        await upsertRows(tx, Visit, batch, ['id']);
+        await upsertRows(tx, VisitDocument, batch.map(visitDocument), ['visitId']);
       }
     });
   }
