@@ -3,6 +3,7 @@ import type { Server } from 'node:http';
 import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { AppModule } from './app.module.js';
+import { BodyPool } from './common/body-pool.js';
 import { startIdleCollector } from './common/idle-collector.js';
 import { AppConfig, ConfigError, loadConfig } from './config/app-config.js';
 import { prepareSchema, SchemaMissingError } from './database/migration-tools.js';
@@ -30,9 +31,13 @@ async function bootstrap(): Promise<void> {
   if (config.SEED_DEMO) await app.get(DemoService).seedIfEmpty();
   await app.listen(config.PORT, config.HOST);
   const metrics = config.METRICS_PORT > 0 ? await startMetricsServer(app.get(MetricsService), config.METRICS_PORT, config.HOST) : null;
-  // Dead page bodies are given back when the process goes quiet (see IdleCollector).
+  // Dead page bodies, and those kept for re-use, are given back when the process goes quiet (see IdleCollector).
   const idleCollections = app.get(MetricsService).idleCollections;
-  const idleCollector = config.IDLE_GC_SECONDS > 0 ? startIdleCollector(config.IDLE_GC_SECONDS, () => idleCollections.inc()) : null;
+  const pageBodies = app.get(BodyPool);
+  const idleCollector =
+    config.IDLE_GC_SECONDS > 0
+      ? startIdleCollector(config.IDLE_GC_SECONDS, { collected: () => idleCollections.inc(), letGo: () => pageBodies.letGo() })
+      : null;
   const logger = new Logger('Shutdown');
 
   // SIGTERM (a rolling update) or SIGINT: fail readiness, stop accepting connections, let

@@ -1,3 +1,5 @@
+import type { BodyPool } from './body-pool.js';
+
 /**
  * Builds a response body straight into one growing buffer. Joining thousands of strings
  * into one large string and encoding it afterwards costs several times more (the rope is
@@ -7,9 +9,23 @@ export class ByteWriter {
   private buffer: Buffer;
   private length = 0;
 
-  /** `expectedBytes`: the size the caller expects, so that a close guess never grows. */
-  constructor(expectedBytes: number) {
-    this.buffer = Buffer.allocUnsafe(Math.max(expectedBytes, 256));
+  /**
+   * `expectedBytes`: the size the caller expects, so that a close guess never grows. With a
+   * `pool`, the buffer is taken from it (and a buffer outgrown is given back to it): the
+   * result then lies at the start of `buffer`, which the caller gives back once the result
+   * is no longer used (see PooledBody).
+   */
+  constructor(
+    expectedBytes: number,
+    private readonly pool?: BodyPool,
+  ) {
+    const bytes = Math.max(expectedBytes, 256);
+    this.buffer = pool ? pool.take(bytes) : Buffer.allocUnsafe(bytes);
+  }
+
+  /** The buffer written into, whose start `result()` is. */
+  get whole(): Buffer {
+    return this.buffer;
   }
 
   /** Appends the UTF-8 bytes of `text`. */
@@ -28,20 +44,24 @@ export class ByteWriter {
   }
 
   /**
-   * The bytes written. When more than an eighth of the buffer is unused they are copied into
-   * one of their own size, so that a cache keeping the result holds little memory it does
-   * not count.
+   * The bytes written. Without a pool, when more than an eighth of the buffer is unused they
+   * are copied into one of their own size, so that a cache keeping the result holds little
+   * memory it does not count; with one, they stay where they are (a cache counts `whole`).
    */
   result(): Buffer {
     const bytes = this.buffer.subarray(0, this.length);
+    if (this.pool) return bytes;
     return this.buffer.length - this.length > this.length / 8 ? Buffer.from(bytes) : bytes;
   }
 
   private reserve(bytes: number): void {
     const needed = this.length + bytes;
     if (needed <= this.buffer.length) return;
-    const grown = Buffer.allocUnsafe(Math.max(needed, this.buffer.length * 2));
+    const size = Math.max(needed, this.buffer.length * 2);
+    const grown = this.pool ? this.pool.take(size) : Buffer.allocUnsafe(size);
     this.buffer.copy(grown, 0, 0, this.length);
+    // Nobody else has seen the outgrown buffer: it can be written into again.
+    this.pool?.give(this.buffer);
     this.buffer = grown;
   }
 }

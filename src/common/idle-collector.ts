@@ -10,6 +10,8 @@ export interface IdleCollectorProbe {
   busyShare(): number;
   /** A full garbage collection. */
   collect(): void;
+  /** Lets go of memory kept for re-use (see BodyPool), before a collection is weighed; the bytes let go. */
+  letGo?(): number;
 }
 
 /** The event loop's busy share below which the process counts as quiet. */
@@ -43,10 +45,12 @@ export class IdleCollector {
   /** Called at every interval: collects when the interval was quiet and buffers grew; true when it did. */
   check(): boolean {
     if (this.probe.busyShare() >= QUIET_SHARE) return false;
+    // Buffers let go are counted until they are collected, as held: they count as grown.
+    const letGo = this.probe.letGo?.() ?? 0;
     const bytes = this.probe.bufferBytes();
     // Buffers freed meanwhile (by V8's own collections) lower what counts as held.
     if (bytes < this.baseline) this.baseline = bytes;
-    if (bytes - this.baseline < this.thresholdBytes) return false;
+    if (bytes - this.baseline + letGo < this.thresholdBytes) return false;
     this.probe.collect();
     this.baseline = this.probe.bufferBytes();
     return true;
@@ -69,10 +73,14 @@ export function fullCollection(): () => void {
 }
 
 /**
- * Checks every `seconds` on this process (see IdleCollector), telling `collected` of every
- * collection run; the timer does not keep the process alive.
+ * Checks every `seconds` on this process (see IdleCollector), letting go of what `letGo` keeps
+ * for re-use and telling `collected` of every collection run; the timer does not keep the
+ * process alive.
  */
-export function startIdleCollector(seconds: number, collected: () => void = () => undefined, thresholdBytes = IDLE_COLLECT_BYTES): { stop(): void } {
+export function startIdleCollector(
+  seconds: number,
+  { collected = () => undefined, letGo, thresholdBytes = IDLE_COLLECT_BYTES }: { collected?: () => void; letGo?: () => number; thresholdBytes?: number } = {},
+): { stop(): void } {
   let last: EventLoopUtilization = performance.eventLoopUtilization();
   const collect = fullCollection();
   const collector = new IdleCollector(
@@ -88,6 +96,7 @@ export function startIdleCollector(seconds: number, collected: () => void = () =
         collect();
         collected();
       },
+      letGo,
     },
     thresholdBytes,
   );

@@ -24,21 +24,28 @@ export class PagesInFlight {
    * Reads a page of `take` visits once the budget has room for it, then writes it: `write` is
    * given the function to call with the bytes that go out (the body or a compressed form),
    * which count until the response closes. A page not written (a 304, a failure) gives its
-   * reservation back.
+   * reservation back. The page read comes with a hold on its body's buffer, released once the
+   * response has closed (see PooledBody): by then its bytes are written out or the connection
+   * is gone, and `write` has settled, so no compression still reads them.
    */
-  async serve<T extends { body: Buffer }>(
+  async serve<T extends { body: Buffer; release: () => void }>(
     res: ServerResponse,
     take: number,
     read: () => Promise<T>,
     write: (page: T, sending: (sent: Buffer) => void) => Promise<void>,
   ): Promise<void> {
     const slot = await this.bodies.reserve(take * this.bytesPerVisit);
+    let page: T | undefined;
     try {
-      const page = await read();
+      page = await read();
       if (take > 0 && page.body.length > 0) this.bytesPerVisit = Math.round(0.8 * this.bytesPerVisit + (0.2 * page.body.length) / take);
       await write(page, (sent) => slot.sending(res, sent));
     } finally {
       slot.cancel();
+      if (page !== undefined) {
+        if (res.closed) page.release();
+        else res.once('close', page.release);
+      }
     }
   }
 }

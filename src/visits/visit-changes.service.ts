@@ -21,6 +21,8 @@ export const SINCE_MARGIN_MS = 5 * 60_000;
 export interface ChangesPage {
   body: Buffer;
   after: string;
+  /** Releases the caller's hold on the body's buffer once it is no longer used (see VisitsPage.release). */
+  release: () => void;
 }
 
 @Injectable()
@@ -50,7 +52,7 @@ export class VisitChangesService {
     const plus = variant === 'plus';
     const take = changesTake(query, this.config.VISITS_TAKE_MAX);
     let after = '';
-    const body = await this.names.render(selection.clientId, version, plus, take, async (page) => {
+    const { body, pooled } = await this.names.render(selection.clientId, version, plus, take, async (page) => {
       let last = start;
       const q = { clientId: selection.clientId, after: start, brandIds: selection.brandIds, visitTypes: selection.visitTypes, take, plus };
       await this.repo.changes(q, (row) => {
@@ -60,7 +62,7 @@ export class VisitChangesService {
       after = this.tokens.encode(scope, [last]);
       return after;
     });
-    return { body, after };
+    return { body, after, release: pooled?.hold() ?? (() => undefined) };
   }
 
   private position(scope: string, token: string): number {

@@ -1,3 +1,4 @@
+import { PooledBody, type BodyPool } from '../common/body-pool.js';
 import { ByteWriter } from '../common/byte-writer.js';
 
 const text = (value: string | null | undefined): string => (value === null || value === undefined ? 'null' : JSON.stringify(value));
@@ -146,16 +147,24 @@ export class StaleNames extends Error {}
 export class PageWriter {
   private out: ByteWriter | null = null;
   private rows = 0;
+  private body: PooledBody | null = null;
 
   /**
    * `expectedBytes`: the size of the page if it is full, so that a close guess never grows
-   * the buffer; it is taken when the first row arrives (an empty page takes nothing).
+   * the buffer; it is taken when the first row arrives (an empty page takes nothing), from
+   * `pool` when given (see `pooled`).
    */
   constructor(
     private readonly names: NameFragments,
     private readonly plus: boolean,
     private readonly expectedBytes: number,
+    private readonly pool?: BodyPool,
   ) {}
+
+  /** After finish: the pool's buffer the body lies in, for its holders to give back; null without a pool or for an empty page. */
+  get pooled(): PooledBody | null {
+    return this.body;
+  }
 
   /** The visits written so far. */
   get count(): number {
@@ -167,7 +176,7 @@ export class PageWriter {
     const fragment = this.names.of(row.brand_id, row.branch_id);
     if (!fragment) throw new StaleNames(`branch ${row.branch_id} is not among the names read`);
     let out = this.out;
-    if (out === null) out = this.out = new ByteWriter(this.expectedBytes).text('{"data":{"visits":[{"visitId":');
+    if (out === null) out = this.out = new ByteWriter(this.expectedBytes, this.pool).text('{"data":{"visits":[{"visitId":');
     else out.text(',{"visitId":');
     out.text(number(row.id)).bytes(fragment).text(row.standard);
     if (this.plus) out.text(row.plus!);
@@ -179,6 +188,8 @@ export class PageWriter {
   finish(after?: string): Buffer {
     const end = after === undefined ? ']}}' : `]},"paging":{"after":${JSON.stringify(after)}}}`;
     if (this.out === null) return Buffer.from(`{"data":{"visits":[${end}`, 'utf8');
-    return this.out.text(end).result();
+    const body = this.out.text(end).result();
+    if (this.pool) this.body = new PooledBody(this.pool, this.out.whole);
+    return body;
   }
 }

@@ -1,6 +1,7 @@
 import { renderVisitDocument, StaleNames, type ClientNames, type DocumentRow } from './visit-json.js';
 import { VisitNames } from './visit-names.service.js';
 import type { VisitsRepository } from './visits.repository.js';
+import { BodyPool } from '../common/body-pool.js';
 
 const fields = {
   visitType: 'MV',
@@ -39,15 +40,15 @@ const visitIds = (body: Buffer): number[] => (JSON.parse(body.toString()) as { d
 describe('VisitNames', () => {
   it('reads the names once per data version and writes every row read into the page', async () => {
     const { repo, reads } = repository(namesOf('A', 'B'));
-    const names = new VisitNames(repo);
+    const names = new VisitNames(repo, new BodyPool(8 * 1024 * 1024));
     const read = (page: { add(row: DocumentRow): void }) => {
       [row(1, 'A'), row(2, 'B')].forEach((r) => page.add(r));
       return Promise.resolve(undefined);
     };
-    const body = await names.render(7, 1, false, 100, read);
+    const { body } = await names.render(7, 1, false, 100, read);
     expect(visitIds(body)).toEqual([1, 2]);
     expect(JSON.parse(body.toString()).data.visits[1]).toMatchObject({ visitId: 2, clientName: 'Acme', branchId: 'B', branchName: 'Branch B' });
-    expect(visitIds(await names.render(7, 1, true, 100, read))).toEqual([1, 2]);
+    expect(visitIds((await names.render(7, 1, true, 100, read)).body)).toEqual([1, 2]);
     expect(reads()).toBe(1);
     await names.render(7, 2, false, 100, read);
     expect(reads()).toBe(2);
@@ -57,7 +58,7 @@ describe('VisitNames', () => {
     // The branch C appears while the page is read: the first two reads of the names miss it.
     const { repo, reads } = repository(namesOf('A'), namesOf('A'), namesOf('A', 'C'));
     let pageReads = 0;
-    const body = await new VisitNames(repo).render(7, 1, false, 10, (page) => {
+    const { body } = await new VisitNames(repo, new BodyPool(8 * 1024 * 1024)).render(7, 1, false, 10, (page) => {
       pageReads++;
       page.add(row(1, 'A'));
       page.add(row(2, 'C'));
@@ -70,7 +71,7 @@ describe('VisitNames', () => {
 
   it('gives up after three reads of the names that never know the branch', async () => {
     const { repo, reads } = repository(namesOf('A'));
-    const render = new VisitNames(repo).render(7, 1, false, 10, (page) => {
+    const render = new VisitNames(repo, new BodyPool(8 * 1024 * 1024)).render(7, 1, false, 10, (page) => {
       page.add(row(1, 'GONE'));
       return Promise.resolve(undefined);
     });
@@ -80,7 +81,7 @@ describe('VisitNames', () => {
 
   it('passes on any other failure of the page read at once', async () => {
     const { repo, reads } = repository(namesOf('A'));
-    await expect(new VisitNames(repo).render(7, 1, false, 10, () => Promise.reject(new Error('disk I/O error')))).rejects.toThrow('disk I/O error');
+    await expect(new VisitNames(repo, new BodyPool(8 * 1024 * 1024)).render(7, 1, false, 10, () => Promise.reject(new Error('disk I/O error')))).rejects.toThrow('disk I/O error');
     expect(reads()).toBe(1);
   });
 });

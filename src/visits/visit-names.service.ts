@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { LRUCache } from 'lru-cache';
+import { BodyPool, type PooledBody } from '../common/body-pool.js';
 import { NameFragments, PageWriter, StaleNames } from './visit-json.js';
 import { VisitsRepository } from './visits.repository.js';
 
@@ -19,6 +20,12 @@ const FIRST_GUESS_BYTES_PER_VISIT = 4_500;
  */
 const GUESS_BYTES_PER_VISIT_MAX = 16_384;
 
+/** A rendered page body and, when it lies in a buffer of the pool, that buffer (see PooledBody). */
+export interface RenderedBody {
+  body: Buffer;
+  pooled: PooledBody | null;
+}
+
 /**
  * The names visits are written with (client, brand, branch), per client and data version:
  * every rename moves the client's data version, so names read for a version stay right for it.
@@ -30,7 +37,11 @@ export class VisitNames {
   /** The bytes per visit of the pages of each variant rendered so far (a running mean): the guess for the next page's buffer. */
   private readonly bytesPerVisit = { standard: FIRST_GUESS_BYTES_PER_VISIT, plus: FIRST_GUESS_BYTES_PER_VISIT };
 
-  constructor(private readonly repo: VisitsRepository) {}
+  constructor(
+    private readonly repo: VisitsRepository,
+    /** Where page bodies are written: buffers of pages sent before (see BodyPool). */
+    private readonly pool: BodyPool,
+  ) {}
 
   /**
    * The body of a page of up to `take` visits, which `read` writes into the page it is given
@@ -40,7 +51,7 @@ export class VisitNames {
    * the page with them: up to NAME_READS times, so that a page read while branches are being
    * added still finds names at least as new as its visits.
    */
-  async render(clientId: number, version: number, plus: boolean, take: number, read: (page: PageWriter) => Promise<string | undefined>): Promise<Buffer> {
+  async render(clientId: number, version: number, plus: boolean, take: number, read: (page: PageWriter) => Promise<string | undefined>): Promise<RenderedBody> {
     const key = `${clientId}:${version}`;
     let names = this.names.get(key);
     for (let reads = names === undefined ? 1 : 0; ; reads++) {
@@ -57,14 +68,14 @@ export class VisitNames {
     }
   }
 
-  private async write(names: NameFragments, plus: boolean, take: number, read: (page: PageWriter) => Promise<string | undefined>): Promise<Buffer> {
+  private async write(names: NameFragments, plus: boolean, take: number, read: (page: PageWriter) => Promise<string | undefined>): Promise<RenderedBody> {
     const variant = plus ? 'plus' : 'standard';
-    const page = new PageWriter(names, plus, 256 + Math.ceil(take * this.bytesPerVisit[variant] * 1.05));
+    const page = new PageWriter(names, plus, 256 + Math.ceil(take * this.bytesPerVisit[variant] * 1.05), this.pool);
     const body = page.finish(await read(page));
     if (page.count > 0) {
       const guess = this.bytesPerVisit[variant] * 0.75 + (body.length / page.count) * 0.25;
       this.bytesPerVisit[variant] = Math.min(guess, GUESS_BYTES_PER_VISIT_MAX);
     }
-    return body;
+    return { body, pooled: page.pooled };
   }
 }

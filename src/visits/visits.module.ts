@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { BodyPool } from '../common/body-pool.js';
 import { AuthModule } from '../auth/auth.module.js';
 import { BranchesModule } from '../branches/branches.module.js';
 import { ClientsModule } from '../clients/clients.module.js';
@@ -15,10 +16,27 @@ import { VisitsController } from './visits.controller.js';
 import { VisitsService } from './visits.service.js';
 import { VisitsRepository } from './visits.repository.js';
 
+/**
+ * Page bodies kept for re-use (see BodyPool): enough for the 1000-visit pages (4 to 5 MB each)
+ * that a busy replica frees between two it renders; let go when the process goes quiet.
+ */
+export const PAGE_BODIES_KEPT_BYTES = 32 * 1024 * 1024;
+
 @Module({
   imports: [AuthModule, ClientsModule, BranchesModule, WebhooksModule, VisitTypesModule],
   controllers: [VisitsController],
-  providers: [VisitsRepository, VisitsImportService, VisitsService, VisitChangesService, VisitNames, CompressedPages, PagesInFlight, PageCacheMetrics, VisitPagesLane],
+  providers: [
+    VisitsRepository,
+    VisitsImportService,
+    VisitsService,
+    VisitChangesService,
+    VisitNames,
+    CompressedPages,
+    PagesInFlight,
+    PageCacheMetrics,
+    VisitPagesLane,
+    { provide: BodyPool, useFactory: (): BodyPool => new BodyPool(PAGE_BODIES_KEPT_BYTES) },
+  ],
   exports: [VisitsImportService, VisitPagesLane],
 })
 export class VisitsModule {}

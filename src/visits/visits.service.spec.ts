@@ -5,6 +5,7 @@ import type { DocumentRow } from './visit-json.js';
 import { VisitNames } from './visit-names.service.js';
 import type { PagePosition, VisitPageQuery, VisitsRepository } from './visits.repository.js';
 import { MARK_STRIDE, VisitsService, type VisitsWindow } from './visits.service.js';
+import { BodyPool } from '../common/body-pool.js';
 
 /** The names the fake rows are written with: they all are of branch BR. */
 const NAMES = { clientId: 1001, clientName: 'Acme', brands: new Map(), branches: new Map([['BR', { code: null, name: 'Leeds' }]]) };
@@ -37,7 +38,7 @@ describe('VisitsService pages', () => {
   it('renders a page once for concurrent requests, even with the cache off', async () => {
     const version = { value: 1 };
     const { repo, versions, renders } = repository(version);
-    const service = new VisitsService(repo, new VisitNames(repo), versions, loadConfig({ VISITS_CACHE_MB: '0' }));
+    const service = new VisitsService(repo, new VisitNames(repo, new BodyPool(8 * 1024 * 1024)), versions, loadConfig({ VISITS_CACHE_MB: '0' }));
     const pages = await Promise.all(Array.from({ length: 5 }, () => service.page(ALL, query(), 'standard')));
     expect(renders()).toBe(1);
     expect(new Set(pages.map((p) => p.body.toString()))).toEqual(new Set(['{"data":{"visits":[]}}']));
@@ -48,7 +49,7 @@ describe('VisitsService pages', () => {
   it('serves a cached page until the client data version moves', async () => {
     const version = { value: 1 };
     const { repo, versions, renders } = repository(version);
-    const service = new VisitsService(repo, new VisitNames(repo), versions, loadConfig({}));
+    const service = new VisitsService(repo, new VisitNames(repo, new BodyPool(8 * 1024 * 1024)), versions, loadConfig({}));
     const first = await service.page(ALL, query(), 'standard');
     const again = await service.page(ALL, query(), 'standard');
     expect(renders()).toBe(1);
@@ -94,7 +95,7 @@ describe('VisitsService pages of different entitlements', () => {
 
   it('never serves a page or a page mark found for one effective selection to another', async () => {
     const { repo, versions, calls, ids } = brandRows(5000);
-    const service = new VisitsService(repo, new VisitNames(repo), versions, loadConfig({}));
+    const service = new VisitsService(repo, new VisitNames(repo, new BodyPool(8 * 1024 * 1024)), versions, loadConfig({}));
     const brand5: EffectiveSelection = { clientId: 1001, brandIds: [5], visitTypes: null };
     const brand6: EffectiveSelection = { clientId: 1001, brandIds: [6], visitTypes: null };
     const first = await service.page(brand5, query(), 'standard');
@@ -146,7 +147,7 @@ describe('VisitsService page marks', () => {
   it('serves every page from the mark before it, finding each mark once', async () => {
     const version = { value: 1 };
     const { repo, versions, calls, ids } = rows(4500, version);
-    const service = new VisitsService(repo, new VisitNames(repo), versions, loadConfig({ VISITS_CACHE_MB: '0' }));
+    const service = new VisitsService(repo, new VisitNames(repo, new BodyPool(8 * 1024 * 1024)), versions, loadConfig({ VISITS_CACHE_MB: '0' }));
     for (let skip = 0; skip < 4600; skip += 300) {
       expect(pageIds(await service.page(ALL, query({ Skip: skip, Take: 300 }), 'standard'))).toEqual(ids(skip, 300));
     }
@@ -163,7 +164,7 @@ describe('VisitsService page marks', () => {
 
   it('finds the marks for a jump far into the selection, then pages before it need none', async () => {
     const { repo, versions, calls, ids } = rows(3100, { value: 1 });
-    const service = new VisitsService(repo, new VisitNames(repo), versions, loadConfig({ VISITS_CACHE_MB: '0' }));
+    const service = new VisitsService(repo, new VisitNames(repo, new BodyPool(8 * 1024 * 1024)), versions, loadConfig({ VISITS_CACHE_MB: '0' }));
     expect(pageIds(await service.page(ALL, query({ Skip: 3050, Take: 100 }), 'standard'))).toEqual(ids(3050, 100));
     expect(calls.positions).toBe(3);
     expect(pageIds(await service.page(ALL, query({ Skip: 1999, Take: 2 }), 'standard'))).toEqual(ids(1999, 2));
@@ -177,7 +178,7 @@ describe('VisitsService page marks', () => {
     const positionAfter = repo.positionAfter.bind(repo);
     let calls = 0;
     repo.positionAfter = (q, n) => (++calls > 1 ? gate.then(() => positionAfter(q, n)) : positionAfter(q, n));
-    const service = new VisitsService(repo, new VisitNames(repo), versions, loadConfig({ VISITS_CACHE_MB: '0' }));
+    const service = new VisitsService(repo, new VisitNames(repo, new BodyPool(8 * 1024 * 1024)), versions, loadConfig({ VISITS_CACHE_MB: '0' }));
     expect(pageIds(await service.page(ALL, query({ Skip: 1000, Take: 5 }), 'standard'))).toEqual(ids(1000, 5));
     const far = service.page(ALL, query({ Skip: 5000, Take: 5 }), 'standard');
     expect(pageIds(await service.page(ALL, query({ Skip: 1500, Take: 5 }), 'standard'))).toEqual(ids(1500, 5));
@@ -188,8 +189,75 @@ describe('VisitsService page marks', () => {
   it('fails only the request whose mark could not be found, and finds it for the next', async () => {
     const fail = { times: 1 };
     const { repo, versions, ids } = rows(2500, { value: 1 }, fail);
-    const service = new VisitsService(repo, new VisitNames(repo), versions, loadConfig({ VISITS_CACHE_MB: '0' }));
+    const service = new VisitsService(repo, new VisitNames(repo, new BodyPool(8 * 1024 * 1024)), versions, loadConfig({ VISITS_CACHE_MB: '0' }));
     await expect(service.page(ALL, query({ Skip: 1500, Take: 10 }), 'standard')).rejects.toThrow('connection lost');
     expect(pageIds(await service.page(ALL, query({ Skip: 1500, Take: 10 }), 'standard'))).toEqual(ids(1500, 10));
+  });
+});
+
+describe('VisitsService page bodies', () => {
+  /** Rows of about 2 KB each that name their place: a page of 100 lies in a buffer of the pool. */
+  function largeRows() {
+    const repo = {
+      names: () => Promise.resolve(NAMES),
+      page: (q: VisitPageQuery, each: (row: DocumentRow) => void) => {
+        for (let i = 0; i < q.take; i++) {
+          const id = q.skip + i + 1;
+          each({ id, brand_id: null, branch_id: 'BR', standard: `,"note":"${`row ${id} `.repeat(220)}"` });
+        }
+        return new Promise<void>((resolve) => setTimeout(resolve, 5));
+      },
+      positionAfter: () => Promise.resolve(null),
+    };
+    return repo as unknown as VisitsRepository;
+  }
+  const MB = 1024 * 1024;
+  const nextMacrotask = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+  it('gives a shared body back to the pool only when every request holding it has released it', async () => {
+    const repo = largeRows();
+    const pool = new BodyPool(16 * MB);
+    const service = new VisitsService(repo, new VisitNames(repo, pool), versionsAt({ value: 1 }), loadConfig({ VISITS_CACHE_MB: '0' }));
+    const pages = await Promise.all([1, 2, 3].map(() => service.page(ALL, query({ Take: 100 }), 'standard')));
+    expect(new Set(pages.map((p) => p.body.buffer)).size).toBe(1);
+    const bytes = Buffer.from(pages[0].body);
+    expect(bytes.length).toBeGreaterThan(100_000);
+    await nextMacrotask();
+    pages[0].release();
+    pages[1].release();
+    pages[1].release();
+    expect(pool.freeBytes).toBe(0);
+    // While one request still holds it, other pages are written into other buffers.
+    const other = await service.page(ALL, query({ Skip: 100, Take: 100 }), 'standard');
+    expect(other.body.buffer).not.toBe(pages[2].body.buffer);
+    expect(pages[2].body.equals(bytes)).toBe(true);
+    pages[2].release();
+    expect(pool.freeBytes).toBe(pages[2].body.buffer.byteLength);
+    other.release();
+    expect(pool.freeBytes).toBe(pages[2].body.buffer.byteLength);
+    // The render's own hold goes once the requests waiting for it have taken theirs.
+    await nextMacrotask();
+    expect(pool.freeBytes).toBe(pages[2].body.buffer.byteLength + other.body.buffer.byteLength);
+  });
+
+  it('keeps a cached page intact while other pages are written into buffers given back', async () => {
+    const repo = largeRows();
+    const pool = new BodyPool(16 * MB);
+    const service = new VisitsService(repo, new VisitNames(repo, pool), versionsAt({ value: 1 }), loadConfig({ VISITS_CACHE_MB: '8' }));
+    // The first render sizes its buffer from a guess; later ones from the pages before.
+    for (let skip = 0; skip < 300; skip += 100) (await service.page(ALL, query({ Skip: skip, Take: 100 }), 'standard')).release();
+    const first = await service.page(ALL, query({ Skip: 0, Take: 100 }), 'standard');
+    const bytes = Buffer.from(first.body);
+    first.release();
+    await nextMacrotask();
+    for (let skip = 300; skip < 1000; skip += 100) {
+      const page = await service.page(ALL, query({ Skip: skip, Take: 100 }), 'standard');
+      page.release();
+      await nextMacrotask();
+    }
+    expect(pool.freeBytes).toBeGreaterThan(0);
+    const cached = await service.page(ALL, query({ Skip: 0, Take: 100 }), 'standard');
+    expect(cached.body.equals(bytes)).toBe(true);
+    expect(service.cachedBytes).toBeGreaterThanOrEqual(10 * bytes.length);
   });
 });

@@ -1,12 +1,13 @@
 import { createHash } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { LRUCache } from 'lru-cache';
+import type { PooledBody } from '../common/body-pool.js';
 import { addDays } from '../common/clock.js';
 import type { EffectiveSelection } from '../auth/entitlements.js';
 import { ClientDataVersions } from '../clients/data-versions.js';
 import { AppConfig } from '../config/app-config.js';
 import type { VisitsQueryDto } from './dto/visits-query.dto.js';
-import { VisitNames } from './visit-names.service.js';
+import { VisitNames, type RenderedBody } from './visit-names.service.js';
 import { VisitsRepository, type PagePosition, type VisitSelection } from './visits.repository.js';
 
 export type VisitsVariant = 'standard' | 'plus';
@@ -21,6 +22,32 @@ export type VisitsWindow = Pick<VisitsQueryDto, 'FromDate' | 'ToDate' | 'Skip' |
 export interface VisitsPage {
   body: Buffer;
   etag: string;
+  /**
+   * Releases the caller's hold on the buffer the body lies in, once the body is no longer
+   * used (the response that writes it has closed): the buffer may then be written into again
+   * (see PooledBody). Called once; not calling it only leaves the buffer to the collector.
+   */
+  release: () => void;
+}
+
+/** A page as rendered: its body's buffer is held by whoever uses the page (see VisitsPage.release). */
+interface RenderedPage {
+  body: Buffer;
+  etag: string;
+  pooled: PooledBody | null;
+}
+
+/** A page in the cache, which holds its buffer until it lets the page go. */
+interface CachedPage {
+  page: RenderedPage;
+  release: () => void;
+}
+
+const nothing = (): void => undefined;
+
+/** A hold of the caller's own on a rendered page's buffer. */
+function held(page: RenderedPage): VisitsPage {
+  return { body: page.body, etag: page.etag, release: page.pooled?.hold() ?? nothing };
 }
 
 /** Rows between two marks of a selection: a page never passes over more than this many. */
@@ -43,9 +70,9 @@ interface SelectionMarks {
 @Injectable()
 export class VisitsService {
   /** Rendered pages, least recently used out first, within VISITS_CACHE_MB; none when 0. */
-  private readonly cache: LRUCache<string, VisitsPage> | null;
+  private readonly cache: LRUCache<string, CachedPage> | null;
   /** Renders under way: concurrent requests for one page wait for a single render. */
-  private readonly rendering = new Map<string, Promise<VisitsPage>>();
+  private readonly rendering = new Map<string, Promise<RenderedPage>>();
   /**
    * Every MARK_STRIDE-th position of a selection (per data version), so that a page at any
    * Skip starts from the mark before it by an index seek and passes over fewer than
@@ -67,7 +94,15 @@ export class VisitsService {
   ) {
     const budget = config.VISITS_CACHE_MB * 1024 * 1024;
     this.cache =
-      budget > 0 ? new LRUCache({ maxSize: budget, maxEntrySize: budget / 4, sizeCalculation: (page: VisitsPage) => page.body.length }) : null;
+      budget > 0
+        ? new LRUCache({
+            maxSize: budget,
+            maxEntrySize: budget / 4,
+            // What the page holds: the whole buffer when its body lies in one of the pool's.
+            sizeCalculation: (entry: CachedPage) => entry.page.pooled?.buffer.length ?? entry.page.body.length,
+            dispose: (entry: CachedPage) => entry.release(),
+          })
+        : null;
   }
 
   /** The bytes of the rendered pages kept. */
@@ -80,7 +115,8 @@ export class VisitsService {
    * accepted query covers closed days (the dates are before today), so a page only changes
    * when the client's data does: rendered pages and page marks are kept under keys holding
    * the client's data version and the effective selection (brands and types as entitled), so
-   * a page rendered for one credential's entitlement never answers another's.
+   * a page rendered for one credential's entitlement never answers another's. The page comes
+   * with a hold on its body's buffer, which the caller releases (see VisitsPage.release).
    */
   async page(entitled: EffectiveSelection, window: VisitsWindow, variant: VisitsVariant): Promise<VisitsPage> {
     const version = (await this.versions.current(entitled.clientId)) ?? 0;
@@ -89,7 +125,7 @@ export class VisitsService {
     const selectionKey = [entitled.clientId, version, window.FromDate, window.ToDate, list(entitled.brandIds), list(entitled.visitTypes)].join('|');
     const key = [variant, selectionKey, window.Skip, window.Take].join('|');
     const cached = this.cache?.get(key);
-    if (cached) return cached;
+    if (cached) return held(cached.page);
     let render = this.rendering.get(key);
     if (!render) {
       const selection: VisitSelection = {
@@ -102,13 +138,38 @@ export class VisitsService {
       // The validator names the page's key, not its bytes: worked out once, with the render.
       const etag = `W/"${createHash('sha256').update(key).digest('base64url').slice(0, 27)}"`;
       render = this.render(selection, version, selectionKey, window, variant)
-        .then((body) => ({ body, etag }))
+        .then(({ body, pooled }) => {
+          const page = { body, etag, pooled };
+          // The render's own hold: released once every request waiting for the render has
+          // taken its own, which they do as the promise settles (microtasks, before any
+          // macrotask such as this).
+          const own = pooled?.hold();
+          if (own) setImmediate(own);
+          this.keep(key, page);
+          return page;
+        })
         .finally(() => this.rendering.delete(key));
       this.rendering.set(key, render);
     }
-    const page = await render;
-    this.cache?.set(key, page);
-    return page;
+    return held(await render);
+  }
+
+  /**
+   * Puts a page in the cache, which holds its buffer while it keeps it. A body filling less
+   * than eight ninths of its buffer is kept as a copy of its own size instead, so that the
+   * cache holds little memory it does not count.
+   */
+  private keep(key: string, page: RenderedPage): void {
+    if (this.cache === null) return;
+    let kept = page;
+    let release = nothing;
+    if (page.pooled !== null) {
+      if (page.pooled.buffer.length - page.body.length > page.body.length / 8) kept = { ...page, body: Buffer.from(page.body), pooled: null };
+      else release = page.pooled.hold();
+    }
+    this.cache.set(key, { page: kept, release });
+    // A page larger than the cache takes for one entry is not kept (nor disposed of).
+    if (this.cache.peek(key)?.page !== kept) release();
   }
 
   private async render(
@@ -117,7 +178,7 @@ export class VisitsService {
     selectionKey: string,
     window: VisitsWindow,
     variant: VisitsVariant,
-  ): Promise<Buffer> {
+  ): Promise<RenderedBody> {
     const plus = variant === 'plus';
     const start = await this.pageStart(selectionKey, selection, window.Skip);
     return this.names.render(selection.clientId, version, plus, window.Take, async (page) => {

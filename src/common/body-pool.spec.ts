@@ -1,0 +1,89 @@
+import { BodyPool, POOLED_MIN_BYTES, PooledBody, sizeClass } from './body-pool.js';
+import { ByteWriter } from './byte-writer.js';
+
+const MB = 1024 * 1024;
+
+describe('sizeClass', () => {
+  it('rounds up by at most an eighth, to sizes that are their own class', () => {
+    for (const bytes of [POOLED_MIN_BYTES + 1, 100_000, 426_277, 1_048_576, 4_213_517, 4_500_000, 9_999_999]) {
+      const size = sizeClass(bytes);
+      expect(size).toBeGreaterThanOrEqual(bytes);
+      expect(size).toBeLessThanOrEqual(bytes * 1.125);
+      expect(sizeClass(size)).toBe(size);
+    }
+    expect(sizeClass(1)).toBe(POOLED_MIN_BYTES);
+  });
+});
+
+describe('BodyPool', () => {
+  it('gives a buffer given back to the next take of its size class, and a new one otherwise', () => {
+    const pool = new BodyPool(16 * MB);
+    const first = pool.take(400_000);
+    expect(first.length).toBe(sizeClass(400_000));
+    pool.give(first);
+    expect(pool.freeBytes).toBe(first.length);
+    expect(pool.take(first.length - 10)).toBe(first);
+    expect(pool.freeBytes).toBe(0);
+    pool.give(first);
+    const other = pool.take(first.length * 2);
+    expect(other).not.toBe(first);
+    expect(pool.freeBytes).toBe(first.length);
+  });
+
+  it('keeps no small buffers, no buffers of other sizes or views, and no more than its bytes', () => {
+    const pool = new BodyPool(2 * MB);
+    const small = pool.take(1000);
+    expect(small.length).toBe(1000);
+    pool.give(small);
+    pool.give(Buffer.allocUnsafeSlow(POOLED_MIN_BYTES + 3));
+    const whole = Buffer.allocUnsafeSlow(sizeClass(POOLED_MIN_BYTES * 2) * 2);
+    pool.give(whole.subarray(0, sizeClass(POOLED_MIN_BYTES * 2)));
+    expect(pool.freeBytes).toBe(0);
+    const buffers = [pool.take(MB), pool.take(MB), pool.take(MB)];
+    buffers.forEach((b) => pool.give(b));
+    expect(pool.freeBytes).toBe(2 * MB);
+  });
+
+  it('lets every buffer go at once', () => {
+    const pool = new BodyPool(16 * MB);
+    const a = pool.take(MB);
+    pool.give(a);
+    pool.give(pool.take(3 * MB));
+    expect(pool.letGo()).toBe(4 * MB);
+    expect(pool.freeBytes).toBe(0);
+    expect(pool.take(MB)).not.toBe(a);
+  });
+});
+
+describe('PooledBody', () => {
+  it('goes back to the pool when the last hold is released, each hold counting once', () => {
+    const pool = new BodyPool(16 * MB);
+    const body = new PooledBody(pool, pool.take(MB));
+    const render = body.hold();
+    const response = body.hold();
+    render();
+    render();
+    expect(pool.freeBytes).toBe(0);
+    response();
+    expect(pool.freeBytes).toBe(MB);
+    expect(() => body.hold()).toThrow('no longer be held');
+    response();
+    expect(pool.freeBytes).toBe(MB);
+  });
+});
+
+describe('ByteWriter with a pool', () => {
+  it('writes into a buffer of the pool, gives back the one it outgrew and returns the bytes where they lie', () => {
+    const pool = new BodyPool(16 * MB);
+    const out = new ByteWriter(POOLED_MIN_BYTES + 1, pool);
+    const first = out.whole;
+    const chunk = 'x'.repeat(50_000);
+    for (let i = 0; i < 4; i++) out.text(chunk);
+    expect(out.whole).not.toBe(first);
+    expect(pool.take(first.length)).toBe(first);
+    const result = out.result();
+    expect(result.toString()).toBe(chunk.repeat(4));
+    expect(result.buffer).toBe(out.whole.buffer);
+    expect(result.byteOffset).toBe(0);
+  });
+});
