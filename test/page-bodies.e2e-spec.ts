@@ -1,6 +1,7 @@
 import request from 'supertest';
 import { BodyPool } from '../src/common/body-pool.js';
 import { addDays } from '../src/common/clock.js';
+import { MetricsService } from '../src/metrics/metrics.service.js';
 import { importVisits, startVisitsApp, type VisitsApp } from './helpers/visits-fixture.js';
 
 /** The raw body bytes of a supertest response, decoded from gzip when it came so. */
@@ -81,7 +82,9 @@ describe(`page bodies written into buffers used again (${process.env.TEST_DATABA
         expect((answer.body as Buffer).equals(alone[i])).toBe(true);
       }
     }
-    // The buffers went back to the pool once their responses had closed.
+    // The buffers went back to the pool once their responses had closed; the metrics show what it keeps.
     expect(pool.freeBytes).toBeGreaterThan(0);
+    const metrics = await t.app.get(MetricsService).registry.metrics();
+    expect(metrics).toContain(`\nresults_page_body_pool_bytes ${pool.freeBytes}\n`);
   });
 });
