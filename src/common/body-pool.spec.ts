@@ -44,6 +44,18 @@ describe('BodyPool', () => {
     expect(pool.freeBytes).toBe(2 * MB);
   });
 
+  it('keeps no more than the room it is given when a buffer comes back', () => {
+    let room = 3 * MB;
+    const pool = new BodyPool(16 * MB, () => room);
+    const buffers = [pool.take(MB), pool.take(MB), pool.take(MB), pool.take(MB)];
+    buffers.forEach((b) => pool.give(b));
+    expect(pool.freeBytes).toBe(3 * MB);
+    room = 0;
+    pool.take(MB);
+    pool.give(buffers[0]);
+    expect(pool.freeBytes).toBe(2 * MB);
+  });
+
   it('lets every buffer go at once', () => {
     const pool = new BodyPool(16 * MB);
     const a = pool.take(MB);

@@ -20,16 +20,20 @@ export function sizeClass(bytes: number): number {
  * collected, and the dead buffers, counted as V8's external memory, start full collections.
  * A buffer taken from here was written before and is already in memory.
  *
- * Buffers are kept by size class (see sizeClass), up to `maxBytes` in all; what does not fit
- * is left to the garbage collector. Only a buffer's last holder gives it back (see
- * PooledBody): a buffer given back while a response still writes it would send another
- * page's bytes.
+ * Buffers are kept by size class (see sizeClass), up to `maxBytes` in all and no more than
+ * `room()` gives when one is given back (the room left in a budget the kept buffers share
+ * with the bodies being written, see PagesInFlight); what does not fit is left to the garbage
+ * collector. Only a buffer's last holder gives it back (see PooledBody): a buffer given back
+ * while a response still writes it would send another page's bytes.
  */
 export class BodyPool {
   private readonly free = new Map<number, Buffer[]>();
   private bytes = 0;
 
-  constructor(private readonly maxBytes: number) {}
+  constructor(
+    private readonly maxBytes: number,
+    private readonly room: () => number = () => Infinity,
+  ) {}
 
   /** The bytes of the buffers kept now. */
   get freeBytes(): number {
@@ -50,7 +54,7 @@ export class BodyPool {
   give(buffer: Buffer): void {
     const size = buffer.length;
     if (size < POOLED_MIN_BYTES || size !== sizeClass(size) || buffer.byteOffset !== 0 || buffer.buffer.byteLength !== size) return;
-    if (this.bytes + size > this.maxBytes) return;
+    if (this.bytes + size > Math.min(this.maxBytes, this.room())) return;
     let list = this.free.get(size);
     if (list === undefined) this.free.set(size, (list = []));
     list.push(buffer);

@@ -38,6 +38,25 @@ describe('PagesInFlight', () => {
     expect(releases).toBe(1);
   });
 
+  it('gives as room what the budget has left beside the bodies being written', async () => {
+    const inFlight = new PagesInFlight(loadConfig({ PAGES_IN_FLIGHT_MB: '1' }));
+    expect(inFlight.room).toBe(1024 * 1024);
+    const res = response();
+    await inFlight.serve(
+      res,
+      10,
+      () => Promise.resolve({ body: Buffer.alloc(300_000), release: () => undefined }),
+      (page, sending) => {
+        sending(page.body);
+        return Promise.resolve();
+      },
+    );
+    expect(inFlight.room).toBe(1024 * 1024 - 300_000);
+    res.close();
+    expect(inFlight.room).toBe(1024 * 1024);
+    expect(new PagesInFlight(loadConfig({ PAGES_IN_FLIGHT_MB: '0' })).room).toBe(Infinity);
+  });
+
   it('releases at once when the response closed before the write settled, and when the write failed', async () => {
     const inFlight = new PagesInFlight(loadConfig({}));
     const closed = response();

@@ -16,8 +16,16 @@ export class PagesInFlight {
   private readonly bodies: BodiesInFlight;
   private bytesPerVisit = FIRST_BYTES_PER_VISIT;
 
+  private readonly limit: number;
+
   constructor(config: AppConfig) {
-    this.bodies = new BodiesInFlight(config.PAGES_IN_FLIGHT_MB === 0 ? Infinity : config.PAGES_IN_FLIGHT_MB * 1024 * 1024);
+    this.limit = config.PAGES_IN_FLIGHT_MB === 0 ? Infinity : config.PAGES_IN_FLIGHT_MB * 1024 * 1024;
+    this.bodies = new BodiesInFlight(this.limit);
+  }
+
+  /** The budget's bytes not counted now: what page body buffers kept for re-use may take (see BodyPool). */
+  get room(): number {
+    return this.limit - this.bodies.inFlight;
   }
 
   /**

@@ -17,8 +17,9 @@ import { VisitsService } from './visits.service.js';
 import { VisitsRepository } from './visits.repository.js';
 
 /**
- * Page bodies kept for re-use (see BodyPool): enough for the 1000-visit pages (4 to 5 MB each)
- * that a busy replica frees between two it renders; let go when the process goes quiet.
+ * Page bodies kept for re-use (see BodyPool), at most: a few 1000-visit pages (4 to 5 MB each),
+ * and never more than the room the bodies being written leave in PAGES_IN_FLIGHT_MB, so that
+ * kept and written bodies together stay within it; let go when the process goes quiet.
  */
 export const PAGE_BODIES_KEPT_BYTES = 32 * 1024 * 1024;
 
@@ -35,7 +36,8 @@ export const PAGE_BODIES_KEPT_BYTES = 32 * 1024 * 1024;
     PagesInFlight,
     PageCacheMetrics,
     VisitPagesLane,
-    { provide: BodyPool, useFactory: (): BodyPool => new BodyPool(PAGE_BODIES_KEPT_BYTES) },
+    // The buffers kept share PAGES_IN_FLIGHT_MB with the bodies being written.
+    { provide: BodyPool, useFactory: (inFlight: PagesInFlight): BodyPool => new BodyPool(PAGE_BODIES_KEPT_BYTES, () => inFlight.room), inject: [PagesInFlight] },
   ],
   exports: [VisitsImportService, VisitPagesLane],
 })
