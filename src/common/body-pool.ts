@@ -100,3 +100,8 @@ export class PooledBody {
     };
   }
 }
+
+/** A hold on `body` when it lies in a buffer of the pool, and a release that does nothing when it does not. */
+export function holdOf(body: PooledBody | null): () => void {
+  return body?.hold() ?? (() => undefined);
+}

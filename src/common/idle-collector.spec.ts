@@ -23,6 +23,29 @@ describe('IdleCollector', () => {
     };
   }
 
+  it('lets go of what is kept for re-use only when quiet, and counts it towards a collection', () => {
+    const p = probe();
+    let kept = 20 * MB;
+    let calls = 0;
+    p.letGo = () => {
+      calls++;
+      const bytes = kept;
+      kept = 0;
+      return bytes;
+    };
+    const collector = new IdleCollector(p, 16 * MB);
+    p.busy = 0.5;
+    expect(collector.check()).toBe(false);
+    expect([calls, kept]).toEqual([0, 20 * MB]);
+    // Quiet: the 20 MB let go are garbage still counted in the buffer bytes, and worth a collection.
+    p.busy = 0;
+    expect(collector.check()).toBe(true);
+    expect([calls, kept, p.collections]).toEqual([1, 0, 1]);
+    // Nothing more let go nor grown: no collection.
+    expect(collector.check()).toBe(false);
+    expect([calls, p.collections]).toEqual([2, 1]);
+  });
+
   it('collects once the process is quiet with buffers grown past the threshold, and not again until they grow again', () => {
     const p = probe();
     const collector = new IdleCollector(p, 16 * MB);

@@ -9,6 +9,7 @@ import { changesTake, sinceInstant, type ChangesQueryDto } from './dto/changes-q
 import { VisitNames } from './visit-names.service.js';
 import { VisitsRepository } from './visits.repository.js';
 import type { VisitsVariant } from './visits.service.js';
+import { holdOf } from '../common/body-pool.js';
 
 /**
  * How far before `Since` a feed starts. A write is stamped with the time its transaction
@@ -62,7 +63,7 @@ export class VisitChangesService {
       after = this.tokens.encode(scope, [last]);
       return after;
     });
-    return { body, after, release: pooled?.hold() ?? (() => undefined) };
+    return { body, after, release: holdOf(pooled) };
   }
 
   private position(scope: string, token: string): number {

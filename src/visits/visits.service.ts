@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { LRUCache } from 'lru-cache';
-import type { PooledBody } from '../common/body-pool.js';
+import { holdOf, type PooledBody } from '../common/body-pool.js';
 import { addDays } from '../common/clock.js';
 import type { EffectiveSelection } from '../auth/entitlements.js';
 import { ClientDataVersions } from '../clients/data-versions.js';
@@ -43,11 +43,9 @@ interface CachedPage {
   release: () => void;
 }
 
-const nothing = (): void => undefined;
-
 /** A hold of the caller's own on a rendered page's buffer. */
 function held(page: RenderedPage): VisitsPage {
-  return { body: page.body, etag: page.etag, release: page.pooled?.hold() ?? nothing };
+  return { body: page.body, etag: page.etag, release: holdOf(page.pooled) };
 }
 
 /** Rows between two marks of a selection: a page never passes over more than this many. */
@@ -161,12 +159,9 @@ export class VisitsService {
    */
   private keep(key: string, page: RenderedPage): void {
     if (this.cache === null) return;
-    let kept = page;
-    let release = nothing;
-    if (page.pooled !== null) {
-      if (page.pooled.buffer.length - page.body.length > page.body.length / 8) kept = { ...page, body: Buffer.from(page.body), pooled: null };
-      else release = page.pooled.hold();
-    }
+    const loose = page.pooled !== null && page.pooled.buffer.length - page.body.length > page.body.length / 8;
+    const kept = loose ? { ...page, body: Buffer.from(page.body), pooled: null } : page;
+    const release = holdOf(kept.pooled);
     this.cache.set(key, { page: kept, release });
     // A page larger than the cache takes for one entry is not kept (nor disposed of).
     if (this.cache.peek(key)?.page !== kept) release();
