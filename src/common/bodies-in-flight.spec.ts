@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
 import type { Response } from 'express';
-import { BodiesInFlight } from './bodies-in-flight.js';
+import { BodiesInFlight, heldBytes } from './bodies-in-flight.js';
 
 /** A response as the budget sees it: it emits 'close' once written out (or abandoned). */
 class FakeResponse extends EventEmitter {
@@ -68,5 +68,24 @@ describe('BodiesInFlight', () => {
     gone.close();
     slot.sending(gone, Buffer.alloc(90));
     expect(budget.inFlight).toBe(0);
+  });
+
+  it('counts a large body by the whole buffer it lies at the start of, and tells the bodies carried apart from estimates', async () => {
+    const budget = new BodiesInFlight(10_000_000);
+    const slot = await budget.reserve(100_000);
+    expect(budget.inFlight).toBe(100_000);
+    expect(budget.carried).toBe(0);
+    const res = response();
+    slot.sending(res, Buffer.allocUnsafeSlow(200_000).subarray(0, 150_000));
+    expect(budget.inFlight).toBe(200_000);
+    expect(budget.carried).toBe(200_000);
+    const small = response();
+    (await budget.reserve(10)).sending(small, Buffer.allocUnsafeSlow(8192).subarray(0, 100));
+    expect(budget.carried).toBe(200_100);
+    res.close();
+    small.close();
+    expect(budget.inFlight).toBe(0);
+    expect(budget.carried).toBe(0);
+    expect(heldBytes(Buffer.alloc(70_000))).toBe(70_000);
   });
 });

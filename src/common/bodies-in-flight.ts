@@ -1,4 +1,14 @@
 import type { ServerResponse } from 'node:http';
+import { POOLED_MIN_BYTES } from './body-pool.js';
+
+/**
+ * The memory a body holds: a large one its whole buffer, of which it may be the start (a page
+ * written into a buffer of the pool, see BodyPool), so that the buffer, once given back to the
+ * pool, takes no more of the budget than the body did.
+ */
+export function heldBytes(body: Buffer): number {
+  return body.length >= POOLED_MIN_BYTES ? Math.max(body.length, body.buffer.byteLength) : body.length;
+}
 
 /** What a request holds between its reservation and the end of its response. */
 export interface InFlightSlot {
@@ -18,6 +28,8 @@ export interface InFlightSlot {
  */
 export class BodiesInFlight {
   private bytes = 0;
+  /** The part of `bytes` that bodies being written hold (the rest are estimates). */
+  private carriedBytes = 0;
   /** Each body in flight and the number of responses writing it. */
   private readonly writers = new Map<Buffer, number>();
   private waiting: (() => void)[] = [];
@@ -27,6 +39,11 @@ export class BodiesInFlight {
   /** The bytes counted now: bodies being written plus estimates of pages being read. */
   get inFlight(): number {
     return this.bytes;
+  }
+
+  /** The bytes the bodies being written hold, without the estimates. */
+  get carried(): number {
+    return this.carriedBytes;
   }
 
   /** Waits until `estimate` more bytes fit (or nothing is in flight), and reserves them. */
@@ -58,7 +75,10 @@ export class BodiesInFlight {
     if (res.destroyed) return;
     const writers = this.writers.get(body) ?? 0;
     this.writers.set(body, writers + 1);
-    if (writers === 0) this.bytes += body.length;
+    if (writers === 0) {
+      this.bytes += heldBytes(body);
+      this.carriedBytes += heldBytes(body);
+    }
     // 'close' comes once the response is written out, or when the connection went away first.
     res.once('close', () => {
       const left = this.writers.get(body)! - 1;
@@ -67,7 +87,8 @@ export class BodiesInFlight {
         return;
       }
       this.writers.delete(body);
-      this.bytes -= body.length;
+      this.bytes -= heldBytes(body);
+      this.carriedBytes -= heldBytes(body);
       this.wake();
     });
   }

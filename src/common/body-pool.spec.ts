@@ -56,6 +56,32 @@ describe('BodyPool', () => {
     expect(pool.freeBytes).toBe(2 * MB);
   });
 
+  it('serves a take from a kept buffer up to two classes larger, the smallest such, and from none larger', () => {
+    const pool = new BodyPool(64 * MB);
+    const size = sizeClass(4_200_000);
+    const twoUp = sizeClass(sizeClass(size + 1) + 1);
+    const threeUp = sizeClass(twoUp + 1);
+    const far = Buffer.allocUnsafeSlow(threeUp);
+    const near = Buffer.allocUnsafeSlow(twoUp);
+    pool.give(far);
+    pool.give(near);
+    expect(pool.take(4_200_000)).toBe(near);
+    const fresh = pool.take(4_200_000);
+    expect(fresh).not.toBe(far);
+    expect(fresh.length).toBe(size);
+    expect(pool.freeBytes).toBe(threeUp);
+  });
+
+  it('makes room for a buffer given back by letting go of those given back longest ago', () => {
+    const pool = new BodyPool(3 * MB);
+    const [a, b, c, d] = [pool.take(MB), pool.take(MB), pool.take(MB), pool.take(MB)];
+    [a, b, c, d].forEach((buffer) => pool.give(buffer));
+    expect(pool.freeBytes).toBe(3 * MB);
+    const taken = [pool.take(MB), pool.take(MB), pool.take(MB)];
+    expect(taken).toEqual(expect.arrayContaining([b, c, d]));
+    expect(pool.take(MB)).not.toBe(a);
+  });
+
   it('lets every buffer go at once', () => {
     const pool = new BodyPool(16 * MB);
     const a = pool.take(MB);
@@ -97,5 +123,13 @@ describe('ByteWriter with a pool', () => {
     expect(result.toString()).toBe(chunk.repeat(4));
     expect(result.buffer).toBe(out.whole.buffer);
     expect(result.byteOffset).toBe(0);
+  });
+
+  it('grows a pooled buffer by a quarter, not twice its size, when a page outgrows its guess', () => {
+    const pool = new BodyPool(64 * MB);
+    const out = new ByteWriter(4 * MB, pool);
+    out.text('x'.repeat(4 * MB + 1000));
+    expect(out.whole.length).toBe(sizeClass(5 * MB));
+    expect(out.result().length).toBe(4 * MB + 1000);
   });
 });

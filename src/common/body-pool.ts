@@ -4,6 +4,13 @@ export const POOLED_MIN_BYTES = 64 * 1024;
 /** Size classes per power of two: a buffer is at most an eighth larger than asked for. */
 const CLASSES_PER_DOUBLING = 8;
 
+/**
+ * How many classes above the one asked for a kept buffer may be of: estimates of a page's size
+ * move with the pages sent before it, and one that crosses a class boundary would otherwise
+ * find nothing kept and take a new buffer while one an eighth larger lies unused.
+ */
+const CLASSES_ABOVE = 2;
+
 /** The size class `bytes` is rounded up to: 2^k × (1 + j/8). */
 export function sizeClass(bytes: number): number {
   if (bytes <= POOLED_MIN_BYTES) return POOLED_MIN_BYTES;
@@ -27,7 +34,8 @@ export function sizeClass(bytes: number): number {
  * while a response still writes it would send another page's bytes.
  */
 export class BodyPool {
-  private readonly free = new Map<number, Buffer[]>();
+  /** The buffers kept, the one given back longest ago first. */
+  private readonly kept: Buffer[] = [];
   private bytes = 0;
 
   constructor(
@@ -40,31 +48,45 @@ export class BodyPool {
     return this.bytes;
   }
 
-  /** A buffer of at least `bytes` (its contents are old bytes): one given back before, or a new one. */
+  /**
+   * A buffer of at least `bytes` (its contents are old bytes): the smallest kept one no more
+   * than CLASSES_ABOVE classes larger (the latest given back of its size), or a new one.
+   */
   take(bytes: number): Buffer {
     if (bytes < POOLED_MIN_BYTES) return Buffer.allocUnsafe(bytes);
     const size = sizeClass(bytes);
-    const buffer = this.free.get(size)?.pop();
-    if (buffer === undefined) return Buffer.allocUnsafeSlow(size);
-    this.bytes -= size;
+    let ceiling = size;
+    for (let n = 0; n < CLASSES_ABOVE; n++) ceiling = sizeClass(ceiling + 1);
+    let best = -1;
+    for (let i = this.kept.length - 1; i >= 0; i--) {
+      const length = this.kept[i].length;
+      if (length >= size && length <= ceiling && (best === -1 || length < this.kept[best].length)) best = i;
+    }
+    if (best === -1) return Buffer.allocUnsafeSlow(size);
+    const [buffer] = this.kept.splice(best, 1);
+    this.bytes -= buffer.length;
     return buffer;
   }
 
-  /** Keeps `buffer` for a later `take` if it is one of the pool's sizes and there is room; nobody may use it after this. */
+  /**
+   * Keeps `buffer` for a later `take` if it is one of the pool's sizes and fits in what the
+   * pool may keep (see `room`), letting go of the buffers given back longest ago to make room
+   * for it: the sizes wanted now are those of the pages just sent. Nobody may use it after this.
+   */
   give(buffer: Buffer): void {
     const size = buffer.length;
     if (size < POOLED_MIN_BYTES || size !== sizeClass(size) || buffer.byteOffset !== 0 || buffer.buffer.byteLength !== size) return;
-    if (this.bytes + size > Math.min(this.maxBytes, this.room())) return;
-    let list = this.free.get(size);
-    if (list === undefined) this.free.set(size, (list = []));
-    list.push(buffer);
+    const limit = Math.min(this.maxBytes, this.room());
+    if (size > limit) return;
+    while (this.bytes + size > limit) this.bytes -= this.kept.shift()!.length;
+    this.kept.push(buffer);
     this.bytes += size;
   }
 
   /** Lets every kept buffer go (for the garbage collector to free), giving the bytes let go. */
   letGo(): number {
     const bytes = this.bytes;
-    this.free.clear();
+    this.kept.length = 0;
     this.bytes = 0;
     return bytes;
   }

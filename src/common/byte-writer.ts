@@ -57,7 +57,7 @@ export class ByteWriter {
   private reserve(bytes: number): void {
     const needed = this.length + bytes;
     if (needed <= this.buffer.length) return;
-    const size = Math.max(needed, this.buffer.length * 2);
+    const size = Math.max(needed, this.buffer.length * (this.pool ? 1.25 : 2));
     const grown = this.pool ? this.pool.take(size) : Buffer.allocUnsafe(size);
     this.buffer.copy(grown, 0, 0, this.length);
     // Nobody else has seen the outgrown buffer: it can be written into again.

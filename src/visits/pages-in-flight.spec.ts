@@ -38,19 +38,24 @@ describe('PagesInFlight', () => {
     expect(releases).toBe(1);
   });
 
-  it('gives as room what the budget has left beside the bodies being written', async () => {
+  it('gives as room what the budget has left beside the bodies being written, estimates of pages being read aside', async () => {
     const inFlight = new PagesInFlight(loadConfig({ PAGES_IN_FLIGHT_MB: '1' }));
     expect(inFlight.room).toBe(1024 * 1024);
     const res = response();
+    let roomWhileRead = 0;
     await inFlight.serve(
       res,
       10,
-      () => Promise.resolve({ body: Buffer.alloc(300_000), release: () => undefined }),
+      () => {
+        roomWhileRead = inFlight.room;
+        return Promise.resolve({ body: Buffer.alloc(300_000), release: () => undefined });
+      },
       (page, sending) => {
         sending(page.body);
         return Promise.resolve();
       },
     );
+    expect(roomWhileRead).toBe(1024 * 1024);
     expect(inFlight.room).toBe(1024 * 1024 - 300_000);
     res.close();
     expect(inFlight.room).toBe(1024 * 1024);

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { ServerResponse } from 'node:http';
-import { BodiesInFlight } from '../common/bodies-in-flight.js';
+import { BodiesInFlight, heldBytes } from '../common/bodies-in-flight.js';
 import { AppConfig } from '../config/app-config.js';
 
 /** Bytes per visit assumed before any page was sent: about what a visit with a few sections takes. */
@@ -23,9 +23,13 @@ export class PagesInFlight {
     this.bodies = new BodiesInFlight(this.limit);
   }
 
-  /** The budget's bytes not counted now: what page body buffers kept for re-use may take (see BodyPool). */
+  /**
+   * What page body buffers kept for re-use may take (see BodyPool): the budget less the
+   * bodies being written. Estimates of pages being read do not count: those pages take their
+   * buffers from the kept ones.
+   */
   get room(): number {
-    return this.limit - this.bodies.inFlight;
+    return this.limit - this.bodies.carried;
   }
 
   /**
@@ -46,7 +50,7 @@ export class PagesInFlight {
     let page: T | undefined;
     try {
       page = await read();
-      if (take > 0 && page.body.length > 0) this.bytesPerVisit = Math.round(0.8 * this.bytesPerVisit + (0.2 * page.body.length) / take);
+      if (take > 0 && page.body.length > 0) this.bytesPerVisit = Math.round(0.8 * this.bytesPerVisit + (0.2 * heldBytes(page.body)) / take);
       await write(page, (sent) => slot.sending(res, sent));
     } finally {
       slot.cancel();

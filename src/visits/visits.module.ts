@@ -17,11 +17,13 @@ import { VisitsService } from './visits.service.js';
 import { VisitsRepository } from './visits.repository.js';
 
 /**
- * Page bodies kept for re-use (see BodyPool), at most: a few 1000-visit pages (4 to 5 MB each),
- * and never more than the room the bodies being written leave in PAGES_IN_FLIGHT_MB, so that
- * kept and written bodies together stay within it; let go when the process goes quiet.
+ * Page bodies kept for re-use (see BodyPool), at most: as many as the default PAGES_IN_FLIGHT_MB
+ * lets be written at once, so that under load every page is written into a buffer used before
+ * (a new 4 MB buffer costs more to fault in than the page costs to read). Never more than the
+ * room the bodies being written leave in PAGES_IN_FLIGHT_MB, so that kept and written bodies
+ * together stay within it; let go when the process goes quiet.
  */
-export const PAGE_BODIES_KEPT_BYTES = 32 * 1024 * 1024;
+export const PAGE_BODIES_KEPT_BYTES = 64 * 1024 * 1024;
 
 @Module({
   imports: [AuthModule, ClientsModule, BranchesModule, WebhooksModule, VisitTypesModule],

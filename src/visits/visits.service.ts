@@ -37,6 +37,24 @@ interface RenderedPage {
   pooled: PooledBody | null;
 }
 
+/**
+ * A render under way and the requests waiting for it. Each of them is given a hold of its own
+ * on the body's buffer, all taken as the render ends: a hold of the render's own, released
+ * after the waiting requests had taken theirs, was released only once the event loop came
+ * round to it, after every other render of the same turn, so that a turn of many pages kept
+ * all their buffers from the pool.
+ */
+interface Rendering {
+  page: Promise<RenderedPage>;
+  waiters: Waiters;
+}
+
+/** The requests waiting for a render, and their holds, one each, taken when the page is rendered. */
+interface Waiters {
+  count: number;
+  holds: (() => void)[];
+}
+
 /** A page in the cache, which holds its buffer until it lets the page go. */
 interface CachedPage {
   page: RenderedPage;
@@ -70,7 +88,7 @@ export class VisitsService {
   /** Rendered pages, least recently used out first, within VISITS_CACHE_MB; none when 0. */
   private readonly cache: LRUCache<string, CachedPage> | null;
   /** Renders under way: concurrent requests for one page wait for a single render. */
-  private readonly rendering = new Map<string, Promise<RenderedPage>>();
+  private readonly rendering = new Map<string, Rendering>();
   /**
    * Every MARK_STRIDE-th position of a selection (per data version), so that a page at any
    * Skip starts from the mark before it by an index seek and passes over fewer than
@@ -124,8 +142,8 @@ export class VisitsService {
     const key = [variant, selectionKey, window.Skip, window.Take].join('|');
     const cached = this.cache?.get(key);
     if (cached) return held(cached.page);
-    let render = this.rendering.get(key);
-    if (!render) {
+    let rendering = this.rendering.get(key);
+    if (!rendering) {
       const selection: VisitSelection = {
         clientId: entitled.clientId,
         from: window.FromDate,
@@ -135,21 +153,29 @@ export class VisitsService {
       };
       // The validator names the page's key, not its bytes: worked out once, with the render.
       const etag = `W/"${createHash('sha256').update(key).digest('base64url').slice(0, 27)}"`;
-      render = this.render(selection, version, selectionKey, window, variant)
-        .then(({ body, pooled }) => {
-          const page = { body, etag, pooled };
-          // The render's own hold: released once every request waiting for the render has
-          // taken its own, which they do as the promise settles (microtasks, before any
-          // macrotask such as this).
-          const own = pooled?.hold();
-          if (own) setImmediate(own);
-          this.keep(key, page);
-          return page;
-        })
-        .finally(() => this.rendering.delete(key));
-      this.rendering.set(key, render);
+      const waiters: Waiters = { count: 0, holds: [] };
+      const page = this.render(selection, version, selectionKey, window, variant).then(
+        ({ body, pooled }) => {
+          // No request joins the render from now on; each one waiting for it gets a hold,
+          // taken here before any of them can release its own.
+          this.rendering.delete(key);
+          for (let i = 0; i < waiters.count; i++) waiters.holds.push(holdOf(pooled));
+          const rendered = { body, etag, pooled };
+          this.keep(key, rendered);
+          return rendered;
+        },
+        (error: unknown) => {
+          this.rendering.delete(key);
+          throw error;
+        },
+      );
+      rendering = { page, waiters };
+      this.rendering.set(key, rendering);
     }
-    return held(await render);
+    const { waiters } = rendering;
+    waiters.count++;
+    const page = await rendering.page;
+    return { body: page.body, etag: page.etag, release: waiters.holds.pop()! };
   }
 
   /**
