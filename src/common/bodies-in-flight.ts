@@ -27,8 +27,9 @@ export interface InFlightSlot {
  * closes. A page larger than the whole budget still goes when nothing else is in flight.
  */
 export class BodiesInFlight {
-  private bytes = 0;
-  /** The part of `bytes` that bodies being written hold (the rest are estimates). */
+  /** Estimates of the pages being read. */
+  private estimates = 0;
+  /** What the bodies being written hold (see heldBytes). */
   private carriedBytes = 0;
   /** Each body in flight and the number of responses writing it. */
   private readonly writers = new Map<Buffer, number>();
@@ -38,7 +39,7 @@ export class BodiesInFlight {
 
   /** The bytes counted now: bodies being written plus estimates of pages being read. */
   get inFlight(): number {
-    return this.bytes;
+    return this.estimates + this.carriedBytes;
   }
 
   /** The bytes the bodies being written hold, without the estimates. */
@@ -48,13 +49,13 @@ export class BodiesInFlight {
 
   /** Waits until `estimate` more bytes fit (or nothing is in flight), and reserves them. */
   async reserve(estimate: number): Promise<InFlightSlot> {
-    while (this.bytes > 0 && this.bytes + estimate > this.limit) await new Promise<void>((wake) => this.waiting.push(wake));
-    this.bytes += estimate;
+    while (this.inFlight > 0 && this.inFlight + estimate > this.limit) await new Promise<void>((wake) => this.waiting.push(wake));
+    this.estimates += estimate;
     let open = true;
     const giveBack = (): void => {
       if (!open) return;
       open = false;
-      this.bytes -= estimate;
+      this.estimates -= estimate;
     };
     return {
       sending: (res, body) => {
@@ -75,10 +76,8 @@ export class BodiesInFlight {
     if (res.destroyed) return;
     const writers = this.writers.get(body) ?? 0;
     this.writers.set(body, writers + 1);
-    if (writers === 0) {
-      this.bytes += heldBytes(body);
-      this.carriedBytes += heldBytes(body);
-    }
+    const held = heldBytes(body);
+    if (writers === 0) this.carriedBytes += held;
     // 'close' comes once the response is written out, or when the connection went away first.
     res.once('close', () => {
       const left = this.writers.get(body)! - 1;
@@ -87,8 +86,7 @@ export class BodiesInFlight {
         return;
       }
       this.writers.delete(body);
-      this.bytes -= heldBytes(body);
-      this.carriedBytes -= heldBytes(body);
+      this.carriedBytes -= held;
       this.wake();
     });
   }
