@@ -4,7 +4,7 @@
 
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { startService, type ServiceProcess } from '../test/helpers/service-process-core.js';
 import { MB, message, ROOT, round } from './settings.js';
 
@@ -148,6 +148,44 @@ export function procStatusKb(pid: number, field: 'VmRSS' | 'VmHWM'): number | nu
 }
 
 export const kbToMB = (kb: number | null): number | null => (kb === null ? null : round((kb * 1024) / MB, 1));
+
+/** /proc's clock ticks (USER_HZ): 100 a second on Linux whatever the kernel's own rate. */
+const TICK_MS = 10;
+
+/** User and system CPU of a process so far, in ms (/proc/<pid>/stat); null without /proc or once it is gone. */
+export function procCpuMs(pid: number): number | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // The fields after the command name, which may itself hold spaces and parentheses.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * TICK_MS;
+  } catch {
+    return null;
+  }
+}
+
+/** The processes of the PostgreSQL server on this machine (postmaster and backends): their command is postgres. */
+export function postgresServerPids(): number[] {
+  const pids: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (readFileSync(`/proc/${entry}/comm`, 'utf8').trim() === 'postgres') pids.push(Number(entry));
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  return pids;
+}
+
+/**
+ * Counts the CPU the processes `pids()` lists spend from now until the returned function is
+ * called, in ms: a process that started meanwhile counts from zero, one that ended is missed.
+ */
+export function watchCpu(pids: () => number[]): () => number {
+  const start = new Map(pids().map((pid) => [pid, procCpuMs(pid)]));
+  return () => pids().reduce((total, pid) => total + (procCpuMs(pid) ?? 0) - (start.get(pid) ?? 0), 0);
+}
 
 /** Samples the resident set of `pid` until the returned stop function is called; gives the peak in MB. */
 export function watchRss(pid: number): () => number | null {

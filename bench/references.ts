@@ -80,6 +80,12 @@ export async function alternate(what: string, parties: Party[], rounds = ROUNDS)
   return new Map([...runs].map(([name, list]) => [name, { runs: list, mean: meanRun(list) }]));
 }
 
+/** The mean of the figures measured; null when none was. */
+function meanOf(values: (number | null)[]): number | null {
+  const known = values.filter((v): v is number => v !== null);
+  return known.length === 0 ? null : round(known.reduce((sum, v) => sum + v, 0) / known.length, 2);
+}
+
 /** Rates and percentiles averaged; the maximum latency and RSS are the highest, counts summed. */
 export function meanRun(runs: WrkRun[]): WrkRun {
   const mean = (pick: (run: WrkRun) => number): number => round(runs.reduce((sum, run) => sum + pick(run), 0) / runs.length, 2);
@@ -104,5 +110,6 @@ export function meanRun(runs: WrkRun[]): WrkRun {
       status: sum((r) => r.errors.status),
     },
     peakRssMB: rss.length > 0 ? Math.max(...rss) : null,
+    cpuMsPerRequest: { service: meanOf(runs.map((r) => r.cpuMsPerRequest.service)), database: meanOf(runs.map((r) => r.cpuMsPerRequest.database)) },
   };
 }

@@ -60,7 +60,7 @@ function ratesTable(db: DatabaseResult): string {
 
 /** The service's latency (means of both runs; max the highest), memory and failures, beside the references' p99. */
 function latencyTable(db: DatabaseResult): string {
-  const header = [db.database, 'svc p50', 'svc p90', 'svc p99', 'svc max', 'RSS MB', '>=400', 'sock err', 'bare p99', 'floor p99'];
+  const header = [db.database, 'svc p50', 'svc p90', 'svc p99', 'svc max', 'RSS MB', 'svc CPU', 'db CPU', '>=400', 'sock err', 'bare p99', 'floor p99'];
   const rows = db.rows.map((r) => {
     const s = r.service?.mean;
     const socket = s ? s.errors.connect + s.errors.read + s.errors.write + s.errors.timeout : null;
@@ -71,6 +71,8 @@ function latencyTable(db: DatabaseResult): string {
       s?.latencyMs.p99,
       s?.latencyMs.max,
       s?.peakRssMB,
+      s?.cpuMsPerRequest.service,
+      s?.cpuMsPerRequest.database,
       s?.errors.status,
       socket,
       r.bare?.mean.latencyMs.p99,
@@ -125,7 +127,7 @@ export function printLegend(): void {
   );
   log(
     '(latency in ms as wrk reports it (corrected for coordinated omission), the mean of both runs, max the highest; ' +
-      'RSS = peak service VmRSS sampled during the measured runs; >=400 = responses with such a status, sock err = ' +
+      'RSS = peak service VmRSS sampled during the measured runs; svc CPU, db CPU = ms of CPU per request of the service process and of the PostgreSQL server processes (on this machine) during the measured runs; >=400 = responses with such a status, sock err = ' +
       'connect, read, write errors and timeouts (30 s); MB = 10^6 bytes; token: one run, no reference)',
   );
   log(

@@ -6,7 +6,7 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { changedAt } from './data-set.js';
 import { fetchPage, get, getToken, pageHeaders, pagePath, tokenRequest, walkFeed, type Credential, type Page } from './http.js';
-import type { BenchService } from './processes.js';
+import { postgresServerPids, type BenchService } from './processes.js';
 import { alternate, startBareServer, startFrameworkFloor, type Measured, type Party, type Reference } from './references.js';
 import { log, round, TOKEN_CONNECTIONS, type BenchDates, type Database, type Encoding, type FeedSpec, type PageSpec, type Settings } from './settings.js';
 import type { Target } from './wrk.js';
@@ -95,7 +95,7 @@ function serviceParty(name: string, service: BenchService, target: Target, conte
     if (target.method === 'POST') await getToken(service.url, context.credential);
     else await get(`${service.url}${target.paths[0]}`, target.headers);
   };
-  return { name, target, options: { settings: context.settings, scratch: context.scratch, rssPid: service.pid, settle, ...extra } };
+  return { name, target, options: { settings: context.settings, scratch: context.scratch, rssPid: service.pid, databasePids: context.kind === 'postgres' ? postgresServerPids : undefined, settle, ...extra } };
 }
 
 function referenceParty(name: string, reference: Reference, target: Omit<Target, 'origin'>, context: RunContext): Party {

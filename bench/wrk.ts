@@ -6,7 +6,7 @@ import { execFile, spawnSync, type ChildProcess } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { watchRss } from './processes.js';
+import { watchCpu, watchRss } from './processes.js';
 import { MB, REQUEST_TIMEOUT_SECONDS, round, WRK_THREADS, type Settings } from './settings.js';
 
 const execFileAsync = promisify(execFile);
@@ -41,6 +41,12 @@ export interface WrkRun {
   errors: { connect: number; read: number; write: number; timeout: number; status: number };
   /** The service's peak resident set during the run (sampled VmRSS); null for a reference. */
   peakRssMB: number | null;
+  /**
+   * CPU (user and system) per request during the run, in ms: of the service process, and of
+   * the database server's processes when it runs on this machine (PostgreSQL); null when not
+   * measured (references, SQLite's database, which is the service's own process).
+   */
+  cpuMsPerRequest: { service: number | null; database: number | null };
 }
 
 interface ScriptResult {
@@ -166,6 +172,7 @@ function fromScript(r: ScriptResult): WrkRun {
     throughputMBps: round(r.bytes / seconds / MB, 2),
     errors: { connect: r.connect, read: r.read, write: r.write, timeout: r.timeout, status: r.status },
     peakRssMB: null,
+    cpuMsPerRequest: { service: null, database: null },
   };
 }
 
@@ -177,6 +184,8 @@ export interface MeasureOptions {
   durationSeconds?: number;
   /** The service's pid, whose resident set is sampled during the measured run. */
   rssPid?: number;
+  /** The database server's processes, whose CPU is counted during the measured run. */
+  databasePids?: () => number[];
   /** Resolves once what the warm-up left running has drained (see settle in runs.ts). */
   settle?: () => Promise<void>;
 }
@@ -189,6 +198,13 @@ export async function measure(target: Target, options: MeasureOptions): Promise<
   await runWrk(target, connections, settings.warmupSeconds, script);
   if (settle) await settle();
   const stopRss = rssPid === undefined ? null : watchRss(rssPid);
+  const serviceCpu = rssPid === undefined ? null : watchCpu(() => [rssPid]);
+  const databaseCpu = options.databasePids ? watchCpu(options.databasePids) : null;
   const run = await runWrk(target, connections, options.durationSeconds ?? settings.durationSeconds, script);
-  return { ...run, peakRssMB: stopRss ? stopRss() : null };
+  const perRequest = (ms: number | null): number | null => (ms === null || run.requests === 0 ? null : round(ms / run.requests, 2));
+  return {
+    ...run,
+    peakRssMB: stopRss ? stopRss() : null,
+    cpuMsPerRequest: { service: perRequest(serviceCpu ? serviceCpu() : null), database: perRequest(databaseCpu ? databaseCpu() : null) },
+  };
 }
