@@ -82,7 +82,7 @@ export function renderStoredVisit(row: VisitColumns): VisitDocumentParts {
 
 /**
  * A row of a page as the database returns it: the visit's place and its stored document, read
- * as text (the stored bytes are UTF-8; see VisitsRepository.readDocuments).
+ * as text (the stored bytes are UTF-8; see VisitsRepository.rows).
  */
 export interface DocumentRow {
   id: number | string;

@@ -3,6 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, In, type EntityManager } from 'typeorm';
 import { VisitDocument } from './entities/visit-document.entity.js';
 import { Visit } from './entities/visit.entity.js';
+import { PostgresRows } from '../database/postgres-rows.js';
 import { SqliteRows } from '../database/sqlite-rows.js';
 import { inTransaction, movesDataVersion } from '../database/transaction.js';
 import { upsertRows } from '../database/upsert.js';
@@ -96,10 +97,22 @@ function sqliteTimestamp(at: Date): string {
 export class VisitsRepository {
   private readonly postgres: boolean;
   private readonly sqlCache = new Map<string, string>();
-  /** The document columns of pages, by variant, read as text (see readDocuments). */
+  /** The document columns of pages, by variant, read as text (see `rows`). */
   private readonly documents: Record<'standard' | 'plus', string>;
-  /** SQLite's row by row reader (see readDocuments); null on PostgreSQL. */
-  private readonly sqliteRows: SqliteRows | null;
+  /**
+   * Reads the rows of page queries one by one, each handed on before the next is read (SQLite)
+   * or as it arrives (PostgreSQL), so that a document's text dies young in V8's new space
+   * instead of a page's 4 MB of texts outliving it. Their documents (the columns of
+   * `this.documents`, from the table aliased `d`) arrive as text: the same UTF-8 as the stored
+   * bytes (see VisitDocument), which the page writer copies alike. Bytes would cost more on
+   * both databases: PostgreSQL sends bytea hex-encoded, twice the bytes on the wire and a
+   * decoding per document; SQLite gives a blob as a Buffer of its own, malloc'ed outside V8's
+   * heap, which fragments the process's memory and drives full collections. The order is the
+   * statement's: its outer ORDER BY is the order of the page's ids, which both databases step
+   * through (SQLite as a co-routine, PostgreSQL as the outer side of a nested loop), so neither
+   * sorts the documents. See docs/decisions.md ("Visits").
+   */
+  private readonly rows: SqliteRows | PostgresRows;
 
   constructor(
     @InjectDataSource() private readonly db: DataSource,
@@ -109,7 +122,7 @@ export class VisitsRepository {
     const columns = (names: string[]): string =>
       names.map((c) => (this.postgres ? `convert_from(d.${c}, 'UTF8') AS ${c}` : `CAST(d.${c} AS TEXT) AS ${c}`)).join(', ');
     this.documents = { standard: columns(['standard']), plus: columns(['standard', 'plus']) };
-    this.sqliteRows = this.postgres ? null : new SqliteRows(db);
+    this.rows = this.postgres ? new PostgresRows(db) : new SqliteRows(db);
   }
 
   /**
@@ -131,39 +144,10 @@ export class VisitsRepository {
           ORDER BY visit_date_time, id
           LIMIT ${p()} OFFSET ${p()}
         ) page
-        JOIN visit_documents d ON d.visit_id = page.id${this.inPageOrder('page.visit_date_time, page.id')}`;
+        JOIN visit_documents d ON d.visit_id = page.id
+        ORDER BY page.visit_date_time, page.id`;
     });
-    type PageRow = DocumentRow & { visit_date_time: string };
-    const order = (a: PageRow, b: PageRow): number =>
-      a.visit_date_time < b.visit_date_time ? -1 : a.visit_date_time > b.visit_date_time ? 1 : Number(a.id) - Number(b.id);
-    await this.readDocuments<PageRow>(sql, [...this.selectionParams(q), q.take, q.skip], order, each);
-  }
-
-  /**
-   * The joined rows' ORDER BY, on SQLite: it steps through the page's ids (a co-routine) in
-   * their order and looks each document up, so it gives the joined rows in that order without
-   * sorting them (its query plan has no temporary b-tree for the ORDER BY). PostgreSQL would
-   * sort, and copy, the documents: its rows are put in order after reading (readDocuments).
-   */
-  private inPageOrder(columns: string): string {
-    return this.postgres ? '' : `\n        ORDER BY ${columns}`;
-  }
-
-  /**
-   * Hands the rows of a page query to `each` in page order. Their documents (the columns of
-   * `this.documents`, from the table aliased `d`) arrive as text: the same UTF-8 as the stored
-   * bytes (see VisitDocument), which the page writer copies alike. Bytes would cost more on
-   * both databases: PostgreSQL sends bytea hex-encoded, twice the bytes on the wire and a
-   * decoding per document in node-postgres; SQLite gives a blob as a Buffer of its own,
-   * malloc'ed outside V8's heap, which fragments the process's memory and drives full
-   * collections. On SQLite each row is handed on before the next is read (SqliteRows), so its
-   * text dies young in V8's new space; PostgreSQL's rows arrive together and are sorted here.
-   * See docs/decisions.md ("Visits").
-   */
-  private async readDocuments<T extends DocumentRow>(sql: string, params: unknown[], order: (a: T, b: T) => number, each: (row: T) => void): Promise<void> {
-    if (this.sqliteRows !== null) return this.sqliteRows.each(sql, params, each);
-    const rows = await this.db.query<T[]>(sql, params);
-    rows.sort(order).forEach((row) => each(row));
+    await this.rows.each(sql, [...this.selectionParams(q), q.take, q.skip], each);
   }
 
   /** The position of the row `count` rows after `after` (or from the selection's start); null past the end. */
@@ -299,8 +283,9 @@ export class VisitsRepository {
         ORDER BY change_seq
         LIMIT ${limit}
       ) page
-      JOIN visit_documents d ON d.visit_id = page.id${this.inPageOrder('page.change_seq')}`;
-    await this.readDocuments<ChangeRow>(sql, params, (a, b) => Number(a.change_seq) - Number(b.change_seq), each);
+      JOIN visit_documents d ON d.visit_id = page.id
+      ORDER BY page.change_seq`;
+    await this.rows.each(sql, params, each);
   }
 
   /**
