@@ -1,6 +1,12 @@
 import pg from 'pg';
 import type { DataSource } from 'typeorm';
 
+/** What HandedOnQuery changes of node-postgres' Query: not part of its typings. */
+interface QueryInternals {
+  handleRowDescription(message: unknown): void;
+  _accumulateRows: boolean;
+}
+
 /**
  * A query whose rows are handed on as they arrive, none of them kept: node-postgres keeps
  * every row of a query whose caller waits for its end with a callback (which the client's
@@ -10,12 +16,6 @@ import type { DataSource } from 'typeorm';
  * switch for this, set when the row description arrives; postgres-rows.e2e-spec checks it
  * keeps working.)
  */
-/** What HandedOnQuery changes of node-postgres' Query: not part of its typings. */
-interface QueryInternals {
-  handleRowDescription(message: unknown): void;
-  _accumulateRows: boolean;
-}
-
 export class HandedOnQuery extends pg.Query {
   constructor(sql: string, params: unknown[], callback: (error: Error | undefined) => void) {
     super(sql, params, callback);
