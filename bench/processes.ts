@@ -114,7 +114,8 @@ export async function startBenchService(env: Record<string, string>, cacheOff: b
     },
     // This checkout's dist/main.js, wherever the compiled helper lies; `env` is the whole
     // environment (see serviceEnv), so no VISITS_CACHE_MB or DATABASE_URL of the caller leaks in.
-    { cwd: ROOT, exactEnv: true },
+    // BENCH_SERVICE_NODE_ARGS: options of node for the service, such as `--cpu-prof --cpu-prof-dir=/tmp/profiles`.
+    { cwd: ROOT, exactEnv: true, nodeArgs: env.BENCH_SERVICE_NODE_ARGS?.split(/\s+/).filter(Boolean) },
   );
   const stop = (): Promise<void> => stopService(service);
   defer(`stop ${label}`, stop);

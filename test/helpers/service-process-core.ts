@@ -22,6 +22,8 @@ export interface StartOptions {
   cwd?: string;
   /** Pass exactly `env` (with PATH and HOME), inheriting nothing else from the tests. */
   exactEnv?: boolean;
+  /** Options of node itself, before the script (those NODE_OPTIONS does not allow, such as --cpu-prof). */
+  nodeArgs?: readonly string[];
 }
 
 /**
@@ -33,13 +35,13 @@ export const runningServices = new Set<ServiceProcess['stop']>();
 
 /** Starts the built service (`node dist/main.js`) and waits until it says where it listens. */
 export async function startService(env: Record<string, string>, options: StartOptions = {}): Promise<ServiceProcess> {
-  const { timeoutMs = 120_000, cwd, exactEnv = false } = options;
+  const { timeoutMs = 120_000, cwd, exactEnv = false, nodeArgs = [] } = options;
   const base: Record<string, string | undefined> = exactEnv
     ? { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/tmp' }
     : { ...process.env, NODE_OPTIONS: '', PORT: '0', HOST: '127.0.0.1', METRICS_PORT: '0' };
   delete base.DATABASE_URL;
   delete base.DATABASE_SCHEMA;
-  const child = spawn(process.execPath, [cwd ? 'dist/main.js' : MAIN], { cwd, env: { ...base, ...env } });
+  const child = spawn(process.execPath, [...nodeArgs, cwd ? 'dist/main.js' : MAIN], { cwd, env: { ...base, ...env } });
   let text = '';
   let ended = false;
   const listeners = new Set<() => void>();
