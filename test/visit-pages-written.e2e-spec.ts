@@ -81,7 +81,13 @@ describe(`visit pages written by the repository (${process.env.TEST_DATABASE})`,
     const expectedPage = writer(plus);
     for (const visit of page) {
       const document = visitDocument(visit);
-      expectedPage.add([visit.id, visit.brandId, visit.branchId, document.standard.toString('utf8'), document.plus.toString('utf8')]);
+      expectedPage.add({
+        id: visit.id,
+        brand_id: visit.brandId,
+        branch_id: visit.branchId,
+        standard: document.standard.toString('utf8'),
+        plus: document.plus.toString('utf8'),
+      });
     }
     return expectedPage.finish(after);
   }
@@ -131,7 +137,7 @@ describe(`visit pages written by the repository (${process.env.TEST_DATABASE})`,
       let last: number | null = null;
       await repo.changes({ clientId: 2, after, brandIds: null, visitTypes: null, take, plus }, (row) => {
         page.add(row);
-        last = Number(row[5]);
+        last = Number(row.change_seq);
       });
       return { page, last };
     };

@@ -14,12 +14,11 @@ interface QueryInternals {
  * of texts until its last row, long enough for them to outlive V8's young generation. The
  * rows are handed to the 'row' listeners only. (`_accumulateRows` is node-postgres' own
  * switch for this, set when the row description arrives; postgres-rows.e2e-spec checks it
- * keeps working.) Each row is an array of the statement's columns in their order
- * (node-postgres' `rowMode: 'array'`), as SqliteRows gives them.
+ * keeps working.)
  */
 export class HandedOnQuery extends pg.Query {
   constructor(sql: string, params: unknown[], callback: (error: Error | undefined) => void) {
-    super({ text: sql, rowMode: 'array' } as pg.QueryArrayConfig, params, callback);
+    super(sql, params, callback);
     const internals = this as unknown as QueryInternals;
     const describe = internals.handleRowDescription.bind(this);
     internals.handleRowDescription = (message) => {
@@ -41,11 +40,11 @@ export class PostgresRows {
   }
 
   /**
-   * Calls `each` with every row of `sql` (an array of its columns), in the order the statement
-   * gives them. An exception of `each` ends the calls; the rest of the rows is read and dropped
-   * (the statement is not cancelled), then it is thrown.
+   * Calls `each` with every row of `sql`, in the order the statement gives them. An exception
+   * of `each` ends the calls; the rest of the rows is read and dropped (the statement is not
+   * cancelled), then it is thrown.
    */
-  async each<T extends readonly unknown[]>(sql: string, params: readonly unknown[], each: (row: T) => void): Promise<void> {
+  async each<T>(sql: string, params: readonly unknown[], each: (row: T) => void): Promise<void> {
     const runner = this.db.createQueryRunner();
     try {
       const client = (await runner.connect()) as pg.PoolClient;

@@ -18,12 +18,11 @@ describe('SqliteRows', () => {
     const sql = 'SELECT id, CAST(doc AS TEXT) AS doc, n FROM docs WHERE id >= ? ORDER BY id DESC';
     const seen: unknown[] = [];
     rows.each(sql, [2], (row) => seen.push(row));
-    // Each row an array of the select's columns, in their order.
-    expect(seen).toEqual((await db.query<Record<string, unknown>[]>(sql, [2])).map((row) => Object.values(row)));
-    expect(seen.map((row) => (row as unknown[])[1])).toEqual([texts[3], texts[2], texts[1]]);
+    expect(seen).toEqual(await db.query(sql, [2]));
+    expect(seen.map((row) => (row as { doc: string }).doc)).toEqual([texts[3], texts[2], texts[1]]);
     // The same statement again, with other parameters.
     const again: number[] = [];
-    rows.each<[id: number]>(sql, [4], (row) => again.push(row[0]));
+    rows.each<{ id: number }>(sql, [4], (row) => again.push(row.id));
     expect(again).toEqual([4]);
   });
 
@@ -32,15 +31,15 @@ describe('SqliteRows', () => {
     const sql = 'SELECT id FROM docs ORDER BY id';
     const seen: number[] = [];
     expect(() =>
-      rows.each<[id: number]>(sql, [], (row) => {
-        seen.push(row[0]);
-        if (row[0] === 2) throw new Error('stop');
+      rows.each<{ id: number }>(sql, [], (row) => {
+        seen.push(row.id);
+        if (row.id === 2) throw new Error('stop');
       }),
     ).toThrow('stop');
     expect(seen).toEqual([1, 2]);
     // The statement was reset: the connection and the statement are free again.
     const all: number[] = [];
-    rows.each<[id: number]>(sql, [], (row) => all.push(row[0]));
+    rows.each<{ id: number }>(sql, [], (row) => all.push(row.id));
     expect(all).toEqual([1, 2, 3, 4]);
   });
 

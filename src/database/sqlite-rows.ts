@@ -10,34 +10,26 @@ import type { DataSource } from 'typeorm';
  * which a run of such pages leaves fragmented long after they are gone. Handed on one by one,
  * each text is copied into the page and dies young.
  *
- * Each row is an array of the statement's columns in their order (better-sqlite3's raw
- * mode), not an object: an object per row cost the property names looked up again and the
- * object's shape built anew for every row.
- *
  * The read is synchronous, as TypeORM's own (better-sqlite3 has no other kind): no other
  * query of the process runs on the shared connection while it steps through the rows.
  */
 export class SqliteRows {
   /** Prepared statements by their text: callers build a bounded set of them. */
-  private readonly statements = new Map<string, Statement<unknown[], unknown[]>>();
+  private readonly statements = new Map<string, Statement<unknown[], Record<string, unknown>>>();
 
   constructor(private readonly db: DataSource) {
     if (db.options.type !== 'better-sqlite3') throw new Error(`rows are stepped through on SQLite only, not ${db.options.type}`);
   }
 
-  /**
-   * Calls `each` with every row of `sql` (an array of its columns), in the order the statement
-   * gives them; an exception of `each` ends the read.
-   */
-  each<T extends readonly unknown[]>(sql: string, params: readonly unknown[], each: (row: T) => void): void {
+  /** Calls `each` with every row of `sql`, in the order the statement gives them; an exception of `each` ends the read. */
+  each<T>(sql: string, params: readonly unknown[], each: (row: T) => void): void {
     let statement = this.statements.get(sql);
     if (statement === undefined) {
       // The data source's one connection, opened when it was initialized.
       const connection = (this.db.driver as unknown as { databaseConnection: Database }).databaseConnection;
-      statement = connection.prepare<unknown[], unknown[]>(sql).raw(true);
+      statement = connection.prepare<unknown[], Record<string, unknown>>(sql);
       this.statements.set(sql, statement);
     }
-    // Rows of the statement the caller wrote: T names their columns.
-    for (const row of statement.iterate(...params)) each(row as unknown as T);
+    for (const row of statement.iterate(...params)) each(row as T);
   }
 }

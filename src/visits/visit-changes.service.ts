@@ -58,7 +58,7 @@ export class VisitChangesService {
       const q = { clientId: selection.clientId, after: start, brandIds: selection.brandIds, visitTypes: selection.visitTypes, take, plus };
       await this.repo.changes(q, (row) => {
         page.add(row);
-        last = Number(row[5]);
+        last = Number(row.change_seq);
       });
       after = this.tokens.encode(scope, [last]);
       return after;

@@ -64,7 +64,7 @@ function clientNames(p: Page): ClientNames {
 /** The row a database gives for the visit: its stored document as text. */
 function documentRow(v: Visit): DocumentRow {
   const stored = renderVisitDocument(v.fields);
-  return [v.id, v.brandId, v.branchId, stored.standard.toString('utf8'), stored.plus.toString('utf8')];
+  return { id: v.id, brand_id: v.brandId, branch_id: v.branchId, standard: stored.standard.toString('utf8'), plus: stored.plus.toString('utf8') };
 }
 
 /** What the page must equal: the interface's objects, in its field order. */

@@ -81,14 +81,17 @@ export function renderStoredVisit(row: VisitColumns): VisitDocumentParts {
 }
 
 /**
- * A row of a page as the database returns it, its columns in this order (see
- * VisitsRepository.rows): the visit's id, brand and branch, and its stored documents read as
- * text (the stored bytes are UTF-8); `plus` is read for plus pages only, null on others.
+ * A row of a page as the database returns it: the visit's place and its stored document, read
+ * as text (the stored bytes are UTF-8; see VisitsRepository.rows).
  */
-export type DocumentRow = [id: number | string, brandId: number | null, branchId: string, standard: string, plus: string | null];
-
-/** A row of the change feed: a page's row, then the visit's write sequence. */
-export type ChangeRow = [...DocumentRow, changeSeq: number | string];
+export interface DocumentRow {
+  id: number | string;
+  brand_id: number | null;
+  branch_id: string;
+  standard: string;
+  /** Read for plus pages only. */
+  plus?: string;
+}
 
 /** The names a client's visits are written with, as they are now. */
 export interface ClientNames {
@@ -169,15 +172,14 @@ export class PageWriter {
   }
 
   /** Appends a visit; throws StaleNames when its branch is not among the names. */
-  add(row: DocumentRow | ChangeRow): void {
-    const [id, brandId, branchId, standard, plus] = row;
-    const fragment = this.names.of(brandId, branchId);
-    if (!fragment) throw new StaleNames(`branch ${branchId} is not among the names read`);
+  add(row: DocumentRow): void {
+    const fragment = this.names.of(row.brand_id, row.branch_id);
+    if (!fragment) throw new StaleNames(`branch ${row.branch_id} is not among the names read`);
     let out = this.out;
     if (out === null) out = this.out = new ByteWriter(this.expectedBytes, this.pool).text('{"data":{"visits":[{"visitId":');
     else out.text(',{"visitId":');
-    out.text(number(id)).bytes(fragment).text(standard);
-    if (this.plus) out.text(plus!);
+    out.text(number(row.id)).bytes(fragment).text(row.standard);
+    if (this.plus) out.text(row.plus!);
     out.text('}');
     this.rows++;
   }

@@ -18,7 +18,7 @@ const fields = {
   optInJoinMarketing: null,
 };
 const document = renderVisitDocument(fields);
-const row = (id: number, branch: string): DocumentRow => [id, null, branch, document.standard.toString('utf8'), document.plus.toString('utf8')];
+const row = (id: number, branch: string): DocumentRow => ({ id, brand_id: null, branch_id: branch, standard: document.standard.toString('utf8'), plus: document.plus.toString('utf8') });
 
 /** Names that know the branches given. */
 const namesOf = (...branches: string[]): ClientNames => ({

@@ -7,7 +7,7 @@ import { PostgresRows } from '../database/postgres-rows.js';
 import { SqliteRows } from '../database/sqlite-rows.js';
 import { inTransaction, movesDataVersion } from '../database/transaction.js';
 import { upsertRows } from '../database/upsert.js';
-import { renderVisitDocument, type ChangeRow, type ClientNames, type DocumentRow } from './visit-json.js';
+import { renderVisitDocument, type ClientNames, type DocumentRow } from './visit-json.js';
 import { WebhookOutbox } from '../webhooks/webhook-outbox.js';
 
 /** What an import compares to decide whether a re-imported visit changed. */
@@ -84,6 +84,9 @@ export interface ChangesPageQuery {
   plus: boolean;
 }
 
+export interface ChangeRow extends DocumentRow {
+  change_seq: number | string;
+}
 
 /** How the SQLite driver stores a Date (UTC, milliseconds), so that stored and given times compare as text. */
 function sqliteTimestamp(at: Date): string {
@@ -107,8 +110,7 @@ export class VisitsRepository {
    * heap, which fragments the process's memory and drives full collections. The order is the
    * statement's: its outer ORDER BY is the order of the page's ids, which both databases step
    * through (SQLite as a co-routine, PostgreSQL as the outer side of a nested loop), so neither
-   * sorts the documents. Rows come as arrays of the select's columns (DocumentRow, ChangeRow),
-   * in the order the statements here write them. See docs/decisions.md ("Visits").
+   * sorts the documents. See docs/decisions.md ("Visits").
    */
   private readonly rows: SqliteRows | PostgresRows;
 
@@ -117,9 +119,9 @@ export class VisitsRepository {
     private readonly webhooks: WebhookOutbox,
   ) {
     this.postgres = db.options.type === 'postgres';
-    const column = (c: string): string => (this.postgres ? `convert_from(d.${c}, 'UTF8') AS ${c}` : `CAST(d.${c} AS TEXT) AS ${c}`);
-    // The two last columns of DocumentRow: a standard page reads no plus document.
-    this.documents = { standard: `${column('standard')}, NULL AS plus`, plus: `${column('standard')}, ${column('plus')}` };
+    const columns = (names: string[]): string =>
+      names.map((c) => (this.postgres ? `convert_from(d.${c}, 'UTF8') AS ${c}` : `CAST(d.${c} AS TEXT) AS ${c}`)).join(', ');
+    this.documents = { standard: columns(['standard']), plus: columns(['standard', 'plus']) };
     this.rows = this.postgres ? new PostgresRows(db) : new SqliteRows(db);
   }
 
@@ -135,7 +137,7 @@ export class VisitsRepository {
     if (selectsNothing(q)) return;
     const documents = this.documents[q.plus ? 'plus' : 'standard'];
     const sql = this.sqlFor(`page:${q.plus}`, q, (where, p) => {
-      return `SELECT page.id, page.brand_id, d.branch_id, ${documents}
+      return `SELECT page.id, page.visit_date_time, page.brand_id, d.branch_id, ${documents}
         FROM (
           SELECT id, visit_date_time, brand_id FROM visits
           WHERE ${where}
@@ -275,7 +277,7 @@ export class VisitsRepository {
     }
     const limit = p();
     params.push(q.take);
-    const sql = `SELECT page.id, page.brand_id, d.branch_id, ${this.documents[q.plus ? 'plus' : 'standard']}, page.change_seq
+    const sql = `SELECT page.id, page.brand_id, page.change_seq, d.branch_id, ${this.documents[q.plus ? 'plus' : 'standard']}
       FROM (
         SELECT id, brand_id, change_seq FROM visits WHERE ${where.join(' AND ')}
         ORDER BY change_seq

@@ -67,7 +67,7 @@ describe('VisitsService pages', () => {
 describe('VisitsService pages of different entitlements', () => {
   /** Rows of brands 5 and 6 alternately; the fake reads them as the database would, by the selection's brand list. */
   function brandRows(count: number) {
-    const all = Array.from({ length: count }, (_, i) => ({ id: 1000 + i, brand: i % 2 === 0 ? 5 : 6, visit_date_time: '2026-10-01T10:00:00' }));
+    const all = Array.from({ length: count }, (_, i) => ({ id: 1000 + i, brand: i % 2 === 0 ? 5 : 6, visit_date_time: '2026-10-01T10:00:00', branch_id: 'BR', brand_id: null, standard: '', plus: '' }));
     const selected = (q: { brandIds: readonly number[] | null }) => all.filter((r) => q.brandIds === null || q.brandIds.includes(r.brand));
     const calls = { pages: 0, positions: 0 };
     const repo = {
@@ -76,7 +76,7 @@ describe('VisitsService pages of different entitlements', () => {
         calls.pages++;
         const rows = selected(q);
         const from = (q.after ? rows.findIndex((r) => r.id === q.after!.id) + 1 : 0) + q.skip;
-        rows.slice(from, from + q.take).forEach((row) => each([row.id, null, 'BR', '', '']));
+        (rows.slice(from, from + q.take) as unknown as DocumentRow[]).forEach((row) => each(row));
         return Promise.resolve();
       },
       positionAfter: (q: VisitPageQuery, n: number) => {
@@ -118,7 +118,7 @@ describe('VisitsService pages of different entitlements', () => {
 describe('VisitsService page marks', () => {
   /** A selection of `count` rows, all at one time (so the id decides the order), with the calls made. */
   function rows(count: number, version: { value: number }, failMarks = { times: 0 }) {
-    const all = Array.from({ length: count }, (_, i) => ({ id: 1000 + i, visit_date_time: '2026-10-01T10:00:00' }));
+    const all = Array.from({ length: count }, (_, i) => ({ id: 1000 + i, visit_date_time: '2026-10-01T10:00:00', branch_id: 'BR', brand_id: null, standard: '', plus: '' }));
     const indexAfter = (after?: PagePosition): number => (after ? all.findIndex((r) => r.id === after.id) + 1 : 0);
     const calls = { pages: [] as VisitPageQuery[], positions: 0 };
     const repo = {
@@ -126,7 +126,7 @@ describe('VisitsService page marks', () => {
       page: (q: VisitPageQuery, each: (row: DocumentRow) => void) => {
         calls.pages.push(q);
         const from = indexAfter(q.after) + q.skip;
-        all.slice(from, from + q.take).forEach((row) => each([row.id, null, 'BR', '', '']));
+        all.slice(from, from + q.take).forEach((row) => each(row));
         return Promise.resolve();
       },
       positionAfter: (q: { after?: PagePosition }, n: number) => {
@@ -203,7 +203,7 @@ describe('VisitsService page bodies', () => {
       page: (q: VisitPageQuery, each: (row: DocumentRow) => void) => {
         for (let i = 0; i < q.take; i++) {
           const id = q.skip + i + 1;
-          each([id, null, 'BR', `,"note":"${`row ${id} `.repeat(220)}"`, null]);
+          each({ id, brand_id: null, branch_id: 'BR', standard: `,"note":"${`row ${id} `.repeat(220)}"` });
         }
         return new Promise<void>((resolve) => setTimeout(resolve, 5));
       },

@@ -18,11 +18,10 @@ describe('PostgresRows', () => {
     const rows = new PostgresRows(db);
     const seen: unknown[] = [];
     await rows.each(sql, [...texts, 2], (row) => seen.push(row));
-    // Each row an array of the select's columns, in their order.
-    expect(seen).toEqual((await db.query<Record<string, unknown>[]>(sql, [...texts, 2])).map((row) => Object.values(row)));
-    expect(seen.map((row) => (row as unknown[])[1])).toEqual([texts[3], texts[2], texts[1]]);
+    expect(seen).toEqual(await db.query(sql, [...texts, 2]));
+    expect(seen.map((row) => (row as { doc: string }).doc)).toEqual([texts[3], texts[2], texts[1]]);
     const again: number[] = [];
-    await rows.each<[id: number]>(sql, [...texts, 4], (row) => again.push(row[0]));
+    await rows.each<{ id: number }>(sql, [...texts, 4], (row) => again.push(row.id));
     expect(again).toEqual([4]);
   });
 
@@ -36,7 +35,7 @@ describe('PostgresRows', () => {
       let query!: pg.Query;
       await new Promise<void>((resolve, reject) => {
         query = make((error) => (error ? reject(error) : resolve()));
-        query.on('row', (row: [id: number]) => seen.push(row[0]));
+        query.on('row', (row: { id: number }) => seen.push(row.id));
         void client.query(query);
       });
       return { query, seen };
@@ -46,7 +45,7 @@ describe('PostgresRows', () => {
       const handedOn = await run((done) => new HandedOnQuery(sql500, [], done));
       expect(handedOn.seen).toEqual(Array.from({ length: 500 }, (_, i) => i + 1));
       expect(kept(handedOn.query)).toEqual([]);
-      const plain = await run((done) => new pg.Query({ text: sql500, rowMode: 'array' } as pg.QueryArrayConfig, [], done));
+      const plain = await run((done) => new pg.Query(sql500, [], done));
       expect(plain.seen).toHaveLength(500);
       expect(kept(plain.query)).toHaveLength(500);
     } finally {
@@ -58,14 +57,14 @@ describe('PostgresRows', () => {
     const rows = new PostgresRows(db);
     const seen: number[] = [];
     await expect(
-      rows.each<[id: number]>(sql, [...texts, 1], (row) => {
-        seen.push(row[0]);
-        if (row[0] === 3) throw new Error('stop');
+      rows.each<{ id: number }>(sql, [...texts, 1], (row) => {
+        seen.push(row.id);
+        if (row.id === 3) throw new Error('stop');
       }),
     ).rejects.toThrow('stop');
     expect(seen).toEqual([4, 3]);
     const all: number[] = [];
-    await rows.each<[id: number]>(sql, [...texts, 1], (row) => all.push(row[0]));
+    await rows.each<{ id: number }>(sql, [...texts, 1], (row) => all.push(row.id));
     expect(all).toEqual([4, 3, 2, 1]);
   });
 
@@ -77,7 +76,7 @@ describe('PostgresRows', () => {
     expect(Date.now() - started).toBeLessThan(1950);
     // The one connection was given back to the pool: it reads again once the sleep is over.
     const after: number[] = [];
-    await rows.each<[id: number]>('SELECT 7 AS id', [], (row) => after.push(row[0]));
+    await rows.each<{ id: number }>('SELECT 7 AS id', [], (row) => after.push(row.id));
     expect(after).toEqual([7]);
   });
 
