@@ -182,7 +182,7 @@ export interface MeasureOptions {
   scratch: string;
   connections?: number;
   durationSeconds?: number;
-  /** The service's pid, whose resident set is sampled during the measured run. */
+  /** The service's pid, whose resident set is sampled and whose CPU is counted during the measured run. */
   rssPid?: number;
   /** The database server's processes, whose CPU is counted during the measured run. */
   databasePids?: () => number[];
