@@ -95,7 +95,7 @@ function serviceParty(name: string, service: BenchService, target: Target, conte
     if (target.method === 'POST') await getToken(service.url, context.credential);
     else await get(`${service.url}${target.paths[0]}`, target.headers);
   };
-  return { name, target, options: { settings: context.settings, scratch: context.scratch, rssPid: service.pid, databasePids: context.kind === 'postgres' ? postgresServerPids : undefined, settle, ...extra } };
+  return { name, target, options: { settings: context.settings, scratch: context.scratch, servicePid: service.pid, databasePids: context.kind === 'postgres' ? postgresServerPids : undefined, settle, ...extra } };
 }
 
 function referenceParty(name: string, reference: Reference, target: Omit<Target, 'origin'>, context: RunContext): Party {

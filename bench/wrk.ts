@@ -183,7 +183,7 @@ export interface MeasureOptions {
   connections?: number;
   durationSeconds?: number;
   /** The service's pid, whose resident set is sampled and whose CPU is counted during the measured run. */
-  rssPid?: number;
+  servicePid?: number;
   /** The database server's processes, whose CPU is counted during the measured run. */
   databasePids?: () => number[];
   /** Resolves once what the warm-up left running has drained (see settle in runs.ts). */
@@ -192,13 +192,13 @@ export interface MeasureOptions {
 
 /** A warm-up run (discarded: JIT, pools and caches warm up), then the measured run with identical settings. */
 export async function measure(target: Target, options: MeasureOptions): Promise<WrkRun> {
-  const { settings, scratch, rssPid, settle } = options;
+  const { settings, scratch, servicePid, settle } = options;
   const connections = options.connections ?? settings.connections;
   const script = join(scratch, 'wrk-script.lua');
   await runWrk(target, connections, settings.warmupSeconds, script);
   if (settle) await settle();
-  const stopRss = rssPid === undefined ? null : watchRss(rssPid);
-  const serviceCpu = rssPid === undefined ? null : watchCpu(() => [rssPid]);
+  const stopRss = servicePid === undefined ? null : watchRss(servicePid);
+  const serviceCpu = servicePid === undefined ? null : watchCpu(() => [servicePid]);
   const databaseCpu = options.databasePids ? watchCpu(options.databasePids) : null;
   const run = await runWrk(target, connections, options.durationSeconds ?? settings.durationSeconds, script);
   const perRequest = (ms: number | null): number | null => (ms === null || run.requests === 0 ? null : round(ms / run.requests, 2));

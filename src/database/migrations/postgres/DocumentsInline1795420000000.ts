@@ -1,5 +1,8 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
 
+/** Documents rewritten per statement: a few MB. */
+const BATCH = 2000;
+
 /**
  * Visit documents are kept in the table's own rows, uncompressed. PostgreSQL compresses any
  * row over about 2 KB (pglz), and a document is about 4 KB: every page read then decompressed
@@ -10,9 +13,6 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
  * already stored compressed are rewritten once, uncompressed. The bytes read are the same
  * either way: only how the server keeps them changes.
  */
-/** Documents rewritten per statement: a few MB. */
-const BATCH = 2000;
-
 export class DocumentsInline1795420000000 implements MigrationInterface {
   name = 'DocumentsInline1795420000000';
 
