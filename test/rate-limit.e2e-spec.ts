@@ -147,4 +147,28 @@ describe(`rate limits (${process.env.TEST_DATABASE}, counters in the process)`, 
     expect(text).toMatch(/^results_http_requests_total\{method="GET",route="\/branches",status="429"\} [2-9]$/m);
     expect(text).toMatch(/^results_http_request_duration_seconds_bucket\{le="\+Inf",method="GET",route="\/branches",status="200"\} 4$/m);
   });
+
+  it('counts keys that are not live by the caller\'s address: a new made-up key per request opens no new window', async () => {
+    const statuses: number[] = [];
+    for (let i = 0; i < 6; i++) {
+      const res = await request(t.http).get('/branches?SvcClientId=1001').set('svc-api-key', `svck_made_up_${i}_${Date.now()}`);
+      statuses.push(res.status);
+      if (res.status === 429) {
+        expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
+        expect(Number(res.headers['retry-after'])).toBeGreaterThan(0);
+        break;
+      }
+      expect(res.body.detail).toBe('The svc-api-key is not valid.');
+      expect(res.headers.ratelimit).toMatch(/^"default";r=\d;t=\d+$/);
+    }
+    // At most the limit (5) of them are answered 401; the next is refused by the limit.
+    expect(statuses.at(-1)).toBe(429);
+    expect(statuses.slice(0, -1).every((s) => s === 401)).toBe(true);
+    // A live key from the same address has its own window.
+    const fresh = await issueCredential(t);
+    const ok = await request(t.http).post('/connect/token').set('svc-api-key', fresh.apiKey).type('form')
+      .send({ grant_type: 'client_credentials', client_id: fresh.clientId, client_secret: fresh.clientSecret });
+    expect(ok.status).toBe(200);
+    expect(ok.headers.ratelimit).toMatch(/^"default";r=4;t=\d+, "token";r=2;t=\d+$/);
+  });
 });

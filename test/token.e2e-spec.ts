@@ -184,12 +184,22 @@ describe(`POST /connect/token (${process.env.TEST_DATABASE})`, () => {
     expect((await post(creds(other), other.apiKey)).status).toBe(200);
   });
 
-  it('counts refusals of the svc-api-key towards the same lockout', async () => {
+  it('does not count refusals of the svc-api-key towards the lockout: without the client\'s key a request is no guess of its secret', async () => {
     const victim = await issueCredential(t, { clients: [1002], scopes: ['visits/standard.read'] });
-    for (let i = 0; i < 5; i++) {
-      expectOAuthError(await post(creds(victim), other.apiKey), 401, 'invalid_client', 'The svc-api-key does not belong to this client.');
+    for (let i = 0; i < 6; i++) {
+      expectOAuthError(await post({ ...creds(victim), client_secret: `guess-${i}` }, other.apiKey), 401, 'invalid_client', 'The svc-api-key does not belong to this client.');
+      expectOAuthError(await post({ ...creds(victim), client_secret: `guess-${i}` }, `svck_made_up_${i}`), 401, 'invalid_client', 'The svc-api-key is not valid.');
     }
+    const res = await post(creds(victim), victim.apiKey);
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ token_type: 'Bearer' });
+  });
+
+  it('answers a locked-out client id about the key first: without its key nobody learns of the lockout', async () => {
+    const victim = await issueCredential(t, { clients: [1002], scopes: ['visits/standard.read'] });
+    for (let i = 0; i < 5; i++) expect((await post({ ...creds(victim), client_secret: `guess-${i}` }, victim.apiKey)).status).toBe(401);
     expectOAuthError(await post(creds(victim), victim.apiKey), 429, 'slow_down', /^Too many failed token requests for this client; retry after \d+ seconds\.$/);
+    expectOAuthError(await post(creds(victim), other.apiKey), 401, 'invalid_client', 'The svc-api-key does not belong to this client.');
   });
 
   describe('a secret stored in the older scrypt form', () => {

@@ -77,6 +77,12 @@ export class AuthCacheService {
     });
   }
 
+  /** The client id of the credential a live (known, unrevoked) key belongs to; null for any other value. An arrow: the rate limits hold it. */
+  readonly keyOwner = async (presented: string): Promise<string | null> => {
+    const key = await this.apiKey(presented);
+    return key && !key.revoked ? key.credentialId : null;
+  };
+
   credential(clientId: string): Promise<CachedCredential | null> {
     return this.credentials.get(clientId, async () => {
       const c = await this.repo.findCredential(clientId);

@@ -3,7 +3,7 @@ import { APP_GUARD } from '@nestjs/core';
 import { PassportModule } from '@nestjs/passport';
 import { ClientsModule } from '../clients/clients.module.js';
 import { BodyErrorGuard } from '../common/body-errors.js';
-import { RateLimitGuard } from '../rate-limit/rate-limit.guard.js';
+import { KEY_OWNER, RateLimitGuard } from '../rate-limit/rate-limit.guard.js';
 import { AuthCacheService } from './auth-cache.service.js';
 import { AuthRepository } from './auth.repository.js';
 import { CredentialsService } from './credentials.service.js';
@@ -37,6 +37,8 @@ import { WellKnownController } from './well-known.controller.js';
     TokenLane,
     JwtStrategy,
     VerifiedTokens,
+    // The rate limits count by API key only when it is a live one, which the credentials' cache knows.
+    { provide: KEY_OWNER, inject: [AuthCacheService], useFactory: (cache: AuthCacheService) => cache.keyOwner },
     // The rate limit comes first, so that refused requests count too.
     { provide: APP_GUARD, useClass: RateLimitGuard },
     // A body that could not be read is refused next, before the credentials (see keepingBodyErrors).

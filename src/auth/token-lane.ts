@@ -11,6 +11,7 @@ import { MetricsService } from '../metrics/metrics.service.js';
 import { answeredByRoute, RequestMetricsMiddleware } from '../metrics/request-metrics.middleware.js';
 import { apiLimit, countAhead, handOnCount, setLimitHeaders, tokenLimit, TOKEN_PATH, type NamedLimit } from '../rate-limit/rate-limit.guard.js';
 import type { CountResult } from '../rate-limit/rate-limit.storage.js';
+import { AuthCacheService } from './auth-cache.service.js';
 import { TokenService } from './token.service.js';
 
 const FORM_TYPE = 'application/x-www-form-urlencoded';
@@ -45,6 +46,7 @@ export class TokenLane {
 
   constructor(
     private readonly tokens: TokenService,
+    private readonly cache: AuthCacheService,
     @InjectThrottlerStorage() private readonly storage: ThrottlerStorage,
     @Inject(REQUEST_LOGGER) private readonly requestLines: RequestLogger,
     config: AppConfig,
@@ -80,6 +82,8 @@ export class TokenLane {
     this.requestLines(req, res, nothing);
     this.metricsMiddleware.use(req, res, nothing);
     answeredByRoute(req, TOKEN_PATH);
+    // A key that is not live is refused on Express's path, where the limits count it by the caller's address.
+    if ((await this.keyOwner(req)) === null) return false;
     const form = await readBodyAhead(setup.formParser, req, res);
     if (typeof form !== 'object' || form === null) return false;
     const counts = await this.count(req);
@@ -118,12 +122,17 @@ export class TokenLane {
    * The request counted under each limit in turn, as the guard counts it; null when a limit
    * refuses it or a count failed, with what was counted handed on to the guard.
    */
+  /** Whose live key the request carries (takes() saw one); null when it is not a live key. */
+  private keyOwner(req: IncomingMessage): Promise<string | null> {
+    return this.cache.keyOwner((req.headers['svc-api-key'] as string).trim());
+  }
+
   private async count(req: IncomingMessage): Promise<[NamedLimit, CountResult][] | null> {
     const counts: [NamedLimit, CountResult][] = [];
     for (const limit of this.limits) {
       let count: CountResult;
       try {
-        count = await countAhead(this.storage, req, limit);
+        count = await countAhead(this.storage, req, limit, this.cache.keyOwner);
       } catch {
         this.handOn(req, counts);
         return null;

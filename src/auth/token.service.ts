@@ -126,13 +126,13 @@ export class TokenService {
     }
 
     const clientId = auth.clientId;
+    await this.checkApiKey(clientId, request.apiKey);
     const retryAfter = await this.failures.blockedFor(clientId);
     if (retryAfter > 0) {
       throw new OAuthException('slow_down', `Too many failed token requests for this client; retry after ${retryAfter} seconds.`, 429, {
         'Retry-After': String(retryAfter),
       });
     }
-    await this.checkApiKey(clientId, request.apiKey);
     const credential = await this.authenticate(clientId, auth.secret, basic);
     const scopes = this.grantedScopes(credential, scopeParam);
     return {
@@ -144,13 +144,14 @@ export class TokenService {
   }
 
   /**
-   * The svc-api-key must be valid, unrevoked and the client's own. Checked before the secret,
-   * so that a request without the client's key costs no secret hashing and no credential read.
+   * The svc-api-key must be valid, unrevoked and the client's own. Checked before the lockout
+   * and the secret, so that a request without the client's key costs no secret hashing and no
+   * credential read, and is no guess of the secret: it does not count towards the client's
+   * lockout, which anyone who knows a client id could otherwise keep on for good.
    */
   private async checkApiKey(clientId: string, apiKey: string | undefined): Promise<void> {
     const key = apiKey ? await this.cache.apiKey(apiKey) : null;
     if (key && !key.revoked && key.credentialId === clientId) return;
-    await this.failures.recordFailure(clientId);
     const reason = !apiKey
       ? 'The svc-api-key header is required.'
       : !key || key.revoked

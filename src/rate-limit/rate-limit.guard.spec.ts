@@ -1,26 +1,30 @@
 import { Reflector } from '@nestjs/core';
-import type { ThrottlerModuleOptions } from '@nestjs/throttler';
+import type { ThrottlerModuleOptions, ThrottlerOptions } from '@nestjs/throttler';
 import type { Request } from 'express';
 import { DataSource } from 'typeorm';
 import { guardCall, refusalOf } from '../../test/helpers/guard-context.js';
 import { OAuthException } from '../common/oauth-error.js';
 import { ProblemException } from '../common/problem.js';
 import { MetricsService } from '../metrics/metrics.service.js';
-import { apiKeyTracker, clientIdTracker, isTokenRequest, RateLimitGuard } from './rate-limit.guard.js';
+import { apiKeyTracker, clientIdTracker, isTokenRequest, RateLimitGuard, type KeyOwner } from './rate-limit.guard.js';
 import { RateLimitStorage } from './rate-limit.storage.js';
+
+/** The live keys, by the client id they belong to; any other value is not a key. */
+const KEYS: Record<string, string> = { svck_one: 'svc_one', svck_two: 'svc_two', svck_a: 'svc_a', svck_b: 'svc_b' };
+const owner: KeyOwner = (presented) => Promise.resolve(KEYS[presented] ?? null);
 
 /** The limits as RateLimitModule configures them, with small numbers: 3 a minute per key, 1 per client id. */
 const OPTIONS: ThrottlerModuleOptions = {
   setHeaders: false,
   throttlers: [
-    { name: 'default', ttl: 60_000, limit: 3, getTracker: (req) => apiKeyTracker(req as unknown as Request) },
+    { name: 'default', ttl: 60_000, limit: 3, tracker: apiKeyTracker } as ThrottlerOptions,
     {
       name: 'token',
       ttl: 60_000,
       limit: 1,
-      getTracker: (req) => clientIdTracker(req as unknown as Request),
+      tracker: clientIdTracker,
       skipIf: (context) => !isTokenRequest(context.switchToHttp().getRequest<Request>()),
-    },
+    } as ThrottlerOptions,
   ],
 };
 
@@ -33,13 +37,13 @@ describe('RateLimitGuard counting in the process (no Redis)', () => {
   let guard: RateLimitGuard;
 
   beforeEach(async () => {
-    guard = new RateLimitGuard(OPTIONS, new RateLimitStorage(null, 'results:', metrics), new Reflector(), metrics);
+    guard = new RateLimitGuard(OPTIONS, new RateLimitStorage(null, 'results:', metrics), new Reflector(), metrics, owner);
     await guard.onModuleInit();
   });
 
-  const byKey = (key: string) => guardCall('branches', { headers: { 'svc-api-key': key } });
-  const tokenRequest = (clientId: string) =>
-    guardCall('open', { path: '/connect/token', headers: { 'svc-api-key': 'svck_key' }, body: { client_id: clientId } });
+  const byKey = (key: string, ip = '127.0.0.1') => guardCall('branches', { headers: { 'svc-api-key': key }, ip });
+  const tokenRequest = (key: string, clientId: string) =>
+    guardCall('open', { path: '/connect/token', headers: { 'svc-api-key': key }, body: { client_id: clientId } });
 
   it('describes the per-key limit on every answer and refuses the request past it with a 429 problem', async () => {
     for (let remaining = 2; remaining >= 0; remaining--) {
@@ -66,20 +70,44 @@ describe('RateLimitGuard counting in the process (no Redis)', () => {
     expect(await guard.canActivate(byKey('svck_two').context)).toBe(true);
   });
 
+  it('counts keys that are not live by the caller\'s address, so made-up keys share one window', async () => {
+    for (let i = 0; i < 3; i++) expect(await guard.canActivate(byKey(`svck_made_up_${i}`, '10.0.0.1').context)).toBe(true);
+    const refused = byKey('svck_made_up_3', '10.0.0.1');
+    const error = await refusalOf(() => guard.canActivate(refused.context));
+    expect(error).toBeInstanceOf(ProblemException);
+    expect((error as ProblemException).getStatus()).toBe(429);
+    // Another address has its own window, and so has a live key from the same address.
+    expect(await guard.canActivate(byKey('svck_made_up_4', '10.0.0.2').context)).toBe(true);
+    const live = byKey('svck_one', '10.0.0.1');
+    expect(await guard.canActivate(live.context)).toBe(true);
+    expect(live.response.header('RateLimit')).toMatch(/^"default";r=2;t=/);
+  });
+
   it('limits the token endpoint per client id too, refusing with the OAuth slow_down error, and describes the tighter limit', async () => {
-    const first = tokenRequest('svc_a');
+    const first = tokenRequest('svck_a', 'svc_a');
     expect(await guard.canActivate(first.context)).toBe(true);
     expect(first.response.header('RateLimit-Policy')).toBe('"default";q=3;w=60, "token";q=1;w=60');
     expect(first.response.header('X-Rate-Limit-Limit')).toBe('1');
     expect(first.response.header('X-Rate-Limit-Remaining')).toBe('0');
 
-    const error = await refusalOf(() => guard.canActivate(tokenRequest('svc_a').context));
+    const error = await refusalOf(() => guard.canActivate(tokenRequest('svck_a', 'svc_a').context));
     expect(error).toBeInstanceOf(OAuthException);
     const oauth = error as OAuthException;
     expect(oauth.getStatus()).toBe(429);
     expect(oauth.error).toBe('slow_down');
     expect(secondsLeft(oauth.headers['Retry-After'])).toBe(true);
-    // Another client id (with the same API key, which has requests left) is not refused.
-    expect(await guard.canActivate(tokenRequest('svc_b').context)).toBe(true);
+    // Another client's key is not refused.
+    expect(await guard.canActivate(tokenRequest('svck_b', 'svc_b').context)).toBe(true);
+  });
+
+  it('counts a token request under the client whose live key it carries, not the client id its form names', async () => {
+    expect(await guard.canActivate(tokenRequest('svck_a', 'svc_b').context)).toBe(true);
+    // svc_a's window is used up, svc_b's is not: a request naming svc_b without its key did not touch it.
+    expect(await refusalOf(() => guard.canActivate(tokenRequest('svck_a', 'svc_a').context))).toBeInstanceOf(OAuthException);
+    expect(await guard.canActivate(tokenRequest('svck_b', 'svc_b').context)).toBe(true);
+    // Without a live key the request counts by address: made-up keys naming svc_b use up that window, not svc_b's.
+    const other = tokenRequest('svck_made_up', 'svc_b');
+    expect(await guard.canActivate(other.context)).toBe(true);
+    expect(other.response.header('RateLimit')).toMatch(/^"default";r=2;t=\d+, "token";r=0;t=\d+$/);
   });
 });

@@ -1,4 +1,4 @@
-import { Injectable, type ExecutionContext } from '@nestjs/common';
+import { Inject, Injectable, type ExecutionContext } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import {
   InjectThrottlerOptions,
@@ -11,7 +11,6 @@ import {
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Request, Response } from 'express';
 import type { AppConfig } from '../config/app-config.js';
-import { decodeBasic } from '../common/basic-credentials.js';
 import { OAuthException } from '../common/oauth-error.js';
 import { ProblemException } from '../common/problem.js';
 import { storeKeyDigest as digest } from '../common/store-key.js';
@@ -29,18 +28,41 @@ export interface TrackedRequest {
   body?: unknown;
 }
 
-/** Per API key (the key itself never reaches the store, only a digest); by address without one. */
-export function apiKeyTracker(req: TrackedRequest): string {
+/**
+ * Whose a presented API key is: the id of the credential it belongs to when it is a live key
+ * (known, not revoked), null when it is not one (see AuthCacheService.keyOwner).
+ */
+export type KeyOwner = (presented: string) => Promise<string | null>;
+
+/** The KeyOwner the guard counts with, provided by the module that knows the keys (AuthModule). */
+export const KEY_OWNER = Symbol('KEY_OWNER');
+
+/** The API key a request presents, trimmed; undefined without one. */
+function presentedKey(req: TrackedRequest): string | undefined {
   const key = req.headers['svc-api-key'];
-  return typeof key === 'string' && key.trim() ? `key:${digest(key.trim())}` : `ip:${req.ip ?? 'unknown'}`;
+  return typeof key === 'string' && key.trim() ? key.trim() : undefined;
 }
 
-/** The token endpoint's client id, from the form or the Basic credentials. */
-export function clientIdTracker(req: TrackedRequest): string {
-  const body = req.body as Record<string, unknown> | undefined;
-  if (typeof body?.client_id === 'string' && body.client_id) return `client:${digest(body.client_id)}`;
-  const basic = decodeBasic(req.headers.authorization);
-  return basic ? `client:${digest(basic.clientId)}` : apiKeyTracker(req);
+/**
+ * Per live API key (the key itself never reaches the store, only a digest); by address
+ * without one. A key that is not live counts by address too, so that a caller cannot open a
+ * window of its own with every made-up key it sends.
+ */
+export async function apiKeyTracker(req: TrackedRequest, owner: KeyOwner): Promise<string> {
+  const key = presentedKey(req);
+  if (key !== undefined && (await owner(key)) !== null) return `key:${digest(key)}`;
+  return `ip:${req.ip ?? 'unknown'}`;
+}
+
+/**
+ * The token endpoint's: per client id, the one whose live key the request carries, whatever
+ * client id its form names, so that nobody without a client's key can use up that client's
+ * window; by address without a live key.
+ */
+export async function clientIdTracker(req: TrackedRequest, owner: KeyOwner): Promise<string> {
+  const key = presentedKey(req);
+  const clientId = key === undefined ? null : await owner(key);
+  return clientId === null ? `ip:${req.ip ?? 'unknown'}` : `client:${digest(clientId)}`;
 }
 
 interface LimitState {
@@ -73,7 +95,7 @@ export interface NamedLimit {
   name: string;
   limit: number;
   ttl: number;
-  tracker: (req: TrackedRequest) => string;
+  tracker: (req: TrackedRequest, owner: KeyOwner) => Promise<string>;
 }
 
 const MINUTE_MS = 60_000;
@@ -114,8 +136,9 @@ const countedAhead = new WeakMap<IncomingMessage, Map<string, CountResult>>();
  * requests itself (the visit pages lane). Set the limit's headers with setLimitHeaders when
  * it answers; when it hands the request on to the guard instead, handOnCount.
  */
-export async function countAhead(storage: ThrottlerStorage, req: IncomingMessage, limit: NamedLimit): Promise<CountResult> {
-  return (await storage.increment(countKey(limit.name, limit.tracker(req)), limit.ttl, limit.limit, limit.ttl, limit.name)) as CountResult;
+export async function countAhead(storage: ThrottlerStorage, req: IncomingMessage, limit: NamedLimit, owner: KeyOwner): Promise<CountResult> {
+  const tracker = await limit.tracker(req, owner);
+  return (await storage.increment(countKey(limit.name, tracker), limit.ttl, limit.limit, limit.ttl, limit.name)) as CountResult;
 }
 
 /** The guard takes this count for the request (its headers, its refusal when blocked) instead of counting it again. */
@@ -139,19 +162,23 @@ export class RateLimitGuard extends ThrottlerGuard {
     @InjectThrottlerStorage() storage: ThrottlerStorage,
     reflector: Reflector,
     private readonly metrics: MetricsService,
+    @Inject(KEY_OWNER) private readonly owner: KeyOwner,
   ) {
     super(options, storage, reflector);
   }
 
   protected override async handleRequest(props: ThrottlerRequest): Promise<boolean> {
-    const { context, limit, ttl, throttler, blockDuration, getTracker, generateKey } = props;
+    const { context, limit, ttl, throttler, blockDuration, generateKey } = props;
     const req = context.switchToHttp().getRequest<Request>();
     const res = context.switchToHttp().getResponse<Response>();
     const name = throttler.name ?? 'default';
     const ahead = countedAhead.get(req)?.get(name);
+    // The limits are NamedLimits (RateLimitModule): their trackers ask who owns the request's key.
+    const tracker = (throttler as Partial<NamedLimit>).tracker;
+    if (tracker === undefined) throw new Error(`the limit ${name} has no tracker`);
     const count =
       ahead ??
-      ((await this.storageService.increment(generateKey(context, await getTracker(req, context), name), ttl, limit, blockDuration, name)) as CountResult);
+      ((await this.storageService.increment(generateKey(context, await tracker(req, this.owner), name), ttl, limit, blockDuration, name)) as CountResult);
     setLimitHeaders(res, { name, limit, ttl }, count);
     if (!count.isBlocked) return true;
 

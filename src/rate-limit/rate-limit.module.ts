@@ -5,13 +5,8 @@ import type { Redis } from 'ioredis';
 import { AppConfig } from '../config/app-config.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { REDIS } from '../redis/redis.module.js';
-import { apiLimit, isTokenRequest, tokenLimit, type NamedLimit, type TrackedRequest } from './rate-limit.guard.js';
+import { apiLimit, isTokenRequest, tokenLimit } from './rate-limit.guard.js';
 import { RateLimitStorage } from './rate-limit.storage.js';
-
-/** A limit as the throttler takes it: the request it gives the tracker is Express's. */
-function throttlerOf({ tracker, ...limit }: NamedLimit) {
-  return { ...limit, getTracker: (req: Record<string, unknown>) => tracker(req as unknown as TrackedRequest) };
-}
 
 /** The limits of docs/interface.md ("Rate limits"): per API key over the whole API, and per client id on the token endpoint. */
 @Module({
@@ -22,8 +17,9 @@ function throttlerOf({ tracker, ...limit }: NamedLimit) {
         setHeaders: false,
         storage: new RateLimitStorage(redis, config.REDIS_KEY_PREFIX, metrics),
         throttlers: [
-          throttlerOf(apiLimit(config)),
-          { ...throttlerOf(tokenLimit(config)), skipIf: (context) => !isTokenRequest(context.switchToHttp().getRequest<Request>()) },
+          // Each with its tracker, which RateLimitGuard calls with the owner of the request's key.
+          apiLimit(config),
+          { ...tokenLimit(config), skipIf: (context) => !isTokenRequest(context.switchToHttp().getRequest<Request>()) },
         ],
       }),
     }),

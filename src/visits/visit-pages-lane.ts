@@ -111,7 +111,7 @@ export class VisitPagesLane {
       principal = await this.knownCaller(req, route);
       if (principal === null) return false;
       query = entitledQuery(VisitsQueryDto, rawQueryString(req), setup.queryContext, principal);
-      count = await countAhead(this.storage, req, this.limit);
+      count = await countAhead(this.storage, req, this.limit, this.cache.keyOwner);
     } catch {
       // The guards or the query rules refuse it, or the count failed: Express's path says so.
       return false;
