@@ -9,7 +9,7 @@ import { addDays, localDate } from '../src/common/clock.js';
 import { Menu } from '../src/menus/entities/menu.entity.js';
 import { MenusRepository } from '../src/menus/menus.repository.js';
 import { issueCredential, seedClients, tokenFor } from './helpers/auth.js';
-import { jpegWithLocation, makeImage } from './helpers/images.js';
+import { jpegWithLocation, makeImage, pngOfSize } from './helpers/images.js';
 import { startTestApp, type TestApp } from './helpers/test-app.js';
 
 const PROBLEM = 'application/problem+json; charset=utf-8';
@@ -33,8 +33,9 @@ async function seedMenus(t: TestApp): Promise<void> {
         code: `D${menuId}-${i}`,
         description: `Dish ${i}`,
         type: 'Main',
-        // Some share an order and some have none: the keyset must still visit each once.
-        order: i % 4 === 3 ? null : Math.floor(i / 2),
+        // Some share an order, some have none and one has the largest there is (still before
+        // those without): the keyset must visit each once, in display order.
+        order: i % 4 === 3 ? null : i === 4 ? 2147483647 : Math.floor(i / 2),
         expiryDate: null,
         keywords: '["k"]',
       },
@@ -343,6 +344,29 @@ describe(`menus and dishes (${process.env.TEST_DATABASE})`, () => {
         errors: ['The image must be at most 204800 bytes (200 KiB).'],
       });
       expect([await count('dishes'), await count('dish_images')]).toEqual(before);
+    });
+
+    it('takes an image of exactly the size limit, and refuses one a byte larger', async () => {
+      const limit = 200 * 1024;
+      const [exact, over] = [await pngOfSize(limit), await pngOfSize(limit + 1)];
+      expect([exact.length, over.length]).toEqual([limit, limit + 1]);
+      const taken = await post((r) => r.field('json', dish({ code: 'AT-LIMIT' })).attach('', exact, 'exact.png'));
+      expect(taken.status).toBe(200);
+      expect(taken.body.data.dish.image).toMatchObject({ contentType: 'image/png', bytes: limit, width: 8, height: 8 });
+      const refused = await post((r) => r.field('json', dish({ code: 'OVER-LIMIT' })).attach('', over, 'over.png'));
+      expect(refused.status).toBe(413);
+      expect(problem(refused).errors).toEqual(['The image must be at most 204800 bytes (200 KiB).']);
+    });
+
+    it('counts a keyword\'s length in characters, as it counts the other fields\'', async () => {
+      const png = await makeImage('png', 8, 8);
+      const fifty = '😀'.repeat(50);
+      const taken = await post((r) => r.field('json', dish({ code: fifty, keywords: [fifty] })).attach('', png, 'k.png'));
+      expect(taken.status).toBe(200);
+      expect(taken.body.data.dish).toMatchObject({ code: fifty, keywords: [fifty] });
+      const refused = await post((r) => r.field('json', dish({ code: 'K51', keywords: [`${fifty}a`] })).attach('', png, 'k.png'));
+      expect(refused.status).toBe(400);
+      expect(problem(refused).errors).toEqual(["'keywords[0]' must be at most 50 characters."]);
     });
 
     it('leaves exactly one dish and one image after twenty concurrent posts of one code', async () => {

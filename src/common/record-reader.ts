@@ -6,7 +6,7 @@ const DECIMAL = /^-?\d+(\.\d+)?([eE][+-]?\d+)?$/;
 const UNSTORABLE = /[\u0000\p{Cs}]/u;
 
 /** Length in characters (code points), as the databases count a varchar's length, not UTF-16 units. */
-function characters(s: string): number {
+export function characters(s: string): number {
   let n = 0;
   for (const _ of s) n++;
   return n;

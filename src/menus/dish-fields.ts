@@ -1,4 +1,4 @@
-import { isCalendarDate, type RecordReader } from '../common/record-reader.js';
+import { characters, isCalendarDate, type RecordReader } from '../common/record-reader.js';
 import type { DishInput } from './menus.repository.js';
 
 /**
@@ -23,7 +23,7 @@ export function readDishFields(r: RecordReader, menuId: number): DishInput | nul
   const rawKeywords = r.array('keywords', { required: false }) ?? [];
   rawKeywords.forEach((k, i) => {
     if (typeof k !== 'string' || k.trim() === '') r.errors.push(`'keywords[${i}]' must be a non-empty string.`);
-    else if (k.length > 50) r.errors.push(`'keywords[${i}]' must be at most 50 characters.`);
+    else if (characters(k) > 50) r.errors.push(`'keywords[${i}]' must be at most 50 characters.`);
     else keywords.push(k);
   });
   if (!r.ok || code === null || description === null || type === null) return null;

@@ -92,7 +92,8 @@ export class DishUploadInterceptor implements NestInterceptor {
       try {
         parser = busboy({
           headers: request.headers,
-          limits: { fileSize: this.config.IMAGE_MAX_BYTES, files: 3, fields: 4, parts: 6, fieldSize: DISH_JSON_PART_MAX_BYTES, fieldNameSize: 100 },
+          // busboy reports the limit once a file reaches it: one byte more, so that an image of exactly IMAGE_MAX_BYTES is taken.
+          limits: { fileSize: this.config.IMAGE_MAX_BYTES + 1, files: 3, fields: 4, parts: 6, fieldSize: DISH_JSON_PART_MAX_BYTES, fieldNameSize: 100 },
         });
       } catch {
         reject(new ValidationProblem(['The multipart body is malformed: its boundary is missing.']));
@@ -110,8 +111,8 @@ export class DishUploadInterceptor implements NestInterceptor {
         });
       });
       parser.on('field', (name: string | undefined, value: string, info) => {
-        if (info.valueTruncated) return fail("The 'json' part is larger than 64 KiB.");
         const key = name ?? '';
+        if (info.valueTruncated) return fail(`The '${key}' part is larger than 64 KiB.`);
         const previous = parts.fields[key];
         parts.fields[key] = previous === undefined ? value : ([] as unknown[]).concat(previous, value);
       });

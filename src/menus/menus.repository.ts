@@ -25,8 +25,14 @@ export interface OwnedImage {
   clientId: number;
 }
 
+/**
+ * Where a dish without a display order stands: one past the largest order a dish may have
+ * (a 32-bit integer), so that a dish with the largest order still comes before it.
+ */
+export const UNORDERED = 2_147_483_648;
+
 /** Display order first (dishes without one last), then id: the keyset of dish pages. */
-const DISH_ORDER = 'COALESCE(d.sort_order, 2147483647)';
+const DISH_ORDER = `COALESCE(d.sort_order, ${UNORDERED})`;
 
 @Injectable()
 export class MenusRepository {

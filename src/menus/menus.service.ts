@@ -11,7 +11,7 @@ import { readUploadForm, type UploadParts } from './dish-upload-form.js';
 import type { DishDto, MenuDto } from './dto/menu.dto.js';
 import type { DishImage } from './entities/dish-image.entity.js';
 import { ImageRejected, imageLimits, prepareImage, type ImageLimits, type PreparedImage } from './image-inspector.js';
-import { MenusRepository, type DishWithImage } from './menus.repository.js';
+import { MenusRepository, UNORDERED, type DishWithImage } from './menus.repository.js';
 
 export interface Page<T> {
   items: T[];
@@ -64,7 +64,7 @@ export class MenusService {
     const last = items.at(-1)?.dish;
     return {
       items: items.map((row) => this.dishDto(row, clientId)),
-      after: rows.length > size && last ? this.tokens.encode(scope, [last.order ?? 2147483647, last.id]) : undefined,
+      after: rows.length > size && last ? this.tokens.encode(scope, [last.order ?? UNORDERED, last.id]) : undefined,
     };
   }
 

@@ -1,3 +1,4 @@
+import { crc32 } from 'node:zlib';
 import sharp from 'sharp';
 
 /** Real encoded images, made here so the tests need no binary fixtures. */
@@ -17,4 +18,22 @@ export async function jpegWithLocation(): Promise<Buffer> {
     })
     .jpeg()
     .toBuffer();
+}
+
+/**
+ * A PNG of exactly `bytes` bytes: a small image with a private ancillary chunk (which decoders
+ * skip) before its IEND, sized to fill. Its pixels and validity are those of makeImage's.
+ */
+export async function pngOfSize(bytes: number): Promise<Buffer> {
+  const png = await makeImage('png', 8, 8);
+  const iend = png.length - 12;
+  const room = bytes - png.length - 12;
+  if (room < 0) throw new Error(`a PNG takes at least ${png.length + 12} bytes`);
+  const type = Buffer.from('prVt', 'latin1');
+  const data = Buffer.alloc(room, 0x20);
+  const head = Buffer.alloc(4);
+  head.writeUInt32BE(room);
+  const crc = Buffer.alloc(4);
+  crc.writeUInt32BE(crc32(Buffer.concat([type, data])));
+  return Buffer.concat([png.subarray(0, iend), head, type, data, crc, png.subarray(iend)]);
 }
