@@ -234,6 +234,22 @@ describe(`menus and dishes (${process.env.TEST_DATABASE})`, () => {
       expect([meta.width, meta.height]).toEqual([40, 30]);
     });
 
+    it.each(['png', 'jpeg', 'webp'] as const)('stores a %s without what was appended after its end, and a whole one byte for byte', async (format) => {
+      const image = await makeImage(format, 30, 20);
+      const served = async (code: string, bytes: Buffer): Promise<Buffer> => {
+        const res = await post((r) => r.attach('', bytes, `x.${format}`).field('json', dish({ code })));
+        expect(res.status).toBe(200);
+        const url = (res.body.data.dish as DishRecord).image!.url.slice(t.config.baseUrl.length);
+        return (await auth(request(t.http).get(url)).buffer(true)).body as Buffer;
+      };
+      const appended = Buffer.from('<html><body><script>alert(document.cookie)</script></body></html>', 'latin1');
+      const cleaned = await served(`TAIL-${format}`, Buffer.concat([image, appended]));
+      expect(cleaned.includes(appended)).toBe(false);
+      const meta = await sharp(cleaned).metadata();
+      expect([meta.format, meta.width, meta.height]).toEqual([format, 30, 20]);
+      expect((await served(`WHOLE-${format}`, image)).equals(image)).toBe(true);
+    });
+
     it('updates the dish with the same code on that menu, replacing its image', async () => {
       const [png, jpeg] = [await makeImage('png', 10, 10), await makeImage('jpeg', 20, 10)];
       const first = await post((r) => r.attach('', png, 'a.png').field('json', dish({ code: 'UPD' })));

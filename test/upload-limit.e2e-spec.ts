@@ -8,7 +8,7 @@ import type { IssuedCredential } from '../src/auth/credentials.service.js';
 import { Menu } from '../src/menus/entities/menu.entity.js';
 import { MenusRepository } from '../src/menus/menus.repository.js';
 import { issueCredential, seedClients, tokenFor } from './helpers/auth.js';
-import { makeImage } from './helpers/images.js';
+import { pngOfSize } from './helpers/images.js';
 import { startTestApp, type TestApp } from './helpers/test-app.js';
 import { curlUpload, fetchUpload, pythonRequestsAvailable, pythonUpload, type ClientResult, type UploadSpec } from './helpers/upload-clients.js';
 
@@ -43,9 +43,8 @@ describe(`an upload over the size limit, over a real connection (${process.env.T
     await t.app.get(MenusRepository).saveMenus([{ menu, dishes: [] }]);
     const partner: IssuedCredential = await issueCredential(t);
     headers = { 'svc-api-key': partner.apiKey, Authorization: `Bearer ${await tokenFor(t.http, partner)}` };
-    // A real PNG padded with zeros: an image the service stores whole when it is within the limit.
-    const png = await makeImage('png');
-    for (const mib of [1, 8, 64]) writeFileSync(image(mib), Buffer.concat([png, Buffer.alloc(mib * MiB - png.length)]));
+    // A real PNG padded by a chunk decoders skip: an image the service stores whole when it is within the limit.
+    for (const mib of [1, 8, 64]) writeFileSync(image(mib), await pngOfSize(mib * MiB));
   });
   afterAll(async () => {
     await t.close();

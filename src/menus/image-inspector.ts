@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Metadata } from 'sharp';
 import { formatBytes } from '../common/byte-size.js';
 import { loadSharp } from '../common/sharp.js';
+import { imageEnd } from './image-end.js';
 
 export const IMAGE_TYPES = { jpeg: 'image/jpeg', png: 'image/png', webp: 'image/webp' } as const;
 
@@ -34,7 +35,8 @@ export function imageTooLargeMessage(maxBytes: number): string {
 /**
  * Judges an image by its bytes alone: JPEG, PNG or WebP, decodable to the end, within the
  * size and pixel limits. Metadata (EXIF with its location, XMP, IPTC, comments) is not
- * kept: an image that carries any is re-encoded without it, with its orientation applied.
+ * kept, nor bytes after the image's end: an image that carries any is re-encoded without
+ * them, with its orientation applied.
  */
 export async function prepareImage(input: Buffer, limits: ImageLimits): Promise<PreparedImage> {
   if (input.length === 0) throw new ImageRejected('The image is empty.');
@@ -62,8 +64,11 @@ export async function prepareImage(input: Buffer, limits: ImageLimits): Promise<
   } catch {
     throw new ImageRejected('The image is truncated or corrupt.');
   }
+  const format = meta.format as keyof typeof IMAGE_TYPES;
   const carriesMetadata = Boolean(meta.exif || meta.xmp || meta.iptc || meta.comments?.length || (meta.orientation ?? 1) !== 1);
-  const data = carriesMetadata ? await reencode(input, meta.format as keyof typeof IMAGE_TYPES) : input;
+  // Bytes after the image's end (a page of HTML appended to a PNG, say) are not stored either.
+  const carriesMore = imageEnd(input, format) !== input.length;
+  const data = carriesMetadata || carriesMore ? await reencode(input, format) : input;
   return { contentType, width, height, data, sha256: createHash('sha256').update(data).digest('hex') };
 }
 
