@@ -1,5 +1,6 @@
 import { ArgumentsHost, Catch, HttpException, Logger, type ExceptionFilter } from '@nestjs/common';
 import type { Request, Response } from 'express';
+import { loggableUrl } from './loggable-url.js';
 import {
   BAD_REQUEST_DETAIL,
   isSelfRendering,
@@ -72,7 +73,9 @@ function render(exception: unknown): RenderedError {
         : response;
     const text = Array.isArray(message) ? message.join('; ') : typeof message === 'string' ? message : '';
     if (status === 400) return { status, detail: BAD_REQUEST_DETAIL, errors: [text || 'The request is malformed.'], headers: {} };
-    const detail = status >= 500 ? DEFAULT_DETAILS[500] : text || DEFAULT_DETAILS[status] || statusTitle(status);
+    // Express's router says `Cannot GET /path?query`: the query (which may hold anything the caller sent) is left out.
+    const said = status === 404 ? text.replace(/^(Cannot [A-Z]+ [^?]*)\?.*$/s, '$1') : text;
+    const detail = status >= 500 ? DEFAULT_DETAILS[500] : said || DEFAULT_DETAILS[status] || statusTitle(status);
     return { status, detail: detail ?? statusTitle(status), headers: {} };
   }
   // Body parser errors are plain errors with a status (e.g. malformed JSON, entity too large).
@@ -117,9 +120,9 @@ export class ProblemFilter implements ExceptionFilter {
     // The request id ties the line to the request's own line (and to what the partner saw in X-Request-Id).
     const requestId = (request as Request & { id?: unknown }).id;
     if (status === 503) {
-      this.logger.warn({ instance, requestId, method: request.method, url: request.originalUrl, err: exception }, detail);
+      this.logger.warn({ instance, requestId, method: request.method, url: loggableUrl(request.originalUrl), err: exception }, detail);
     } else if (status >= 500) {
-      this.logger.error({ err: exception, instance, requestId, method: request.method, url: request.originalUrl }, 'request failed');
+      this.logger.error({ err: exception, instance, requestId, method: request.method, url: loggableUrl(request.originalUrl) }, 'request failed');
     } else {
       this.logger.debug({ instance, status, errors }, detail);
     }

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { pino, type Level, type Logger } from 'pino';
+import { loggableUrl } from '../common/loggable-url.js';
 import type { AppConfig } from '../config/app-config.js';
 import { routeOf } from '../metrics/request-metrics.middleware.js';
 
@@ -48,7 +49,7 @@ export function requestLogger(root: Logger): (req: IncomingMessage, res: ServerR
     (req as IncomingMessage & { id?: string }).id = id;
     res.setHeader('X-Request-Id', id);
     const since = performance.now();
-    const url = req.url;
+    const url = req.url ?? '';
     // 'close' follows 'finish' on every response, and comes alone when the client went away.
     res.once('close', () => {
       const aborted = !res.writableFinished;
@@ -59,7 +60,7 @@ export function requestLogger(root: Logger): (req: IncomingMessage, res: ServerR
         route: routeOf(req),
         clientId: locals.clientId,
         problemInstance: locals.problemInstance,
-        req: { id, method: req.method, url },
+        req: { id, method: req.method, url: loggableUrl(url) },
         res: { statusCode: res.statusCode },
         responseTime: Math.round(performance.now() - since),
         ...(aborted ? { err: new Error('the client closed the connection before the response was complete') } : {}),

@@ -28,6 +28,15 @@ describe('request logs', () => {
         headers: { 'svc-api-key': c.apiKey, 'content-type': 'application/x-www-form-urlencoded' },
         body: `grant_type=client_credentials&client_id=${c.clientId}&client_secret=${c.clientSecret}x`,
       });
+      // Credentials where they do not belong, in query strings: refused, and kept out of the logs.
+      const queried = await fetch(
+        `${service.url}/connect/token?grant_type=client_credentials&client_id=${c.clientId}&client_secret=${c.clientSecret}`,
+        { method: 'POST', headers: { 'svc-api-key': c.apiKey, 'content-type': 'application/x-www-form-urlencoded' }, body: '' },
+      );
+      expect(queried.status).toBe(401);
+      const unknown = await fetch(`${service.url}/no/such/route?client_secret=${c.clientSecret}`, { method: 'PUT' });
+      expect(unknown.status).toBe(404);
+      expect(((await unknown.json()) as { detail: string }).detail).toBe('Cannot PUT /no/such/route');
       const ok = await fetch(`${service.url}/branches?SvcClientId=1001`, {
         headers: { 'svc-api-key': c.apiKey, authorization: `Bearer ${token}`, 'x-request-id': 'partner-req-42' },
       });
@@ -61,6 +70,12 @@ describe('request logs', () => {
         route: '/branches',
       });
       expect(records.find((r) => r.problemInstance === instance)).toMatchObject({ res: { statusCode: 403 }, route: '/branches' });
+      expect(records.map((r) => (r.req as { url?: string } | undefined)?.url)).toEqual(
+        expect.arrayContaining([
+          `/connect/token?grant_type=client_credentials&client_id=${c.clientId}&client_secret=[redacted]`,
+          '/no/such/route?client_secret=[redacted]',
+        ]),
+      );
       const pageLines = pages.map(({ id }) => records.filter((r) => (r.req as { id?: string } | undefined)?.id === id));
       expect(pageLines.map((found) => found.length)).toEqual([1, 1, 1]);
       for (const [found] of pageLines.slice(0, 2)) {

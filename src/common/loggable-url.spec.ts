@@ -1,0 +1,19 @@
+import { loggableUrl } from './loggable-url.js';
+
+describe('loggableUrl', () => {
+  it('keeps a URL without credentials in its query exactly as received', () => {
+    for (const url of ['/branches', '/visits/standard?SvcClientId=1001&Take=5&after=abc%3D%3D', '/x?a&b=&=c', '/x?%E0%A4%A=1']) {
+      expect(loggableUrl(url)).toBe(url);
+    }
+  });
+
+  it('redacts the values of credential parameters, whatever their case, encoding or brackets', () => {
+    expect(loggableUrl('/connect/token?grant_type=client_credentials&client_id=svc_1&client_secret=s3cret')).toBe(
+      '/connect/token?grant_type=client_credentials&client_id=svc_1&client_secret=[redacted]',
+    );
+    expect(loggableUrl('/branches?access_token=eyJ.x.y&SvcClientId=1')).toBe('/branches?access_token=[redacted]&SvcClientId=1');
+    expect(loggableUrl('/x?Client%5FSecret=a&API-KEY=b&svc-api-key=c&password&client_secret[]=d')).toBe(
+      '/x?Client%5FSecret=[redacted]&API-KEY=[redacted]&svc-api-key=[redacted]&password=[redacted]&client_secret[]=[redacted]',
+    );
+  });
+});

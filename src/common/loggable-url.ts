@@ -1,0 +1,31 @@
+/** Query parameters whose values are credentials (OAuth's and this service's names). */
+const SECRET_PARAMETER = /^(client_secret|client_assertion|assertion|access_token|refresh_token|id_token|password|secret|api[-_]?key|svc-api-key)$/i;
+
+/**
+ * The URL as a log line may hold it: the values of query parameters that carry credentials
+ * (a client that sent `client_secret` or `access_token` in the query string, where they do not
+ * belong) replaced by `[redacted]`, the rest as received.
+ */
+export function loggableUrl(url: string): string {
+  const q = url.indexOf('?');
+  if (q < 0) return url;
+  const pairs = url.slice(q + 1).split('&');
+  let redacted = false;
+  for (let i = 0; i < pairs.length; i++) {
+    const pair = pairs[i];
+    const eq = pair.indexOf('=');
+    const raw = eq < 0 ? pair : pair.slice(0, eq);
+    let name = raw;
+    try {
+      name = decodeURIComponent(raw.replace(/\+/g, ' '));
+    } catch {
+      // Not percent-encoding: judged as it is.
+    }
+    // `name[]` and `name[key]` are the same parameter to a query parser.
+    if (SECRET_PARAMETER.test(name.trim().replace(/\[.*$/, ''))) {
+      pairs[i] = `${raw}=[redacted]`;
+      redacted = true;
+    }
+  }
+  return redacted ? `${url.slice(0, q)}?${pairs.join('&')}` : url;
+}
