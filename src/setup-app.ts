@@ -6,6 +6,7 @@ import { json, urlencoded, type Express, type NextFunction, type Request, type R
 import { AppLogger } from './logging/app-logger.js';
 import { localDate } from './common/clock.js';
 import { keepingBodyErrors } from './common/body-errors.js';
+import { answerClientErrors } from './common/client-errors.js';
 import { compressResponses } from './common/compression.js';
 import { cameOverTls, SecurityHeaders, type TrustProxy } from './common/security-headers.js';
 import { QUERY_CONTEXT_LOCAL, type QueryContext } from './common/query-params.js';
@@ -89,5 +90,7 @@ export function setupApp(app: INestApplication): NestExpressApplication {
   const lanes: LaneSetup = { securityHeaders, trust, queryContext: context, cors: corsOptions ? cors(corsOptions) : null, formParser };
   app.get(VisitPagesLane).install(express.getHttpServer(), lanes);
   app.get(TokenLane).install(express.getHttpServer(), lanes);
+  // What Node's HTTP parser refuses gets a problem document too.
+  answerClientErrors(express.getHttpServer());
   return express;
 }

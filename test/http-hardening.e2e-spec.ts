@@ -1,3 +1,5 @@
+import { connect } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import request from 'supertest';
 import { startTestApp, type TestApp } from './helpers/test-app.js';
 
@@ -8,6 +10,42 @@ describe(`HTTP hardening (${process.env.TEST_DATABASE})`, () => {
   });
   afterAll(async () => {
     await t.close();
+  });
+
+  /** Writes `raw` on a new connection and gives all the server sent until it closed. */
+  async function rawExchange(raw: string): Promise<string> {
+    if (!t.app.getHttpServer().listening) await t.app.listen(0, '127.0.0.1');
+    const { port } = t.app.getHttpServer().address() as AddressInfo;
+    return new Promise((resolve, reject) => {
+      const socket = connect(port, '127.0.0.1', () => socket.write(raw));
+      let received = '';
+      socket.on('data', (chunk: Buffer) => (received += chunk.toString('utf8')));
+      socket.on('close', () => resolve(received));
+      socket.on('error', reject);
+    });
+  }
+
+  it.each([
+    ['headers over 16 KiB', `GET /branches HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${'a'.repeat(20_000)}\r\n\r\n`, 431],
+    ['a URL over 16 KiB', `GET /branches?q=${'a'.repeat(20_000)} HTTP/1.1\r\nHost: x\r\n\r\n`, 431],
+    ['a header line without a colon', 'GET /branches HTTP/1.1\r\nHost: x\r\nno colon here\r\n\r\n', 400],
+    ['Content-Length beside Transfer-Encoding', 'POST /connect/token HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n', 400],
+    ['two Content-Length headers', 'POST /connect/token HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab', 400],
+  ])('answers what the HTTP parser refuses (%s) with a problem document, and closes', async (_what, raw, status) => {
+    const answer = await rawExchange(raw);
+    const [head, body] = answer.split('\r\n\r\n');
+    const lines = head.split('\r\n');
+    expect(lines[0]).toBe(`HTTP/1.1 ${status} ${status === 431 ? 'Request Header Fields Too Large' : 'Bad Request'}`);
+    expect(lines).toEqual(
+      expect.arrayContaining(['Content-Type: application/problem+json; charset=utf-8', 'Connection: close', 'Cache-Control: no-store', `Content-Length: ${Buffer.byteLength(body)}`]),
+    );
+    expect(lines.some((l) => /^X-Request-Id: [0-9a-f-]{36}$/.test(l))).toBe(true);
+    expect(JSON.parse(body)).toEqual({
+      title: status === 431 ? 'Request Header Fields Too Large' : 'Bad Request',
+      status,
+      detail: status === 431 ? 'The request line and headers are larger than the service accepts (16 KiB).' : 'The request is not well-formed HTTP/1.1.',
+      instance: expect.stringMatching(/^urn:svc:api:results:error:[0-9a-f-]{36}$/),
+    });
   });
 
   it('sends security headers, a CSP that allows only its own scripts, and no X-Powered-By', async () => {

@@ -1,0 +1,42 @@
+import { randomUUID } from 'node:crypto';
+import type { Server } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { newInstance, PROBLEM_CONTENT_TYPE, statusTitle } from './problem.js';
+
+/** What Node's HTTP parser refuses, by its error code, and what the problem says of it. */
+function refusal(code: string | undefined): { status: number; detail: string } {
+  if (code === 'HPE_HEADER_OVERFLOW') {
+    return { status: 431, detail: 'The request line and headers are larger than the service accepts (16 KiB).' };
+  }
+  if (code === 'ERR_HTTP_REQUEST_TIMEOUT') return { status: 408, detail: 'The request was not received in time.' };
+  return { status: 400, detail: 'The request is not well-formed HTTP/1.1.' };
+}
+
+/**
+ * Answers a request that Node's HTTP parser refuses (headers too large, a malformed header
+ * line, conflicting Content-Length and Transfer-Encoding, a request too slow to arrive) with
+ * a problem document, as every other error is answered, instead of Node's bare status line;
+ * then closes the connection, which can carry nothing more. None of the request reaches the
+ * application, nor the logs.
+ */
+export function answerClientErrors(server: Server): void {
+  server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) => {
+    const pending = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+    if (error.code === 'ECONNRESET' || !socket.writable || pending?.headersSent) {
+      socket.destroy();
+      return;
+    }
+    const { status, detail } = refusal(error.code);
+    const body = JSON.stringify({ title: statusTitle(status), status, detail, instance: newInstance() });
+    socket.end(
+      `HTTP/1.1 ${status} ${statusTitle(status)}\r\n` +
+        `Content-Type: ${PROBLEM_CONTENT_TYPE}; charset=utf-8\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\n` +
+        'Cache-Control: no-store\r\n' +
+        'X-Content-Type-Options: nosniff\r\n' +
+        `X-Request-Id: ${randomUUID()}\r\n` +
+        'Connection: close\r\n\r\n' +
+        body,
+    );
+  });
+}
