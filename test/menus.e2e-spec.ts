@@ -285,6 +285,8 @@ describe(`menus and dishes (${process.env.TEST_DATABASE})`, () => {
         ['two image parts', (r) => r.attach('', png, 'a.png').attach('file', png, 'b.png').field('json', dish()), ['Send one image part only.']],
         ['no json part', (r) => r.attach('', png, 'a.png'), ["The 'json' part is required: the dish as JSON."]],
         ['json that does not parse', (r) => r.attach('', png, 'a.png').field('json', '{"menuId": 102,'), ["The 'json' part is not valid JSON."]],
+        ['json that is a list', (r) => r.attach('', png, 'a.png').field('json', '[]'), ["The 'json' part must be a JSON object."]],
+        ['json that is a number', (r) => r.attach('', png, 'a.png').field('json', '7'), ["The 'json' part must be a JSON object."]],
         [
           'every broken dish rule',
           (r) =>

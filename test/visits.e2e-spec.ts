@@ -252,6 +252,12 @@ describe(`GET /visits/standard and /visits/plus (${process.env.TEST_DATABASE})`,
       [{ ToDate: '2024-1-05' }, "'ToDate' is not in the expected format yyyy-mm-dd: '2024-1-05'."],
       [{ Skip: '-1' }, "'Skip' must be greater than or equal to '0'."],
       [{ Skip: 'x' }, "'Skip' must be an integer: 'x'."],
+      // An integer past every bound is said to be past the bound, however long it is.
+      [{ Skip: '1000000000000000' }, "'Skip' must be less than or equal to '999999999999999'."],
+      [{ Skip: '9'.repeat(400) }, "'Skip' must be less than or equal to '999999999999999'."],
+      [{ Skip: `-${'9'.repeat(30)}` }, "'Skip' must be greater than or equal to '0'."],
+      // Leading zeros are not significant digits.
+      [{ Take: '00000000000000000000001001' }, "'Take' must be less than or equal to '1000'."],
       [{ Take: '0' }, "'Take' must be greater than '0'."],
       [{ Take: '1001' }, "'Take' must be less than or equal to '1000'."],
       [{ SvcBrandId: '0' }, "'SvcBrandId' must be greater than '0'."],

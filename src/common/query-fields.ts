@@ -6,13 +6,24 @@ import { IsDefined, IsInt, IsOptional, Max, Min } from 'class-validator';
 /** Largest id of a client, brand or menu: their columns are 32-bit integers. */
 export const ID_MAX = 2_147_483_647;
 
-/** Largest integer a query value is read as: 15 digits (longer values are not integers to the rules). */
+/** Largest integer a query value may have: 15 digits, all exact as a JavaScript number. */
 export const QUERY_INTEGER_MAX = 999_999_999_999_999;
 
-/** Query strings are text: an integer-looking value becomes a number, an empty one is absent. */
+const INTEGER_TEXT = /^\s*([+-]?)0*(\d+?)\s*$/;
+
+/**
+ * Query strings are text: an integer-looking value becomes a number, an empty one is absent.
+ * One of more than 15 significant digits is beyond every bound the parameters have: it
+ * becomes the largest number of its sign, so that the rules say which bound it breaks rather
+ * than that it is no integer.
+ */
 export function toInteger({ value }: { value: unknown }): unknown {
   if (value === '') return undefined;
-  return typeof value === 'string' && /^[+-]?\d{1,15}$/.test(value.trim()) ? Number(value) : value;
+  const integer = typeof value === 'string' ? INTEGER_TEXT.exec(value) : null;
+  if (integer === null) return value;
+  const [, sign, digits] = integer;
+  if (digits.length <= 15) return Number(`${sign}${digits}`);
+  return sign === '-' ? -Number.MAX_VALUE : Number.MAX_VALUE;
 }
 
 /** Visit type codes of a `VisitTypes` value (text or list): upper-case, each once, sorted; empty for none. */

@@ -96,7 +96,9 @@ export class MenusService {
 
     let fields: ReturnType<typeof readDishFields> = null;
     let menuId: number | null = null;
-    if (json !== undefined) {
+    if (json !== undefined && (typeof json !== 'object' || json === null || Array.isArray(json))) {
+      errors.push("The 'json' part must be a JSON object.");
+    } else if (json !== undefined) {
       const reader = new RecordReader(json, '');
       menuId = reader.int('menuId', { min: 1, max: ID_MAX });
       fields = readDishFields(reader, menuId ?? 0);
