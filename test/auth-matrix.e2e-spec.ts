@@ -1,6 +1,9 @@
 import { generateKeyPair, SignJWT } from 'jose';
 import request from 'supertest';
+import { DataSource } from 'typeorm';
+import { AuthCacheService } from '../src/auth/auth-cache.service.js';
 import { AuthRepository } from '../src/auth/auth.repository.js';
+import { Credential } from '../src/auth/entities/credential.entity.js';
 import { CredentialsService, type IssuedCredential } from '../src/auth/credentials.service.js';
 import { KeyringService } from '../src/auth/keyring.service.js';
 import { Menu } from '../src/menus/entities/menu.entity.js';
@@ -289,6 +292,24 @@ describe(`authentication matrix over every protected endpoint (${process.env.TES
       const res = await call(op, { 'svc-api-key': soon.apiKey, Authorization: `Bearer ${soonToken}` });
       expectProblem(res, 401, 'The client of this access token is disabled.', /error="invalid_token"/);
     }
+  });
+
+  it('403: a scope taken from the credential after its token was issued, once the credentials are read again', async () => {
+    const narrowed = await issueCredential(t);
+    const narrowedToken = await tokenFor(t.http, narrowed);
+    const auth = { 'svc-api-key': narrowed.apiKey, Authorization: `Bearer ${narrowedToken}` };
+    expect((await call('GET /visits/plus', auth)).status).toBe(200);
+    const credentials = t.app.get(DataSource).getRepository(Credential);
+    const { scopes } = await credentials.findOneByOrFail({ clientId: narrowed.clientId });
+    await credentials.update({ clientId: narrowed.clientId }, { scopes: scopes.split(' ').filter((s) => s !== 'visits/plus.read').join(' ') });
+    t.app.get(AuthCacheService).forgetCredential(narrowed.clientId);
+    expectProblem(
+      await call('GET /visits/plus', auth),
+      403,
+      "The access token lacks the scope 'visits/plus.read' this endpoint needs.",
+      'Bearer realm="svc-results-api", error="insufficient_scope", scope="visits/plus.read"',
+    );
+    expect((await call('GET /visits/standard', auth)).status).toBe(200);
   });
 
   it('stores no secret or key in clear', async () => {

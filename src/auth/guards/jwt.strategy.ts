@@ -95,7 +95,8 @@ export class JwtStrategy extends PassportStrategy(Strategy, 'jwt') {
     return {
       clientId,
       keyPrefix: request.apiKey.keyPrefix,
-      scopes: new Set(typeof claims.scope === 'string' ? claims.scope.split(' ').filter(Boolean) : []),
+      // The token's scopes that the credential still holds: one taken from it since stops working with the cache's refresh.
+      scopes: new Set(typeof claims.scope === 'string' ? claims.scope.split(' ').filter((s) => s !== '' && credential.scopes.has(s)) : []),
       clients: credential.clients,
       brands: credential.brands,
       visitTypes: credential.visitTypes,
