@@ -217,6 +217,29 @@ describe(`authentication matrix over every protected endpoint (${process.env.TES
     }
   });
 
+  it('401 invalid_token: a well-signed token with a lifetime the token endpoint never gives (none, ten years, issued ahead)', async () => {
+    const ring = await t.app.get(KeyringService).signingKey();
+    const now = Math.floor(Date.now() / 1000);
+    const token = (times: { iat?: number; exp?: number }) => {
+      const jwt = new SignJWT({ client_id: partner.clientId, scope: 'svc-results-api branches/standard.read' })
+        .setProtectedHeader({ alg: 'ES256', typ: 'at+jwt', kid: ring.kid })
+        .setIssuer(t.config.baseUrl)
+        .setAudience('svc-results-api')
+        .setSubject(partner.clientId);
+      if (times.iat !== undefined) jwt.setIssuedAt(times.iat);
+      if (times.exp !== undefined) jwt.setExpirationTime(times.exp);
+      return jwt.sign(ring.privateKey);
+    };
+    const detail = 'The access token has no lifetime the token endpoint gives.';
+    for (const times of [{ iat: now }, { exp: now + 600 }, { iat: now, exp: now + 10 * 365 * 86_400 }, { iat: now + 3600, exp: now + 3700 }]) {
+      const res = await call('GET /branches', { 'svc-api-key': partner.apiKey, Authorization: `Bearer ${await token(times)}` });
+      expectProblem(res, 401, detail, `Bearer realm="svc-results-api", error="invalid_token", error_description="${detail}"`);
+    }
+    // The endpoint's own lifetime, issued a little while ago, is taken.
+    const ok = await call('GET /branches', { 'svc-api-key': partner.apiKey, Authorization: `Bearer ${await token({ iat: now - 60, exp: now + 3540 })}` });
+    expect(ok.status).toBe(200);
+  });
+
   it("401: another credential's token with this key", async () => {
     const otherToken = await tokenFor(t.http, other);
     for (const op of operations) {

@@ -24,23 +24,55 @@ export interface CachedCredential {
 
 const MAX_ENTRIES = 10_000;
 
+/** How long a failed read (the database away) is answered by its error without asking again. */
+const FAILURE_MS = 1000;
+
+/**
+ * Values read at most every `ttlMs`. Reads of one key under way at once are one read; a read
+ * that failed fails again for FAILURE_MS without asking, so that requests during an outage
+ * (the rate limit's look at the API key, then the API key guard's) wait for one timeout, not
+ * one each, and do not pile up on a database that does not answer.
+ */
 class TtlCache<V> {
   private readonly entries = new Map<string, { value: V; expires: number }>();
+  private readonly loading = new Map<string, Promise<V>>();
+  private readonly failed = new Map<string, { error: unknown; until: number }>();
   constructor(private readonly ttlMs: number) {}
 
   async get(key: string, load: () => Promise<V>): Promise<V> {
     const hit = this.entries.get(key);
     if (hit && hit.expires > Date.now()) return hit.value;
-    const value = await load();
-    if (this.ttlMs > 0) {
-      if (this.entries.size >= MAX_ENTRIES) this.entries.clear();
-      this.entries.set(key, { value, expires: Date.now() + this.ttlMs });
+    const failure = this.failed.get(key);
+    if (failure && failure.until > Date.now()) throw failure.error;
+    let pending = this.loading.get(key);
+    if (pending === undefined) {
+      pending = this.load(key, load);
+      this.loading.set(key, pending);
     }
-    return value;
+    return pending;
+  }
+
+  private async load(key: string, load: () => Promise<V>): Promise<V> {
+    try {
+      const value = await load();
+      this.failed.delete(key);
+      if (this.ttlMs > 0) {
+        if (this.entries.size >= MAX_ENTRIES) this.entries.clear();
+        this.entries.set(key, { value, expires: Date.now() + this.ttlMs });
+      }
+      return value;
+    } catch (error) {
+      if (this.failed.size >= MAX_ENTRIES) this.failed.clear();
+      this.failed.set(key, { error, until: Date.now() + FAILURE_MS });
+      throw error;
+    } finally {
+      this.loading.delete(key);
+    }
   }
 
   delete(key: string): void {
     this.entries.delete(key);
+    this.failed.delete(key);
   }
 }
 

@@ -8,6 +8,8 @@ export interface AccessTokenClaims {
   scope?: unknown;
   /** Expiry, seconds since the epoch. */
   exp?: unknown;
+  /** Issue time, seconds since the epoch. */
+  iat?: unknown;
 }
 
 /** Tokens remembered at once: a few MB at most (a token and its claims are well under 1 KB). */

@@ -44,25 +44,38 @@ function presentedKey(req: TrackedRequest): string | undefined {
 }
 
 /**
+ * Whose the request's key is: the owner's client id, null when it carries none or one that
+ * is not live, undefined when that cannot be told now (the credentials cannot be read: the
+ * request then fails after its count, with the limit's headers, as any other does).
+ */
+async function ownerOfKey(key: string | undefined, owner: KeyOwner): Promise<string | null | undefined> {
+  if (key === undefined) return null;
+  try {
+    return await owner(key);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
  * Per live API key (the key itself never reaches the store, only a digest); by address
  * without one. A key that is not live counts by address too, so that a caller cannot open a
- * window of its own with every made-up key it sends.
+ * window of its own with every made-up key it sends. A key that cannot be judged now counts
+ * as the key it is.
  */
 export async function apiKeyTracker(req: TrackedRequest, owner: KeyOwner): Promise<string> {
   const key = presentedKey(req);
-  if (key !== undefined && (await owner(key)) !== null) return `key:${digest(key)}`;
-  return `ip:${req.ip ?? 'unknown'}`;
+  return key !== undefined && (await ownerOfKey(key, owner)) !== null ? `key:${digest(key)}` : `ip:${req.ip ?? 'unknown'}`;
 }
 
 /**
  * The token endpoint's: per client id, the one whose live key the request carries, whatever
  * client id its form names, so that nobody without a client's key can use up that client's
- * window; by address without a live key.
+ * window; by address without a live key (or when the key cannot be judged now).
  */
 export async function clientIdTracker(req: TrackedRequest, owner: KeyOwner): Promise<string> {
-  const key = presentedKey(req);
-  const clientId = key === undefined ? null : await owner(key);
-  return clientId === null ? `ip:${req.ip ?? 'unknown'}` : `client:${digest(clientId)}`;
+  const clientId = await ownerOfKey(presentedKey(req), owner);
+  return typeof clientId === 'string' ? `client:${digest(clientId)}` : `ip:${req.ip ?? 'unknown'}`;
 }
 
 interface LimitState {

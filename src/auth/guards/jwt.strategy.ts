@@ -7,7 +7,7 @@ import { AppConfig } from '../../config/app-config.js';
 import { AuthCacheService } from '../auth-cache.service.js';
 import { KeyringService, SIGNING_ALG } from '../keyring.service.js';
 import type { AuthenticatedRequest, Principal } from '../principal.js';
-import { TOKEN_AUDIENCE, TOKEN_TYPE } from '../token.service.js';
+import { TOKEN_AUDIENCE, TOKEN_LIFETIME_SECONDS, TOKEN_TYPE } from '../token.service.js';
 import { VerifiedTokens, type AccessTokenClaims } from '../verified-tokens.js';
 import { bearerCredentials, hasCanonicalSignature, isCompactJws } from './bearer-token.js';
 
@@ -18,6 +18,9 @@ type KeyCallback = (err: unknown, key?: string | Buffer) => void;
  * parsed again on every request); the passport-jwt typings only list string and Buffer.
  */
 const passKeyObject = (done: KeyCallback, key: KeyObject): void => (done as unknown as (err: null, key: KeyObject) => void)(null, key);
+
+/** How far ahead of this replica's clock another replica's may be when it issues a token. */
+const CLOCK_SKEW_SECONDS = 60;
 
 /** Why a bearer token was refused; the guard turns it into a 401 with RFC 6750 headers. */
 export class TokenRejected extends Error {}
@@ -78,6 +81,11 @@ export class JwtStrategy extends PassportStrategy(Strategy, 'jwt') {
 
   /** Called by passport-jwt once the token verified: its claims are remembered for the requests that follow. */
   async validate(request: AuthenticatedRequest, claims: AccessTokenClaims): Promise<Principal> {
+    // Ours all expire an hour after they are issued: one that never expires, or later, was not made by the token endpoint.
+    const { exp, iat } = claims;
+    if (typeof exp !== 'number' || typeof iat !== 'number' || exp - iat > TOKEN_LIFETIME_SECONDS || iat > Date.now() / 1000 + CLOCK_SKEW_SECONDS) {
+      throw new TokenRejected('The access token has no lifetime the token endpoint gives.');
+    }
     const principal = await this.principalOf(request, claims);
     const token = bearerCredentials(request);
     if (token !== null) this.verified.remember(token, claims);
