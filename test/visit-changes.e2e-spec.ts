@@ -150,6 +150,20 @@ describe(`GET /visits/standard/changes and /visits/plus/changes (${process.env.T
     expect(refused.headers['content-type']).toBe(PROBLEM);
   });
 
+  it('moves a filtered feed past the writes its filters leave out, and still gives every one they let through', async () => {
+    const position = (token: string): number => (JSON.parse(Buffer.from(token.split('.')[0], 'base64url').toString('utf8')) as { p: number[] }).p[0];
+    const { after: atEnd } = await follow(`/visits/standard/changes?SvcClientId=1001&SvcBrandId=6&Since=${hourAgo()}`, '&SvcBrandId=6');
+    const [other, mine] = [client1001().find((v) => v.brandId === 5)!, client1001().find((v) => v.brandId === 6)!];
+    await importVisits(t, [{ ...other, visitScore: 3.5 }]);
+    const skipped = await page(`/visits/standard/changes?SvcClientId=1001&SvcBrandId=6&after=${encodeURIComponent(atEnd)}`);
+    expect(skipped.data.visits).toEqual([]);
+    // The write of brand 5 is behind the token now: the next poll does not look at it again.
+    expect(position(skipped.paging.after)).toBeGreaterThan(position(atEnd));
+    await importVisits(t, [{ ...mine, visitScore: 4.5 }]);
+    const next = await page(`/visits/standard/changes?SvcClientId=1001&SvcBrandId=6&after=${encodeURIComponent(skipped.paging.after)}`);
+    expect(next.data.visits.map((v) => [v.visitId, v.visitScore])).toEqual([[mine.visitId, 4.5]]);
+  });
+
   it('refuses a token that was altered, made for another query, variant or client', async () => {
     const body = await page(`/visits/standard/changes?SvcClientId=1001&Since=${hourAgo()}&Take=2`);
     const token = encodeURIComponent(body.paging.after);

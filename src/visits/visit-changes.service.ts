@@ -43,7 +43,8 @@ export class VisitChangesService {
    * The client's visits written after the point the query names, in the order they were
    * written, each in its current state. The token of the next page holds the last write
    * sequence read, bound to the client, the variant and the query's own filters; an empty page
-   * gives back a token at the same point. The rows are those of the effective selection (the
+   * gives back a token at the same point, or with filters at the client's last write (which
+   * they did not let through). The rows are those of the effective selection (the
    * query's filters narrowed to what the credential may read), applied on every page.
    */
   async page(query: ChangesQueryDto, variant: VisitsVariant, selection: EffectiveSelection): Promise<ChangesPage> {
@@ -53,13 +54,22 @@ export class VisitChangesService {
     const plus = variant === 'plus';
     const take = changesTake(query, this.config.VISITS_TAKE_MAX);
     let after = '';
+    const filtered = selection.brandIds !== null || selection.visitTypes !== null;
     const { body, pooled } = await this.names.render(selection.clientId, version, plus, take, async (page) => {
+      // Read before the page: every visit up to it is visible to the page's query.
+      const head = filtered ? await this.repo.changeHead(selection.clientId) : 0;
       let last = start;
+      let rows = 0;
       const q = { clientId: selection.clientId, after: start, brandIds: selection.brandIds, visitTypes: selection.visitTypes, take, plus };
       await this.repo.changes(q, (row) => {
         page.add(row);
         last = Number(row.change_seq);
+        rows++;
       });
+      // A page short of Take holds every visit of the selection up to the head: the next starts
+      // there, not at the last visit the filters let through (a filter that lets none through
+      // would otherwise have every poll scan the client's writes from where it began).
+      if (rows < take) last = Math.max(last, head);
       after = this.tokens.encode(scope, [last]);
       return after;
     });

@@ -301,7 +301,15 @@ export class VisitsRepository {
       [clientId, at],
     );
     if (first[0]?.s !== null && first[0]?.s !== undefined) return Number(first[0].s) - 1;
-    const head = await this.db.query<{ s: number | string }[]>(`SELECT change_seq AS s FROM clients WHERE id = ${p[0]}`, [clientId]);
+    return this.changeHead(clientId);
+  }
+
+  /**
+   * The client's last write sequence number, committed with the visits that took it and every
+   * smaller one (see upsertBatch): a feed read after this has seen every visit up to it.
+   */
+  async changeHead(clientId: number): Promise<number> {
+    const head = await this.db.query<{ s: number | string }[]>(`SELECT change_seq AS s FROM clients WHERE id = ${this.postgres ? '$1' : '?'}`, [clientId]);
     return head[0] === undefined ? 0 : Number(head[0].s);
   }
 
