@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import request from 'supertest';
 import { DemoService } from '../src/demo/demo.service.js';
 import { tokenFor } from './helpers/auth.js';
@@ -16,13 +19,16 @@ interface FeedPage {
 /** The demo data set gives the change feed something to show: mystery visits re-scored after the first import. */
 describe(`the demo data in the change feed (${process.env.TEST_DATABASE})`, () => {
   let t: TestApp;
+  const base = mkdtempSync(join(tmpdir(), 'results-demo-'));
 
   beforeAll(async () => {
-    t = await startTestApp();
+    // A DATA_DIR that does not exist yet (on PostgreSQL nothing else makes it): the credentials file is still written.
+    t = await startTestApp({ DATA_DIR: join(base, 'not', 'yet') });
     await t.app.get(DemoService).load();
   });
   afterAll(async () => {
     await t.close();
+    rmSync(base, { recursive: true, force: true });
   });
 
   it('ends with re-scored MV visits, each once, at their new modificationDate', async () => {

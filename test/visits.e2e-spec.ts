@@ -303,6 +303,15 @@ describe(`GET /visits/standard and /visits/plus (${process.env.TEST_DATABASE})`,
       expect(await errorsOf(`${valid({})}&TAKE=5`)).toEqual(["'Take' must be given only once."]);
     });
 
+    it('counts an empty value as absent, beside a value given too', async () => {
+      for (const extra of ['&svcbrandid=5&SvcBrandId=', '&SvcBrandId=&svcbrandid=5', '&SvcBrandId=&SVCBRANDID=&SvcBrandId=5']) {
+        const res = await get(`/visits/standard?${valid({})}${extra}`);
+        expect({ extra, status: res.status }).toEqual({ extra, status: 200 });
+        expect(new Set((JSON.parse(res.text) as { data: { visits: { brandName: string }[] } }).data.visits.map((v) => v.brandName))).toEqual(new Set(['Acme Grill']));
+      }
+      expect(await errorsOf(`${valid({})}&SvcBrandId=&svcbrandid=5&SVCBRANDID=6`)).toEqual(["'SvcBrandId' must be given only once."]);
+    });
+
     it('ignores unknown parameters', async () => {
       expect((await get(`/visits/standard?${valid({})}&utm_source=mail`)).status).toBe(200);
     });

@@ -120,6 +120,12 @@ function validQuery<T extends object>(dto: DtoClass<T>, queryString: string, con
     const name = names.get(key.toLowerCase());
     if (name === undefined) continue;
     if (seen.has(name)) {
+      // An empty value counts as absent: beside a value it is no second one.
+      if (value === '') continue;
+      if (raw[name] === '') {
+        raw[name] = value;
+        continue;
+      }
       if (!problems.includes(`'${name}' must be given only once.`)) problems.push(`'${name}' must be given only once.`);
       continue;
     }

@@ -1,4 +1,4 @@
-import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Injectable, Logger } from '@nestjs/common';
@@ -58,6 +58,8 @@ export class DemoService {
 
   /** Loads (or refreshes) the demo data and issues fresh demo credentials. */
   async load(): Promise<DemoSummary> {
+    // The credentials file goes there at the end: a folder that cannot be made fails the load before anything is written.
+    await mkdir(this.config.DATA_DIR, { recursive: true });
     const today = localDate(this.config.RESULTS_TIMEZONE);
     const work = await mkdtemp(join(tmpdir(), 'results-demo-'));
     try {
