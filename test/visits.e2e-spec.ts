@@ -312,6 +312,14 @@ describe(`GET /visits/standard and /visits/plus (${process.env.TEST_DATABASE})`,
       expect(await errorsOf(`${valid({})}&SvcBrandId=&svcbrandid=5&SVCBRANDID=6`)).toEqual(["'SvcBrandId' must be given only once."]);
     });
 
+    it('gives an empty page for a SvcBrandId that is no brand of the client, another client\'s or none at all', async () => {
+      for (const brand of [21, 999]) {
+        const res = await get(`/visits/standard?${valid({})}&SvcBrandId=${brand}`);
+        expect({ brand, status: res.status }).toEqual({ brand, status: 200 });
+        expect(JSON.parse(res.text)).toEqual({ data: { visits: [] } });
+      }
+    });
+
     it('ignores unknown parameters', async () => {
       expect((await get(`/visits/standard?${valid({})}&utm_source=mail`)).status).toBe(200);
     });
