@@ -119,14 +119,21 @@ export class TokenLane {
   }
 
   /**
+   * Whose live key the request carries (takes() saw one); null when it is not a live key, or
+   * when that cannot be told now (the credentials cannot be read: Express's path answers).
+   */
+  private async keyOwner(req: IncomingMessage): Promise<string | null> {
+    try {
+      return await this.cache.keyOwner((req.headers['svc-api-key'] as string).trim());
+    } catch {
+      return null;
+    }
+  }
+
+  /**
    * The request counted under each limit in turn, as the guard counts it; null when a limit
    * refuses it or a count failed, with what was counted handed on to the guard.
    */
-  /** Whose live key the request carries (takes() saw one); null when it is not a live key. */
-  private keyOwner(req: IncomingMessage): Promise<string | null> {
-    return this.cache.keyOwner((req.headers['svc-api-key'] as string).trim());
-  }
-
   private async count(req: IncomingMessage): Promise<[NamedLimit, CountResult][] | null> {
     const counts: [NamedLimit, CountResult][] = [];
     for (const limit of this.limits) {

@@ -52,6 +52,7 @@ export class TokenController {
   })
   @ApiProblemResponse(413, 'The form is larger than the service accepts (16 KiB).')
   @ApiProblemResponse(415, 'The form names a charset other than utf-8 or iso-8859-1.')
+  @ApiProblemResponse(503, 'Temporarily unavailable (the credentials cannot be read); retry after `Retry-After` seconds.')
   async token(
     @Req() req: Request,
     @Res({ passthrough: true }) res: Response,

@@ -49,6 +49,14 @@ describe('database outage (postgres, through a TCP proxy)', () => {
       status: 503,
       detail: 'The database is unavailable; retry after the time in Retry-After.',
     });
+    // A token request too: the token lane cannot tell whose the key is and leaves it to Express, which says the database is away.
+    const tokenDown = await request(t.http)
+      .post('/connect/token')
+      .set('svc-api-key', partner.apiKey)
+      .type('form')
+      .send({ grant_type: 'client_credentials', client_id: partner.clientId, client_secret: partner.clientSecret });
+    expect(tokenDown.status).toBe(503);
+    expect(tokenDown.headers['retry-after']).toBe('5');
     const ready = await request(t.http).get('/health/ready');
     expect(ready.status).toBe(503);
     expect(JSON.parse(ready.text).detail).toMatch(/^Not ready: .*database.* failed\.$/);
