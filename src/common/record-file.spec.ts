@@ -46,4 +46,9 @@ describe('readAllRecords', () => {
       { line: 4, value: { id: 'B3' } },
     ]);
   });
+
+  it('says in one line that a file does not exist or is no file', async () => {
+    await expect(readAllRecords(join(dir, 'missing.ndjson'))).rejects.toEqual(new RecordFileError(`${join(dir, 'missing.ndjson')} does not exist.`));
+    await expect(readAllRecords(dir)).rejects.toEqual(new RecordFileError(`${dir} is not a file.`));
+  });
 });

@@ -1,5 +1,5 @@
 import { createReadStream } from 'node:fs';
-import { readFile } from 'node:fs/promises';
+import { readFile, stat } from 'node:fs/promises';
 import { extname } from 'node:path';
 import { createInterface } from 'node:readline';
 import { parse as parseCsv } from 'csv-parse';
@@ -10,6 +10,18 @@ export type FileRecord = { line: number; value: unknown; error?: undefined } | {
 export type RecordFormat = 'json' | 'ndjson' | 'csv';
 
 export class RecordFileError extends Error {}
+
+/** An import file must exist and be a file: said in one line, as an operator's mistake. */
+async function mustBeFile(path: string): Promise<void> {
+  let isFile: boolean;
+  try {
+    isFile = (await stat(path)).isFile();
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    throw new RecordFileError(code === 'ENOENT' ? `${path} does not exist.` : `${path} cannot be read (${code ?? 'error'}).`);
+  }
+  if (!isFile) throw new RecordFileError(`${path} is not a file.`);
+}
 
 async function sniff(path: string): Promise<RecordFormat> {
   const ext = extname(path).toLowerCase();
@@ -111,6 +123,7 @@ async function* csv(path: string): AsyncGenerator<FileRecord> {
  * a header row. The format follows the extension, else the first character.
  */
 export async function* readRecords(path: string, format?: RecordFormat): AsyncGenerator<FileRecord> {
+  await mustBeFile(path);
   const kind = format ?? (await sniff(path));
   if (kind === 'json') yield* jsonArray(path);
   else if (kind === 'ndjson') yield* ndjson(path);

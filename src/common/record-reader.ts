@@ -25,14 +25,13 @@ export function characters(s: string): number {
 export class RecordReader {
   readonly errors: string[] = [];
   private readonly data: Record<string, unknown>;
+  /** The value is no object: that is its one error, not a missing field after another. */
+  private readonly notObject: boolean;
 
   constructor(value: unknown, private readonly prefix = '') {
-    if (typeof value === 'object' && value !== null && !Array.isArray(value)) {
-      this.data = value as Record<string, unknown>;
-    } else {
-      this.data = {};
-      this.errors.push(`${prefix || 'the record'} must be a JSON object.`);
-    }
+    this.notObject = typeof value !== 'object' || value === null || Array.isArray(value);
+    this.data = this.notObject ? {} : (value as Record<string, unknown>);
+    if (this.notObject) this.errors.push(`${prefix || 'the record'} must be a JSON object.`);
   }
 
   get ok(): boolean {
@@ -56,7 +55,7 @@ export class RecordReader {
   /** True when the field has no value to read: absent or null, or `""` where a value is required. */
   private missing(field: string, required: boolean): boolean {
     if (this.has(field) && !(required && this.data[field] === '')) return false;
-    if (required) this.errors.push(`${this.name(field)} must not be empty.`);
+    if (required && !this.notObject) this.errors.push(`${this.name(field)} must not be empty.`);
     return true;
   }
 
