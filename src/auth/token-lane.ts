@@ -83,10 +83,11 @@ export class TokenLane {
     this.metricsMiddleware.use(req, res, nothing);
     answeredByRoute(req, TOKEN_PATH);
     // A key that is not live is refused on Express's path, where the limits count it by the caller's address.
-    if ((await this.keyOwner(req)) === null) return false;
+    const owner = await this.keyOwner(req);
+    if (owner === null) return false;
     const form = await readBodyAhead(setup.formParser, req, res);
     if (typeof form !== 'object' || form === null) return false;
-    const counts = await this.count(req);
+    const counts = await this.count(req, owner);
     if (counts === null) return false;
     let answer: TokenAnswer;
     try {
@@ -131,15 +132,17 @@ export class TokenLane {
   }
 
   /**
-   * The request counted under each limit in turn, as the guard counts it; null when a limit
-   * refuses it or a count failed, with what was counted handed on to the guard.
+   * The request counted under each limit in turn, as the guard counts it, for the key's owner
+   * (looked up already); null when a limit refuses it or a count failed, with what was counted
+   * handed on to the guard.
    */
-  private async count(req: IncomingMessage): Promise<[NamedLimit, CountResult][] | null> {
+  private async count(req: IncomingMessage, owner: string): Promise<[NamedLimit, CountResult][] | null> {
     const counts: [NamedLimit, CountResult][] = [];
+    const known = (): Promise<string> => Promise.resolve(owner);
     for (const limit of this.limits) {
       let count: CountResult;
       try {
-        count = await countAhead(this.storage, req, limit, this.cache.keyOwner);
+        count = await countAhead(this.storage, req, limit, known);
       } catch {
         this.handOn(req, counts);
         return null;

@@ -28,10 +28,15 @@ export class RecordReader {
   /** The value is no object: that is its one error, not a missing field after another. */
   private readonly notObject: boolean;
 
-  constructor(value: unknown, private readonly prefix = '') {
+  /** `what`: how the value is named when it is no object (a nested reader names it by its prefix). */
+  constructor(
+    value: unknown,
+    private readonly prefix = '',
+    what = prefix || 'the record',
+  ) {
     this.notObject = typeof value !== 'object' || value === null || Array.isArray(value);
     this.data = this.notObject ? {} : (value as Record<string, unknown>);
-    if (this.notObject) this.errors.push(`${prefix || 'the record'} must be a JSON object.`);
+    if (this.notObject) this.errors.push(`${what} must be a JSON object.`);
   }
 
   get ok(): boolean {

@@ -96,10 +96,8 @@ export class MenusService {
 
     let fields: ReturnType<typeof readDishFields> = null;
     let menuId: number | null = null;
-    if (json !== undefined && (typeof json !== 'object' || json === null || Array.isArray(json))) {
-      errors.push("The 'json' part must be a JSON object.");
-    } else if (json !== undefined) {
-      const reader = new RecordReader(json, '');
+    if (json !== undefined) {
+      const reader = new RecordReader(json, '', "The 'json' part");
       menuId = reader.int('menuId', { min: 1, max: ID_MAX });
       fields = readDishFields(reader, menuId ?? 0);
       errors.push(...reader.errors);
