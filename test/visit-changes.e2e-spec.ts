@@ -1,6 +1,7 @@
 import request from 'supertest';
 import type { IssuedCredential } from '../src/auth/credentials.service.js';
 import { localDateTime } from '../src/common/clock.js';
+import { PageTokens } from '../src/common/page-token.js';
 import { issueCredential, tokenFor } from './helpers/auth.js';
 import type { TestApp } from './helpers/test-app.js';
 import { importVisits, startVisitsApp, type VisitRecord } from './helpers/visits-fixture.js';
@@ -151,7 +152,8 @@ describe(`GET /visits/standard/changes and /visits/plus/changes (${process.env.T
   });
 
   it('moves a filtered feed past the writes its filters leave out, and still gives every one they let through', async () => {
-    const position = (token: string): number => (JSON.parse(Buffer.from(token.split('.')[0], 'base64url').toString('utf8')) as { p: number[] }).p[0];
+    const tokens = PageTokens.fromConfig(t.config);
+    const position = (token: string): number => tokens.decode('changes:standard:1001:6:', token)[0] as number;
     const { after: atEnd } = await follow(`/visits/standard/changes?SvcClientId=1001&SvcBrandId=6&Since=${hourAgo()}`, '&SvcBrandId=6');
     const [other, mine] = [client1001().find((v) => v.brandId === 5)!, client1001().find((v) => v.brandId === 6)!];
     await importVisits(t, [{ ...other, visitScore: 3.5 }]);

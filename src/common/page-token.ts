@@ -1,51 +1,88 @@
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { AppConfig } from '../config/app-config.js';
 import { ValidationProblem } from './problem.js';
 
 /** The longest page token accepted. */
 export const PAGE_TOKEN_MAX_LENGTH = 2048;
 
-/** The shape of every page token: a base64url body and its base64url signature. */
+/** The shape of every page token: two base64url parts joined by a dot. */
 export const PAGE_TOKEN_PATTERN = '^[A-Za-z0-9_-]+\\.[A-Za-z0-9_-]+$';
+
+/** First byte of a sealed token's first part; a signed token's first part is JSON (`{`). */
+const SEALED = 1;
+const IV_BYTES = 12;
+const TAG_BYTES = 16;
+
+type Payload = { s?: unknown; p?: unknown };
 
 /**
  * Opaque page tokens: the position after the last item of a page, bound to the query it
- * came from (`scope`, such as `menus:1001`) and signed, so a token replayed with another
- * query, edited, or made up is refused with a 400.
+ * came from (`scope`, such as `menus:1001`), so a token replayed with another query, edited,
+ * or made up is refused with a 400.
+ *
+ * A token is sealed with AES-256-GCM under a fresh random IV: `<version, IV and
+ * ciphertext>.<tag>`. Its position is a client's own write sequence or ids, which a
+ * credential restricted to some brands must not read (how many writes other brands had
+ * between two of its visits), nor tell from two tokens of the same position, so no token
+ * is the same twice. Tokens issued before they were sealed (`<JSON>.<HMAC-SHA-256>`) are
+ * still taken, since partners store change-feed tokens for as long as they sync.
  */
 export class PageTokens {
-  constructor(private readonly key: string) {}
+  private readonly sealKey: Buffer;
+
+  constructor(private readonly key: string) {
+    this.sealKey = createHmac('sha256', key).update('page-token-seal').digest();
+  }
 
   /** Tokens under PAGE_TOKEN_KEY, or else a key derived from API_KEY_HASH_KEY. */
   static fromConfig(config: AppConfig): PageTokens {
     return new PageTokens(config.PAGE_TOKEN_KEY ?? createHmac('sha256', config.API_KEY_HASH_KEY).update('page-tokens').digest('hex'));
   }
 
-  private sign(body: string): string {
-    return createHmac('sha256', this.key).update(body).digest('base64url');
-  }
-
   encode(scope: string, position: (string | number)[]): string {
-    const body = Buffer.from(JSON.stringify({ s: scope, p: position })).toString('base64url');
-    return `${body}.${this.sign(body)}`;
+    const iv = randomBytes(IV_BYTES);
+    const cipher = createCipheriv('aes-256-gcm', this.sealKey, iv);
+    const sealed = Buffer.concat([Buffer.of(SEALED), iv, cipher.update(JSON.stringify({ s: scope, p: position }), 'utf8'), cipher.final()]);
+    return `${sealed.toString('base64url')}.${cipher.getAuthTag().toString('base64url')}`;
   }
 
   /** The position a token holds; a 400 problem when it is not a token of this query. */
   decode(scope: string, token: string): (string | number)[] {
     const invalid = new ValidationProblem(["'after' is not a valid page token."]);
-    const [body, signature, extra] = token.split('.');
-    if (!body || !signature || extra !== undefined || token.length > PAGE_TOKEN_MAX_LENGTH) throw invalid;
-    const expected = Buffer.from(this.sign(body));
-    const given = Buffer.from(signature);
-    if (expected.length !== given.length || !timingSafeEqual(expected, given)) throw invalid;
-    let payload: { s?: unknown; p?: unknown };
+    const [first, second, extra] = token.split('.');
+    if (!first || !second || extra !== undefined || token.length > PAGE_TOKEN_MAX_LENGTH) throw invalid;
+    const body = Buffer.from(first, 'base64url');
+    const text = body[0] === SEALED ? this.unseal(body, second) : this.verified(first, second);
+    let payload: Payload;
     try {
-      payload = JSON.parse(Buffer.from(body, 'base64url').toString('utf8')) as { s?: unknown; p?: unknown };
+      payload = JSON.parse(text ?? '') as Payload;
     } catch {
       throw invalid;
     }
+    if (payload === null || typeof payload !== 'object') throw invalid;
     if (payload.s !== scope) throw new ValidationProblem(["'after' is a page token of another query."]);
     if (!Array.isArray(payload.p)) throw invalid;
     return payload.p as (string | number)[];
+  }
+
+  /** A sealed token's JSON, or undefined when it was not sealed under this key. */
+  private unseal(body: Buffer, tag: string): string | undefined {
+    const authTag = Buffer.from(tag, 'base64url');
+    if (body.length <= 1 + IV_BYTES || authTag.length !== TAG_BYTES) return undefined;
+    try {
+      const decipher = createDecipheriv('aes-256-gcm', this.sealKey, body.subarray(1, 1 + IV_BYTES));
+      decipher.setAuthTag(authTag);
+      return Buffer.concat([decipher.update(body.subarray(1 + IV_BYTES)), decipher.final()]).toString('utf8');
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** A signed (earlier) token's JSON, or undefined when its signature is not this key's. */
+  private verified(body: string, signature: string): string | undefined {
+    const expected = Buffer.from(createHmac('sha256', this.key).update(body).digest('base64url'));
+    const given = Buffer.from(signature);
+    if (expected.length !== given.length || !timingSafeEqual(expected, given)) return undefined;
+    return Buffer.from(body, 'base64url').toString('utf8');
   }
 }

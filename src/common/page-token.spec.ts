@@ -1,0 +1,83 @@
+import { createHmac } from 'node:crypto';
+import { PAGE_TOKEN_PATTERN, PageTokens } from './page-token.js';
+import { ValidationProblem } from './problem.js';
+
+const KEY = 'a page-token key of the tests';
+
+function errorsOf(action: () => unknown): string[] {
+  try {
+    action();
+  } catch (error) {
+    if (error instanceof ValidationProblem) return error.errors ?? [];
+    throw error;
+  }
+  throw new Error('no problem was raised');
+}
+
+/** A token as issued before tokens were sealed: JSON and its HMAC-SHA-256. */
+function signedToken(key: string, payload: unknown): string {
+  const body = Buffer.from(JSON.stringify(payload)).toString('base64url');
+  return `${body}.${createHmac('sha256', key).update(body).digest('base64url')}`;
+}
+
+describe('PageTokens', () => {
+  const tokens = new PageTokens(KEY);
+
+  it('gives back the position of a token of the same query', () => {
+    const token = tokens.encode('changes:standard:1001::', [2515]);
+    expect(token).toMatch(new RegExp(PAGE_TOKEN_PATTERN));
+    expect(tokens.decode('changes:standard:1001::', token)).toEqual([2515]);
+    expect(tokens.decode('dishes:1001:7', tokens.encode('dishes:1001:7', [2147483648, 'x']))).toEqual([2147483648, 'x']);
+  });
+
+  it('shows nothing of the position or the query, and is never the same twice', () => {
+    const first = tokens.encode('changes:standard:1001::', [2515]);
+    const second = tokens.encode('changes:standard:1001::', [2515]);
+    expect(first).not.toBe(second);
+    for (const token of [first, second]) {
+      const bytes = Buffer.concat(token.split('.').map((part) => Buffer.from(part, 'base64url'))).toString('latin1');
+      expect(bytes).not.toContain('2515');
+      expect(bytes).not.toContain('changes');
+    }
+  });
+
+  it('refuses a token of another query with its own message', () => {
+    expect(errorsOf(() => tokens.decode('menus:1002', tokens.encode('menus:1001', [5])))).toEqual(["'after' is a page token of another query."]);
+  });
+
+  it('refuses an edited, truncated, made-up or foreign token', () => {
+    const token = tokens.encode('menus:1001', [5]);
+    const [sealed, tag] = token.split('.') as [string, string];
+    const flipped = (part: string, at: number): string => {
+      const bytes = Buffer.from(part, 'base64url');
+      bytes[at] = (bytes[at] ?? 0) ^ 1;
+      return bytes.toString('base64url');
+    };
+    const invalid = ["'after' is not a valid page token."];
+    for (const bad of [
+      `${flipped(sealed, sealed.length > 20 ? 15 : 1)}.${tag}`,
+      `${sealed}.${flipped(tag, 0)}`,
+      `${sealed.slice(0, 8)}.${tag}`,
+      `${sealed}.${tag.slice(0, 10)}`,
+      `${sealed}.${tokens.encode('menus:1001', [5]).split('.')[1]}`,
+      new PageTokens('another key').encode('menus:1001', [5]),
+      signedToken('another key', { s: 'menus:1001', p: [5] }),
+      'AQ.AQ',
+      'abc',
+      `${token}.x`,
+      '.',
+    ]) {
+      expect(errorsOf(() => tokens.decode('menus:1001', bad))).toEqual(invalid);
+    }
+  });
+
+  it('takes a token issued before tokens were sealed, and refuses one whose JSON is no token', () => {
+    expect(tokens.decode('changes:plus:1001::', signedToken(KEY, { s: 'changes:plus:1001::', p: [42] }))).toEqual([42]);
+    expect(errorsOf(() => tokens.decode('menus:1001', signedToken(KEY, { s: 'menus:1002', p: [1] })))).toEqual([
+      "'after' is a page token of another query.",
+    ]);
+    for (const payload of [null, 7, 'menus:1001', { s: 'menus:1001', p: 5 }]) {
+      expect(errorsOf(() => tokens.decode('menus:1001', signedToken(KEY, payload)))).toEqual(["'after' is not a valid page token."]);
+    }
+  });
+});
