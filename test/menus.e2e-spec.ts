@@ -264,6 +264,11 @@ describe(`menus and dishes (${process.env.TEST_DATABASE})`, () => {
       expect(await count('dish_images')).toBe(images);
       const old = await auth(request(t.http).get(a.image!.url.slice(t.config.baseUrl.length)));
       expect(old.status).toBe(404);
+      // A refusal is not cached as the image is: it must not outlive its cause.
+      expect(old.headers['cache-control']).toBeUndefined();
+      const unnamed = await auth(request(t.http).get(b.image!.url.slice(t.config.baseUrl.length).split('?')[0]));
+      expect(unnamed.status).toBe(400);
+      expect(unnamed.headers['cache-control']).toBeUndefined();
     });
 
     describe('refuses bad input with a 400 and writes nothing', () => {

@@ -1,4 +1,4 @@
-import { Controller, Get, Header, HttpCode, Param, Post, Req, Res, UseInterceptors } from '@nestjs/common';
+import { Controller, Get, HttpCode, Param, Post, Req, Res, UseInterceptors } from '@nestjs/common';
 import {
   ApiBody,
   ApiConsumes,
@@ -98,7 +98,6 @@ export class MenusController {
   @ApiResponse({ status: 304, description: 'Not modified: the If-None-Match ETag is current.' })
   @ApiProblemResponse(404, 'No image has this id.', 'No image has this id.')
   @ApiDataErrors()
-  @Header('Cache-Control', 'private, max-age=31536000, immutable')
   async image(
     @EntitledQuery() query: ClientQueryDto,
     @Param('imageId') imageId: string,
@@ -106,6 +105,8 @@ export class MenusController {
     @Res() res: Response,
   ): Promise<void> {
     const image = await this.menus.image(query.SvcClientId, imageId);
+    // Only the image is cached for a year: a refusal (400, 403, 404) must not outlive its cause.
+    res.setHeader('Cache-Control', 'private, max-age=31536000, immutable');
     res.setHeader('X-Content-Type-Options', 'nosniff');
     if (answeredNotModified(req, res, image.etag)) return;
     res.type(image.contentType).send(image.data);
