@@ -90,6 +90,10 @@ export class VisitsImportService {
       if (visit.brandId !== null) {
         const owner = await this.brandClient(context, visit.brandId);
         if (owner !== visit.clientId) errors.push(`'brandId' ${visit.brandId} is not a brand of client ${visit.clientId}.`);
+        // A visit of another brand than its branch's would show that branch to credentials of that brand.
+        else if (branch && branch.clientId === visit.clientId && branch.brandId !== null && branch.brandId !== visit.brandId) {
+          errors.push(`'brandId' ${visit.brandId} is not the brand of branch '${visit.branchId}' (${branch.brandId}).`);
+        }
       }
       const previous = stored.get(visit.id);
       if (previous && previous.clientId !== visit.clientId) errors.push(`visit ${visit.id} belongs to client ${previous.clientId}.`);
