@@ -148,16 +148,17 @@ describe(`token requests answered ahead of Express (${process.env.TEST_DATABASE}
     const big = await post(`${grant()}&padding=${'x'.repeat(20 * 1024)}`);
     expect(watch.answered).toEqual([false]);
     expect(big.status).toBe(413);
-    expect(big.headers['content-type']).toMatch(/^application\/problem\+json/);
-    expect(JSON.parse(big.body.toString('utf8'))).toMatchObject({ status: 413 });
+    expect(big.headers['content-type']).toBe('application/json; charset=utf-8');
+    expect(big.headers['cache-control']).toBe('no-store');
+    expect(JSON.parse(big.body.toString('utf8'))).toEqual({ error: 'invalid_request', error_description: 'The form is larger than the service accepts (16 KiB).' });
     expect(big.headers.ratelimit).toMatch(/^"default";r=\d+;t=\d+, "token";r=\d+;t=\d+$/);
     // The refused request counted once under the API key's limit, between the two tokens.
     expect(await remaining()).toBe(before - 2);
     const charset = await post(grant(), { 'Content-Type': 'application/x-www-form-urlencoded; charset=koi8-r' });
     expect(charset.status).toBe(415);
-    expect(charset.headers['content-type']).toMatch(/^application\/problem\+json/);
+    expect(charset.headers['content-type']).toBe('application/json; charset=utf-8');
     expect(charset.headers.ratelimit).toMatch(/^"default";r=\d+;t=\d+, "token";r=\d+;t=\d+$/);
-    expect(JSON.parse(charset.body.toString('utf8'))).toMatchObject({ status: 415 });
+    expect(JSON.parse(charset.body.toString('utf8'))).toMatchObject({ error: 'invalid_request' });
   });
 
   it('hands on a request whose token could not be issued for want of the database, counted once', async () => {

@@ -146,6 +146,50 @@ describe(`POST /connect/token (${process.env.TEST_DATABASE})`, () => {
     expectOAuthError(await post(creds(), other.apiKey), 401, 'invalid_client', 'The svc-api-key does not belong to this client.');
   });
 
+  it('treats a parameter sent without a value as omitted (RFC 6749 §3.1)', async () => {
+    const all = await post({ ...creds(), scope: '' });
+    expect(all.status).toBe(200);
+    expect(all.body.scope).toBe(ALL);
+    const basic = `Basic ${Buffer.from(`${partner.clientId}:${partner.clientSecret}`).toString('base64')}`;
+    for (const extra of ['client_secret=', 'client_id=', 'client_id=&client_secret=&scope=']) {
+      const res = await request(t.http)
+        .post('/connect/token')
+        .set('svc-api-key', partner.apiKey)
+        .set('Authorization', basic)
+        .type('form')
+        .send(`grant_type=client_credentials&${extra}`);
+      expect({ extra, status: res.status, scope: res.body.scope }).toEqual({ extra, status: 200, scope: ALL });
+    }
+    expectOAuthError(await post({ ...creds(), grant_type: '' }), 400, 'invalid_request', "The parameter 'grant_type' is required.");
+    expectOAuthError(await post({ ...creds(), client_secret: '' }), 401, 'invalid_client', 'Client authentication is required: client_id and client_secret.');
+  });
+
+  it('challenges Basic as well as the API key when a Basic request has a bad svc-api-key', async () => {
+    const basic = `Basic ${Buffer.from(`${partner.clientId}:${partner.clientSecret}`).toString('base64')}`;
+    for (const apiKey of [undefined, 'svck_unknown', other.apiKey]) {
+      const req = request(t.http).post('/connect/token').set('Authorization', basic).type('form');
+      if (apiKey !== undefined) void req.set('svc-api-key', apiKey);
+      const res = await req.send({ grant_type: 'client_credentials' });
+      expectOAuthError(res, 401, 'invalid_client', /^The svc-api-key /);
+      expect(res.headers['www-authenticate']).toBe('ApiKey realm="svc-results-api", header="svc-api-key", Basic realm="svc-results-api", charset="UTF-8"');
+    }
+  });
+
+  it('answers a form it cannot read in OAuth JSON with no-store, as every other refusal', async () => {
+    const big = await post(`${new URLSearchParams(creds()).toString()}&padding=${'x'.repeat(20 * 1024)}`);
+    expectOAuthError(big, 413, 'invalid_request', /^The form is larger than the service accepts \(16 KiB\)\.$/);
+    const charset = await request(t.http)
+      .post('/connect/token')
+      .set('svc-api-key', partner.apiKey)
+      .set('Content-Type', 'application/x-www-form-urlencoded; charset=utf-16')
+      .send(new URLSearchParams(creds()).toString());
+    expectOAuthError(charset, 415, 'invalid_request', /^The form names a charset other than utf-8 or iso-8859-1\.$/);
+    const malformed = await post('grant_type=client_credentials&client_id=%E0%A4%A');
+    expect(malformed.status).toBeLessThan(500);
+    expect(malformed.headers['cache-control']).toBe('no-store');
+    expect(malformed.body).toEqual({ error: expect.any(String), error_description: expect.any(String) });
+  });
+
   it('refuses missing client authentication with invalid_client', async () => {
     expectOAuthError(await post({ grant_type: 'client_credentials' }), 401, 'invalid_client', 'Client authentication is required: client_id and client_secret.');
   });

@@ -1,11 +1,10 @@
-import { applyDecorators, Body, Controller, Headers, HttpCode, Post, Req, Res } from '@nestjs/common';
+import { applyDecorators, Body, Controller, Headers, HttpCode, Post, Req, Res, UseFilters } from '@nestjs/common';
 import { ApiBody, ApiConsumes, ApiExtraModels, ApiOkResponse, ApiOperation, ApiResponse, ApiSecurity, ApiTags, getSchemaPath } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
-import { ApiProblemResponse } from '../common/api-responses.js';
 import { API_KEY_SCHEME } from '../common/openapi-names.js';
 import { Public } from '../common/public.decorator.js';
 import { OAuthErrorDto, TokenRequestDto, TokenResponseDto } from './dto/token.dto.js';
-import { NO_STORE_HEADERS, OAuthException } from '../common/oauth-error.js';
+import { NO_STORE_HEADERS, OAuthErrorFilter, OAuthException } from '../common/oauth-error.js';
 import { TokenService, type TokenResponse } from './token.service.js';
 
 /** An OAuth error response (RFC 6749 §5.2) of the token endpoint, with an example body of its status. */
@@ -18,6 +17,8 @@ function ApiOAuthErrorResponse(status: number, description: string, example: OAu
 
 @ApiTags('auth')
 @Public()
+// Every answer of the token endpoint is OAuth JSON with no-store, whatever refused the request.
+@UseFilters(OAuthErrorFilter)
 @Controller('connect')
 export class TokenController {
   constructor(private readonly tokens: TokenService) {}
@@ -50,9 +51,22 @@ export class TokenController {
     error: 'slow_down',
     error_description: 'Too many token requests for this client; retry after 42 seconds.',
   })
-  @ApiProblemResponse(413, 'The form is larger than the service accepts (16 KiB).')
-  @ApiProblemResponse(415, 'The form names a charset other than utf-8 or iso-8859-1.')
-  @ApiProblemResponse(503, 'Temporarily unavailable (the credentials cannot be read); retry after `Retry-After` seconds.')
+  @ApiOAuthErrorResponse(413, '`invalid_request`: the form is larger than the service accepts (16 KiB).', {
+    error: 'invalid_request',
+    error_description: 'The form is larger than the service accepts (16 KiB).',
+  })
+  @ApiOAuthErrorResponse(415, '`invalid_request`: the form names a charset other than utf-8 or iso-8859-1.', {
+    error: 'invalid_request',
+    error_description: 'The form names a charset other than utf-8 or iso-8859-1.',
+  })
+  @ApiOAuthErrorResponse(503, '`temporarily_unavailable`: the credentials cannot be read now; retry after `Retry-After` seconds.', {
+    error: 'temporarily_unavailable',
+    error_description: 'The database is unavailable; retry after the time in Retry-After.',
+  })
+  @ApiOAuthErrorResponse(500, '`server_error`: an internal error.', {
+    error: 'server_error',
+    error_description: 'An internal error occurred. Quote the instance id when reporting it.',
+  })
   async token(
     @Req() req: Request,
     @Res({ passthrough: true }) res: Response,

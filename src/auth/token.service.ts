@@ -45,12 +45,17 @@ const BASIC_CHALLENGE = { 'WWW-Authenticate': basicChallenge() };
 
 const API_KEY_CHALLENGE = { 'WWW-Authenticate': apiKeyChallenge() };
 
+/** A key refused on a request that authenticated by Basic: both schemes are challenged (RFC 6749 §5.2 asks for Basic's). */
+const API_KEY_AND_BASIC_CHALLENGE = { 'WWW-Authenticate': `${apiKeyChallenge()}, ${basicChallenge()}` };
+
 function formValue(form: Record<string, unknown>, name: string): string | undefined {
   const value = form[name];
   if (value === undefined) return undefined;
   if (typeof value !== 'string') {
     throw new OAuthException('invalid_request', `The parameter '${name}' must be given once, as text.`);
   }
+  // RFC 6749 §3.1: a parameter sent without a value is treated as omitted.
+  if (value === '') return undefined;
   const max = (TOKEN_FORM_MAX_LENGTH as Record<string, number | undefined>)[name];
   if (max !== undefined && value.length > max) {
     throw new OAuthException('invalid_request', `The parameter '${name}' must be at most ${max} characters.`);
@@ -126,7 +131,7 @@ export class TokenService {
     }
 
     const clientId = auth.clientId;
-    await this.checkApiKey(clientId, request.apiKey);
+    await this.checkApiKey(clientId, request.apiKey, basic);
     const retryAfter = await this.failures.blockedFor(clientId);
     if (retryAfter > 0) {
       throw new OAuthException('slow_down', `Too many failed token requests for this client; retry after ${retryAfter} seconds.`, 429, {
@@ -149,7 +154,7 @@ export class TokenService {
    * credential read, and is no guess of the secret: it does not count towards the client's
    * lockout, which anyone who knows a client id could otherwise keep on for good.
    */
-  private async checkApiKey(clientId: string, apiKey: string | undefined): Promise<void> {
+  private async checkApiKey(clientId: string, apiKey: string | undefined, basic: boolean): Promise<void> {
     const key = apiKey ? await this.cache.apiKey(apiKey) : null;
     if (key && !key.revoked && key.credentialId === clientId) return;
     const reason = !apiKey
@@ -157,7 +162,7 @@ export class TokenService {
       : !key || key.revoked
         ? 'The svc-api-key is not valid.'
         : 'The svc-api-key does not belong to this client.';
-    throw new OAuthException('invalid_client', reason, 401, API_KEY_CHALLENGE);
+    throw new OAuthException('invalid_client', reason, 401, basic ? API_KEY_AND_BASIC_CHALLENGE : API_KEY_CHALLENGE);
   }
 
   private async authenticate(clientId: string, secret: string, basic: boolean): Promise<CachedCredential> {

@@ -1,5 +1,7 @@
-import { HttpException } from '@nestjs/common';
-import type { SelfRenderingError } from './problem.js';
+import { Catch, HttpException } from '@nestjs/common';
+import type { Response } from 'express';
+import { ProblemFilter } from './problem.filter.js';
+import type { ProblemBody, SelfRenderingError } from './problem.js';
 
 /** RFC 6749 §5.2 error codes, plus RFC 8628's `slow_down` for too many failed attempts. */
 export type OAuthErrorCode =
@@ -9,7 +11,10 @@ export type OAuthErrorCode =
   | 'unauthorized_client'
   | 'unsupported_grant_type'
   | 'invalid_scope'
-  | 'slow_down';
+  | 'slow_down'
+  // RFC 6749 §4.1.2.1's codes for a server that cannot answer now, or failed.
+  | 'temporarily_unavailable'
+  | 'server_error';
 
 /** The headers of every answer of the token endpoint, token or error (RFC 6749 §5.1, §5.2). */
 export const NO_STORE_HEADERS: Readonly<Record<string, string>> = { 'Cache-Control': 'no-store', Pragma: 'no-cache' };
@@ -35,5 +40,36 @@ export class OAuthException extends HttpException implements SelfRenderingError 
       body: { error: this.error, error_description: this.description },
       headers: { ...NO_STORE_HEADERS, ...this.headers },
     };
+  }
+}
+
+/** What the token endpoint says of a form it could not read, for OAuth clients that show only error_description. */
+const FORM_DESCRIPTIONS: Readonly<Record<number, string>> = {
+  413: 'The form is larger than the service accepts (16 KiB).',
+  415: 'The form names a charset other than utf-8 or iso-8859-1.',
+};
+
+function codeFor(status: number): OAuthErrorCode {
+  if (status === 401) return 'invalid_client';
+  if (status === 429) return 'slow_down';
+  if (status === 503) return 'temporarily_unavailable';
+  if (status >= 500) return 'server_error';
+  return 'invalid_request';
+}
+
+/**
+ * The token endpoint's filter: every answer of it is OAuth JSON with `Cache-Control:
+ * no-store` (RFC 6749 §5.2), also for what is not one of its own OAuth errors, such as a form
+ * too large (413), in a charset not supported (415), or a database that cannot be reached
+ * (503), which every other endpoint answers as problem+json. Status and headers (Retry-After)
+ * stay; logging and the instance id in the request's line are the problem filter's.
+ */
+@Catch()
+export class OAuthErrorFilter extends ProblemFilter {
+  protected override send(response: Response, problem: ProblemBody, headers: Record<string, string>): void {
+    const description = FORM_DESCRIPTIONS[problem.status] ?? (problem.errors?.join(' ') || problem.detail);
+    const rendered = new OAuthException(codeFor(problem.status), description, problem.status, headers).renderResponse();
+    for (const [name, value] of Object.entries(rendered.headers)) response.setHeader(name, value);
+    response.status(rendered.status).type(rendered.contentType).send(JSON.stringify(rendered.body));
   }
 }

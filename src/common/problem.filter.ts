@@ -130,7 +130,12 @@ export class ProblemFilter implements ExceptionFilter {
       response.end();
       return;
     }
+    this.send(response, body, headers);
+  }
+
+  /** Writes the problem document (a filter of an endpoint with another error format writes that instead). */
+  protected send(response: Response, problem: ProblemBody, headers: Record<string, string>): void {
     for (const [name, value] of Object.entries(headers)) response.setHeader(name, value);
-    response.status(status).type(PROBLEM_CONTENT_TYPE).send(JSON.stringify(body));
+    response.status(problem.status).type(PROBLEM_CONTENT_TYPE).send(JSON.stringify(problem));
   }
 }

@@ -416,7 +416,7 @@ export interface components {
         };
         OAuthErrorDto: {
             /** @enum {string} */
-            error: "invalid_request" | "invalid_client" | "unsupported_grant_type" | "invalid_scope" | "slow_down";
+            error: "invalid_request" | "invalid_client" | "unsupported_grant_type" | "invalid_scope" | "slow_down" | "temporarily_unavailable" | "server_error";
             /** @example Client authentication failed. */
             error_description: string;
         };
@@ -1008,7 +1008,7 @@ export interface operations {
                     "application/json": components["schemas"]["OAuthErrorDto"];
                 };
             };
-            /** @description The form is larger than the service accepts (16 KiB). */
+            /** @description `invalid_request`: the form is larger than the service accepts (16 KiB). */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -1016,16 +1016,14 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "detail": "The request body is larger than the service accepts.",
-                     *       "instance": "urn:svc:api:results:error:3f1c2a9e-8b7d-4c55-9a10-2f4e6d8b1c07",
-                     *       "status": 413,
-                     *       "title": "Payload Too Large"
+                     *       "error": "invalid_request",
+                     *       "error_description": "The form is larger than the service accepts (16 KiB)."
                      *     }
                      */
-                    "application/problem+json": components["schemas"]["ProblemDto"];
+                    "application/json": components["schemas"]["OAuthErrorDto"];
                 };
             };
-            /** @description The form names a charset other than utf-8 or iso-8859-1. */
+            /** @description `invalid_request`: the form names a charset other than utf-8 or iso-8859-1. */
             415: {
                 headers: {
                     RateLimit: components["headers"]["RateLimit"];
@@ -1038,13 +1036,11 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "detail": "Unsupported Media Type",
-                     *       "instance": "urn:svc:api:results:error:3f1c2a9e-8b7d-4c55-9a10-2f4e6d8b1c07",
-                     *       "status": 415,
-                     *       "title": "Unsupported Media Type"
+                     *       "error": "invalid_request",
+                     *       "error_description": "The form names a charset other than utf-8 or iso-8859-1."
                      *     }
                      */
-                    "application/problem+json": components["schemas"]["ProblemDto"];
+                    "application/json": components["schemas"]["OAuthErrorDto"];
                 };
             };
             /** @description `slow_down`: too many requests, or too many failed ones, for this client id. */
@@ -1068,7 +1064,27 @@ export interface operations {
                     "application/json": components["schemas"]["OAuthErrorDto"];
                 };
             };
-            /** @description Temporarily unavailable (the credentials cannot be read); retry after `Retry-After` seconds. */
+            /** @description `server_error`: an internal error. */
+            500: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
+                    "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
+                    "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "server_error",
+                     *       "error_description": "An internal error occurred. Quote the instance id when reporting it."
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OAuthErrorDto"];
+                };
+            };
+            /** @description `temporarily_unavailable`: the credentials cannot be read now; retry after `Retry-After` seconds. */
             503: {
                 headers: {
                     RateLimit: components["headers"]["RateLimit"];
@@ -1082,13 +1098,11 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "detail": "The database is unavailable; retry after the time in Retry-After.",
-                     *       "instance": "urn:svc:api:results:error:3f1c2a9e-8b7d-4c55-9a10-2f4e6d8b1c07",
-                     *       "status": 503,
-                     *       "title": "Service Unavailable"
+                     *       "error": "temporarily_unavailable",
+                     *       "error_description": "The database is unavailable; retry after the time in Retry-After."
                      *     }
                      */
-                    "application/problem+json": components["schemas"]["ProblemDto"];
+                    "application/json": components["schemas"]["OAuthErrorDto"];
                 };
             };
         };

@@ -57,6 +57,12 @@ describe('database outage (postgres, through a TCP proxy)', () => {
       .send({ grant_type: 'client_credentials', client_id: partner.clientId, client_secret: partner.clientSecret });
     expect(tokenDown.status).toBe(503);
     expect(tokenDown.headers['retry-after']).toBe('5');
+    // In the token endpoint's own format, as every answer of it (OAuth libraries read `error`).
+    expect(tokenDown.headers['cache-control']).toBe('no-store');
+    expect(tokenDown.body).toEqual({
+      error: 'temporarily_unavailable',
+      error_description: 'The database is unavailable; retry after the time in Retry-After.',
+    });
     const ready = await request(t.http).get('/health/ready');
     expect(ready.status).toBe(503);
     expect(JSON.parse(ready.text).detail).toMatch(/^Not ready: .*database.* failed\.$/);

@@ -49,7 +49,7 @@ export class TokenResponseDto {
 
 export class OAuthErrorDto {
   @ApiProperty({
-    enum: ['invalid_request', 'invalid_client', 'unsupported_grant_type', 'invalid_scope', 'slow_down'],
+    enum: ['invalid_request', 'invalid_client', 'unsupported_grant_type', 'invalid_scope', 'slow_down', 'temporarily_unavailable', 'server_error'],
   })
   error!: string;
 
