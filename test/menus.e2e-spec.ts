@@ -293,6 +293,11 @@ describe(`menus and dishes (${process.env.TEST_DATABASE})`, () => {
         ['json that is a list', (r) => r.attach('', png, 'a.png').field('json', '[]'), ["The 'json' part must be a JSON object."]],
         ['json that is a number', (r) => r.attach('', png, 'a.png').field('json', '7'), ["The 'json' part must be a JSON object."]],
         [
+          'numbers given as strings',
+          (r) => r.attach('', png, 'a.png').field('json', JSON.stringify({ ...(JSON.parse(dish()) as object), menuId: '102', order: '3' })),
+          ["'menuId' must be an integer: '102'.", "'order' must be an integer: '3'."],
+        ],
+        [
           'every broken dish rule',
           (r) =>
             r.attach('', png, 'a.png').field(

@@ -41,9 +41,9 @@ describe('readAllRecords', () => {
   it('reads CSV with a header row, trimmed, with line numbers; an empty cell is a field not given', async () => {
     const path = file('b.csv', 'id,name,branchCode\nB1, Leeds ,LDS\n"B2","York, North",\nB3,,""\n');
     expect(await readAllRecords(path)).toEqual([
-      { line: 2, value: { id: 'B1', name: 'Leeds', branchCode: 'LDS' } },
-      { line: 3, value: { id: 'B2', name: 'York, North' } },
-      { line: 4, value: { id: 'B3' } },
+      { line: 2, value: { id: 'B1', name: 'Leeds', branchCode: 'LDS' }, text: true },
+      { line: 3, value: { id: 'B2', name: 'York, North' }, text: true },
+      { line: 4, value: { id: 'B3' }, text: true },
     ]);
   });
 

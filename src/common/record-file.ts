@@ -5,7 +5,8 @@ import { createInterface } from 'node:readline';
 import { parse as parseCsv } from 'csv-parse';
 
 /** One record of an import file, or why it could not be read, with its line number. */
-export type FileRecord = { line: number; value: unknown; error?: undefined } | { line: number; error: string };
+/** A record of an import file, or why it could not be read; `text`: its values are all text (CSV). */
+export type FileRecord = { line: number; value: unknown; text?: boolean; error?: undefined } | { line: number; error: string };
 
 export type RecordFormat = 'json' | 'ndjson' | 'csv';
 
@@ -110,7 +111,7 @@ async function* csv(path: string): AsyncGenerator<FileRecord> {
     for await (const row of parser as AsyncIterable<{ record: Record<string, string>; info: { lines: number } }>) {
       // CSV cannot tell an empty value from a missing one: an empty cell is a field not given.
       const value = Object.fromEntries(Object.entries(row.record).filter(([, cell]) => cell !== ''));
-      yield { line: row.info.lines, value };
+      yield { line: row.info.lines, value, text: true };
     }
   } catch (error) {
     const err = error as Error & { lines?: number };

@@ -28,11 +28,17 @@ export class RecordReader {
   /** The value is no object: that is its one error, not a missing field after another. */
   private readonly notObject: boolean;
 
-  /** `what`: how the value is named when it is no object (a nested reader names it by its prefix). */
+  /**
+   * `what`: how the value is named when it is no object (a nested reader names it by its
+   * prefix). `textValues`: the record's values are all text (a CSV row), so a number or a
+   * boolean is read from its text; in JSON a number must be a JSON number and a boolean a
+   * JSON boolean, so that `"3"` is refused rather than stored as something else than was sent.
+   */
   constructor(
     value: unknown,
     private readonly prefix = '',
     what = prefix || 'the record',
+    private readonly textValues = false,
   ) {
     this.notObject = typeof value !== 'object' || value === null || Array.isArray(value);
     this.data = this.notObject ? {} : (value as Record<string, unknown>);
@@ -69,7 +75,7 @@ export class RecordReader {
     const required = opts.required ?? true;
     if (this.missing(field, required)) return null;
     const v = this.data[field];
-    const n = typeof v === 'string' && /^-?\d+$/.test(v.trim()) ? Number(v) : v;
+    const n = this.textValues && typeof v === 'string' && /^-?\d+$/.test(v.trim()) ? Number(v) : v;
     if (typeof n !== 'number' || !Number.isSafeInteger(n)) {
       this.errors.push(`${this.name(field)} must be an integer: '${String(v)}'.`);
       return null;
@@ -90,7 +96,7 @@ export class RecordReader {
     const required = opts.required ?? true;
     if (this.missing(field, required)) return null;
     const v = this.data[field];
-    const n = typeof v === 'string' && DECIMAL.test(v.trim()) ? Number(v) : v;
+    const n = this.textValues && typeof v === 'string' && DECIMAL.test(v.trim()) ? Number(v) : v;
     if (typeof n !== 'number' || !Number.isFinite(n)) {
       this.errors.push(`${this.name(field)} must be a number: '${String(v)}'.`);
       return null;
@@ -131,7 +137,7 @@ export class RecordReader {
     if (this.missing(field, opts.required ?? false)) return null;
     const v = this.data[field];
     if (typeof v === 'boolean') return v;
-    if (v === 'true' || v === 'false') return v === 'true';
+    if (this.textValues && (v === 'true' || v === 'false')) return v === 'true';
     this.errors.push(`${this.name(field)} must be true, false or null.`);
     return null;
   }
@@ -185,7 +191,7 @@ export class RecordReader {
 
   /** Reads a nested object with its own reader; its messages join this one's. */
   nested(value: unknown, prefix: string): RecordReader {
-    return new RecordReader(value, `${this.prefix}${prefix}`);
+    return new RecordReader(value, `${this.prefix}${prefix}`, undefined, this.textValues);
   }
 
   adopt(other: RecordReader): void {

@@ -36,7 +36,7 @@ export class MenusImportService {
         continue;
       }
       const errors: string[] = [];
-      const menu = await this.readMenu(clientId, record.value, dirname(path), errors);
+      const menu = await this.readMenu(clientId, record.value, dirname(path), errors, record.text);
       if (menu && errors.length === 0) menus.push(menu);
       else report.rejected.push({ line: record.line, errors });
     }
@@ -47,8 +47,8 @@ export class MenusImportService {
     return report;
   }
 
-  private async readMenu(clientId: number, value: unknown, folder: string, errors: string[]): Promise<MenuWithDishes | null> {
-    const r = new RecordReader(value);
+  private async readMenu(clientId: number, value: unknown, folder: string, errors: string[], textValues?: boolean): Promise<MenuWithDishes | null> {
+    const r = new RecordReader(value, '', undefined, textValues);
     const id = r.int('id', { min: 1 });
     const name = r.string('name', { max: 200 });
     const startDate = r.date('startDate');

@@ -38,8 +38,8 @@ function readSection(parent: RecordReader, value: unknown, at: string): Record<s
  * `optIns`, `completedAt`). Names (client, brand, branch) in the record are not stored:
  * responses take them from the client, brand and branch tables.
  */
-export function readVisitRecord(value: unknown): { record?: VisitRecord; errors: string[] } {
-  const r = new RecordReader(value);
+export function readVisitRecord(value: unknown, textValues = false): { record?: VisitRecord; errors: string[] } {
+  const r = new RecordReader(value, '', undefined, textValues);
   const visit = new Visit();
   visit.id = r.int('visitId', { min: 1 }) ?? 0;
   visit.clientId = r.int('clientId', { min: 1 }) ?? 0;

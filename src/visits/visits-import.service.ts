@@ -66,7 +66,7 @@ export class VisitsImportService {
         report.rejected.push({ line: record.line, errors: [record.error] });
         continue;
       }
-      const { record: visit, errors } = readVisitRecord(record.value);
+      const { record: visit, errors } = readVisitRecord(record.value, record.text);
       if (!visit) report.rejected.push({ line: record.line, errors });
       else parsed.push({ line: record.line, ...visit });
     }
