@@ -351,6 +351,39 @@ describe(`menus and dishes (${process.env.TEST_DATABASE})`, () => {
         expect(problem(res).errors).toEqual(['The request must be multipart/form-data with an image part and a json part.']);
       });
 
+      it('a body that ends inside a file part, and the service answers on', async () => {
+        const raw = (body: string) => post((r) => r.set('Content-Type', 'multipart/form-data; boundary=B').send(Buffer.from(body, 'latin1')));
+        for (const name of ['file', '', 'json']) {
+          const res = await raw(`--B\r\nContent-Disposition: form-data; name="${name}"; filename="a.png"\r\nContent-Type: image/png\r\n\r\nxx`);
+          expect({ name, status: res.status, errors: problem(res).errors }).toEqual({ name, status: 400, errors: ['The multipart body is malformed.'] });
+        }
+        const health = await request(t.http).get('/health/live');
+        expect(health.status).toBe(200);
+      });
+
+      it('a json part of exactly 64 KiB is taken, one a byte larger refused, as a field or as a file', async () => {
+        const sized = (bytes: number, code: string): string => {
+          const base = dish({ code });
+          return `${base.slice(0, -1)},"note":"${'n'.repeat(bytes - base.length - 10)}"}`;
+        };
+        const exact = sized(64 * 1024, 'JSON-64K');
+        expect(Buffer.byteLength(exact)).toBe(64 * 1024);
+        const taken = await post((r) => r.attach('', png, 'a.png').field('json', exact));
+        expect({ status: taken.status, body: taken.body as unknown }).toMatchObject({ status: 200, body: { data: { dish: { code: 'JSON-64K' } } } });
+        const before = [await count('dishes'), await count('dish_images')];
+        const over = sized(64 * 1024 + 1, 'JSON-OVER');
+        for (const build of [
+          (r: request.Test) => r.attach('', png, 'a.png').field('json', over),
+          (r: request.Test) => r.attach('', png, 'a.png').attach('json', Buffer.from(over), 'dish.json'),
+          (r: request.Test) => r.attach('', png, 'a.png').attach('json', Buffer.alloc(300 * 1024, 0x20), 'dish.json'),
+        ]) {
+          const res = await post(build);
+          expect(res.status).toBe(400);
+          expect(problem(res).errors).toEqual(["The 'json' part is larger than 64 KiB."]);
+        }
+        expect([await count('dishes'), await count('dish_images')]).toEqual(before);
+      });
+
       it('a menu of another client is a 403', async () => {
         const res = await post((r) => r.attach('', png, 'a.png').field('json', dish({ menuId: 201 })));
         expect(res.status).toBe(403);

@@ -93,7 +93,8 @@ export class DishUploadInterceptor implements NestInterceptor {
         parser = busboy({
           headers: request.headers,
           // busboy reports the limit once a file reaches it: one byte more, so that an image of exactly IMAGE_MAX_BYTES is taken.
-          limits: { fileSize: this.config.IMAGE_MAX_BYTES + 1, files: 3, fields: 4, parts: 6, fieldSize: DISH_JSON_PART_MAX_BYTES, fieldNameSize: 100 },
+          // Fields likewise: a json part of exactly DISH_JSON_PART_MAX_BYTES is taken.
+          limits: { fileSize: this.config.IMAGE_MAX_BYTES + 1, files: 3, fields: 4, parts: 6, fieldSize: DISH_JSON_PART_MAX_BYTES + 1, fieldNameSize: 100 },
         });
       } catch {
         reject(new ValidationProblem(['The multipart body is malformed: its boundary is missing.']));
@@ -101,7 +102,20 @@ export class DishUploadInterceptor implements NestInterceptor {
       }
       parser.on('file', (name: string | undefined, stream, info) => {
         const chunks: Buffer[] = [];
-        stream.on('data', (chunk: Buffer) => chunks.push(chunk));
+        let size = 0;
+        // A body that ends inside a file part fails the part's stream too: unheard, that error would end the process.
+        stream.on('error', () => fail('The multipart body is malformed.'));
+        stream.on('data', (chunk: Buffer) => {
+          size += chunk.length;
+          // The json part sent as a file is held to the size of the json field, not to the image's.
+          if (name === 'json' && size > DISH_JSON_PART_MAX_BYTES) {
+            chunks.length = 0;
+            stream.resume();
+            fail(`The 'json' part is larger than 64 KiB.`);
+            return;
+          }
+          if (!failed) chunks.push(chunk);
+        });
         stream.on('limit', () => {
           chunks.length = 0;
           tooLarge();
