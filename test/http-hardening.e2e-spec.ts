@@ -1,7 +1,10 @@
+import { readFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import request from 'supertest';
 import { startTestApp, type TestApp } from './helpers/test-app.js';
+
+const ORDER = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'];
 
 describe(`HTTP hardening (${process.env.TEST_DATABASE})`, () => {
   let t: TestApp;
@@ -91,14 +94,15 @@ describe(`HTTP hardening (${process.env.TEST_DATABASE})`, () => {
     expect(res.headers['access-control-allow-origin']).toBeUndefined();
   });
 
-  it('refuses a token form larger than 16 KiB with a 413 problem', async () => {
+  it("refuses a token form larger than 16 KiB with a 413 in the token endpoint's OAuth JSON", async () => {
     const res = await request(t.http)
       .post('/connect/token')
       .type('form')
       .send(`grant_type=client_credentials&scope=${'x'.repeat(20 * 1024)}`);
     expect(res.status).toBe(413);
-    expect(res.headers['content-type']).toBe('application/problem+json; charset=utf-8');
-    expect(JSON.parse(res.text)).toMatchObject({ title: 'Payload Too Large', status: 413 });
+    expect(res.headers['content-type']).toBe('application/json; charset=utf-8');
+    expect(res.headers['cache-control']).toBe('no-store');
+    expect(JSON.parse(res.text)).toEqual({ error: 'invalid_request', error_description: 'The form is larger than the service accepts (16 KiB).' });
     // Refused after the rate limit, like any request: counted, with the limit's headers.
     expect(res.headers['ratelimit-policy']).toMatch(/"default";q=\d+;w=60/);
     expect(res.headers['x-rate-limit-remaining']).toMatch(/^\d+$/);
@@ -112,6 +116,33 @@ describe(`HTTP hardening (${process.env.TEST_DATABASE})`, () => {
     const other = await from('198.51.100.9');
     expect(other.status).toBe(200);
     expect(other.headers.ratelimit).toMatch(/^"default";r=1;/);
+  });
+
+  it('answers a method a path does not have with 405 and Allow, and a path no route has with 404', async () => {
+    const contract = JSON.parse(readFileSync(new URL('../openapi/openapi.json', import.meta.url), 'utf8')) as { paths: Record<string, object> };
+    for (const [template, operations] of Object.entries(contract.paths)) {
+      const path = template.replace('{imageId}', '00000000-0000-4000-8000-000000000000');
+      const methods = Object.keys(operations).map((m) => m.toUpperCase());
+      const allowed = (methods.includes('GET') ? [...methods, 'HEAD'] : methods).sort((a, b) => ORDER.indexOf(a) - ORDER.indexOf(b));
+      for (const wrong of ['GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS'].filter((m) => !allowed.includes(m))) {
+        const res = await request(t.http)[wrong.toLowerCase() as 'put'](path);
+        expect({ wrong, path, status: res.status, allow: res.headers.allow }).toEqual({ wrong, path, status: 405, allow: allowed.join(', ') });
+        expect(res.headers['content-type']).toBe('application/problem+json; charset=utf-8');
+        expect(JSON.parse(res.text)).toMatchObject({ title: 'Method Not Allowed', status: 405, detail: `${wrong} is not allowed on ${path}; it answers ${allowed.join(', ')}.` });
+      }
+    }
+    const unknown = await request(t.http).post('/visits/everything');
+    expect(unknown.status).toBe(404);
+    expect(unknown.headers.allow).toBeUndefined();
+  });
+
+  it('answers an Expect it cannot meet with a 417 problem', async () => {
+    const answer = await rawExchange('GET /health/live HTTP/1.1\r\nHost: x\r\nExpect: foo\r\nConnection: close\r\n\r\n');
+    const [head, body] = answer.split('\r\n\r\n');
+    const lines = head.split('\r\n');
+    expect(lines[0]).toBe('HTTP/1.1 417 Expectation Failed');
+    expect(lines).toEqual(expect.arrayContaining(['Content-Type: application/problem+json; charset=utf-8', 'Cache-Control: no-store', expect.stringMatching(/^X-Request-Id: [0-9a-f-]{36}$/)]));
+    expect(JSON.parse(body)).toMatchObject({ title: 'Expectation Failed', status: 417, detail: "The expectation 'foo' cannot be met; only 100-continue is supported." });
   });
 });
 

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Server } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { newInstance, PROBLEM_CONTENT_TYPE, statusTitle } from './problem.js';
 
@@ -20,6 +20,20 @@ function refusal(code: string | undefined): { status: number; detail: string } {
  * application, nor the logs.
  */
 export function answerClientErrors(server: Server): void {
+  // An Expect other than 100-continue (RFC 9110 §10.1.1): a 417 problem instead of Node's empty answer.
+  server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
+    const status = 417;
+    const detail = `The expectation '${String(req.headers.expect).slice(0, 100)}' cannot be met; only 100-continue is supported.`;
+    const body = JSON.stringify({ title: statusTitle(status), status, detail, instance: newInstance() });
+    res.writeHead(status, {
+      'Content-Type': `${PROBLEM_CONTENT_TYPE}; charset=utf-8`,
+      'Content-Length': Buffer.byteLength(body),
+      'Cache-Control': 'no-store',
+      'X-Content-Type-Options': 'nosniff',
+      'X-Request-Id': randomUUID(),
+    });
+    res.end(body);
+  });
   server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) => {
     const pending = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
     if (error.code === 'ECONNRESET' || !socket.writable || pending?.headersSent) {

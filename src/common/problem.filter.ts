@@ -1,5 +1,6 @@
 import { ArgumentsHost, Catch, HttpException, Logger, type ExceptionFilter } from '@nestjs/common';
 import type { Request, Response } from 'express';
+import { methodsOfUnroutedPath } from './allowed-methods.js';
 import { loggableUrl } from './loggable-url.js';
 import {
   BAD_REQUEST_DETAIL,
@@ -110,7 +111,16 @@ export class ProblemFilter implements ExceptionFilter {
       response.status(status).type(contentType).send(JSON.stringify(body));
       return;
     }
-    const { status, detail, errors, headers } = render(exception);
+    const allowed = methodsOfUnroutedPath(exception, request);
+    const { status, detail, errors, headers } =
+      allowed.length > 0
+        ? {
+            status: 405,
+            detail: `${request.method} is not allowed on ${request.path}; it answers ${allowed.join(', ')}.`,
+            errors: undefined,
+            headers: { Allow: allowed.join(', ') },
+          }
+        : render(exception);
     const instance = newInstance();
     const body: ProblemBody = { title: statusTitle(status), status, detail, instance };
     if (errors && errors.length > 0) body.errors = errors;
