@@ -190,8 +190,16 @@ describe(`POST /connect/token (${process.env.TEST_DATABASE})`, () => {
     expect(malformed.body).toEqual({ error: expect.any(String), error_description: expect.any(String) });
   });
 
-  it('refuses missing client authentication with invalid_client', async () => {
+  it('refuses missing client authentication with invalid_client, after the svc-api-key', async () => {
     expectOAuthError(await post({ grant_type: 'client_credentials' }), 401, 'invalid_client', 'Client authentication is required: client_id and client_secret.');
+    for (const [apiKey, description] of [
+      [null, 'The svc-api-key header is required.'],
+      ['svck_unknown', 'The svc-api-key is not valid.'],
+    ] as const) {
+      const res = await post({ grant_type: 'client_credentials' }, apiKey);
+      expectOAuthError(res, 401, 'invalid_client', description);
+      expect(res.headers['www-authenticate']).toBe('ApiKey realm="svc-results-api", header="svc-api-key"');
+    }
   });
 
   it('refuses form fields longer than the contract allows with invalid_request', async () => {

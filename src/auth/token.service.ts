@@ -123,6 +123,8 @@ export class TokenService {
       throw new OAuthException('invalid_request', "The body's client_id differs from the Basic credentials.");
     }
     if (!auth.clientId || auth.secret === undefined) {
+      // The key first, as always: a request without a live key learns nothing else.
+      await this.checkApiKey(undefined, request.apiKey, basic);
       throw new OAuthException('invalid_client', 'Client authentication is required: client_id and client_secret.', 401);
     }
     if (grantType === undefined) throw new OAuthException('invalid_request', "The parameter 'grant_type' is required.");
@@ -152,11 +154,12 @@ export class TokenService {
    * The svc-api-key must be valid, unrevoked and the client's own. Checked before the lockout
    * and the secret, so that a request without the client's key costs no secret hashing and no
    * credential read, and is no guess of the secret: it does not count towards the client's
-   * lockout, which anyone who knows a client id could otherwise keep on for good.
+   * lockout, which anyone who knows a client id could otherwise keep on for good. Without a
+   * client id (no client credentials sent) the key need only be live.
    */
-  private async checkApiKey(clientId: string, apiKey: string | undefined, basic: boolean): Promise<void> {
+  private async checkApiKey(clientId: string | undefined, apiKey: string | undefined, basic: boolean): Promise<void> {
     const key = apiKey ? await this.cache.apiKey(apiKey) : null;
-    if (key && !key.revoked && key.credentialId === clientId) return;
+    if (key && !key.revoked && (clientId === undefined || key.credentialId === clientId)) return;
     const reason = !apiKey
       ? 'The svc-api-key header is required.'
       : !key || key.revoked
