@@ -7,6 +7,7 @@ import { AppLogger } from './logging/app-logger.js';
 import { localDate } from './common/clock.js';
 import { keepingBodyErrors } from './common/body-errors.js';
 import { answerClientErrors } from './common/client-errors.js';
+import { repairPathEscapes } from './common/path-escapes.js';
 import { compressResponses } from './common/compression.js';
 import { cameOverTls, SecurityHeaders, type TrustProxy } from './common/security-headers.js';
 import { QUERY_CONTEXT_LOCAL, type QueryContext } from './common/query-params.js';
@@ -61,6 +62,8 @@ export function setupApp(app: INestApplication): NestExpressApplication {
     securityHeaders.set(res, cameOverTls(req, trust));
     next();
   });
+  // A path segment that cannot be decoded reaches the routes and their checks, not Express's own 400.
+  express.use(repairPathEscapes);
   // br or gzip for every body over 1 KB the client accepts it for (the visit pages encode their own).
   express.use(compressResponses());
   // Small bodies only: the token form and JSON are tiny; uploads are read by their own limits.

@@ -271,6 +271,16 @@ describe(`menus and dishes (${process.env.TEST_DATABASE})`, () => {
       expect(unnamed.headers['cache-control']).toBeUndefined();
     });
 
+    it('answers an image id that cannot be decoded after the credentials, as any id that is no image', async () => {
+      for (const id of ['%zz', '%', '%FF', 'a%2']) {
+        const anonymous = await request(t.http).get(`/menus/dishes/images/${id}?SvcClientId=1001`);
+        expect({ id, status: anonymous.status }).toEqual({ id, status: 401 });
+        expect(anonymous.headers['x-rate-limit-remaining']).toMatch(/^\d+$/);
+        const res = await auth(request(t.http).get(`/menus/dishes/images/${id}?SvcClientId=1001`));
+        expect({ id, status: res.status, detail: problem(res).detail }).toEqual({ id, status: 404, detail: 'No image has this id.' });
+      }
+    });
+
     describe('refuses bad input with a 400 and writes nothing', () => {
       let png: Buffer;
       beforeAll(async () => {
