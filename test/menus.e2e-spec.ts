@@ -394,6 +394,31 @@ describe(`menus and dishes (${process.env.TEST_DATABASE})`, () => {
         expect([await count('dishes'), await count('dish_images')]).toEqual(before);
       });
 
+      it('a json part whose bytes are no UTF-8, as a field or a file; U+FFFD sent as such is kept', async () => {
+        const latin1 = Buffer.from(dish({ code: 'N10\u00e9' }), 'latin1');
+        const raw = (disposition: string, json: Buffer) =>
+          post((r) =>
+            r.set('Content-Type', 'multipart/form-data; boundary=B').send(
+              Buffer.concat([
+                Buffer.from('--B\r\nContent-Disposition: form-data; name="file"; filename="a.png"\r\nContent-Type: image/png\r\n\r\n'),
+                png,
+                Buffer.from(`\r\n--B\r\nContent-Disposition: form-data; ${disposition}\r\n\r\n`),
+                json,
+                Buffer.from('\r\n--B--\r\n'),
+              ]),
+            ),
+          );
+        const before = [await count('dishes'), await count('dish_images')];
+        for (const disposition of ['name="json"', 'name="json"; filename="dish.json"']) {
+          const res = await raw(disposition, latin1);
+          expect({ disposition, status: res.status, errors: problem(res).errors }).toEqual({ disposition, status: 400, errors: ["The 'json' part is not valid UTF-8."] });
+        }
+        expect([await count('dishes'), await count('dish_images')]).toEqual(before);
+        const kept = await raw('name="json"', Buffer.from(dish({ code: 'FFFD-\ufffd' }), 'utf8'));
+        expect(kept.status).toBe(200);
+        expect(kept.body.data.dish.code).toBe('FFFD-\ufffd');
+      });
+
       it('a menu of another client is a 403', async () => {
         const res = await post((r) => r.attach('', png, 'a.png').field('json', dish({ menuId: 201 })));
         expect(res.status).toBe(403);

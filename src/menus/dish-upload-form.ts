@@ -1,8 +1,16 @@
+/** U+FFFD in UTF-8. */
+export const REPLACEMENT_CHARACTER = Buffer.from([0xef, 0xbf, 0xbd]);
+
 /** The parts of an upload as the multipart reader left them. */
 export interface UploadParts {
   files: { fieldname: string; originalname: string; buffer: Buffer }[];
+  /** Text parts, decoded by the multipart reader (bytes that are no UTF-8 become U+FFFD). */
   fields: Record<string, unknown>;
+  /** How many times the body holds U+FFFD in UTF-8: a text part with more of them had bytes that are no UTF-8. */
+  replacementCharacters: number;
 }
+
+const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true });
 
 /** What an upload form holds: the image's bytes and the dish as parsed JSON, or what is wrong with the form. */
 export interface UploadForm {
@@ -35,9 +43,21 @@ function jsonPart(parts: UploadParts, errors: string[]): unknown {
     errors.push("Send one 'json' part only.");
     return undefined;
   }
-  const text = asFile[0] ? asFile[0].buffer.toString('utf8') : asField;
+  let text: unknown = asField;
+  if (asFile[0]) {
+    try {
+      text = STRICT_UTF8.decode(asFile[0].buffer);
+    } catch {
+      text = null;
+    }
+  }
   if (text === undefined) {
     errors.push("The 'json' part is required: the dish as JSON.");
+    return undefined;
+  }
+  // JSON is UTF-8 (RFC 8259 §8.1): bytes that are not would be stored as U+FFFD, not as sent.
+  if (text === null || (typeof text === 'string' && replacements(text) > parts.replacementCharacters)) {
+    errors.push("The 'json' part is not valid UTF-8.");
     return undefined;
   }
   if (typeof text !== 'string') {
@@ -50,4 +70,10 @@ function jsonPart(parts: UploadParts, errors: string[]): unknown {
     errors.push("The 'json' part is not valid JSON.");
     return undefined;
   }
+}
+
+function replacements(text: string): number {
+  let n = 0;
+  for (let at = text.indexOf('\uFFFD'); at >= 0; at = text.indexOf('\uFFFD', at + 1)) n++;
+  return n;
 }

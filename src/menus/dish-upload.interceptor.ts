@@ -7,7 +7,7 @@ import { PayloadTooLargeProblem, ValidationProblem } from '../common/problem.js'
 import { AppConfig } from '../config/app-config.js';
 import { imageTooLargeMessage } from './image-inspector.js';
 import { DISH_JSON_PART_MAX_BYTES } from './dto/menu.dto.js';
-import type { UploadParts } from './dish-upload-form.js';
+import { REPLACEMENT_CHARACTER, type UploadParts } from './dish-upload-form.js';
 
 /** Room for the json part and the multipart framing on top of the image itself. */
 const FORM_OVERHEAD = 256 * 1024;
@@ -71,7 +71,7 @@ export class DishUploadInterceptor implements NestInterceptor {
 
   private read(request: Request): Promise<UploadParts> {
     return new Promise((resolve, reject) => {
-      const parts: UploadParts = { files: [], fields: {} };
+      const parts: UploadParts = { files: [], fields: {}, replacementCharacters: 0 };
       let failed = false;
       let received = 0;
       let parser: busboy.Busboy;
@@ -138,8 +138,13 @@ export class DishUploadInterceptor implements NestInterceptor {
         if (!failed) resolve(parts);
       });
       request.on('aborted', () => fail('The upload was interrupted.'));
+      let tail: Buffer = Buffer.alloc(0);
       request.on('data', (chunk: Buffer) => {
         received += chunk.length;
+        // U+FFFD as the body spells it, so that one the json part's decoding made up can be told from one sent.
+        const seen = tail.length > 0 ? Buffer.concat([tail, chunk]) : chunk;
+        for (let at = seen.indexOf(REPLACEMENT_CHARACTER); at >= 0; at = seen.indexOf(REPLACEMENT_CHARACTER, at + 3)) parts.replacementCharacters++;
+        tail = seen.subarray(Math.max(0, seen.length - 2));
       });
       request.pipe(parser);
     });

@@ -81,7 +81,7 @@ export class MenusController {
   )
   @ApiDataErrors()
   async upload(@EntitledQuery() query: ClientQueryDto, @Req() req: UploadRequest): Promise<DishResponseDto> {
-    const parts = req.uploadParts ?? { files: [], fields: {} };
+    const parts = req.uploadParts ?? { files: [], fields: {}, replacementCharacters: 0 };
     return { data: { dish: await this.menus.upload(query.SvcClientId, parts) } };
   }
 
