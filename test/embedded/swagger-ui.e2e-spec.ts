@@ -140,6 +140,36 @@ describe('Swagger UI in Chromium', () => {
     expect(branches[0]).toEqual({ id: expect.stringMatching(/^BR-1001-/), name: expect.any(String), branchCode: expect.any(String) });
   });
 
+  it("shows a dish's image from GET /menus/dishes/images/{imageId}: the page's CSP lets Swagger UI draw it", async () => {
+    const refused: string[] = [];
+    page.on('console', (message) => {
+      if (message.type() === 'error') refused.push(message.text());
+    });
+    const { status, body } = await tryItOut(page, 'listDishes', { SvcClientId: '1001', menuId: '101' });
+    expect(status).toBe('200');
+    const url = (JSON.parse(body) as { data: { dishes: { image: { url: string } | null }[] } }).data.dishes.find((d) => d.image)?.image?.url;
+    const imageId = /\/menus\/dishes\/images\/([0-9a-f-]{36})/.exec(url ?? '')?.[1];
+    expect(imageId).toBeDefined();
+    // Not tryItOut: the answer is drawn as an image, not shown as text.
+    const block = page.locator('.opblock[id$="-getDishImage"]');
+    if (!(await block.getAttribute('class'))?.includes('is-open')) await block.locator('.opblock-summary').first().click();
+    const tryButton = block.locator('button.try-out__btn');
+    if ((await tryButton.textContent())?.includes('Try it out')) await tryButton.click();
+    await block.locator('tr[data-param-name="SvcClientId"] input').fill('1001');
+    await block.locator('tr[data-param-name="imageId"] input').fill(imageId!);
+    await block.locator('button.execute').click();
+    const status200 = block.locator('.live-responses-table .response .response-col_status').first();
+    await status200.waitFor({ timeout: 20_000 });
+    expect((await status200.innerText()).trim()).toBe('200');
+    const drawn = block.locator('.live-responses-table img').first();
+    await drawn.waitFor();
+    // Drawn from a blob: URL; under a CSP without blob: the image stays empty (0 pixels wide).
+    await page.waitForFunction((img) => (img as { complete: boolean }).complete, await drawn.elementHandle());
+    expect(await drawn.evaluate((img: { src: string; naturalWidth: number }) => [img.src.slice(0, 5), img.naturalWidth > 0])).toEqual(['blob:', true]);
+    expect(refused.filter((text) => text.includes('Content Security Policy'))).toEqual([]);
+    await page.screenshot({ path: join(OUTPUT, 'swagger-ui-dish-image.png') });
+  });
+
   it('keeps the authorization across a reload', async () => {
     await page.reload();
     const { status } = await tryItOut(page, 'listBranches', { SvcClientId: '1001' });
