@@ -100,7 +100,7 @@ export class ChangesQueryDto {
       'First call only: changes written at or after this point (a few minutes before it may be included). ' +
       "An ISO 8601 date-time with an offset (2026-11-01T00:00:00Z), or without one in the service's time zone. " +
       'At most CHANGES_RETENTION_DAYS (90) days ago. Exactly one of Since and after.',
-    example: '2026-11-01T00:00:00Z',
+    // No example: Swagger UI would fill it in beside a pasted `after` (one of the two only), and a date goes stale.
     maxLength: 40,
   })
   @Transform(emptyIsAbsent)
@@ -129,6 +129,8 @@ export class ChangesQueryDto {
     // The configured VISITS_TAKE_MAX is enforced by TakeMax and replaces this in the contract.
     maximum: QUERY_INTEGER_MAX,
     description: `Changed visits to return, at most 1000 (configurable); ${CHANGES_DEFAULT_TAKE} when omitted.`,
+    // What Swagger UI fills in: a page it can show at once (500 visits are megabytes it takes long to draw).
+    example: 20,
   })
   Take?: number;
 
