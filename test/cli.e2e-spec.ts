@@ -129,6 +129,16 @@ describe(`operator CLI (${process.env.TEST_DATABASE})`, () => {
     const missing = await cli(['clients', 'add', '--name', 'X'], env);
     expect(missing.code).not.toBe(0);
     expect(missing.stderr).toContain("required option '--id <id>' not specified");
+    // With --json a usage error is said on stdout as well, as every other error.
+    const usage = await cli(['--json', 'clients', 'add', '--name', 'X'], env);
+    expect(usage.code).toBe(missing.code);
+    expect(JSON.parse(usage.stdout)).toEqual({ error: "required option '--id <id>' not specified" });
+    const unknownCommand = await cli(['--json', 'nosuch'], env);
+    expect(unknownCommand.code).not.toBe(0);
+    expect(JSON.parse(unknownCommand.stdout)).toEqual({ error: expect.stringContaining("unknown command 'nosuch'") });
+    const tooLarge = await cli(['--json', 'clients', 'add', '--id', '2147483648', '--name', 'X'], env);
+    expect(tooLarge.code).toBe(1);
+    expect(JSON.parse(tooLarge.stdout)).toEqual({ error: "--id must be at most 2147483647: '2147483648'" });
     const foreignBrand = await cli(['--json', 'brands', 'add', '--client', '1002', '--id', '5', '--name', 'Steal'], env);
     expect(foreignBrand.code).toBe(1);
     expect(JSON.parse(foreignBrand.stdout)).toEqual({ error: 'brand 5 belongs to client 1001, not 1002' });

@@ -34,7 +34,7 @@ export class BranchesService {
     const existing = new Map<string, Branch>();
     const report: ImportReport = { file: path, imported: 0, rejected: [] };
     const valid: Branch[] = [];
-    const records = await readAllRecords(path);
+    const records = await readAllRecords(path, { columns: ['id', 'name', 'branchCode', 'brandId'] });
     const seen = new Set<string>();
     const ids = records.flatMap((r) => {
       const id = r.error === undefined ? (r.value as { id?: unknown } | null)?.id : undefined;

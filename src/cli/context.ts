@@ -7,6 +7,7 @@ import type { ImportReport } from '../common/import-report.js';
 import { OperatorError } from '../common/operator-error.js';
 import { loadConfig, type AppConfig } from '../config/app-config.js';
 import { openDataSource, prepareSchema } from '../database/migration-tools.js';
+import { ID_MAX } from '../common/query-fields.js';
 
 /** A stream the CLI writes to: the process's own, or a test's buffer. */
 export interface CliStream {
@@ -105,11 +106,13 @@ async function closeCreated(instances: unknown[]): Promise<void> {
   }
 }
 
+/** An id option: an integer from 1 to ID_MAX, as the API's parameters take them (a larger one could never be asked for). */
 export function positiveInt(name: string) {
   return (value: string): number => {
-    if (!/^\d+$/.test(value) || Number(value) <= 0 || !Number.isSafeInteger(Number(value))) {
+    if (!/^\d+$/.test(value) || Number(value) <= 0) {
       throw new OperatorError(`${name} must be an integer greater than 0: '${value}'`);
     }
+    if (Number(value) > ID_MAX) throw new OperatorError(`${name} must be at most ${ID_MAX}: '${value}'`);
     return Number(value);
   };
 }

@@ -63,8 +63,14 @@ export async function runCli(args: readonly string[], io: CliIo): Promise<number
     await buildCli(cli).parseAsync([...args], { from: 'user' });
     return cli.exitCode;
   } catch (error) {
-    // Commander has already written its message (or the help) to the run's streams.
-    if (error instanceof CommanderError) return error.exitCode;
+    // Commander has already written its message (or the help) to the run's streams; with --json
+    // a usage error is said on stdout too (preAction, which reads --json, has not run).
+    if (error instanceof CommanderError) {
+      if (error.exitCode !== 0 && (cli.json || args.includes('--json'))) {
+        io.stdout.write(`${JSON.stringify({ error: error.message.replace(/^error: /, '') })}\n`);
+      }
+      return error.exitCode;
+    }
     const known =
       error instanceof OperatorError || error instanceof ConfigError || error instanceof RecordFileError || error instanceof SchemaMissingError;
     const message = known ? error.message : `unexpected error: ${(error as Error)?.stack ?? String(error)}`;

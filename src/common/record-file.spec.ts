@@ -47,6 +47,27 @@ describe('readAllRecords', () => {
     ]);
   });
 
+  it('reads a JSON or NDJSON file that starts with a byte order mark', async () => {
+    const json = file('bom.json', '\uFEFF[{"id": "B1"}]');
+    expect(await readAllRecords(json)).toEqual([{ line: 1, value: { id: 'B1' } }]);
+    const ndjson = file('bom.ndjson', '\uFEFF{"id": "B1"}\n{"id": "B2"}\n');
+    expect(await readAllRecords(ndjson)).toEqual([
+      { line: 1, value: { id: 'B1' } },
+      { line: 2, value: { id: 'B2' } },
+    ]);
+  });
+
+  it('refuses a CSV file whose header names columns the import does not know, or that has no header', async () => {
+    const columns = ['id', 'name', 'branchCode', 'brandId'];
+    const wrong = file('wrong.csv', 'ID,Name,branchCode\nB1,Leeds,LDS\n');
+    await expect(readAllRecords(wrong, { columns })).rejects.toEqual(
+      new RecordFileError(`${wrong}: the CSV header names unknown columns ('ID', 'Name'); its first row must name the columns, of id, name, branchCode, brandId.`),
+    );
+    const headless = file('headless.csv', 'BR-3001-0023,No header,N1,301\n');
+    await expect(readAllRecords(headless, { columns })).rejects.toThrow(/the CSV header names unknown columns \('BR-3001-0023', 'No header', 'N1', '301'\)/);
+    expect(await readAllRecords(file('some.csv', 'name,id\nLeeds,B1\n'), { columns })).toEqual([{ line: 2, value: { name: 'Leeds', id: 'B1' }, text: true }]);
+  });
+
   it('says in one line that a file does not exist or is no file', async () => {
     await expect(readAllRecords(join(dir, 'missing.ndjson'))).rejects.toEqual(new RecordFileError(`${join(dir, 'missing.ndjson')} does not exist.`));
     await expect(readAllRecords(dir)).rejects.toEqual(new RecordFileError(`${dir} is not a file.`));

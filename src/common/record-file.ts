@@ -76,8 +76,11 @@ function arrayElementLines(text: string): number[] {
   return lines;
 }
 
+/** A byte order mark, which editors on Windows write at the start of a UTF-8 file: not part of the JSON. */
+const BOM = /^\uFEFF/;
+
 async function* jsonArray(path: string): AsyncGenerator<FileRecord> {
-  const text = await readFile(path, 'utf8');
+  const text = (await readFile(path, 'utf8')).replace(BOM, '');
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
@@ -92,8 +95,9 @@ async function* jsonArray(path: string): AsyncGenerator<FileRecord> {
 async function* ndjson(path: string): AsyncGenerator<FileRecord> {
   const input = createInterface({ input: createReadStream(path, { encoding: 'utf8' }), crlfDelay: Infinity });
   let line = 0;
-  for await (const text of input) {
+  for await (const read of input) {
     line++;
+    const text = line === 1 ? read.replace(BOM, '') : read;
     if (text.trim() === '') continue;
     try {
       yield { line, value: JSON.parse(text) as unknown };
@@ -103,9 +107,19 @@ async function* ndjson(path: string): AsyncGenerator<FileRecord> {
   }
 }
 
-async function* csv(path: string): AsyncGenerator<FileRecord> {
+async function* csv(path: string, known?: readonly string[]): AsyncGenerator<FileRecord> {
+  // The header row names the fields; one that names none the import knows (or no header at all) refuses the file.
+  const header = (names: string[]): string[] => {
+    const unknown = known ? names.filter((name) => !known.includes(name)) : [];
+    if (unknown.length > 0) {
+      throw new RecordFileError(
+        `${path}: the CSV header names unknown columns (${unknown.map((n) => `'${n}'`).join(', ')}); its first row must name the columns, of ${known!.join(', ')}.`,
+      );
+    }
+    return names;
+  };
   const parser = createReadStream(path).pipe(
-    parseCsv({ columns: true, bom: true, skip_empty_lines: true, trim: true, info: true, relax_column_count: false }),
+    parseCsv({ columns: header, bom: true, skip_empty_lines: true, trim: true, info: true, relax_column_count: false }),
   );
   try {
     for await (const row of parser as AsyncIterable<{ record: Record<string, string>; info: { lines: number } }>) {
@@ -114,6 +128,7 @@ async function* csv(path: string): AsyncGenerator<FileRecord> {
       yield { line: row.info.lines, value, text: true };
     }
   } catch (error) {
+    if (error instanceof RecordFileError) throw error;
     const err = error as Error & { lines?: number };
     yield { line: err.lines ?? 0, error: `not valid CSV: ${err.message}` };
   }
@@ -123,17 +138,23 @@ async function* csv(path: string): AsyncGenerator<FileRecord> {
  * Reads the records of an import file: a JSON array (or one object), NDJSON, or CSV with
  * a header row. The format follows the extension, else the first character.
  */
-export async function* readRecords(path: string, format?: RecordFormat): AsyncGenerator<FileRecord> {
+export async function* readRecords(path: string, options: RecordFileOptions = {}): AsyncGenerator<FileRecord> {
   await mustBeFile(path);
-  const kind = format ?? (await sniff(path));
+  const kind = options.format ?? (await sniff(path));
   if (kind === 'json') yield* jsonArray(path);
   else if (kind === 'ndjson') yield* ndjson(path);
-  else yield* csv(path);
+  else yield* csv(path, options.columns);
+}
+
+export interface RecordFileOptions {
+  format?: RecordFormat;
+  /** The fields a CSV header may name; a header naming another refuses the file. */
+  columns?: readonly string[];
 }
 
 /** Reads every record into memory (for small files such as branch or menu lists). */
-export async function readAllRecords(path: string): Promise<FileRecord[]> {
+export async function readAllRecords(path: string, options: RecordFileOptions = {}): Promise<FileRecord[]> {
   const all: FileRecord[] = [];
-  for await (const record of readRecords(path)) all.push(record);
+  for await (const record of readRecords(path, options)) all.push(record);
   return all;
 }
