@@ -144,6 +144,13 @@ describe(`operator CLI (${process.env.TEST_DATABASE})`, () => {
     expect(JSON.parse(foreignBrand.stdout)).toEqual({ error: 'brand 5 belongs to client 1001, not 1002' });
     const noClient = await cli(['brands', 'add', '--client', '4242', '--id', '9', '--name', 'X'], env);
     expect(noClient.stderr).toContain("client 4242 does not exist; add it with 'clients add'");
+    // A DATA_DIR with no database (a typo): the embedded one is made, and said. In a process of its own: the entities' column types follow the database.
+    const elsewhere = join(mkdtempSync(join(tmpdir(), 'results-cli-')), 'typo');
+    const embedded = { ...env, DATABASE_URL: '', DATA_DIR: elsewhere };
+    const fresh = await spawnCli(['clients', 'list'], embedded);
+    expect({ code: fresh.code, stdout: fresh.stdout }).toEqual({ code: 0, stdout: '(no clients)\n' });
+    expect(fresh.stderr).toBe(`note: there was no database at ${join(elsewhere, 'results.sqlite')}; a new, empty one is made (is DATA_DIR right?)\n`);
+    expect((await spawnCli(['clients', 'list'], embedded)).stderr).toBe('');
     const badConfig = await cli(['clients', 'list'], { ...env, VISITS_TAKE_MAX: 'lots' });
     expect(badConfig.code).toBe(1);
     expect(badConfig.stderr).toContain('VISITS_TAKE_MAX="lots": expected an integer from 1 to 100000');

@@ -1,3 +1,5 @@
+import { existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import type { INestApplicationContext } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { Redis } from 'ioredis';
@@ -6,6 +8,7 @@ import { AppModule } from '../app.module.js';
 import type { ImportReport } from '../common/import-report.js';
 import { OperatorError } from '../common/operator-error.js';
 import { loadConfig, type AppConfig } from '../config/app-config.js';
+import { SQLITE_FILE } from '../database/data-source-options.js';
 import { openDataSource, prepareSchema } from '../database/migration-tools.js';
 import { ID_MAX } from '../common/query-fields.js';
 
@@ -66,6 +69,9 @@ export class CliContext {
     const config = this.config();
     // The PostgreSQL schema exists, or is created when migrations run at start: else one line naming it.
     await prepareSchema(config);
+    // An embedded database is created where there is none, as the service does: said, since a wrong DATA_DIR is the likelier cause.
+    const sqlite = config.DATABASE_URL ? null : join(resolve(config.DATA_DIR), SQLITE_FILE);
+    if (sqlite && !existsSync(sqlite)) this.io.stderr.write(`note: there was no database at ${sqlite}; a new, empty one is made (is DATA_DIR right?)\n`);
     // What the context created so far, to close it when the start itself fails (the context is not returned then).
     const created: unknown[] = [];
     let app: INestApplicationContext;
