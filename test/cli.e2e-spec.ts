@@ -347,6 +347,21 @@ describe(`operator CLI (${process.env.TEST_DATABASE})`, () => {
     expect(result.stderr).not.toContain('unknown option');
   });
 
+  it('will not retire the key that signed until a rotation while replicas may still sign with it, unless forced', async () => {
+    const first = await cliJson<{ kid: string }>(['signing-keys', 'rotate'], env);
+    const second = await cliJson<{ kid: string }>(['signing-keys', 'rotate'], env);
+    const early = await cli(['signing-keys', 'retire', first.kid], env);
+    expect(early.code).toBe(1);
+    expect(early.stderr).toMatch(
+      new RegExp(`^error: '${first.kid}' signed new tokens until the rotation 0 s ago, and replicas go on signing with it for up to AUTH_CACHE_SECONDS \\(10 s\\) after it, tokens that retiring it now would break: retire it in 1?\\d s, or now with --force \\(a compromised key\\)\n$`),
+    );
+    expect((await cliJson<{ kid: string; retiredAt: string | null }[]>(['signing-keys', 'list'], env)).find((k) => k.kid === first.kid)?.retiredAt).toBeNull();
+    expect(await cliJson(['signing-keys', 'retire', first.kid, '--force'], env)).toEqual({ kid: first.kid, retired: true });
+    // Once AUTH_CACHE_SECONDS have passed every replica signs with the new key: no force needed (here with a window of 0 s).
+    await cliJson(['signing-keys', 'rotate'], env);
+    expect(await cliJson(['signing-keys', 'retire', second.kid], { ...env, AUTH_CACHE_SECONDS: '0' })).toEqual({ kid: second.kid, retired: true });
+  });
+
   // The commands above run in this process; these start the binary itself, as operators and the migration Job do.
   describe('the built binary, node dist/cli.js', () => {
     const LIMIT = SPAWN_TIMEOUT_MS + 30_000;

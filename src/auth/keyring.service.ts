@@ -149,13 +149,26 @@ export class KeyringService implements OnModuleInit {
     return { kid: key.kid };
   }
 
-  /** Stops a key verifying; tokens it signed are refused from then on. */
-  async retire(kid: string): Promise<void> {
+  /**
+   * Stops a key verifying; tokens it signed are refused from then on. The key that signed
+   * until a rotation is refused for AUTH_CACHE_SECONDS after it (unless `force`): a replica
+   * that has not read the ring again signs with it until then, and its tokens would fail at once.
+   */
+  async retire(kid: string, { force = false }: { force?: boolean } = {}): Promise<void> {
     if (this.fromConfig) throw new OperatorError('signing keys come from JWT_SIGNING_KEYS: retire by removing the key from that secret');
     const active = await this.repo.activeSigningKeys();
     if (!active.some((k) => k.kid === kid)) throw new OperatorError(`no active signing key has the id '${kid}'`);
     if (active.length === 1) throw new OperatorError(`'${kid}' is the only active signing key: rotate first`);
     if (active[0]?.kid === kid) throw new OperatorError(`'${kid}' is the key that signs now: rotate first, then retire it`);
+    const sinceRotation = Date.now() - active[0]!.createdAt.getTime();
+    const window = this.config.AUTH_CACHE_SECONDS * 1000;
+    if (!force && active[1]?.kid === kid && sinceRotation < window) {
+      throw new OperatorError(
+        `'${kid}' signed new tokens until the rotation ${Math.floor(sinceRotation / 1000)} s ago, and replicas go on signing with it ` +
+          `for up to AUTH_CACHE_SECONDS (${this.config.AUTH_CACHE_SECONDS} s) after it, tokens that retiring it now would break: ` +
+          `retire it in ${Math.ceil((window - sinceRotation) / 1000)} s, or now with --force (a compromised key)`,
+      );
+    }
     await this.repo.retireSigningKey(kid);
     await this.fresh(true);
   }

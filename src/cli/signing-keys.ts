@@ -31,14 +31,15 @@ export function registerSigningKeys(program: Command, cli: CliContext): void {
     );
   signing
     .command('retire')
-    .description('retire a signing key: tokens it signed stop working (within 30 seconds on every replica)')
+    .description('retire a signing key: tokens it signed stop working (within AUTH_CACHE_SECONDS, 10 s by default, on every replica)')
     .argument('<kid>', 'the key id')
+    .option('--force', 'retire the key that signed until a rotation less than AUTH_CACHE_SECONDS ago (a compromised key): tokens replicas still sign with it then fail')
     // A key id is a base64url thumbprint and may begin with '-': it is the argument, not an option.
     .allowUnknownOption()
     .action(
-      cli.action(async (kid: string) =>
+      cli.action(async (kid: string, options: { force?: boolean }) =>
         cli.withApp(async (app) => {
-          await app.get(KeyringService).retire(kid);
+          await app.get(KeyringService).retire(kid, { force: options.force === true });
           return { json: { kid, retired: true }, text: `signing key ${kid} retired` };
         }),
       ),
