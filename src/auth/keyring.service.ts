@@ -160,7 +160,7 @@ export class KeyringService implements OnModuleInit {
     if (!active.some((k) => k.kid === kid)) throw new OperatorError(`no active signing key has the id '${kid}'`);
     if (active.length === 1) throw new OperatorError(`'${kid}' is the only active signing key: rotate first`);
     if (active[0]?.kid === kid) throw new OperatorError(`'${kid}' is the key that signs now: rotate first, then retire it`);
-    const sinceRotation = Date.now() - active[0]!.createdAt.getTime();
+    const sinceRotation = Date.now() - active[0].createdAt.getTime();
     const window = this.config.AUTH_CACHE_SECONDS * 1000;
     if (!force && active[1]?.kid === kid && sinceRotation < window) {
       throw new OperatorError(
