@@ -87,6 +87,14 @@ describe('loadConfig', () => {
     ]);
   });
 
+  it('refuses a CORS origin with a path or a trailing slash, which no browser Origin header matches', () => {
+    for (const value of ['http://localhost:3399/', 'https://a.example,https://b.example/app']) {
+      expect(problemsOf({ CORS_ORIGINS: value })).toEqual([
+        `CORS_ORIGINS="${value}": expected comma-separated http(s) origins, scheme://host[:port] without a path or trailing slash`,
+      ]);
+    }
+  });
+
   it('refuses an unknown log level', () => {
     expect(problemsOf({ LOG_LEVEL: 'loud' })[0]).toMatch(/^LOG_LEVEL="loud": expected one of fatal, error/);
   });

@@ -158,9 +158,12 @@ export class AppConfig {
   @TextSetting('false, true, a number of hops, or loopback', /^(false|true|\d{1,2}|loopback|uniquelocal|linklocal)$/)
   TRUST_PROXY = 'false';
 
-  /** Origins allowed to call the API from a browser, comma-separated; empty: CORS off. */
+  /**
+   * Origins allowed to call the API from a browser, comma-separated; empty: CORS off. An
+   * origin has no path, not even a trailing slash: a browser's Origin header never matches one.
+   */
   @IsOptional()
-  @UrlSetting(/^https?:\/\/[^\s,]+(,https?:\/\/[^\s,]+)*$/, 'comma-separated http(s) origins')
+  @UrlSetting(/^https?:\/\/[^\s,/]+(,https?:\/\/[^\s,/]+)*$/, 'comma-separated http(s) origins, scheme://host[:port] without a path or trailing slash')
   CORS_ORIGINS?: string;
 
   /**
