@@ -17,7 +17,7 @@ export const SCOPE_DESCRIPTIONS: Record<ScopeName, string> = {
   'visits/standard.read': 'GET /visits/standard',
   'visits/plus.read': 'GET /visits/plus',
   'branches/standard.read': 'GET /branches',
-  'menus/standard.read': 'GET /menus and GET /menus/dishes',
+  'menus/standard.read': 'GET /menus, GET /menus/dishes and GET /menus/dishes/images/{imageId}',
   'menus/dishes/standard.write': 'POST /menus/dishes',
 };
 

@@ -44,7 +44,7 @@ export function registerWebhooks(program: Command, cli: CliContext): void {
       ),
     );
   for (const [verb, description] of [
-    ['disable', 'stop sending to an endpoint; events waiting for it wait until it is enabled'],
+    ['disable', 'stop sending to an endpoint; events already waiting wait until it is enabled, changes made meanwhile raise none (the change feed has them)'],
     ['enable', 'send to a disabled endpoint again'],
     ['remove', 'remove an endpoint and the events waiting for it'],
   ] as const) {
