@@ -6,6 +6,7 @@ import { Public } from '../common/public.decorator.js';
 import { OAuthErrorDto, TokenRequestDto, TokenResponseDto } from './dto/token.dto.js';
 import { NO_STORE_HEADERS, OAuthErrorFilter, OAuthException } from '../common/oauth-error.js';
 import { TokenService, type TokenResponse } from './token.service.js';
+import { ApiHeadersTooLarge } from '../common/api-responses.js';
 
 /** An OAuth error response (RFC 6749 §5.2) of the token endpoint, with an example body of its status. */
 function ApiOAuthErrorResponse(status: number, description: string, example: OAuthErrorDto): MethodDecorator {
@@ -19,6 +20,7 @@ function ApiOAuthErrorResponse(status: number, description: string, example: OAu
 @Public()
 // Every answer of the token endpoint is OAuth JSON with no-store, whatever refused the request.
 @UseFilters(OAuthErrorFilter)
+@ApiHeadersTooLarge()
 @Controller('connect')
 export class TokenController {
   constructor(private readonly tokens: TokenService) {}

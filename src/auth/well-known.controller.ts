@@ -1,7 +1,7 @@
 import { Controller, Get, Header } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { JWK } from 'jose';
-import { ApiProblemResponse } from '../common/api-responses.js';
+import { ApiHeadersTooLarge, ApiProblemResponse } from '../common/api-responses.js';
 import { Public } from '../common/public.decorator.js';
 import { AppConfig } from '../config/app-config.js';
 import { KeyringService, SIGNING_ALG } from './keyring.service.js';
@@ -10,6 +10,7 @@ import { ALL_SCOPES } from './scopes.js';
 /** Discovery: RFC 8414 metadata and the public keys that verify access tokens. */
 @ApiTags('auth')
 @Public()
+@ApiHeadersTooLarge()
 @Controller('.well-known')
 export class WellKnownController {
   constructor(

@@ -83,3 +83,11 @@ export function ApiDataErrors(): MethodDecorator & ClassDecorator {
     ApiProblemResponse(503, 'Temporarily unavailable; retry after `Retry-After` seconds.'),
   );
 }
+
+/**
+ * What every operation can answer before it is routed: request line and headers over 16 KiB
+ * (Node's parser refuses them; see client-errors.ts). For a class, so no operation lacks it.
+ */
+export function ApiHeadersTooLarge(): MethodDecorator & ClassDecorator {
+  return ApiProblemResponse(431, 'The request line and headers are larger than 16 KiB; the connection closes.');
+}

@@ -1,6 +1,6 @@
 import { Controller, Get, Inject, ServiceUnavailableException } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
-import { ApiProblemResponse } from '../common/api-responses.js';
+import { ApiHeadersTooLarge, ApiProblemResponse } from '../common/api-responses.js';
 import { HealthCheckService, HealthIndicatorService } from '@nestjs/terminus';
 import { SkipThrottle } from '@nestjs/throttler';
 import { InjectDataSource } from '@nestjs/typeorm';
@@ -17,6 +17,7 @@ const CHECK_TIMEOUT_MS = 2000;
 @ApiTags('health')
 @Public()
 @SkipThrottle()
+@ApiHeadersTooLarge()
 @Controller('health')
 export class HealthController {
   constructor(

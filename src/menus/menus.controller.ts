@@ -14,7 +14,7 @@ import { EntitledQuery } from '../auth/entitled-query.js';
 import { RequiresScope } from '../auth/requires-scope.decorator.js';
 import { Scope } from '../auth/scopes.js';
 import { answeredNotModified } from '../common/conditional-get.js';
-import { ApiDataErrors, ApiProblemResponse } from '../common/api-responses.js';
+import { ApiDataErrors, ApiHeadersTooLarge, ApiProblemResponse } from '../common/api-responses.js';
 import { AppConfig } from '../config/app-config.js';
 import { DishUploadInterceptor, type UploadRequest } from './dish-upload.interceptor.js';
 import { DishesPageDto, DishResponseDto, DishUploadDto, MenusPageDto, type DishDto, type MenuDto } from './dto/menu.dto.js';
@@ -22,6 +22,7 @@ import { ClientQueryDto, DishesQueryDto, MenusQueryDto } from './dto/menus-query
 import { MenusService, type Page } from './menus.service.js';
 
 @ApiTags('menus')
+@ApiHeadersTooLarge()
 @Controller('menus')
 export class MenusController {
   constructor(

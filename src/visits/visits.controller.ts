@@ -4,7 +4,7 @@ import { ApiOkResponse, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagg
 import { EntitledQuery, selectionOf } from '../auth/entitled-query.js';
 import { RequiresScope } from '../auth/requires-scope.decorator.js';
 import { Scope } from '../auth/scopes.js';
-import { ApiDataErrors } from '../common/api-responses.js';
+import { ApiDataErrors, ApiHeadersTooLarge } from '../common/api-responses.js';
 import { sendBody } from '../common/compression.js';
 import {
   PlusChangesResponseDto,
@@ -44,6 +44,7 @@ const LINK = {
 const NOT_MODIFIED = { status: 304, description: 'Not modified: the If-None-Match ETag is current.' };
 
 @ApiTags('visits')
+@ApiHeadersTooLarge()
 @Controller('visits')
 export class VisitsController {
   constructor(
