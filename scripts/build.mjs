@@ -4,7 +4,7 @@
 // Usage: node scripts/build.mjs [--force]
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -46,6 +46,8 @@ export function build({ force = false, log = (line) => process.stderr.write(`${l
   const digest = inputDigest();
   if (!force && builtDigest() === digest) return false;
   log('building dist/ (tsc -p tsconfig.build.json)');
+  // Forced: from nothing. tsc's incremental state alone would not bring back an output file that was removed or edited.
+  if (force) rmSync(join(ROOT, 'dist', '.tsbuildinfo'), { force: true });
   const tsc = spawnSync(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], {
     cwd: ROOT,
     stdio: 'inherit',

@@ -118,7 +118,11 @@ describe('the committed contract (openapi/openapi.json) says what the API does',
           const codes: Record<number, string[]> = {
             400: ['invalid_request', 'unsupported_grant_type', 'invalid_scope'],
             401: ['invalid_client'],
+            413: ['invalid_request'],
+            415: ['invalid_request'],
             429: ['slow_down'],
+            500: ['server_error'],
+            503: ['temporarily_unavailable'],
           };
           expect({ at, error: codes[status]?.includes(example.error as string) }).toEqual({ at, error: true });
         }
