@@ -1,7 +1,7 @@
 import { mkdirSync, mkdtempSync, readFileSync } from 'node:fs';
 import { networkInterfaces, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { chromium, type Browser, type Page, type Request } from 'playwright-core';
+import { chromium, type Browser, type Locator, type Page, type Request } from 'playwright-core';
 import { addDays, localDate } from '../../src/common/clock.js';
 import { freePort } from '../helpers/listen.js';
 import { startService, type ServiceProcess } from '../helpers/service-process.js';
@@ -43,7 +43,8 @@ async function startDemoService(env: (port: number) => Record<string, string>): 
   return { service, demo, port };
 }
 
-async function tryItOut(page: Page, operationId: string, params: Record<string, string>): Promise<{ status: string; body: string }> {
+/** Opens an operation, fills its parameters and executes it; gives its block and the status shown. */
+async function execute(page: Page, operationId: string, params: Record<string, string>): Promise<{ block: Locator; status: string }> {
   const block = page.locator(`.opblock[id$="-${operationId}"]`);
   await block.waitFor();
   if (!(await block.getAttribute('class'))?.includes('is-open')) await block.locator('.opblock-summary').first().click();
@@ -55,8 +56,14 @@ async function tryItOut(page: Page, operationId: string, params: Record<string, 
   await block.locator('button.execute').click();
   const status = block.locator('.live-responses-table .response .response-col_status').first();
   await status.waitFor({ timeout: 20_000 });
+  return { block, status: (await status.innerText()).trim() };
+}
+
+/** "Try it out" on an operation whose answer Swagger UI shows as text. */
+async function tryItOut(page: Page, operationId: string, params: Record<string, string>): Promise<{ status: string; body: string }> {
+  const { block, status } = await execute(page, operationId, params);
   const body = await block.locator('.live-responses-table .response .response-col_description pre').first().innerText();
-  return { status: (await status.innerText()).trim(), body };
+  return { status, body };
 }
 
 /**
@@ -150,17 +157,9 @@ describe('Swagger UI in Chromium', () => {
     const url = (JSON.parse(body) as { data: { dishes: { image: { url: string } | null }[] } }).data.dishes.find((d) => d.image)?.image?.url;
     const imageId = /\/menus\/dishes\/images\/([0-9a-f-]{36})/.exec(url ?? '')?.[1];
     expect(imageId).toBeDefined();
-    // Not tryItOut: the answer is drawn as an image, not shown as text.
-    const block = page.locator('.opblock[id$="-getDishImage"]');
-    if (!(await block.getAttribute('class'))?.includes('is-open')) await block.locator('.opblock-summary').first().click();
-    const tryButton = block.locator('button.try-out__btn');
-    if ((await tryButton.textContent())?.includes('Try it out')) await tryButton.click();
-    await block.locator('tr[data-param-name="SvcClientId"] input').fill('1001');
-    await block.locator('tr[data-param-name="imageId"] input').fill(imageId!);
-    await block.locator('button.execute').click();
-    const status200 = block.locator('.live-responses-table .response .response-col_status').first();
-    await status200.waitFor({ timeout: 20_000 });
-    expect((await status200.innerText()).trim()).toBe('200');
+    // The answer is drawn as an image, not shown as text.
+    const { block, status: imageStatus } = await execute(page, 'getDishImage', { SvcClientId: '1001', imageId: imageId! });
+    expect(imageStatus).toBe('200');
     const drawn = block.locator('.live-responses-table img').first();
     await drawn.waitFor();
     // Drawn from a blob: URL; under a CSP without blob: the image stays empty (0 pixels wide) and the console says why.
