@@ -312,12 +312,25 @@ describe(`GET /visits/standard and /visits/plus (${process.env.TEST_DATABASE})`,
       expect(await errorsOf(`${valid({})}&SvcBrandId=&svcbrandid=5&SVCBRANDID=6`)).toEqual(["'SvcBrandId' must be given only once."]);
     });
 
-    it('gives an empty page for a SvcBrandId that is no brand of the client, another client\'s or none at all', async () => {
+    it('refuses a SvcBrandId of none of the credential\'s clients, or of no client at all, and a visit type that does not exist', async () => {
       for (const brand of [21, 999]) {
         const res = await get(`/visits/standard?${valid({})}&SvcBrandId=${brand}`);
-        expect({ brand, status: res.status }).toEqual({ brand, status: 200 });
-        expect(JSON.parse(res.text)).toEqual({ data: { visits: [] } });
+        expect({ brand, status: res.status, detail: (JSON.parse(res.text) as { detail: string }).detail }).toEqual({
+          brand,
+          status: 403,
+          detail: `The credential is not entitled to SvcBrandId ${brand}.`,
+        });
       }
+      const unknownType = await get(`/visits/standard?${valid({})}&VisitTypes=MV,XX`);
+      expect(unknownType.status).toBe(403);
+      expect((JSON.parse(unknownType.text) as { detail: string }).detail).toBe('The credential is not entitled to the visit type(s) XX.');
+    });
+
+    it('gives an empty page for a SvcBrandId of another of the credential\'s clients', async () => {
+      const both = await issueCredential(t, { clients: [1001, 1002] });
+      const res = await get(`/visits/standard?${valid({})}&SvcBrandId=21`, both, await tokenFor(t.http, both));
+      expect(res.status).toBe(200);
+      expect(JSON.parse(res.text)).toEqual({ data: { visits: [] } });
     });
 
     it('ignores unknown parameters', async () => {

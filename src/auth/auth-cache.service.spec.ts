@@ -2,6 +2,7 @@ import { jest } from '@jest/globals';
 import type { AppConfig } from '../config/app-config.js';
 import { AuthCacheService } from './auth-cache.service.js';
 import type { AuthRepository } from './auth.repository.js';
+import type { ClientsService } from '../clients/clients.service.js';
 
 /** A repository whose key reads are counted, and fail while `down`. */
 function repository() {
@@ -19,10 +20,14 @@ function repository() {
 
 const config = (seconds: number) => ({ AUTH_CACHE_SECONDS: seconds, API_KEY_HASH_KEY: 'test-hash-key' }) as AppConfig;
 
+/** The catalogue of visit types, which these tests (of API keys) never ask. */
+const NO_VISIT_TYPES = { codes: () => Promise.resolve(new Set<string>()) };
+const NO_CLIENTS = { listBrands: () => Promise.resolve([]) } as unknown as ClientsService;
+
 describe('AuthCacheService', () => {
   it('reads a key once for the lookups under way at once, even with caching off', async () => {
     const { state, repo } = repository();
-    const cache = new AuthCacheService(repo, config(0));
+    const cache = new AuthCacheService(repo, config(0), NO_VISIT_TYPES, NO_CLIENTS);
     const owners = await Promise.all([cache.keyOwner('svck_abc'), cache.keyOwner('svck_abc'), cache.apiKey('svck_abc')]);
     expect(owners).toEqual(['svc_a', 'svc_a', { credentialId: 'svc_a', prefix: 'svck_abc', revoked: false }]);
     expect(state.reads).toBe(1);
@@ -34,7 +39,7 @@ describe('AuthCacheService', () => {
     jest.useFakeTimers({ doNotFake: ['setTimeout'] });
     try {
       const { state, repo } = repository();
-      const cache = new AuthCacheService(repo, config(10));
+      const cache = new AuthCacheService(repo, config(10), NO_VISIT_TYPES, NO_CLIENTS);
       state.down = true;
       await expect(cache.keyOwner('svck_abc')).rejects.toMatchObject({ code: 'ECONNREFUSED' });
       await expect(cache.apiKey('svck_abc')).rejects.toMatchObject({ code: 'ECONNREFUSED' });

@@ -1,10 +1,12 @@
 import { Injectable } from '@nestjs/common';
 import { LRUCache } from 'lru-cache';
+import { ClientsService } from '../clients/clients.service.js';
 import { AppConfig } from '../config/app-config.js';
 import { AuthRepository } from './auth.repository.js';
 import { splitList } from './credentials.service.js';
 import type { Credential } from './entities/credential.entity.js';
 import { hashApiKey } from './secrets.js';
+import { VisitTypeCatalogue } from './visit-type-catalogue.js';
 
 export interface CachedKey {
   credentialId: string;
@@ -19,6 +21,10 @@ export interface CachedCredential {
   clients: Set<number>;
   brands: Set<number> | null;
   visitTypes: Set<string> | null;
+  /** The brands a query may name: its own, or when it has no restriction every brand of its clients. */
+  selectableBrands: ReadonlySet<number>;
+  /** The visit types a query may name: its own, or when it has no restriction every known type. */
+  selectableVisitTypes: ReadonlySet<string>;
   credential: Credential;
 }
 
@@ -91,6 +97,8 @@ export class AuthCacheService {
   constructor(
     private readonly repo: AuthRepository,
     private readonly config: AppConfig,
+    private readonly visitTypes: VisitTypeCatalogue,
+    private readonly clients: ClientsService,
   ) {
     this.keys = new TtlCache(config.AUTH_CACHE_SECONDS * 1000);
     this.credentials = new TtlCache(config.AUTH_CACHE_SECONDS * 1000);
@@ -119,13 +127,18 @@ export class AuthCacheService {
     return this.credentials.get(clientId, async () => {
       const c = await this.repo.findCredential(clientId);
       if (!c) return null;
+      const clients = new Set(splitList(c.clientIds).map(Number));
+      const brands = c.brandIds === null ? null : new Set(splitList(c.brandIds).map(Number));
+      const visitTypes = c.visitTypes === null ? null : new Set(splitList(c.visitTypes));
       return {
         clientId: c.clientId,
         disabled: c.disabled,
         scopes: new Set(splitList(c.scopes)),
-        clients: new Set(splitList(c.clientIds).map(Number)),
-        brands: c.brandIds === null ? null : new Set(splitList(c.brandIds).map(Number)),
-        visitTypes: c.visitTypes === null ? null : new Set(splitList(c.visitTypes)),
+        clients,
+        brands,
+        visitTypes,
+        selectableBrands: brands ?? new Set((await Promise.all([...clients].map((id) => this.clients.listBrands(id)))).flat().map((b) => b.id)),
+        selectableVisitTypes: visitTypes ?? (await this.visitTypes.codes()),
         credential: c,
       };
     });

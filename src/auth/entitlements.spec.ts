@@ -3,7 +3,8 @@ import { selectionOf } from './entitled-query.js';
 import { effectiveSelection } from './entitlements.js';
 import type { Principal } from './principal.js';
 
-const principal = (over: Partial<Principal> = {}): Principal => ({
+/** A credential of clients 1001 (brands 5, 6) and 1003 (brand 99); what it may name follows its restrictions, as the credential cache makes it. */
+const principal = (over: Partial<Omit<Principal, 'selectableBrands' | 'selectableVisitTypes'>> = {}): Principal => ({
   clientId: 'svc_x',
   keyPrefix: 'svck_abcdefg',
   scopes: new Set(),
@@ -11,6 +12,8 @@ const principal = (over: Partial<Principal> = {}): Principal => ({
   brands: null,
   visitTypes: null,
   ...over,
+  selectableBrands: over.brands ?? new Set([5, 6, 99]),
+  selectableVisitTypes: over.visitTypes ?? new Set(['MV', 'OF', 'TA']),
 });
 
 function refusal(p: Principal, selection: Parameters<typeof effectiveSelection>[1]): { status: number; detail: string } {
@@ -31,6 +34,16 @@ describe('effectiveSelection', () => {
       brandIds: [99],
       visitTypes: ['MV', 'TA'],
     });
+  });
+
+  it('refuses, without a restriction, a brand of none of its clients and a visit type that does not exist', () => {
+    expect(refusal(principal(), { SvcClientId: 1001, SvcBrandId: 21 })).toEqual({ status: 403, detail: 'The credential is not entitled to SvcBrandId 21.' });
+    expect(refusal(principal(), { SvcClientId: 1001, VisitTypes: 'MV,XX' })).toEqual({
+      status: 403,
+      detail: 'The credential is not entitled to the visit type(s) XX.',
+    });
+    // A brand of another of its clients selects nothing rather than being refused (see interface.md).
+    expect(effectiveSelection(principal(), { SvcClientId: 1001, SvcBrandId: 99 }).brandIds).toEqual([99]);
   });
 
   it('refuses another client with a 403 naming it', () => {

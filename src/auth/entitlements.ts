@@ -34,13 +34,15 @@ export function effectiveSelection(principal: Principal | undefined, selection: 
   const { SvcClientId: clientId, SvcBrandId: brand } = selection;
   if (!principal.clients.has(clientId)) throw notEntitled(`SvcClientId ${clientId}`);
 
+  // A brand or type named outside what the credential may name is a 403: without a restriction
+  // that is every brand of its clients and every known type (an unknown one, another client's).
   const entitledBrands = principal.brands;
-  if (brand !== undefined && entitledBrands && !entitledBrands.has(brand)) throw notEntitled(`SvcBrandId ${brand}`);
+  if (brand !== undefined && !principal.selectableBrands.has(brand)) throw notEntitled(`SvcBrandId ${brand}`);
   const brandIds = brand !== undefined ? [brand] : entitledBrands ? [...entitledBrands].sort((a, b) => a - b) : null;
 
   const asked = visitTypeCodes(selection.VisitTypes);
   const entitledTypes = principal.visitTypes;
-  const refused = entitledTypes ? asked.filter((t) => !entitledTypes.has(t)) : [];
+  const refused = asked.filter((t) => !principal.selectableVisitTypes.has(t));
   if (refused.length > 0) throw notEntitled(`the visit type(s) ${refused.join(', ')}`);
   const visitTypes = asked.length > 0 ? asked : entitledTypes ? [...entitledTypes].sort() : null;
 

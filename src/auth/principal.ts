@@ -14,6 +14,10 @@ export interface Principal {
   brands: ReadonlySet<number> | null;
   /** Visit type codes it may read; null for all. */
   visitTypes: ReadonlySet<string> | null;
+  /** Brands a query may name (SvcBrandId): its own, or without a restriction every brand of its clients. */
+  selectableBrands: ReadonlySet<number>;
+  /** Visit types a query may name (VisitTypes): its own, or without a restriction every known type. */
+  selectableVisitTypes: ReadonlySet<string>;
 }
 
 /** The API key check's result, kept on the request for the token check that follows. */

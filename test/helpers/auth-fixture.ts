@@ -9,6 +9,9 @@ import type { AppConfig } from '../../src/config/app-config.js';
 import { openDataSource } from '../../src/database/migration-tools.js';
 import { MetricsService } from '../../src/metrics/metrics.service.js';
 import { isolatedConfig } from './test-config.js';
+import { VisitTypeCodes } from '../../src/visits/visit-types.module.js';
+import { ClientsRepository } from '../../src/clients/clients.repository.js';
+import { ClientsService } from '../../src/clients/clients.service.js';
 
 /** A credential stored in the fixture's database, with the secret and API key shown once. */
 export interface StoredCredential {
@@ -72,7 +75,7 @@ export async function authFixture(env: Record<string, string> = {}): Promise<Aut
     config,
     db,
     repo,
-    cache: new AuthCacheService(repo, config),
+    cache: new AuthCacheService(repo, config, new VisitTypeCodes(db), new ClientsService(new ClientsRepository(db))),
     keyring,
     metrics: new MetricsService(db),
     addCredential,

@@ -95,6 +95,9 @@ describe('JwtAuthGuard with passport-jwt on a real keyring and credential store'
       clients: new Set([1001]),
       brands: new Set([5]),
       visitTypes: null,
+      selectableBrands: new Set([5]),
+      // No restriction of visit types: every type the table knows may be named.
+      selectableVisitTypes: new Set(['MV', 'OF', 'TA']),
     });
     expect(http.response.locals.clientId).toBe(partner.clientId);
     expect(verified.claimsOf(token)).toMatchObject({ client_id: partner.clientId });

@@ -108,6 +108,8 @@ export class JwtStrategy extends PassportStrategy(Strategy, 'jwt') {
       clients: credential.clients,
       brands: credential.brands,
       visitTypes: credential.visitTypes,
+      selectableBrands: credential.selectableBrands,
+      selectableVisitTypes: credential.selectableVisitTypes,
     };
   }
 }

@@ -12,6 +12,8 @@ const principal = (...scopes: string[]): Principal => ({
   clients: new Set([1001]),
   brands: null,
   visitTypes: null,
+  selectableBrands: new Set([5]),
+  selectableVisitTypes: new Set(['MV', 'OF', 'TA']),
 });
 
 describe('ScopeGuard', () => {
