@@ -419,6 +419,17 @@ describe(`menus and dishes (${process.env.TEST_DATABASE})`, () => {
         expect(kept.body.data.dish.code).toBe('FFFD-\ufffd');
       });
 
+      it('a menu that has ended (GET /menus no longer lists it); one that ends today takes dishes', async () => {
+        const ended = addDays(localDate(t.config.RESULTS_TIMEZONE), -1);
+        const before = [await count('dishes'), await count('dish_images')];
+        const res = await post((r) => r.attach('', png, 'a.png').field('json', dish({ menuId: 104, code: 'ENDED' })));
+        expect(res.status).toBe(400);
+        expect(problem(res).errors).toEqual([`'menuId' 104 is a menu that ended on ${ended}: dishes are added to active menus (as GET /menus lists them).`]);
+        expect([await count('dishes'), await count('dish_images')]).toEqual(before);
+        const lastDay = await post((r) => r.attach('', png, 'a.png').field('json', dish({ menuId: 103, code: 'LAST-DAY' })));
+        expect(lastDay.status).toBe(200);
+      });
+
       it('a menu of another client is a 403', async () => {
         const res = await post((r) => r.attach('', png, 'a.png').field('json', dish({ menuId: 201 })));
         expect(res.status).toBe(403);

@@ -106,6 +106,10 @@ export class MenusService {
       const menu = await this.repo.findMenu(menuId);
       if (!menu) errors.push(`'menuId' ${menuId} is not a menu of client ${clientId}.`);
       else if (menu.clientId !== clientId) throw notEntitled(`menu ${menuId}`);
+      // A menu as GET /menus lists them: one that has ended takes no new dishes.
+      else if (menu.endDate !== null && menu.endDate < localDate(this.config.RESULTS_TIMEZONE)) {
+        errors.push(`'menuId' ${menuId} is a menu that ended on ${menu.endDate}: dishes are added to active menus (as GET /menus lists them).`);
+      }
     }
     if (errors.length > 0 || !fields || !image) throw new ValidationProblem(errors.length > 0 ? errors : ['The form is incomplete.']);
 

@@ -560,7 +560,10 @@ export interface components {
         TokenResponseDto: {
             /** @description RFC 9068 JWT access token. */
             access_token: string;
-            /** @example 3600 */
+            /**
+             * @description Seconds the token is valid: 3600.
+             * @example 3600
+             */
             expires_in: number;
             /** @example svc-results-api visits/standard.read branches/standard.read */
             scope: string;

@@ -37,7 +37,7 @@ export class TokenResponseDto {
   @ApiProperty({ description: 'RFC 9068 JWT access token.' })
   access_token!: string;
 
-  @ApiProperty({ example: 3600 })
+  @ApiProperty({ type: 'integer', example: 3600, description: 'Seconds the token is valid: 3600.' })
   expires_in!: number;
 
   @ApiProperty({ enum: ['Bearer'] })
