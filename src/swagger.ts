@@ -44,6 +44,13 @@ const RATE_LIMIT_HEADERS = {
   },
 };
 
+/** On a 403 only when the token lacks the endpoint's scope; a 403 for data outside the entitlements has none. */
+const INSUFFICIENT_SCOPE = {
+  required: false,
+  description: 'With a token that lacks the endpoint\'s scope (RFC 6750 §3.1): `error="insufficient_scope"` and the `scope` the endpoint needs. Absent when the query asks for data outside the credential\'s entitlements.',
+  schema: { type: 'string', example: bearerChallenge({ error: 'insufficient_scope', description: "The access token lacks the scope 'visits/plus.read' this endpoint needs.", scope: 'visits/plus.read' }) },
+};
+
 const WWW_AUTHENTICATE = {
   required: true,
   description:
@@ -64,6 +71,7 @@ const TOKEN_WWW_AUTHENTICATE = {
 
 /** The name of the token endpoint's (optional) challenge among the contract's headers. */
 const TOKEN_CHALLENGE = 'WWW-Authenticate.token';
+const INSUFFICIENT_SCOPE_HEADER = 'WWW-Authenticate.insufficientScope';
 
 const ref = (name: string) => ({ $ref: `#/components/headers/${name}` });
 
@@ -108,6 +116,7 @@ function complete(document: OpenAPIObject, config: AppConfig): OpenAPIObject {
           for (const name of Object.keys(RATE_LIMIT_HEADERS)) headers[name] = ref(name);
         }
         if (status === '401') headers['WWW-Authenticate'] = ref(path === TOKEN_PATH ? TOKEN_CHALLENGE : 'WWW-Authenticate');
+        if (status === '403') headers['WWW-Authenticate'] = ref(INSUFFICIENT_SCOPE_HEADER);
         if (status === '429' || status === '503') headers['Retry-After'] = ref('Retry-After');
         if (Object.keys(headers).length > 0) response.headers = headers;
       }
@@ -122,6 +131,7 @@ function complete(document: OpenAPIObject, config: AppConfig): OpenAPIObject {
       'Retry-After': RETRY_AFTER,
       'WWW-Authenticate': WWW_AUTHENTICATE,
       [TOKEN_CHALLENGE]: TOKEN_WWW_AUTHENTICATE,
+      [INSUFFICIENT_SCOPE_HEADER]: INSUFFICIENT_SCOPE,
     },
   };
   const upload = (document.components?.schemas?.DishUploadDto as Schema | undefined)?.properties?.file;
