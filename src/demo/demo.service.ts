@@ -119,6 +119,16 @@ export class DemoService {
     await chmod(this.credentialsPath, 0o600);
   }
 
+  /** Whether the credentials of the file are in this database. */
+  private async issuedHere(demo: DemoCredentials): Promise<boolean> {
+    try {
+      for (const c of demo.credentials) await this.credentials.assertExists(c.clientId);
+      return demo.credentials.length > 0;
+    } catch {
+      return false;
+    }
+  }
+
   async readCredentials(): Promise<DemoCredentials | null> {
     try {
       return JSON.parse(await readFile(this.credentialsPath, 'utf8')) as DemoCredentials;
@@ -138,8 +148,10 @@ export class DemoService {
     const base = this.config.PUBLIC_BASE_URL ? this.config.baseUrl : local;
     if (this.config.PUBLIC_BASE_URL) lines.push(`Public address: ${base}`);
     lines.push(`Swagger UI: ${base}/docs`);
-    const demo = await this.readCredentials();
-    if (demo) {
+    // Only the demo's own credentials, in the demo's own database: not a file that another
+    // database's demo left in DATA_DIR (a production start after a local demo, say).
+    const demo = this.config.SEED_DEMO ? await this.readCredentials() : null;
+    if (demo && (await this.issuedHere(demo))) {
       lines.push(`Demo credentials (${this.credentialsPath}):`);
       for (const c of demo.credentials) {
         lines.push(`  ${c.label}: client_id=${c.clientId} client_secret=${c.clientSecret} svc-api-key=${c.apiKey}`);

@@ -82,6 +82,34 @@ describe('the embedded default: first and second start with no configuration', (
     }
   });
 
+  it('prints no demo credentials with SEED_DEMO=false, nor those of another database that DATA_DIR holds', async () => {
+    const quiet = await startService({ DATA_DIR: dataDir, SEED_DEMO: 'false' });
+    try {
+      expect(quiet.output()).toContain('Swagger UI:');
+      expect(quiet.output()).not.toContain('Demo credentials');
+      expect(quiet.output()).not.toContain(first.credentials[0].clientSecret);
+    } finally {
+      await quiet.stop();
+    }
+    // A database that is not the demo's (so it is not seeded), whose DATA_DIR holds the demo's file: its credentials are not this database's.
+    const other = mkdtempSync(join(tmpdir(), 'results-start-other-'));
+    const setup = await startService({ DATA_DIR: other, SEED_DEMO: 'false' });
+    await setup.stop();
+    const db = new Database(join(other, 'results.sqlite'));
+    db.prepare("INSERT INTO clients (id, name) VALUES (4242, 'Not the demo')").run();
+    db.close();
+    writeFileSync(join(other, 'demo-credentials.json'), readFileSync(credentialsFile), { mode: 0o600 });
+    const foreign = await startService({ DATA_DIR: other });
+    try {
+      expect(foreign.output()).toContain('Swagger UI:');
+      expect(foreign.output()).not.toContain('Demo credentials');
+      expect(foreign.output()).not.toContain(first.credentials[0].clientSecret);
+    } finally {
+      await foreign.stop();
+      rmSync(other, { recursive: true, force: true });
+    }
+  });
+
   it('stops with a message naming a wrong setting', async () => {
     await expect(startService({ DATA_DIR: dataDir, VISITS_MAX_RANGE_DAYS: '-3' })).rejects.toThrow(
       /exited with 78:\nInvalid configuration:\n {2}- VISITS_MAX_RANGE_DAYS="-3": expected an integer from 1 to 3660/,
