@@ -1,7 +1,7 @@
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { OperatorError } from '../common/operator-error.js';
-import { generateMigration, pendingSchemaChanges } from '../database/migration-tools.js';
+import { generateMigration, pendingSchemaChanges, prepareSchema, SchemaMissingError } from '../database/migration-tools.js';
 import type { CliContext } from './context.js';
 
 export function registerMigrations(program: Command, cli: CliContext): void {
@@ -22,8 +22,20 @@ export function registerMigrations(program: Command, cli: CliContext): void {
     .command('check')
     .description('exit 1 when migrations are pending or the entities need SQL no migration has')
     .action(
-      cli.action(async () =>
-        cli.withDataSource(async (db) => {
+      cli.action(async () => {
+        // A check changes nothing: a PostgreSQL schema that does not exist is not made, it is reported.
+        const config = cli.config();
+        try {
+          await prepareSchema(config, false);
+        } catch (error) {
+          if (!(error instanceof SchemaMissingError)) throw error;
+          return {
+            json: { pendingMigrations: true, drift: [], schemaMissing: config.DATABASE_SCHEMA },
+            text: `migrations are pending: DATABASE_SCHEMA "${config.DATABASE_SCHEMA}" does not exist yet (migrations run makes it)`,
+            code: 1,
+          };
+        }
+        return cli.withDataSource(async (db) => {
           const pending = await db.showMigrations();
           const drift = pending ? [] : (await pendingSchemaChanges(db)).up;
           const ok = !pending && drift.length === 0;
@@ -32,8 +44,8 @@ export function registerMigrations(program: Command, cli: CliContext): void {
             text: ok ? 'schema is current' : pending ? 'migrations are pending' : `schema drift:\n${drift.join('\n')}`,
             code: ok ? 0 : 1,
           };
-        }),
-      ),
+        });
+      }),
     );
   migrations
     .command('generate')

@@ -77,6 +77,14 @@ describe('a PostgreSQL schema that does not exist yet', () => {
     expect(await schemaExists(schema)).toBe(false);
   });
 
+  it('is reported by `migrations check` as pending, and not created by it', async () => {
+    const schema = freshSchema();
+    const checked = await cli(['--json', 'migrations', 'check'], envFor(schema));
+    expect(checked.code).toBe(1);
+    expect(JSON.parse(checked.stdout)).toEqual({ pendingMigrations: true, drift: [], schemaMissing: schema });
+    expect(await schemaExists(schema)).toBe(false);
+  });
+
   it('is created by `migrations run`', async () => {
     const schema = freshSchema();
     const result = await cli(['--json', 'migrations', 'run'], envFor(schema));
