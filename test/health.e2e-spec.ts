@@ -1,3 +1,4 @@
+import { jest } from '@jest/globals';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
 import { startTestApp, type TestApp } from './helpers/test-app.js';
@@ -52,6 +53,18 @@ describe(`health and errors (${process.env.TEST_DATABASE})`, () => {
     expect(contract.body.components.securitySchemes['svc-api-key']).toEqual(
       expect.objectContaining({ type: 'apiKey', in: 'header', name: 'svc-api-key' }),
     );
+  });
+
+  it('GET /health/ready is a 503 saying migrations are pending while they are, not that they failed', async () => {
+    const pending = jest.spyOn(t.app.get(DataSource), 'showMigrations').mockResolvedValue(true);
+    try {
+      const res = await request(t.http).get('/health/ready');
+      expect(res.status).toBe(503);
+      expect(res.headers['retry-after']).toBe('5');
+      expect(JSON.parse(res.text)).toMatchObject({ status: 503, detail: 'Not ready: migrations pending.' });
+    } finally {
+      pending.mockRestore();
+    }
   });
 
   it('GET /health/ready is a 503 problem with Retry-After when the database is gone', async () => {

@@ -70,9 +70,12 @@ export class HealthController {
       ]);
     } catch (error) {
       if (!(error instanceof ServiceUnavailableException)) throw error;
-      const result = error.getResponse() as { error?: Record<string, unknown> };
-      const failing = Object.keys(result.error ?? {});
-      throw new ProblemException(503, `Not ready: ${failing.join(', ') || 'a check'} failed.`, {
+      const result = error.getResponse() as { error?: Record<string, { message?: unknown } | undefined> };
+      // Each failing check by name; the one reason said is migrations that are only pending (nothing internal otherwise).
+      const failing = Object.entries(result.error ?? {}).map(([name, check]) =>
+        name === 'migrations' && check?.message === 'pending migrations' ? 'migrations pending' : `${name} failed`,
+      );
+      throw new ProblemException(503, `Not ready: ${failing.join(', ') || 'a check failed'}.`, {
         headers: { 'Retry-After': '5' },
       });
     }
