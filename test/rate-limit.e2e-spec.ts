@@ -148,6 +148,24 @@ describe(`rate limits (${process.env.TEST_DATABASE}, counters in the process)`, 
     expect(text).toMatch(/^results_http_request_duration_seconds_bucket\{le="\+Inf",method="GET",route="\/branches",status="200"\} 4$/m);
   });
 
+  it('counts a token request under the token limit whatever the case of its path or a trailing slash', async () => {
+    const fourth = await issueCredential(t);
+    const ask = (path: string) =>
+      request(t.http)
+        .post(path)
+        .set('svc-api-key', fourth.apiKey)
+        .type('form')
+        .send({ grant_type: 'client_credentials', client_id: fourth.clientId, client_secret: fourth.clientSecret });
+    for (const [i, path] of ['/connect/token/', '/CONNECT/TOKEN', '/Connect/Token/'].entries()) {
+      const res = await ask(path);
+      expect({ path, status: res.status, remaining: res.headers['x-rate-limit-remaining'] }).toEqual({ path, status: 200, remaining: String(2 - i) });
+      expect(res.headers.ratelimit).toMatch(/"token";r=\d+;t=\d+/);
+    }
+    const refused = await ask('/connect/token');
+    expect(refused.status).toBe(429);
+    expect(refused.body).toMatchObject({ error: 'slow_down' });
+  });
+
   it('counts keys that are not live by the caller\'s address: a new made-up key per request opens no new window', async () => {
     const statuses: number[] = [];
     for (let i = 0; i < 6; i++) {

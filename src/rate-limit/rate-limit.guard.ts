@@ -19,7 +19,11 @@ import type { CountResult } from './rate-limit.storage.js';
 
 export const TOKEN_PATH = '/connect/token';
 
-export const isTokenRequest = (req: Request): boolean => req.path === TOKEN_PATH;
+/**
+ * A request the token route answers: Express routes paths whatever their case and with or
+ * without a trailing slash (`/CONNECT/TOKEN/`), so the token limit counts them all alike.
+ */
+export const isTokenRequest = (req: Request): boolean => req.path.toLowerCase().replace(/(?<=.)\/$/, '') === TOKEN_PATH;
 
 /** What a tracker reads of a request: an Express request, or a plain one before Express (no address, no body). */
 export interface TrackedRequest {

@@ -64,7 +64,8 @@ ajv.addSchema({ $id: 'contract', components: { schemas: mapValues(contract.compo
 
 const routes = Object.entries(contract.paths).map(([template, operations]) => ({
   template,
-  pattern: new RegExp(`^${template.replace(/\{[^}]+\}/g, '[^/]+')}$`),
+  // As Express routes a path: whatever its case, with or without a trailing slash.
+  pattern: new RegExp(`^${template.replace(/\{[^}]+\}/g, '[^/]+')}/?$`, 'i'),
   operations,
 }));
 const validators = new Map<Schema, ValidateFunction>();
