@@ -355,6 +355,18 @@ describe(`menus and dishes (${process.env.TEST_DATABASE})`, () => {
         expect(problem(res).errors).toEqual(['The image must be at most 1 megapixels.']);
       });
 
+      it('an image whose decoded samples outgrow the pixel limit: 16 bits a sample count twice', async () => {
+        // 0.6 megapixels under a limit of 1: taken in 8 bits a sample, refused in 16 (4.8 MB of RGBA samples against 4 MB).
+        const pixels = { width: 800, height: 750, channels: 4 as const, background: { r: 10, g: 20, b: 30, alpha: 1 } };
+        const deep = await sharp({ create: pixels }).toColourspace('rgb16').png().toBuffer();
+        expect((await sharp(deep).metadata()).depth).toBe('ushort');
+        const refused = await post((r) => r.attach('', deep, 'deep.png').field('json', dish({ code: 'DEEP-16' })));
+        expect(refused.status).toBe(400);
+        expect(problem(refused).errors).toEqual(['The image is too large to decode: at most 1 megapixels of 8-bit samples (a 16-bit image counts twice).']);
+        const shallow = await sharp({ create: pixels }).png().toBuffer();
+        expect((await post((r) => r.attach('', shallow, 'shallow.png').field('json', dish({ code: 'DEEP-8' })))).status).toBe(200);
+      });
+
       it('a body that is not multipart', async () => {
         const res = await post((r) => r.send({ menuId: 102 }));
         expect(res.status).toBe(400);

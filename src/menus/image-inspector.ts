@@ -58,18 +58,39 @@ export async function prepareImage(input: Buffer, limits: ImageLimits): Promise<
   if (width * height > limits.maxPixels) {
     throw new ImageRejected(`The image must be at most ${(limits.maxPixels / 1_000_000).toFixed(0)} megapixels.`);
   }
-  // Decoding every pixel finds truncated or corrupt data that the header alone hides.
-  try {
-    await sharp(input, { failOn: 'truncated', limitInputPixels: limits.maxPixels, animated: false }).raw().toBuffer();
-  } catch {
-    throw new ImageRejected('The image is truncated or corrupt.');
+  // What decoding holds in memory: a small file may declare 40 megapixels of 16-bit samples
+  // (320 MB). Bounded to the pixel limit's worth of 8-bit RGBA, a 16-bit image counting twice.
+  const sampleBytes = meta.depth === 'ushort' || meta.depth === 'short' ? 2 : meta.depth === 'float' || meta.depth === 'uint' || meta.depth === 'int' ? 4 : 1;
+  if (width * height * (meta.channels ?? 4) * sampleBytes > limits.maxPixels * 4) {
+    throw new ImageRejected(
+      `The image is too large to decode: at most ${(limits.maxPixels / 1_000_000).toFixed(0)} megapixels of 8-bit samples (a 16-bit image counts twice).`,
+    );
   }
   const format = meta.format as keyof typeof IMAGE_TYPES;
-  const carriesMetadata = Boolean(meta.exif || meta.xmp || meta.iptc || meta.comments?.length || (meta.orientation ?? 1) !== 1);
-  // Bytes after the image's end (a page of HTML appended to a PNG, say) are not stored either.
-  const carriesMore = imageEnd(input, format) !== input.length;
-  const data = carriesMetadata || carriesMore ? await reencode(input, format) : input;
+  // One image is decoded at a time in a process, so that uploads at once do not add up their pixels in memory.
+  const data = await oneAtATime(async () => {
+    // Decoding every pixel finds truncated or corrupt data that the header alone hides.
+    try {
+      await sharp(input, { failOn: 'truncated', limitInputPixels: limits.maxPixels, animated: false }).raw().toBuffer();
+    } catch {
+      throw new ImageRejected('The image is truncated or corrupt.');
+    }
+    const carriesMetadata = Boolean(meta.exif || meta.xmp || meta.iptc || meta.comments?.length || (meta.orientation ?? 1) !== 1);
+    // Bytes after the image's end (a page of HTML appended to a PNG, say) are not stored either.
+    const carriesMore = imageEnd(input, format) !== input.length;
+    return carriesMetadata || carriesMore ? reencode(input, format) : input;
+  });
   return { contentType, width, height, data, sha256: createHash('sha256').update(data).digest('hex') };
+}
+
+/** The end of the decodes queued so far in this process. */
+let decoding: Promise<unknown> = Promise.resolve();
+
+/** Runs `work` after every decode queued before it has settled. */
+function oneAtATime<T>(work: () => Promise<T>): Promise<T> {
+  const run = decoding.then(work, work);
+  decoding = run.catch(() => undefined);
+  return run;
 }
 
 async function reencode(input: Buffer, format: keyof typeof IMAGE_TYPES): Promise<Buffer> {
