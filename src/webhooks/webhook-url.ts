@@ -32,17 +32,28 @@ const INTERNAL = blockList([
   ['192.168.0.0', 16, 'ipv4'],
   ['198.18.0.0', 15, 'ipv4'],
   ['224.0.0.0', 3, 'ipv4'], // multicast and reserved, to 255.255.255.255
-  ['::', 128, 'ipv6'],
+  ['::', 96, 'ipv6'], // unspecified, and IPv4-compatible (::7f00:1 is 127.0.0.1)
+  ['::ffff:0:0:0', 96, 'ipv6'], // SIIT: an IPv4 address translated
   ['64:ff9b::', 96, 'ipv6'], // NAT64: an IPv4 address behind an IPv6 one
+  ['64:ff9b:1::', 48, 'ipv6'], // local-use NAT64
+  ['100::', 64, 'ipv6'], // discard-only
+  ['2001::', 32, 'ipv6'], // Teredo: an IPv4 address inside
+  ['2002::', 16, 'ipv6'], // 6to4: an IPv4 address inside
+  ['fec0::', 10, 'ipv6'], // site-local (deprecated, still routed in some networks)
   ['fc00::', 7, 'ipv6'], // unique local
   ['fe80::', 10, 'ipv6'], // link-local
   ['ff00::', 8, 'ipv6'], // multicast
 ]);
 
-/** An IPv4 address written as IPv6 (`::ffff:10.0.0.1`) is judged as the IPv4 address it is. */
+/** An IPv4 address written as IPv6 (`::ffff:10.0.0.1`, or `::ffff:a00:1` as URLs write it) is judged as the IPv4 address it is. */
 function normalise(address: string): { address: string; family: 'ipv4' | 'ipv6' } {
   const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
   if (mapped?.[1]) return { address: mapped[1], family: 'ipv4' };
+  const hex = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/i.exec(address);
+  if (hex?.[1] && hex[2]) {
+    const [high, low] = [parseInt(hex[1], 16), parseInt(hex[2], 16)];
+    return { address: `${high >> 8}.${high & 255}.${low >> 8}.${low & 255}`, family: 'ipv4' };
+  }
   return { address, family: isIP(address) === 6 ? 'ipv6' : 'ipv4' };
 }
 

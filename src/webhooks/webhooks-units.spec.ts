@@ -78,7 +78,11 @@ describe('endpoint addresses', () => {
   const privateOk = { allowPrivate: true, allowHttpLoopback: false };
 
   it('refuses private, link-local and reserved addresses unless private ones are allowed', () => {
-    for (const address of ['10.1.2.3', '172.16.0.1', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', 'fd00::1', 'fe80::1', '::ffff:10.0.0.1', '::']) {
+    for (const address of [
+      '10.1.2.3', '172.16.0.1', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', 'fd00::1', 'fe80::1', '::ffff:10.0.0.1', '::',
+      // IPv6 forms with an IPv4 address inside, and deprecated local ranges
+      '::ffff:a00:1', '::7f00:1', '::ffff:0:7f00:1', '2002:7f00:1::', '64:ff9b:1::a00:1', '2001:0:4136:e378:8000:63bf:3fff:fdd2', 'fec0::1', '100::1',
+    ]) {
       expect([address, addressRefusal(address, 'https:', strict)]).toEqual([address, expect.stringMatching(/private, link-local or reserved.*--allow-private/)]);
       expect([address, addressRefusal(address, 'https:', privateOk)]).toEqual([address, null]);
     }
@@ -89,6 +93,7 @@ describe('endpoint addresses', () => {
 
   it('allows loopback with WEBHOOKS_ALLOW_HTTP_LOOPBACK (over http too) or --allow-private, and http to nothing else', () => {
     expect(addressRefusal('127.0.0.1', 'https:', strict)).toMatch(/loopback/);
+    expect(addressRefusal('::ffff:7f00:1', 'https:', strict)).toMatch(/loopback/);
     expect(addressRefusal('::1', 'http:', dev)).toBeNull();
     expect(addressRefusal('127.0.0.1', 'https:', privateOk)).toBeNull();
     expect(addressRefusal('127.0.0.1', 'http:', privateOk)).toMatch(/^http is allowed only to a loopback address/);
