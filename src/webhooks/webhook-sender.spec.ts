@@ -37,6 +37,12 @@ describe('postWebhook', () => {
     expect(result.error!.length).toBeLessThan(220);
   });
 
+  it("keeps no control character of a refusal's body: a receiver cannot drive the operator's terminal", async () => {
+    receiver.answer = () => ({ status: 500, body: '\x1b]0;PWNED\x07\x1b[2K\rfake line\x08\x08\u202e' });
+    const result = await post('/hook');
+    expect(result.error).toBe('HTTP 500: \uFFFD]0;PWNED\uFFFD\uFFFD[2K fake line\uFFFD\uFFFD\uFFFD');
+  });
+
   it('gives up on a receiver that does not answer within the timeout', async () => {
     receiver.answer = () => 'hang';
     expect(await post('/slow', { timeoutMs: 300 })).toEqual({ ok: false, status: null, error: 'no answer within 300 ms' });

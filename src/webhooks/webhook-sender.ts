@@ -26,8 +26,17 @@ export interface WebhookResult {
 }
 
 /** The first characters of a refusal's body, on one line, for the operator. */
+/**
+ * The start of a refusal's body, on one line, for `webhooks list` and the logs. Control and
+ * format characters become U+FFFD: a receiver's answer must not drive the operator's terminal
+ * (escape sequences that rewrite lines or set the title).
+ */
 function snippet(body: Buffer): string {
-  const text = body.toString('utf8', 0, Math.min(body.length, 200)).replace(/\s+/g, ' ').trim();
+  const text = body
+    .toString('utf8', 0, Math.min(body.length, 200))
+    .replace(/\s+/g, ' ')
+    .replace(/[\p{Cc}\p{Cf}]/gu, '\uFFFD')
+    .trim();
   return text ? `: ${text}` : '';
 }
 
