@@ -62,6 +62,14 @@ describe('VisitsService pages', () => {
     expect(renders()).toBe(4);
     expect(changed.etag).not.toBe(first.etag);
   });
+
+  it("keys a page's ETag with the service's secret: the same page under another key has another ETag", async () => {
+    const { repo, versions } = repository({ value: 1 });
+    const under = (key: string) => new VisitsService(repo, new VisitNames(repo, new BodyPool(8 * 1024 * 1024)), versions, loadConfig({ PAGE_TOKEN_KEY: key }));
+    const [a, again, b] = await Promise.all([under('a page-token key, first').page(ALL, query(), 'standard'), under('a page-token key, first').page(ALL, query(), 'standard'), under('a page-token key, second').page(ALL, query(), 'standard')]);
+    expect(again.etag).toBe(a.etag);
+    expect(b.etag).not.toBe(a.etag);
+  });
 });
 
 describe('VisitsService pages of different entitlements', () => {

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHmac } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { LRUCache } from 'lru-cache';
 import { holdOf, type PooledBody } from '../common/body-pool.js';
@@ -86,6 +86,8 @@ interface SelectionMarks {
 @Injectable()
 export class VisitsService {
   /** Rendered pages, least recently used out first, within VISITS_CACHE_MB; none when 0. */
+  /** Key of the pages' ETags. */
+  private readonly etagKey: Buffer;
   private readonly cache: LRUCache<string, CachedPage> | null;
   /** Renders under way: concurrent requests for one page wait for a single render. */
   private readonly rendering = new Map<string, Rendering>();
@@ -108,6 +110,8 @@ export class VisitsService {
     private readonly versions: ClientDataVersions,
     config: AppConfig,
   ) {
+    // The same on every replica (they share the keys), so a page's ETag is too.
+    this.etagKey = createHmac('sha256', config.PAGE_TOKEN_KEY ?? config.API_KEY_HASH_KEY).update('visit-page-etags').digest();
     const budget = config.VISITS_CACHE_MB * 1024 * 1024;
     this.cache =
       budget > 0
@@ -152,7 +156,9 @@ export class VisitsService {
         visitTypes: entitled.visitTypes,
       };
       // The validator names the page's key, not its bytes: worked out once, with the render.
-      const etag = `W/"${createHash('sha256').update(key).digest('base64url').slice(0, 27)}"`;
+      // Keyed: the key holds the client's data version, which a credential of one brand must not
+      // work out (by hashing its own query with guessed versions) to count other brands' writes.
+      const etag = `W/"${createHmac('sha256', this.etagKey).update(key).digest('base64url').slice(0, 27)}"`;
       const waiters: Waiters = { count: 0, holds: [] };
       const page = this.render(selection, version, selectionKey, window, variant).then(
         ({ body, pooled }) => {
