@@ -5,7 +5,7 @@ import { NestFactory } from '@nestjs/core';
 import { AppModule } from './app.module.js';
 import { BodyPool } from './common/body-pool.js';
 import { startIdleCollector } from './common/idle-collector.js';
-import { AppConfig, ConfigError, loadConfig } from './config/app-config.js';
+import { AppConfig, BUILT_IN_API_KEY_HASH_KEY, ConfigError, loadConfig } from './config/app-config.js';
 import { prepareSchema, SchemaMissingError } from './database/migration-tools.js';
 import { DemoService } from './demo/demo.service.js';
 import { LifecycleService } from './health/lifecycle.service.js';
@@ -30,6 +30,11 @@ async function bootstrap(): Promise<void> {
   setupApp(app);
   if (config.SEED_DEMO) await app.get(DemoService).seedIfEmpty();
   await app.listen(config.PORT, config.HOST);
+  if (config.API_KEY_HASH_KEY === BUILT_IN_API_KEY_HASH_KEY) {
+    new Logger('Config').warn(
+      'API_KEY_HASH_KEY is the built-in value, which is public: page tokens can be opened and forged with it. Set a long random value (and keep it) outside a demo.',
+    );
+  }
   const metrics = config.METRICS_PORT > 0 ? await startMetricsServer(app.get(MetricsService), config.METRICS_PORT, config.HOST) : null;
   // Dead page bodies, and those kept for re-use, are given back when the process goes quiet (see IdleCollector).
   const idleCollections = app.get(MetricsService).idleCollections;

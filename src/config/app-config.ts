@@ -15,6 +15,12 @@ function isIanaTimeZone(zone: string): boolean {
 }
 
 /**
+ * The default of API_KEY_HASH_KEY, for the embedded demo: it is public (it is in this file), so
+ * whoever knows it can open and forge page tokens and work out ETags. A start with it warns.
+ */
+export const BUILT_IN_API_KEY_HASH_KEY = 'results-service-default-api-key-hash-key';
+
+/**
  * Every setting the service reads from its environment. Validated once at boot
  * (see {@link loadConfig}); no code outside src/config reads `process.env`.
  */
@@ -92,7 +98,7 @@ export class AppConfig {
 
   /** Key of the HMAC that API keys are stored under. Set a long random value in production. */
   @TextSetting('a string of at least 16 characters', /^.{16,}$/)
-  API_KEY_HASH_KEY = 'results-service-default-api-key-hash-key';
+  API_KEY_HASH_KEY = BUILT_IN_API_KEY_HASH_KEY;
 
   /**
    * Token signing keys as PKCS#8 PEM (one or more, concatenated; the first signs, all verify).

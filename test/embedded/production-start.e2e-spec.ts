@@ -127,6 +127,8 @@ describe('the production start path: production dependencies, migration Job, the
     try {
       const live = await fetch(`${service.url}/health/live`);
       expect(live.status).toBe(200);
+      // Its own API_KEY_HASH_KEY: no warning about the built-in one.
+      expect(service.output()).not.toContain('API_KEY_HASH_KEY');
       const ready = await fetch(`${service.url}/health/ready`);
       expect(ready.status).toBe(200);
       expect(await ready.json()).toMatchObject({

@@ -34,6 +34,7 @@ describe('the embedded default: first and second start with no configuration', (
       expect(first.credentials).toHaveLength(2);
       expect(service.output()).toContain(`Swagger UI: ${service.url}/docs`);
       expect(service.output()).not.toContain('Public address');
+      expect(service.output()).toContain('API_KEY_HASH_KEY is the built-in value, which is public');
       for (const c of first.credentials) {
         expect(service.output()).toContain(`client_id=${c.clientId} client_secret=${c.clientSecret} svc-api-key=${c.apiKey}`);
       }
