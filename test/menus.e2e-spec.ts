@@ -1,3 +1,4 @@
+import zlib from 'node:zlib';
 import { mkdtempSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -49,6 +50,28 @@ async function seedMenus(t: TestApp): Promise<void> {
     { menu: menu(105, 1001, null), dishes: [] },
     { menu: menu(201, 1002, null), dishes: dishes(201, 1) },
   ]);
+}
+
+/** `image` with `data` inside it where no decoder looks: a JPEG comment, a private PNG chunk, a WebP chunk after the picture. */
+function inside(format: 'png' | 'jpeg' | 'webp', image: Buffer, data: Buffer): Buffer {
+  if (format === 'jpeg') {
+    const length = Buffer.alloc(2);
+    length.writeUInt16BE(data.length + 2);
+    return Buffer.concat([image.subarray(0, 2), Buffer.from([0xff, 0xfe]), length, data, image.subarray(2)]);
+  }
+  const head = Buffer.alloc(8);
+  if (format === 'png') {
+    head.writeUInt32BE(data.length);
+    head.write('htMl', 4, 'latin1');
+    const crc = Buffer.alloc(4);
+    crc.writeUInt32BE(zlib.crc32(Buffer.concat([head.subarray(4), data])));
+    return Buffer.concat([image.subarray(0, image.length - 12), head, data, crc, image.subarray(image.length - 12)]);
+  }
+  head.write('HTML', 0, 'latin1');
+  head.writeUInt32LE(data.length, 4);
+  const out = Buffer.concat([image, head, data, Buffer.alloc(data.length % 2)]);
+  out.writeUInt32LE(out.length - 8, 4);
+  return out;
 }
 
 describe(`menus and dishes (${process.env.TEST_DATABASE})`, () => {
@@ -248,6 +271,12 @@ describe(`menus and dishes (${process.env.TEST_DATABASE})`, () => {
       const meta = await sharp(cleaned).metadata();
       expect([meta.format, meta.width, meta.height]).toEqual([format, 30, 20]);
       expect((await served(`WHOLE-${format}`, image)).equals(image)).toBe(true);
+      // Nor what hides inside it where libvips does not look: a JPEG comment, a private PNG chunk, a WebP chunk its header does not announce.
+      const hidden = inside(format, image, appended);
+      expect(hidden.includes(appended)).toBe(true);
+      const stripped = await served(`INSIDE-${format}`, hidden);
+      expect(stripped.includes(appended)).toBe(false);
+      expect((await sharp(stripped).metadata()).format).toBe(format);
     });
 
     it('updates the dish with the same code on that menu, replacing its image', async () => {

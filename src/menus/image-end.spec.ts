@@ -1,6 +1,6 @@
 import sharp from 'sharp';
 import { jpegWithLocation, makeImage, pngOfSize } from '../../test/helpers/images.js';
-import { imageEnd } from './image-end.js';
+import { imageEnd, imageStructure } from './image-end.js';
 
 const HTML = Buffer.from('<html><script>alert(1)</script></html>', 'latin1');
 
@@ -35,5 +35,61 @@ describe('imageEnd', () => {
   it('gives null for bytes that are not the format at all', () => {
     for (const format of formats) expect(imageEnd(HTML, format)).toBeNull();
     expect(imageEnd(Buffer.from([0xff, 0xd8, 0x00, 0x00]), 'jpeg')).toBeNull();
+  });
+});
+
+/** A JPEG with a segment (marker, data) right after SOI. */
+function jpegWith(image: Buffer, marker: number, data: Buffer): Buffer {
+  const length = Buffer.alloc(2);
+  length.writeUInt16BE(data.length + 2);
+  return Buffer.concat([image.subarray(0, 2), Buffer.from([0xff, marker]), length, data, image.subarray(2)]);
+}
+
+/** A PNG with a chunk of `type` just before IEND (its CRC is not checked here). */
+function pngWith(image: Buffer, type: string, data: Buffer): Buffer {
+  const head = Buffer.alloc(8);
+  head.writeUInt32BE(data.length);
+  head.write(type, 4, 'latin1');
+  return Buffer.concat([image.subarray(0, image.length - 12), head, data, Buffer.alloc(4), image.subarray(image.length - 12)]);
+}
+
+/** A WebP with a chunk of `type` added at its end, the RIFF size grown to hold it. */
+function webpWith(image: Buffer, type: string, data: Buffer): Buffer {
+  const head = Buffer.alloc(8);
+  head.write(type, 0, 'latin1');
+  head.writeUInt32LE(data.length, 4);
+  const padded = data.length % 2 === 1 ? Buffer.concat([data, Buffer.alloc(1)]) : data;
+  const out = Buffer.concat([image, head, padded]);
+  out.writeUInt32LE(out.length - 8, 4);
+  return out;
+}
+
+describe('imageStructure', () => {
+  it('finds nothing but the picture in what sharp encodes, a colour profile included', async () => {
+    for (const format of ['jpeg', 'png', 'webp'] as const) {
+      const image = await makeImage(format, 37, 23);
+      expect({ format, ...imageStructure(image, format) }).toEqual({ format, end: image.length, extras: false });
+      const profiled = await sharp(image).withIccProfile('p3').toFormat(format).toBuffer();
+      expect({ format, extras: imageStructure(profiled, format).extras }).toEqual({ format, extras: false });
+    }
+  });
+
+  it('finds a JPEG comment and application segments other than JFIF, ICC and Adobe', async () => {
+    const jpeg = await makeImage('jpeg', 37, 23);
+    expect(imageStructure(jpegWith(jpeg, 0xfe, HTML), 'jpeg')).toEqual({ end: jpeg.length + HTML.length + 4, extras: true });
+    expect(imageStructure(jpegWith(jpeg, 0xe3, Buffer.from('Exif\0\0GPS')), 'jpeg').extras).toBe(true);
+    expect(imageStructure(jpegWith(jpeg, 0xef, HTML), 'jpeg').extras).toBe(true);
+    expect(imageStructure(jpegWith(jpeg, 0xe2, Buffer.from('not a profile')), 'jpeg').extras).toBe(true);
+    expect(imageStructure(jpegWith(jpeg, 0xe2, Buffer.from('ICC_PROFILE\0\x01\x01')), 'jpeg').extras).toBe(false);
+  });
+
+  it('finds a private PNG chunk and a WebP chunk that is no part of the picture', async () => {
+    const png = await makeImage('png', 37, 23);
+    expect(imageStructure(pngWith(png, 'htMl', HTML), 'png').extras).toBe(true);
+    expect(imageStructure(pngWith(png, 'pHYs', Buffer.alloc(9)), 'png').extras).toBe(false);
+    const webp = await makeImage('webp', 37, 23);
+    const withExif = webpWith(webp, 'EXIF', HTML);
+    expect(imageStructure(withExif, 'webp')).toEqual({ end: withExif.length, extras: true });
+    expect(imageStructure(webpWith(webp, 'XMP ', HTML), 'webp').extras).toBe(true);
   });
 });

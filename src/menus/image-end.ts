@@ -1,64 +1,105 @@
+/** What an encoded image's own structure says of it. */
+export interface ImageStructure {
+  /** Where the image ends: bytes after that are no part of it. Null when the structure cannot be followed to its end. */
+  end: number | null;
+  /**
+   * Whether it holds data that is no part of the picture: comments, application segments or
+   * chunks other than the colour profile and the format's own (where a location, a script or
+   * a whole other file may hide).
+   */
+  extras: boolean;
+}
+
 /**
- * Where an encoded image ends, by its own structure: bytes after that are no part of it (a
- * page of HTML appended to a PNG, say) and are never stored. Null when the structure cannot
- * be followed to its end.
+ * Follows an image's structure to its end: bytes after it (a page of HTML appended to a PNG,
+ * say) are never stored, nor segments and chunks that are no part of the picture.
  */
+export function imageStructure(bytes: Buffer, format: 'jpeg' | 'png' | 'webp'): ImageStructure {
+  if (format === 'png') return pngStructure(bytes);
+  if (format === 'webp') return webpStructure(bytes);
+  return jpegStructure(bytes);
+}
+
+/** Where an image ends by its own structure (see imageStructure). */
 export function imageEnd(bytes: Buffer, format: 'jpeg' | 'png' | 'webp'): number | null {
-  if (format === 'png') return pngEnd(bytes);
-  if (format === 'webp') return webpEnd(bytes);
-  return jpegEnd(bytes);
+  return imageStructure(bytes, format).end;
 }
 
 const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
 
+/** The chunks of the picture itself, its colour (iCCP, sRGB, gAMA, cHRM, sBIT) and its pixel size. */
+const PNG_PICTURE = new Set(['IHDR', 'PLTE', 'IDAT', 'IEND', 'tRNS', 'cHRM', 'gAMA', 'iCCP', 'sBIT', 'sRGB', 'bKGD', 'hIST', 'pHYs', 'sPLT']);
+
 /** The signature, then chunks (length, type, data, CRC) up to and with IEND. */
-function pngEnd(b: Buffer): number | null {
-  if (b.length < 8 || !b.subarray(0, 8).equals(PNG_SIGNATURE)) return null;
+function pngStructure(b: Buffer): ImageStructure {
+  let extras = false;
+  if (b.length < 8 || !b.subarray(0, 8).equals(PNG_SIGNATURE)) return { end: null, extras };
   let at = 8;
   while (at + 12 <= b.length) {
     const length = b.readUInt32BE(at);
     const end = at + 12 + length;
-    if (end > b.length) return null;
-    if (b.toString('latin1', at + 4, at + 8) === 'IEND') return end;
+    if (end > b.length) return { end: null, extras };
+    const type = b.toString('latin1', at + 4, at + 8);
+    if (!PNG_PICTURE.has(type)) extras = true;
+    if (type === 'IEND') return { end, extras };
     at = end;
   }
-  return null;
+  return { end: null, extras };
 }
 
-/** A RIFF file: 'RIFF', the size of what follows the first eight bytes, 'WEBP'. */
-function webpEnd(b: Buffer): number | null {
-  if (b.length < 12 || b.toString('latin1', 0, 4) !== 'RIFF' || b.toString('latin1', 8, 12) !== 'WEBP') return null;
+/** The chunks of the picture (lossy, lossless, alpha, animation) and its colour profile. */
+const WEBP_PICTURE = new Set(['VP8 ', 'VP8L', 'VP8X', 'ALPH', 'ANIM', 'ANMF', 'ICCP']);
+
+/** A RIFF file: 'RIFF', the size of what follows the first eight bytes, 'WEBP', then chunks (type, size, data padded to even). */
+function webpStructure(b: Buffer): ImageStructure {
+  if (b.length < 12 || b.toString('latin1', 0, 4) !== 'RIFF' || b.toString('latin1', 8, 12) !== 'WEBP') return { end: null, extras: false };
   const end = 8 + b.readUInt32LE(4);
-  return end <= b.length ? end : null;
+  if (end > b.length) return { end: null, extras: false };
+  let extras = false;
+  for (let at = 12; at + 8 <= end; ) {
+    const size = b.readUInt32LE(at + 4);
+    if (!WEBP_PICTURE.has(b.toString('latin1', at, at + 4))) extras = true;
+    at += 8 + size + (size & 1);
+  }
+  return { end, extras };
+}
+
+/** APPn segments of the picture: JFIF (APP0), the colour profile (APP2 ICC_PROFILE), Adobe's colour transform (APP14). */
+function pictureSegment(marker: number, b: Buffer, data: number): boolean {
+  if (marker === 0xe0 || marker === 0xee) return true;
+  return marker === 0xe2 && b.toString('latin1', data, data + 12) === 'ICC_PROFILE\0';
 }
 
 /**
  * SOI, then marker segments; after each SOS the entropy-coded data runs to the next marker
- * that is neither a stuffed 0xFF00 nor a restart marker; EOI ends the image.
+ * that is neither a stuffed 0xFF00 nor a restart marker; EOI ends the image. Comments (COM)
+ * and application segments other than the picture's own are extras.
  */
-function jpegEnd(b: Buffer): number | null {
-  if (b.length < 4 || b[0] !== 0xff || b[1] !== 0xd8) return null;
+function jpegStructure(b: Buffer): ImageStructure {
+  let extras = false;
+  if (b.length < 4 || b[0] !== 0xff || b[1] !== 0xd8) return { end: null, extras };
   let at = 2;
   while (at < b.length) {
-    if (b[at] !== 0xff) return null;
+    if (b[at] !== 0xff) return { end: null, extras };
     while (at < b.length && b[at] === 0xff) at++; // fill bytes
-    if (at >= b.length) return null;
+    if (at >= b.length) return { end: null, extras };
     const marker = b[at++];
-    if (marker === 0xd9) return at;
+    if (marker === 0xd9) return { end: at, extras };
     if (marker === 0x01 || (marker >= 0xd0 && marker <= 0xd7)) continue; // no length
-    if (at + 2 > b.length) return null;
+    if (at + 2 > b.length) return { end: null, extras };
     const length = b.readUInt16BE(at);
-    if (length < 2) return null;
+    if (length < 2) return { end: null, extras };
+    if (marker === 0xfe || (marker >= 0xe0 && marker <= 0xef && !pictureSegment(marker, b, at + 2))) extras = true;
     at += length;
     if (marker !== 0xda) continue;
     for (;;) {
       at = b.indexOf(0xff, at);
-      if (at < 0 || at + 1 >= b.length) return null;
+      if (at < 0 || at + 1 >= b.length) return { end: null, extras };
       const next = b[at + 1];
       if (next === 0x00 || (next >= 0xd0 && next <= 0xd7)) at += 2;
       else if (next === 0xff) at += 1;
       else break;
     }
   }
-  return null;
+  return { end: null, extras };
 }

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Metadata } from 'sharp';
 import { formatBytes } from '../common/byte-size.js';
 import { loadSharp } from '../common/sharp.js';
-import { imageEnd } from './image-end.js';
+import { imageStructure } from './image-end.js';
 
 export const IMAGE_TYPES = { jpeg: 'image/jpeg', png: 'image/png', webp: 'image/webp' } as const;
 
@@ -76,8 +76,11 @@ export async function prepareImage(input: Buffer, limits: ImageLimits): Promise<
       throw new ImageRejected('The image is truncated or corrupt.');
     }
     const carriesMetadata = Boolean(meta.exif || meta.xmp || meta.iptc || meta.comments?.length || (meta.orientation ?? 1) !== 1);
-    // Bytes after the image's end (a page of HTML appended to a PNG, say) are not stored either.
-    const carriesMore = imageEnd(input, format) !== input.length;
+    // Nor bytes after the image's end (a page of HTML appended to a PNG, say), nor segments and
+    // chunks that are no part of the picture and that libvips does not report (a JPEG comment,
+    // an unknown APPn, a private PNG chunk, a WebP EXIF chunk its header does not announce).
+    const structure = imageStructure(input, format);
+    const carriesMore = structure.end !== input.length || structure.extras;
     return carriesMetadata || carriesMore ? reencode(input, format) : input;
   });
   return { contentType, width, height, data, sha256: createHash('sha256').update(data).digest('hex') };

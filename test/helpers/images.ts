@@ -21,16 +21,21 @@ export async function jpegWithLocation(): Promise<Buffer> {
 }
 
 /**
- * A PNG of exactly `bytes` bytes: a small image with a private ancillary chunk (which decoders
- * skip) before its IEND, sized to fill. Its pixels and validity are those of makeImage's.
+ * A PNG of exactly `bytes` bytes: a small image with a suggested palette (an ancillary chunk
+ * decoders skip, and part of the picture, so the image is stored as it is) before its IEND,
+ * sized to fill. Its pixels and validity are those of makeImage's.
  */
 export async function pngOfSize(bytes: number): Promise<Buffer> {
   const png = await makeImage('png', 8, 8);
   const iend = png.length - 12;
   const room = bytes - png.length - 12;
   if (room < 0) throw new Error(`a PNG takes at least ${png.length + 12} bytes`);
-  const type = Buffer.from('prVt', 'latin1');
-  const data = Buffer.alloc(room, 0x20);
+  // A suggested palette (sPLT), a chunk of the picture's own: a name, a NUL, sample depth 8, then 6-byte entries.
+  if (room < 9) throw new Error(`a PNG of this size takes at least ${png.length + 21} bytes`);
+  const entries = Math.floor((room - 3) / 6);
+  const name = Buffer.alloc(room - 2 - entries * 6, 0x61);
+  const type = Buffer.from('sPLT', 'latin1');
+  const data = Buffer.concat([name, Buffer.from([0, 8]), Buffer.alloc(entries * 6, 0x20)]);
   const head = Buffer.alloc(4);
   head.writeUInt32BE(room);
   const crc = Buffer.alloc(4);
