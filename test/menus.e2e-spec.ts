@@ -1,4 +1,3 @@
-import zlib from 'node:zlib';
 import { mkdtempSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,7 +9,7 @@ import { addDays, localDate } from '../src/common/clock.js';
 import { Menu } from '../src/menus/entities/menu.entity.js';
 import { MenusRepository } from '../src/menus/menus.repository.js';
 import { issueCredential, seedClients, tokenFor } from './helpers/auth.js';
-import { jpegWithLocation, makeImage, pngOfSize } from './helpers/images.js';
+import { jpegWith, jpegWithLocation, makeImage, pngOfSize, pngWith, webpWith } from './helpers/images.js';
 import { startTestApp, type TestApp } from './helpers/test-app.js';
 
 const PROBLEM = 'application/problem+json; charset=utf-8';
@@ -54,24 +53,8 @@ async function seedMenus(t: TestApp): Promise<void> {
 
 /** `image` with `data` inside it where no decoder looks: a JPEG comment, a private PNG chunk, a WebP chunk after the picture. */
 function inside(format: 'png' | 'jpeg' | 'webp', image: Buffer, data: Buffer): Buffer {
-  if (format === 'jpeg') {
-    const length = Buffer.alloc(2);
-    length.writeUInt16BE(data.length + 2);
-    return Buffer.concat([image.subarray(0, 2), Buffer.from([0xff, 0xfe]), length, data, image.subarray(2)]);
-  }
-  const head = Buffer.alloc(8);
-  if (format === 'png') {
-    head.writeUInt32BE(data.length);
-    head.write('htMl', 4, 'latin1');
-    const crc = Buffer.alloc(4);
-    crc.writeUInt32BE(zlib.crc32(Buffer.concat([head.subarray(4), data])));
-    return Buffer.concat([image.subarray(0, image.length - 12), head, data, crc, image.subarray(image.length - 12)]);
-  }
-  head.write('HTML', 0, 'latin1');
-  head.writeUInt32LE(data.length, 4);
-  const out = Buffer.concat([image, head, data, Buffer.alloc(data.length % 2)]);
-  out.writeUInt32LE(out.length - 8, 4);
-  return out;
+  if (format === 'jpeg') return jpegWith(image, 0xfe, data);
+  return format === 'png' ? pngWith(image, 'htMl', data) : webpWith(image, 'HTML', data);
 }
 
 describe(`menus and dishes (${process.env.TEST_DATABASE})`, () => {

@@ -1,5 +1,5 @@
 import sharp from 'sharp';
-import { jpegWithLocation, makeImage, pngOfSize } from '../../test/helpers/images.js';
+import { jpegWith, jpegWithLocation, makeImage, pngOfSize, pngWith, webpWith } from '../../test/helpers/images.js';
 import { imageEnd, imageStructure } from './image-end.js';
 
 const HTML = Buffer.from('<html><script>alert(1)</script></html>', 'latin1');
@@ -37,32 +37,6 @@ describe('imageEnd', () => {
     expect(imageEnd(Buffer.from([0xff, 0xd8, 0x00, 0x00]), 'jpeg')).toBeNull();
   });
 });
-
-/** A JPEG with a segment (marker, data) right after SOI. */
-function jpegWith(image: Buffer, marker: number, data: Buffer): Buffer {
-  const length = Buffer.alloc(2);
-  length.writeUInt16BE(data.length + 2);
-  return Buffer.concat([image.subarray(0, 2), Buffer.from([0xff, marker]), length, data, image.subarray(2)]);
-}
-
-/** A PNG with a chunk of `type` just before IEND (its CRC is not checked here). */
-function pngWith(image: Buffer, type: string, data: Buffer): Buffer {
-  const head = Buffer.alloc(8);
-  head.writeUInt32BE(data.length);
-  head.write(type, 4, 'latin1');
-  return Buffer.concat([image.subarray(0, image.length - 12), head, data, Buffer.alloc(4), image.subarray(image.length - 12)]);
-}
-
-/** A WebP with a chunk of `type` added at its end, the RIFF size grown to hold it. */
-function webpWith(image: Buffer, type: string, data: Buffer): Buffer {
-  const head = Buffer.alloc(8);
-  head.write(type, 0, 'latin1');
-  head.writeUInt32LE(data.length, 4);
-  const padded = data.length % 2 === 1 ? Buffer.concat([data, Buffer.alloc(1)]) : data;
-  const out = Buffer.concat([image, head, padded]);
-  out.writeUInt32LE(out.length - 8, 4);
-  return out;
-}
 
 describe('imageStructure', () => {
   it('finds nothing but the picture in what sharp encodes, a colour profile included', async () => {

@@ -42,3 +42,30 @@ export async function pngOfSize(bytes: number): Promise<Buffer> {
   crc.writeUInt32BE(crc32(Buffer.concat([type, data])));
   return Buffer.concat([png.subarray(0, iend), head, type, data, crc, png.subarray(iend)]);
 }
+
+/** A JPEG with a segment (marker, data) right after SOI. */
+export function jpegWith(image: Buffer, marker: number, data: Buffer): Buffer {
+  const length = Buffer.alloc(2);
+  length.writeUInt16BE(data.length + 2);
+  return Buffer.concat([image.subarray(0, 2), Buffer.from([0xff, marker]), length, data, image.subarray(2)]);
+}
+
+/** A PNG with a chunk of `type` (and its CRC) just before IEND. */
+export function pngWith(image: Buffer, type: string, data: Buffer): Buffer {
+  const head = Buffer.alloc(8);
+  head.writeUInt32BE(data.length);
+  head.write(type, 4, 'latin1');
+  const crc = Buffer.alloc(4);
+  crc.writeUInt32BE(crc32(Buffer.concat([head.subarray(4), data])));
+  return Buffer.concat([image.subarray(0, image.length - 12), head, data, crc, image.subarray(image.length - 12)]);
+}
+
+/** A WebP with a chunk of `type` added at its end, the RIFF size grown to hold it. */
+export function webpWith(image: Buffer, type: string, data: Buffer): Buffer {
+  const head = Buffer.alloc(8);
+  head.write(type, 0, 'latin1');
+  head.writeUInt32LE(data.length, 4);
+  const out = Buffer.concat([image, head, data, Buffer.alloc(data.length % 2)]);
+  out.writeUInt32LE(out.length - 8, 4);
+  return out;
+}
