@@ -49,7 +49,7 @@ export function registerCredentials(program: Command, cli: CliContext): void {
       ),
     );
   for (const [verb, description] of [
-    ['disable', 'disable a credential: its keys and tokens stop working'],
+    ['disable', 'disable a credential: its keys and tokens stop working while it is disabled (within AUTH_CACHE_SECONDS); tokens not yet expired work again if it is enabled'],
     ['enable', 'enable a disabled credential again'],
   ] as const) {
     credentials

@@ -7,6 +7,12 @@ describe('loggableUrl', () => {
     }
   });
 
+  it('redacts credential parameters spelt with - or _ or neither', () => {
+    expect(loggableUrl('/x?svc_api_key=a&client-secret=b&access-token=c&AccessToken=d&SvcClientId=1001&token=e')).toBe(
+      '/x?svc_api_key=[redacted]&client-secret=[redacted]&access-token=[redacted]&AccessToken=[redacted]&SvcClientId=1001&token=[redacted]',
+    );
+  });
+
   it('redacts the values of credential parameters, whatever their case, encoding or brackets', () => {
     expect(loggableUrl('/connect/token?grant_type=client_credentials&client_id=svc_1&client_secret=s3cret')).toBe(
       '/connect/token?grant_type=client_credentials&client_id=svc_1&client_secret=[redacted]',

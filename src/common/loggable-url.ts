@@ -1,5 +1,9 @@
-/** Query parameters whose values are credentials (OAuth's and this service's names). */
-const SECRET_PARAMETER = /^(client_secret|client_assertion|assertion|access_token|refresh_token|id_token|password|secret|api[-_]?key|svc-api-key)$/i;
+/**
+ * Query parameters whose values are credentials (OAuth's and this service's names), matched
+ * with `-` and `_` left out and in any case, so `client-secret`, `svc_api_key` and
+ * `AccessToken` are the same names as their usual spellings.
+ */
+const SECRET_PARAMETER = /^(clientsecret|clientassertion|assertion|accesstoken|refreshtoken|idtoken|password|secret|apikey|svcapikey|token|bearer)$/i;
 
 /**
  * The URL as a log line may hold it: the values of query parameters that carry credentials
@@ -22,7 +26,7 @@ export function loggableUrl(url: string): string {
       // Not percent-encoding: judged as it is.
     }
     // `name[]` and `name[key]` are the same parameter to a query parser.
-    if (SECRET_PARAMETER.test(name.trim().replace(/\[.*$/, ''))) {
+    if (SECRET_PARAMETER.test(name.trim().replace(/\[.*$/, '').replace(/[-_]/g, ''))) {
       pairs[i] = `${raw}=[redacted]`;
       redacted = true;
     }
