@@ -34,6 +34,7 @@ describe(`HTTP hardening (${process.env.TEST_DATABASE})`, () => {
     ['a header line without a colon', 'GET /branches HTTP/1.1\r\nHost: x\r\nno colon here\r\n\r\n', 400],
     ['Content-Length beside Transfer-Encoding', 'POST /connect/token HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n', 400],
     ['two Content-Length headers', 'POST /connect/token HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab', 400],
+    ['an HTTP/1.1 request without Host', 'GET /health/live HTTP/1.1\r\n\r\n', 400],
   ])('answers what the HTTP parser refuses (%s) with a problem document, and closes', async (_what, raw, status) => {
     const answer = await rawExchange(raw);
     const [head, body] = answer.split('\r\n\r\n');

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
+import { putAhead } from './lane.js';
 import { newInstance, PROBLEM_CONTENT_TYPE, statusTitle } from './problem.js';
 
 /** What Node's HTTP parser refuses, by its error code, and what the problem says of it. */
@@ -20,6 +21,26 @@ function refusal(code: string | undefined): { status: number; detail: string } {
  * application, nor the logs.
  */
 export function answerClientErrors(server: Server): void {
+  // An HTTP/1.1 request without Host (RFC 9112 §3.2): a 400 problem, not Node's empty 400.
+  (server as Server & { requireHostHeader: boolean }).requireHostHeader = false;
+  putAhead(
+    server,
+    (req) => (req.httpVersionMajor === 1 && req.httpVersionMinor === 1 && req.headers.host === undefined ? true : undefined),
+    (_req, res) => {
+      const { status, detail } = refusal(undefined);
+      const body = JSON.stringify({ title: statusTitle(status), status, detail, instance: newInstance() });
+      res.writeHead(status, {
+        'Content-Type': `${PROBLEM_CONTENT_TYPE}; charset=utf-8`,
+        'Content-Length': Buffer.byteLength(body),
+        'Cache-Control': 'no-store',
+        'X-Content-Type-Options': 'nosniff',
+        'X-Request-Id': randomUUID(),
+        Connection: 'close',
+      });
+      res.end(body);
+      return Promise.resolve(true);
+    },
+  );
   // An Expect other than 100-continue (RFC 9110 §10.1.1): a 417 problem instead of Node's empty answer.
   server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
     const status = 417;
