@@ -1,3 +1,5 @@
+import { request as httpRequest } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import { jest } from '@jest/globals';
 import type { IssuedCredential } from '../src/auth/credentials.service.js';
@@ -139,6 +141,30 @@ describe(`token requests answered ahead of Express (${process.env.TEST_DATABASE}
       expect(res.body.toString('utf8')).toMatch(detail);
       expect(res.headers['cache-control']).toBe('no-store');
     }
+  });
+
+  it("times a request from when its body is in, as Express's path does: a slow upload is not the service's time", async () => {
+    const metrics = t.app.get(MetricsService);
+    const seconds = async (): Promise<number> =>
+      (await metrics.duration.get()).values.find((v) => v.metricName === 'results_http_request_duration_seconds_sum' && v.labels.route === '/connect/token' && String(v.labels.status) === '200')?.value ?? 0;
+    const before = await seconds();
+    const body = Buffer.from(grant());
+    const { port } = t.app.getHttpServer().address() as AddressInfo;
+    watch.answered.length = 0;
+    const status = await new Promise<number>((resolve, reject) => {
+      const req = httpRequest({ host: '127.0.0.1', port, path: '/connect/token', method: 'POST', headers: { 'svc-api-key': partner.apiKey, ...FORM, 'Content-Length': String(body.length) } }, (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode!));
+      });
+      req.on('error', reject);
+      // Half the form, a pause of a second, then the rest.
+      req.write(body.subarray(0, 20));
+      setTimeout(() => req.end(body.subarray(20)), 1000);
+    });
+    expect({ status, lane: watch.answered }).toEqual({ status: 200, lane: [true] });
+    const timed = (await seconds()) - before;
+    expect(timed).toBeGreaterThan(0);
+    expect(timed).toBeLessThan(0.9);
   });
 
   it('hands on a form it could not read, which Express refuses without reading it again, counted once', async () => {

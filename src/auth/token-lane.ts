@@ -78,15 +78,17 @@ export class TokenLane {
 
   /** Answers the request and gives true, or gives false with nothing written (the request is then Express's). Never rejects. */
   async answer(req: IncomingMessage, res: ServerResponse, setup: LaneSetup): Promise<boolean> {
-    // The request line and metrics start now, whoever answers (Express's path does not start them twice).
-    this.requestLines(req, res, nothing);
-    this.metricsMiddleware.use(req, res, nothing);
-    answeredByRoute(req, TOKEN_PATH);
     // A key that is not live is refused on Express's path, where the limits count it by the caller's address.
     const owner = await this.keyOwner(req);
     if (owner === null) return false;
     const form = await readBodyAhead(setup.formParser, req, res);
     if (typeof form !== 'object' || form === null) return false;
+    // The request line and metrics start once the body is in, as on Express's path, where they
+    // follow the body parsers (so a slow upload is not the service's time); from here the lane
+    // or Express answers, and Express's path does not start them twice.
+    this.requestLines(req, res, nothing);
+    this.metricsMiddleware.use(req, res, nothing);
+    answeredByRoute(req, TOKEN_PATH);
     const counts = await this.count(req, owner);
     if (counts === null) return false;
     let answer: TokenAnswer;
