@@ -13,11 +13,31 @@ function refusal(code: string | undefined): { status: number; detail: string } {
   return { status: 400, detail: 'The request is not well-formed HTTP/1.1.' };
 }
 
+/** A problem answered before the application: its body and headers; the connection closes after it (a body the request may carry is never read). */
+function earlyProblem(status: number, detail: string): { body: string; headers: Record<string, string> } {
+  const body = JSON.stringify({ title: statusTitle(status), status, detail, instance: newInstance() });
+  const headers = {
+    'Content-Type': `${PROBLEM_CONTENT_TYPE}; charset=utf-8`,
+    'Content-Length': String(Buffer.byteLength(body)),
+    'Cache-Control': 'no-store',
+    'X-Content-Type-Options': 'nosniff',
+    'X-Request-Id': randomUUID(),
+    Connection: 'close',
+  };
+  return { body, headers };
+}
+
+function answer(res: ServerResponse, status: number, problem: { body: string; headers: Record<string, string> }): void {
+  res.writeHead(status, problem.headers);
+  res.end(problem.body);
+}
+
 /**
  * Answers a request that Node's HTTP parser refuses (headers too large, a malformed header
  * line, conflicting Content-Length and Transfer-Encoding, a request too slow to arrive) with
  * a problem document, as every other error is answered, instead of Node's bare status line;
- * then closes the connection, which can carry nothing more. None of the request reaches the
+ * then closes the connection, which can carry nothing more; the same for an HTTP/1.1 request
+ * without Host, and a 417 for an Expect it cannot meet. None of these requests reaches the
  * application, nor the logs.
  */
 export function answerClientErrors(server: Server): void {
@@ -28,32 +48,14 @@ export function answerClientErrors(server: Server): void {
     (req) => (req.httpVersionMajor === 1 && req.httpVersionMinor === 1 && req.headers.host === undefined ? true : undefined),
     (_req, res) => {
       const { status, detail } = refusal(undefined);
-      const body = JSON.stringify({ title: statusTitle(status), status, detail, instance: newInstance() });
-      res.writeHead(status, {
-        'Content-Type': `${PROBLEM_CONTENT_TYPE}; charset=utf-8`,
-        'Content-Length': Buffer.byteLength(body),
-        'Cache-Control': 'no-store',
-        'X-Content-Type-Options': 'nosniff',
-        'X-Request-Id': randomUUID(),
-        Connection: 'close',
-      });
-      res.end(body);
+      answer(res, status, earlyProblem(status, detail));
       return Promise.resolve(true);
     },
   );
   // An Expect other than 100-continue (RFC 9110 §10.1.1): a 417 problem instead of Node's empty answer.
   server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
-    const status = 417;
     const detail = `The expectation '${String(req.headers.expect).slice(0, 100)}' cannot be met; only 100-continue is supported.`;
-    const body = JSON.stringify({ title: statusTitle(status), status, detail, instance: newInstance() });
-    res.writeHead(status, {
-      'Content-Type': `${PROBLEM_CONTENT_TYPE}; charset=utf-8`,
-      'Content-Length': Buffer.byteLength(body),
-      'Cache-Control': 'no-store',
-      'X-Content-Type-Options': 'nosniff',
-      'X-Request-Id': randomUUID(),
-    });
-    res.end(body);
+    answer(res, 417, earlyProblem(417, detail));
   });
   server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) => {
     const pending = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
@@ -62,16 +64,8 @@ export function answerClientErrors(server: Server): void {
       return;
     }
     const { status, detail } = refusal(error.code);
-    const body = JSON.stringify({ title: statusTitle(status), status, detail, instance: newInstance() });
-    socket.end(
-      `HTTP/1.1 ${status} ${statusTitle(status)}\r\n` +
-        `Content-Type: ${PROBLEM_CONTENT_TYPE}; charset=utf-8\r\n` +
-        `Content-Length: ${Buffer.byteLength(body)}\r\n` +
-        'Cache-Control: no-store\r\n' +
-        'X-Content-Type-Options: nosniff\r\n' +
-        `X-Request-Id: ${randomUUID()}\r\n` +
-        'Connection: close\r\n\r\n' +
-        body,
-    );
+    const { body, headers } = earlyProblem(status, detail);
+    const lines = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`);
+    socket.end(`HTTP/1.1 ${status} ${statusTitle(status)}\r\n${lines.join('')}\r\n${body}`);
   });
 }
