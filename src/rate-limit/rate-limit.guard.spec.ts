@@ -43,7 +43,7 @@ describe('RateLimitGuard counting in the process (no Redis)', () => {
 
   const byKey = (key: string, ip = '127.0.0.1') => guardCall('branches', { headers: { 'svc-api-key': key }, ip });
   const tokenRequest = (key: string, clientId: string) =>
-    guardCall('open', { path: '/connect/token', headers: { 'svc-api-key': key }, body: { client_id: clientId } });
+    guardCall('open', { path: '/connect/token', route: { path: '/connect/token' }, headers: { 'svc-api-key': key }, body: { client_id: clientId } });
 
   it('describes the per-key limit on every answer and refuses the request past it with a 429 problem', async () => {
     for (let remaining = 2; remaining >= 0; remaining--) {

@@ -20,10 +20,10 @@ import type { CountResult } from './rate-limit.storage.js';
 export const TOKEN_PATH = '/connect/token';
 
 /**
- * A request the token route answers: Express routes paths whatever their case and with or
- * without a trailing slash (`/CONNECT/TOKEN/`), so the token limit counts them all alike.
+ * A request the token route answers, as Express routed it (its path in any case, with or
+ * without a trailing slash: `/CONNECT/TOKEN/` is the token route too, and counts as such).
  */
-export const isTokenRequest = (req: Request): boolean => req.path.toLowerCase().replace(/(?<=.)\/$/, '') === TOKEN_PATH;
+export const isTokenRequest = (req: Request): boolean => (req.route as { path?: unknown } | undefined)?.path === TOKEN_PATH;
 
 /** What a tracker reads of a request: an Express request, or a plain one before Express (no address, no body). */
 export interface TrackedRequest {
