@@ -4,7 +4,7 @@ import type { Request, Response } from 'express';
 import { API_KEY_SCHEME } from '../common/openapi-names.js';
 import { Public } from '../common/public.decorator.js';
 import { OAuthErrorDto, TokenRequestDto, TokenResponseDto } from './dto/token.dto.js';
-import { NO_STORE_HEADERS, OAuthErrorFilter, OAuthException } from '../common/oauth-error.js';
+import { FORM_DESCRIPTIONS, NO_STORE_HEADERS, OAuthErrorFilter, OAuthException } from '../common/oauth-error.js';
 import { TokenService, type TokenResponse } from './token.service.js';
 import { ApiHeadersTooLarge } from '../common/api-responses.js';
 
@@ -55,11 +55,11 @@ export class TokenController {
   })
   @ApiOAuthErrorResponse(413, '`invalid_request`: the form is larger than the service accepts (16 KiB).', {
     error: 'invalid_request',
-    error_description: 'The form is larger than the service accepts (16 KiB).',
+    error_description: FORM_DESCRIPTIONS[413],
   })
   @ApiOAuthErrorResponse(415, '`invalid_request`: the form names a charset other than utf-8 or iso-8859-1.', {
     error: 'invalid_request',
-    error_description: 'The form names a charset other than utf-8 or iso-8859-1.',
+    error_description: FORM_DESCRIPTIONS[415],
   })
   @ApiOAuthErrorResponse(503, '`temporarily_unavailable`: the credentials cannot be read now; retry after `Retry-After` seconds.', {
     error: 'temporarily_unavailable',

@@ -44,7 +44,7 @@ export class OAuthException extends HttpException implements SelfRenderingError 
 }
 
 /** What the token endpoint says of a form it could not read, for OAuth clients that show only error_description. */
-const FORM_DESCRIPTIONS: Readonly<Record<number, string>> = {
+export const FORM_DESCRIPTIONS: Readonly<Record<413 | 415, string>> = {
   413: 'The form is larger than the service accepts (16 KiB).',
   415: 'The form names a charset other than utf-8 or iso-8859-1.',
 };
@@ -67,7 +67,7 @@ function codeFor(status: number): OAuthErrorCode {
 @Catch()
 export class OAuthErrorFilter extends ProblemFilter {
   protected override send(response: Response, problem: ProblemBody, headers: Record<string, string>): void {
-    const description = FORM_DESCRIPTIONS[problem.status] ?? (problem.errors?.join(' ') || problem.detail);
+    const description = (FORM_DESCRIPTIONS as Record<number, string | undefined>)[problem.status] ?? (problem.errors?.join(' ') || problem.detail);
     const rendered = new OAuthException(codeFor(problem.status), description, problem.status, headers).renderResponse();
     for (const [name, value] of Object.entries(rendered.headers)) response.setHeader(name, value);
     response.status(rendered.status).type(rendered.contentType).send(JSON.stringify(rendered.body));
