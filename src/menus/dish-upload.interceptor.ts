@@ -110,7 +110,6 @@ export class DishUploadInterceptor implements NestInterceptor {
           // The json part sent as a file is held to the size of the json field, not to the image's.
           if (name === 'json' && size > DISH_JSON_PART_MAX_BYTES) {
             chunks.length = 0;
-            stream.resume();
             fail(`The 'json' part is larger than 64 KiB.`);
             return;
           }

@@ -1,6 +1,8 @@
 import sharp from 'sharp';
 import { jpegWith, jpegWithLocation, makeImage, pngOfSize, pngWith, webpWith } from '../../test/helpers/images.js';
-import { imageEnd, imageStructure } from './image-end.js';
+import { imageStructure } from './image-end.js';
+
+const imageEnd = (bytes: Buffer, format: 'jpeg' | 'png' | 'webp'): number | null => imageStructure(bytes, format).end;
 
 const HTML = Buffer.from('<html><script>alert(1)</script></html>', 'latin1');
 

@@ -20,11 +20,6 @@ export function imageStructure(bytes: Buffer, format: 'jpeg' | 'png' | 'webp'): 
   return jpegStructure(bytes);
 }
 
-/** Where an image ends by its own structure (see imageStructure). */
-export function imageEnd(bytes: Buffer, format: 'jpeg' | 'png' | 'webp'): number | null {
-  return imageStructure(bytes, format).end;
-}
-
 const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
 
 /** The chunks of the picture itself, its colour (iCCP, sRGB, gAMA, cHRM, sBIT) and its pixel size. */

@@ -60,7 +60,7 @@ export async function prepareImage(input: Buffer, limits: ImageLimits): Promise<
   }
   // What decoding holds in memory: a small file may declare 40 megapixels of 16-bit samples
   // (320 MB). Bounded to the pixel limit's worth of 8-bit RGBA, a 16-bit image counting twice.
-  const sampleBytes = meta.depth === 'ushort' || meta.depth === 'short' ? 2 : meta.depth === 'float' || meta.depth === 'uint' || meta.depth === 'int' ? 4 : 1;
+  const sampleBytes = SAMPLE_BYTES[meta.depth ?? 'uchar'] ?? 1;
   if (width * height * (meta.channels ?? 4) * sampleBytes > limits.maxPixels * 4) {
     throw new ImageRejected(
       `The image is too large to decode: at most ${(limits.maxPixels / 1_000_000).toFixed(0)} megapixels of 8-bit samples (a 16-bit image counts twice).`,
@@ -85,6 +85,9 @@ export async function prepareImage(input: Buffer, limits: ImageLimits): Promise<
   });
   return { contentType, width, height, data, sha256: createHash('sha256').update(data).digest('hex') };
 }
+
+/** Bytes of one sample, by libvips' band format (sharp's `depth`). */
+const SAMPLE_BYTES: Readonly<Record<string, number>> = { uchar: 1, char: 1, ushort: 2, short: 2, uint: 4, int: 4, float: 4, double: 8, complex: 8, dpcomplex: 16 };
 
 /** The end of the decodes queued so far in this process. */
 let decoding: Promise<unknown> = Promise.resolve();
