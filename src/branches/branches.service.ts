@@ -47,7 +47,7 @@ export class BranchesService {
         report.rejected.push({ line: record.line, errors: [record.error] });
         continue;
       }
-      const r = new RecordReader(record.value, '', undefined, record.text);
+      const r = new RecordReader(record.value, { textValues: record.text });
       const rawId = r.raw('id');
       const id = typeof rawId === 'number' ? String(rawId) : r.string('id', { max: 64 });
       const name = r.string('name', { max: 200 });

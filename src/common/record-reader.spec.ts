@@ -25,7 +25,7 @@ describe('RecordReader', () => {
   });
 
   it('reads numbers and booleans from their text when every value is text (a CSV row)', () => {
-    const r = new RecordReader({ order: '3', score: '81.5', optIn: 'true', nested: { id: '7' } }, '', undefined, true);
+    const r = new RecordReader({ order: '3', score: '81.5', optIn: 'true', nested: { id: '7' } }, { textValues: true });
     expect([r.int('order'), r.number('score'), r.boolean('optIn'), r.nested(r.raw('nested'), 'nested.').int('id')]).toEqual([3, 81.5, true, 7]);
     expect([r.int('score'), r.number('optIn')]).toEqual([null, null]);
     expect(r.errors).toEqual(["'score' must be an integer: '81.5'.", "'optIn' must be a number: 'true'."]);

@@ -28,21 +28,22 @@ export class RecordReader {
   /** The value is no object: that is its one error, not a missing field after another. */
   private readonly notObject: boolean;
 
+  private readonly prefix: string;
+  private readonly textValues: boolean;
+
   /**
-   * `what`: how the value is named when it is no object (a nested reader names it by its
-   * prefix). `textValues`: the record's values are all text (a CSV row), so a number or a
-   * boolean is read from its text; in JSON a number must be a JSON number and a boolean a
-   * JSON boolean, so that `"3"` is refused rather than stored as something else than was sent.
+   * `prefix`: of the field names in messages (a nested reader's). `what`: how the value is
+   * named when it is no object (by default its prefix). `textValues`: the record's values are
+   * all text (a CSV row), so a number or a boolean is read from its text; in JSON a number
+   * must be a JSON number and a boolean a JSON boolean, so that `"3"` is refused rather than
+   * stored as something else than was sent.
    */
-  constructor(
-    value: unknown,
-    private readonly prefix = '',
-    what = prefix || 'the record',
-    private readonly textValues = false,
-  ) {
+  constructor(value: unknown, options: { prefix?: string; what?: string; textValues?: boolean } = {}) {
+    this.prefix = options.prefix ?? '';
+    this.textValues = options.textValues ?? false;
     this.notObject = typeof value !== 'object' || value === null || Array.isArray(value);
     this.data = this.notObject ? {} : (value as Record<string, unknown>);
-    if (this.notObject) this.errors.push(`${what} must be a JSON object.`);
+    if (this.notObject) this.errors.push(`${options.what ?? (this.prefix || 'the record')} must be a JSON object.`);
   }
 
   get ok(): boolean {
@@ -191,7 +192,7 @@ export class RecordReader {
 
   /** Reads a nested object with its own reader; its messages join this one's. */
   nested(value: unknown, prefix: string): RecordReader {
-    return new RecordReader(value, `${this.prefix}${prefix}`, undefined, this.textValues);
+    return new RecordReader(value, { prefix: `${this.prefix}${prefix}`, textValues: this.textValues });
   }
 
   adopt(other: RecordReader): void {

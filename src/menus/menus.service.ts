@@ -97,7 +97,7 @@ export class MenusService {
     let fields: ReturnType<typeof readDishFields> = null;
     let menuId: number | null = null;
     if (json !== undefined) {
-      const reader = new RecordReader(json, '', "The 'json' part");
+      const reader = new RecordReader(json, { what: "The 'json' part" });
       menuId = reader.int('menuId', { min: 1, max: ID_MAX });
       fields = readDishFields(reader, menuId ?? 0);
       errors.push(...reader.errors);

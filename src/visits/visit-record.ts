@@ -39,7 +39,7 @@ function readSection(parent: RecordReader, value: unknown, at: string): Record<s
  * responses take them from the client, brand and branch tables.
  */
 export function readVisitRecord(value: unknown, textValues = false): { record?: VisitRecord; errors: string[] } {
-  const r = new RecordReader(value, '', undefined, textValues);
+  const r = new RecordReader(value, { textValues });
   const visit = new Visit();
   visit.id = r.int('visitId', { min: 1 }) ?? 0;
   visit.clientId = r.int('clientId', { min: 1 }) ?? 0;
