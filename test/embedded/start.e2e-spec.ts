@@ -84,14 +84,18 @@ describe('the embedded default: first and second start with no configuration', (
   });
 
   it('prints no demo credentials with SEED_DEMO=false, nor those of another database that DATA_DIR holds', async () => {
-    const quiet = await startService({ DATA_DIR: dataDir, SEED_DEMO: 'false' });
-    try {
-      expect(quiet.output()).toContain('Swagger UI:');
-      expect(quiet.output()).not.toContain('Demo credentials');
-      expect(quiet.output()).not.toContain(first.credentials[0].clientSecret);
-    } finally {
-      await quiet.stop();
-    }
+    /** Starts the service, and sees that it announces itself without any demo secret. */
+    const startsQuietly = async (env: Record<string, string>): Promise<void> => {
+      const service = await startService(env);
+      try {
+        expect(service.output()).toContain('Swagger UI:');
+        expect(service.output()).not.toContain('Demo credentials');
+        expect(service.output()).not.toContain(first.credentials[0].clientSecret);
+      } finally {
+        expect(await service.stop()).toBe(0);
+      }
+    };
+    await startsQuietly({ DATA_DIR: dataDir, SEED_DEMO: 'false' });
     // A database that is not the demo's (so it is not seeded), whose DATA_DIR holds the demo's file: its credentials are not this database's.
     const other = mkdtempSync(join(tmpdir(), 'results-start-other-'));
     const setup = await startService({ DATA_DIR: other, SEED_DEMO: 'false' });
@@ -100,13 +104,9 @@ describe('the embedded default: first and second start with no configuration', (
     db.prepare("INSERT INTO clients (id, name) VALUES (4242, 'Not the demo')").run();
     db.close();
     writeFileSync(join(other, 'demo-credentials.json'), readFileSync(credentialsFile), { mode: 0o600 });
-    const foreign = await startService({ DATA_DIR: other });
     try {
-      expect(foreign.output()).toContain('Swagger UI:');
-      expect(foreign.output()).not.toContain('Demo credentials');
-      expect(foreign.output()).not.toContain(first.credentials[0].clientSecret);
+      await startsQuietly({ DATA_DIR: other });
     } finally {
-      await foreign.stop();
       rmSync(other, { recursive: true, force: true });
     }
   });
