@@ -179,6 +179,32 @@ describe(`compressed responses (${process.env.TEST_DATABASE})`, () => {
       expect(decoded(res).equals(plain.body)).toBe(true);
     });
 
+    it('answer a HEAD with the headers of its GET: the coding, and no Content-Length where the body would be compressed', async () => {
+      for (const path of [visitsPage(), '/branches?SvcClientId=1001']) {
+        const get = await authed(path, { 'Accept-Encoding': 'gzip' });
+        const head = await authed(path, { 'Accept-Encoding': 'gzip' }, 'HEAD');
+        expect([head.status, head.body.length]).toEqual([200, 0]);
+        expect(head.headers['content-encoding']).toBe('gzip');
+        expect(head.headers['content-encoding']).toBe(get.headers['content-encoding']);
+        expect(head.headers['content-length']).toBeUndefined();
+        expect(head.headers.vary).toBe(get.headers.vary);
+        expect(head.headers.etag).toBe(get.headers.etag);
+        // Without a coding, the length is the identity body's, as the GET's.
+        const plainHead = await authed(path, {}, 'HEAD');
+        expect(plainHead.headers['content-encoding']).toBeUndefined();
+        expect(plainHead.headers['content-length']).toBe(String((await authed(path)).body.length));
+      }
+    });
+
+    it("give a Swagger UI file's 304 the Vary of its 200", async () => {
+      const first = await get('/docs/swagger-ui-bundle.js', { 'Accept-Encoding': 'gzip' });
+      expect(first.headers.vary).toMatch(/Accept-Encoding/);
+      const res = await get('/docs/swagger-ui-bundle.js', { 'Accept-Encoding': 'gzip', 'If-None-Match': first.headers.etag! });
+      expect(res.status).toBe(304);
+      expect(res.headers.vary).toMatch(/(^|, *)Accept-Encoding($|,)/);
+      expect(res.body.length).toBe(0);
+    });
+
     it('send nothing compressed to a client that accepts neither br nor gzip', async () => {
       for (const accept of ['identity', 'deflate', 'br;q=0, gzip;q=0', 'identity;q=0']) {
         const res = await authed('/branches?SvcClientId=1001', { 'Accept-Encoding': accept });

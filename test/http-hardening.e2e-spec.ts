@@ -29,13 +29,20 @@ describe(`HTTP hardening (${process.env.TEST_DATABASE})`, () => {
   }
 
   it.each([
-    ['headers over 16 KiB', `GET /branches HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${'a'.repeat(20_000)}\r\n\r\n`, 431],
-    ['a URL over 16 KiB', `GET /branches?q=${'a'.repeat(20_000)} HTTP/1.1\r\nHost: x\r\n\r\n`, 431],
-    ['a header line without a colon', 'GET /branches HTTP/1.1\r\nHost: x\r\nno colon here\r\n\r\n', 400],
-    ['Content-Length beside Transfer-Encoding', 'POST /connect/token HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n', 400],
-    ['two Content-Length headers', 'POST /connect/token HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab', 400],
-    ['an HTTP/1.1 request without Host', 'GET /health/live HTTP/1.1\r\n\r\n', 400],
-  ])('answers what the HTTP parser refuses (%s) with a problem document, and closes', async (_what, raw, status) => {
+    ['headers over 16 KiB', `GET /branches HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${'a'.repeat(20_000)}\r\n\r\n`, 431, 'The request line and headers are larger than the service accepts (16 KiB).'],
+    ['a URL over 16 KiB', `GET /branches?q=${'a'.repeat(20_000)} HTTP/1.1\r\nHost: x\r\n\r\n`, 431, 'The request line and headers are larger than the service accepts (16 KiB).'],
+    ['a header line without a colon', 'GET /branches HTTP/1.1\r\nHost: x\r\nno colon here\r\n\r\n', 400, 'The request is not well-formed HTTP/1.1.'],
+    ['Content-Length beside Transfer-Encoding', 'POST /connect/token HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n', 400, 'The request is not well-formed HTTP/1.1.'],
+    ['two Content-Length headers', 'POST /connect/token HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab', 400, 'The request is not well-formed HTTP/1.1.'],
+    ['an HTTP/1.1 request without Host', 'GET /health/live HTTP/1.1\r\n\r\n', 400, 'The request is not well-formed HTTP/1.1.'],
+    ['two Host headers', 'GET /health/live HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n', 400, 'The request has more than one Host header; it must have one.'],
+    [
+      'two Authorization headers (Node keeps the first, a proxy may read the last)',
+      'GET /visits/standard?SvcClientId=1 HTTP/1.1\r\nHost: x\r\nsvc-api-key: k\r\nAuthorization: Bearer a\r\nauthorization: Bearer b\r\n\r\n',
+      400,
+      'The request has more than one Authorization header; it must have one.',
+    ],
+  ])('answers what the HTTP parser refuses (%s) with a problem document, and closes', async (_what, raw, status, detail) => {
     const answer = await rawExchange(raw);
     const [head, body] = answer.split('\r\n\r\n');
     const lines = head.split('\r\n');
@@ -47,9 +54,21 @@ describe(`HTTP hardening (${process.env.TEST_DATABASE})`, () => {
     expect(JSON.parse(body)).toEqual({
       title: status === 431 ? 'Request Header Fields Too Large' : 'Bad Request',
       status,
-      detail: status === 431 ? 'The request line and headers are larger than the service accepts (16 KiB).' : 'The request is not well-formed HTTP/1.1.',
+      detail,
       instance: expect.stringMatching(/^urn:svc:api:results:error:[0-9a-f-]{36}$/),
     });
+  });
+
+  it('answers a request that says Connection: close, and reads nothing sent after it on the connection (RFC 9112 §9.6)', async () => {
+    const answer = await rawExchange(
+      'GET /health/live HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\nGET /health/live HTTP/1.1\r\nHost: x\r\n\r\n',
+    );
+    const [head, body] = answer.split('\r\n\r\n');
+    expect(head.split('\r\n')[0]).toBe('HTTP/1.1 200 OK');
+    expect(head).toMatch(/\r\nConnection: close($|\r\n)/i);
+    expect(JSON.parse(body)).toEqual({ status: 'ok' });
+    // One answer only: the second request is not answered, nor refused.
+    expect(answer.match(/HTTP\/1\.1 /g)).toHaveLength(1);
   });
 
   it('sends security headers, a CSP that allows only its own scripts, and no X-Powered-By', async () => {

@@ -91,6 +91,8 @@ describe(`menus and dishes (${process.env.TEST_DATABASE})`, () => {
     while (path) {
       const res = await get(path);
       expect(res.status).toBe(200);
+      // Credential-bound data without a validator: no cache keeps it.
+      expect(res.headers['cache-control']).toBe('no-store');
       pages++;
       items.push(...(res.body.data[key] as T[]));
       const after = res.body.paging.after as string | undefined;
@@ -219,6 +221,13 @@ describe(`menus and dishes (${process.env.TEST_DATABASE})`, () => {
       expect(Buffer.compare(image.body as Buffer, bytes)).toBe(0);
       const again = await auth(request(t.http).get(record.image!.url.slice(t.config.baseUrl.length))).set('If-None-Match', image.headers.etag);
       expect(again.status).toBe(304);
+      // The image's ETag is strong: If-Match with it holds, with another tag (or its weak form) it fails.
+      const held = await auth(request(t.http).get(record.image!.url.slice(t.config.baseUrl.length))).set('If-Match', image.headers.etag);
+      expect(held.status).toBe(200);
+      const failed = await auth(request(t.http).get(record.image!.url.slice(t.config.baseUrl.length))).set('If-Match', `W/${image.headers.etag}`);
+      expect(failed.status).toBe(412);
+      expect(problem(failed).status).toBe(412);
+      expect(failed.headers['cache-control']).toBeUndefined();
     });
 
     it("accepts the image in a part named 'file' (as Swagger UI sends it)", async () => {

@@ -203,6 +203,23 @@ describe(`GET /visits/standard and /visits/plus (${process.env.TEST_DATABASE})`,
       expect(otherPage.headers.etag).not.toBe(first.headers.etag);
     });
 
+    it('answers an If-Match that names no current page with a 412 problem (a weak ETag never matches it), and `*` with the page', async () => {
+      const first = await get(range(5, 3));
+      for (const ifMatch of [first.headers.etag, '"other"']) {
+        const failed = await get(range(5, 3)).set('If-Match', ifMatch);
+        expect(failed.status).toBe(412);
+        expect(failed.headers['content-type']).toBe('application/problem+json; charset=utf-8');
+        expect(failed.body).toEqual({
+          title: 'Precondition Failed',
+          status: 412,
+          detail: 'If-Match names no current representation: none of its entity tags is this one by strong comparison.',
+          instance: expect.stringMatching(/^urn:svc:api:results:error:/),
+        });
+      }
+      const any = await get(range(5, 3)).set('If-Match', '*');
+      expect([any.status, any.headers.etag, any.body.data.visits.length]).toEqual([200, first.headers.etag, first.body.data.visits.length]);
+    });
+
     it('serves a changed branch code at once, never a page rendered before the change', async () => {
       const before = await get(range(6, 6));
       expect((before.body.data.visits as Visit[]).map((v) => v.branchCode)).toContain('LDS-01');

@@ -1,4 +1,4 @@
-import { Controller, Get } from '@nestjs/common';
+import { Controller, Get, Header } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { EntitledQuery, selectionOf } from '../auth/entitled-query.js';
 import { RequiresScope } from '../auth/requires-scope.decorator.js';
@@ -16,6 +16,7 @@ export class BranchesController {
 
   @Get()
   @RequiresScope(Scope.Branches)
+  @Header('Cache-Control', 'no-store')
   @ApiOperation({
     operationId: 'listBranches',
     summary: "The client's branches: the service's branch ids and the client's own branch codes.",

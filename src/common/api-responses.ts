@@ -6,6 +6,7 @@ import {
   ApiProperty,
   ApiPropertyOptional,
 } from '@nestjs/swagger';
+import { IF_MATCH_FAILED } from './conditional-get.js';
 import { BAD_REQUEST_DETAIL, statusTitle } from './problem.js';
 
 /** RFC 9457 problem document, as every error except the token endpoint's. */
@@ -69,6 +70,14 @@ export function ApiProblemResponse(status: number, description: string, detail?:
       description,
       content: { 'application/problem+json': { schema: { $ref: getSchemaPath(ProblemDto) }, example: problemExample(status, detail) } },
     }),
+  );
+}
+
+/** The answers of a GET with a validator to its preconditions: If-None-Match and If-Match (RFC 9110 §13.1). */
+export function ApiConditionalResponses(): MethodDecorator & ClassDecorator {
+  return applyDecorators(
+    ApiResponse({ status: 304, description: 'Not modified: the If-None-Match ETag is current.' }),
+    ApiProblemResponse(412, 'If-Match was sent and names no current representation (a weak ETag never matches it).', IF_MATCH_FAILED),
   );
 }
 

@@ -13,6 +13,23 @@ function refusal(code: string | undefined): { status: number; detail: string } {
   return { status: 400, detail: 'The request is not well-formed HTTP/1.1.' };
 }
 
+/**
+ * The name of a header the request repeats that may appear once only: Host (RFC 9112 §3.2) or
+ * Authorization (RFC 9110 §11.6.2, a single credential). Node keeps the first of either and
+ * drops the others, so a proxy that reads the last would see another caller than the service.
+ */
+function repeatedSingleton(raw: string[]): string | undefined {
+  let host = 0;
+  let authorization = 0;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i];
+    if (name.length === 4 && name.toLowerCase() === 'host') host++;
+    else if (name.length === 13 && name.toLowerCase() === 'authorization') authorization++;
+  }
+  if (host > 1) return 'Host';
+  return authorization > 1 ? 'Authorization' : undefined;
+}
+
 /** A problem answered before the application: its body and headers; the connection closes after it (a body the request may carry is never read). */
 function earlyProblem(status: number, detail: string): { body: string; headers: Record<string, string> } {
   const body = JSON.stringify({ title: statusTitle(status), status, detail, instance: newInstance() });
@@ -37,7 +54,8 @@ function answer(res: ServerResponse, status: number, problem: { body: string; he
  * line, conflicting Content-Length and Transfer-Encoding, a request too slow to arrive) with
  * a problem document, as every other error is answered, instead of Node's bare status line;
  * then closes the connection, which can carry nothing more; the same for an HTTP/1.1 request
- * without Host, and a 417 for an Expect it cannot meet. None of these requests reaches the
+ * without Host or with two Host or Authorization headers, and a 417 for an Expect it cannot
+ * meet. None of these requests reaches the
  * application, nor the logs.
  */
 export function answerClientErrors(server: Server): void {
@@ -45,10 +63,13 @@ export function answerClientErrors(server: Server): void {
   (server as Server & { requireHostHeader: boolean }).requireHostHeader = false;
   putAhead(
     server,
-    (req) => (req.httpVersionMajor === 1 && req.httpVersionMinor === 1 && req.headers.host === undefined ? true : undefined),
-    (_req, res) => {
-      const { status, detail } = refusal(undefined);
-      answer(res, status, earlyProblem(status, detail));
+    (req) => {
+      if (req.httpVersionMajor === 1 && req.httpVersionMinor === 1 && req.headers.host === undefined) return refusal(undefined).detail;
+      const repeated = repeatedSingleton(req.rawHeaders);
+      return repeated === undefined ? undefined : `The request has more than one ${repeated} header; it must have one.`;
+    },
+    (_req, res, detail) => {
+      answer(res, 400, earlyProblem(400, detail));
       return Promise.resolve(true);
     },
   );
@@ -59,6 +80,12 @@ export function answerClientErrors(server: Server): void {
   });
   server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) => {
     const pending = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+    if (error.code === 'HPE_CLOSED_CONNECTION') {
+      // Bytes after a request that said `Connection: close` (RFC 9112 §9.6): they are not read,
+      // and the answer to that request goes out before the connection closes, as it would anyway.
+      if (!pending) socket.end();
+      return;
+    }
     if (error.code === 'ECONNRESET' || !socket.writable || pending?.headersSent) {
       socket.destroy();
       return;

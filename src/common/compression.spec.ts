@@ -195,12 +195,16 @@ describe('compressResponses and sendBody on an Express app', () => {
     expectCompressed(await get('/streamed', 'br'), 'br', big);
   });
 
-  it('answers HEAD uncompressed', async () => {
+  it("answers HEAD with its GET's coding and no Content-Length (compressing nothing), or the identity length", async () => {
     const res = await get('/json', 'gzip, br', 'HEAD');
     expect(res.status).toBe(200);
-    expect(res.headers['content-encoding']).toBeUndefined();
-    expect(res.headers['content-length']).toBe(String(Buffer.byteLength(big)));
+    expect(res.headers['content-encoding']).toBe('br');
+    expect(res.headers['content-length']).toBeUndefined();
+    expect(res.headers.vary).toBe('Accept-Encoding');
     expect(res.body.length).toBe(0);
+    const plain = await get('/json', undefined, 'HEAD');
+    expect(plain.headers['content-encoding']).toBeUndefined();
+    expect(plain.headers['content-length']).toBe(String(Buffer.byteLength(big)));
   });
 
   it('compresses what sendBody sends once, not again in the middleware, and not for HEAD', async () => {
@@ -216,10 +220,12 @@ describe('compressResponses and sendBody on an Express app', () => {
     expect(plain.headers.vary).toBe('Accept-Encoding');
     expect(plain.body.toString()).toBe(big);
     expect(announced.at(-1)!.toString()).toBe(big);
+    announced.length = 0;
     const head = await get('/sent', 'gzip', 'HEAD');
-    expect(head.headers['content-encoding']).toBeUndefined();
+    expect(head.headers['content-encoding']).toBe('gzip');
     expect(head.headers.vary).toBe('Accept-Encoding');
-    expect(head.headers['content-length']).toBe(String(Buffer.byteLength(big)));
+    expect(head.headers['content-length']).toBeUndefined();
     expect(head.body.length).toBe(0);
+    expect(announced).toHaveLength(0);
   });
 });

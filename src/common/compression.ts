@@ -3,6 +3,7 @@ import { promisify } from 'node:util';
 import { brotliCompress, constants, gzip } from 'node:zlib';
 import type { NextFunction, Request, Response } from 'express';
 import { LRUCache } from 'lru-cache';
+import { lookup as lookupType } from 'mime-types';
 import vary from 'vary';
 
 /** The content codings the service compresses with (RFC 9110 §8.4.1). */
@@ -126,21 +127,36 @@ export interface SendBodyOptions {
 }
 
 /**
+ * Ends a HEAD answer whose GET would send its body in `encoding`: with the Content-Encoding
+ * the GET would have and no Content-Length, since the compressed length is known only once
+ * the body is compressed, which a HEAD is not worth (RFC 9110 §9.3.2 and §8.6: a length
+ * sent must be the GET's). The ETag is weakened as on the compressed GET.
+ */
+function endHeadEncoded(res: ServerResponse, encoding: Encoding, end: () => void): void {
+  const etag = res.getHeader('ETag');
+  if (typeof etag === 'string' && !etag.startsWith('W/')) res.setHeader('ETag', `W/${etag}`);
+  res.removeHeader('Content-Length');
+  res.setHeader('Content-Encoding', encoding);
+  end();
+}
+
+/**
  * Ends a response (status, type and validators set by the caller) with `body` in the coding
  * the request accepts best, with its Content-Encoding and Content-Length, and
- * `Vary: Accept-Encoding` whichever coding is sent. Bodies of COMPRESS_MIN_BYTES or fewer and
- * answers to HEAD are sent as they are.
+ * `Vary: Accept-Encoding` whichever coding is sent. Bodies of COMPRESS_MIN_BYTES or fewer are
+ * sent as they are; a HEAD gets the headers of the GET (see endHeadEncoded).
  */
 export async function sendBody(req: IncomingMessage, res: ServerResponse, body: Buffer, options: SendBodyOptions = {}): Promise<void> {
   encodedBySender.add(res);
   vary(res, 'Accept-Encoding');
-  const encoding = req.method === 'HEAD' || body.length <= COMPRESS_MIN_BYTES ? null : negotiate(req.headers['accept-encoding']);
+  const encoding = body.length <= COMPRESS_MIN_BYTES ? null : negotiate(req.headers['accept-encoding']);
   if (encoding === null) {
     res.setHeader('Content-Length', body.length);
     options.sending?.(body);
     res.end(body);
     return;
   }
+  if (req.method === 'HEAD') return endHeadEncoded(res, encoding, () => res.end());
   const sent = await (options.compressed ?? ((coding: Encoding) => compress(body, coding)))(encoding);
   res.setHeader('Content-Encoding', encoding);
   res.setHeader('Content-Length', sent.length);
@@ -182,10 +198,17 @@ function callbackOf(args: unknown[]): (() => void) | undefined {
  * handler's If-None-Match check compares weakly (§13.1.2) and still answers 304.
  */
 async function finish(req: Request, res: Response, body: Buffer, end: (body: Buffer, done?: () => void) => void, done?: () => void): Promise<void> {
-  if (res.headersSent || !couldCompress(res)) return end(body, done);
+  if (res.headersSent) return end(body, done);
+  // A 304 repeats the Vary of the 200 it stands for (RFC 9110 §15.4.5). Its Content-Type is
+  // gone (a file server's 304, such as Swagger UI's files'): the file's name tells the type.
+  if (res.statusCode === 304 && COMPRESSIBLE.test(String(res.getHeader('Content-Type') ?? lookupType(req.path) ?? ''))) res.vary('Accept-Encoding');
+  if (!couldCompress(res)) return end(body, done);
   res.vary('Accept-Encoding');
-  const encoding = body.length > COMPRESS_MIN_BYTES ? negotiate(req.headers['accept-encoding']) : null;
+  // A HEAD has no body here (Express ends it with none): the GET's would be Content-Length long.
+  const length = req.method === 'HEAD' ? Number(res.getHeader('Content-Length') ?? 0) : body.length;
+  const encoding = length > COMPRESS_MIN_BYTES ? negotiate(req.headers['accept-encoding']) : null;
   if (encoding === null) return end(body, done);
+  if (req.method === 'HEAD') return endHeadEncoded(res, encoding, () => end(body, done));
   const compressed = await compress(body, encoding).catch(() => null);
   // Compressing a buffer fails only when memory runs out: the body then goes as it is.
   if (compressed === null || res.headersSent) return end(body, done);
@@ -200,12 +223,11 @@ async function finish(req: Request, res: Response, body: Buffer, end: (body: Buf
  * Express middleware that compresses every other response on the fly: JSON answers, problem
  * details, the contract and Swagger UI's files. The body is collected and compressed whole
  * when the handler ends it, so it goes out with its Content-Length; the largest such body is
- * Swagger UI's script (about 1.5 MB). HEAD is left alone, and so are the responses sendBody
- * encodes itself (the visit pages), which are never compressed twice.
+ * Swagger UI's script (about 1.5 MB). A HEAD gets the headers its GET would (endHeadEncoded).
+ * The responses sendBody encodes itself (the visit pages) are never compressed twice.
  */
 export function compressResponses() {
   return (req: Request, res: Response, next: NextFunction): void => {
-    if (req.method === 'HEAD') return next();
     const write = res.write.bind(res) as (...args: unknown[]) => boolean;
     const end = res.end.bind(res) as (...args: unknown[]) => Response;
     const chunks: Buffer[] = [];

@@ -1,13 +1,18 @@
 import express from 'express';
 import request from 'supertest';
-import { answeredNotModified } from './conditional-get.js';
+import { answeredNotModified, ifMatchFails } from './conditional-get.js';
 
 /** A route that validates with the given ETag, as the visits and image routes do. */
 function app(etag: string) {
   const server = express();
   server.get('/', (req, res) => {
     res.setHeader('Cache-Control', 'private, no-cache');
-    if (answeredNotModified(req, res, etag)) return;
+    try {
+      if (answeredNotModified(req, res, etag)) return;
+    } catch (error) {
+      res.status((error as { getStatus(): number }).getStatus()).type('text/plain').send((error as Error).message);
+      return;
+    }
     res.type('text/plain').send('body');
   });
   return server;
@@ -38,5 +43,30 @@ describe('answeredNotModified', () => {
     expect(res.status).toBe(200);
     expect(res.headers.etag).toBe('"abc"');
     expect(res.text).toBe('body');
+  });
+});
+
+describe('ifMatchFails (RFC 9110 §13.1.1, strong comparison)', () => {
+  it.each([
+    ['no If-Match', undefined, '"abc"', false],
+    ['*', '*', '"abc"', false],
+    ['* of a weak tag', ' * ', 'W/"abc"', false],
+    ['the strong tag itself', '"abc"', '"abc"', false],
+    ['a list holding it', '"x", "abc"', '"abc"', false],
+    ['the weak form of a strong tag', 'W/"abc"', '"abc"', true],
+    ['a weak tag, even spelt as it is', 'W/"abc"', 'W/"abc"', true],
+    ['another tag', '"abd"', '"abc"', true],
+    ['a malformed value', 'abc', '"abc"', true],
+  ])('%s', (_what, header, etag, fails) => {
+    expect(ifMatchFails(header, etag)).toBe(fails);
+  });
+
+  it('answers 412 before If-None-Match is weighed, and 200 when If-Match holds', async () => {
+    const failed = await request(app('"abc"')).get('/').set('If-Match', '"x"').set('If-None-Match', '"abc"');
+    expect(failed.status).toBe(412);
+    expect(failed.text).toMatch(/^If-Match names no current representation/);
+    const held = await request(app('"abc"')).get('/').set('If-Match', '"abc"');
+    expect(held.status).toBe(200);
+    expect(held.text).toBe('body');
   });
 });

@@ -1,18 +1,36 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { PreconditionFailedException } from '@nestjs/common';
 import fresh from 'fresh';
 
+/** The problem's detail when If-Match fails. */
+export const IF_MATCH_FAILED = 'If-Match names no current representation: none of its entity tags is this one by strong comparison.';
+
 /**
- * Sets the response's validator and answers 304 Not Modified when the request's
- * If-None-Match matches it: weak comparison, a list of tags or `*` (RFC 9110 §13.1.2), as
- * Express's `req.fresh` decides it (GET or HEAD, a 2xx or 304 status so far). True when the
- * 304 was sent and nothing more is to be done. Call it once the response carries every
- * header the 200 would (a 304 repeats them, Vary included), before the body is prepared.
+ * Whether an If-Match header, when sent, fails for the representation tagged `etag` (RFC 9110
+ * §13.1.1): `*` passes; otherwise a listed tag must equal it by strong comparison, which a
+ * weak tag on either side never passes.
+ */
+export function ifMatchFails(header: string | undefined, etag: string): boolean {
+  if (header === undefined || header.trim() === '*') return false;
+  if (etag.startsWith('W/')) return true;
+  return !(header.match(/(?:W\/)?"[^"]*"/g) ?? ([] as string[])).includes(etag);
+}
+
+/**
+ * Sets the response's validator, then evaluates the request's preconditions in the order of
+ * RFC 9110 §13.2.2 for a GET or HEAD whose status so far is a 2xx: a failed If-Match throws
+ * a 412 (If-Unmodified-Since does not apply: these representations have no modification
+ * date); an If-None-Match that matches (weak comparison, a list of tags or `*`, as Express's
+ * `req.fresh` decides it) answers 304 Not Modified. True when the 304 was sent and nothing
+ * more is to be done. Call it once the response carries every header the 200 would (a 304
+ * repeats them, Vary included), before the body is prepared.
  */
 export function answeredNotModified(req: IncomingMessage, res: ServerResponse, etag: string): boolean {
   res.setHeader('ETag', etag);
   if (req.method !== 'GET' && req.method !== 'HEAD') return false;
   const status = res.statusCode;
   if (!((status >= 200 && status < 300) || status === 304)) return false;
+  if (ifMatchFails(req.headers['if-match'], etag)) throw new PreconditionFailedException(IF_MATCH_FAILED);
   const lastModified = res.getHeader('Last-Modified');
   if (!fresh(req.headers, { etag, 'last-modified': typeof lastModified === 'string' ? lastModified : undefined })) return false;
   res.statusCode = 304;

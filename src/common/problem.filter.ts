@@ -105,6 +105,8 @@ export class ProblemFilter implements ExceptionFilter {
     const http = host.switchToHttp();
     const response = http.getResponse<Response>();
     const request = http.getRequest<Request>();
+    // What the success would have been cached as (an image's year) is not the error's.
+    if (!response.headersSent) response.removeHeader('Cache-Control');
     if (isSelfRendering(exception) && !response.headersSent) {
       const { status, contentType, body, headers } = exception.renderResponse();
       for (const [name, value] of Object.entries(headers)) response.setHeader(name, value);

@@ -1,4 +1,4 @@
-import { Controller, Get, HttpCode, Param, Post, Req, Res, UseInterceptors } from '@nestjs/common';
+import { Controller, Get, Header, HttpCode, Param, Post, Req, Res, UseInterceptors } from '@nestjs/common';
 import {
   ApiBody,
   ApiConsumes,
@@ -6,7 +6,6 @@ import {
   ApiOperation,
   ApiParam,
   ApiProduces,
-  ApiResponse,
   ApiTags,
 } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
@@ -14,7 +13,7 @@ import { EntitledQuery } from '../auth/entitled-query.js';
 import { RequiresScope } from '../auth/requires-scope.decorator.js';
 import { Scope } from '../auth/scopes.js';
 import { answeredNotModified } from '../common/conditional-get.js';
-import { ApiDataErrors, ApiHeadersTooLarge, ApiProblemResponse } from '../common/api-responses.js';
+import { ApiConditionalResponses, ApiDataErrors, ApiHeadersTooLarge, ApiProblemResponse } from '../common/api-responses.js';
 import { AppConfig } from '../config/app-config.js';
 import { DishUploadInterceptor, type UploadRequest } from './dish-upload.interceptor.js';
 import { DishesPageDto, DishResponseDto, DishUploadDto, MenusPageDto, type DishDto, type MenuDto } from './dto/menu.dto.js';
@@ -32,6 +31,7 @@ export class MenusController {
 
   @Get()
   @RequiresScope(Scope.Menus)
+  @Header('Cache-Control', 'no-store')
   @ApiOperation({
     operationId: 'listMenus',
     summary: "The client's active menus (no end date, or ending today or later), a page at a time.",
@@ -46,6 +46,7 @@ export class MenusController {
 
   @Get('dishes')
   @RequiresScope(Scope.Menus)
+  @Header('Cache-Control', 'no-store')
   @ApiOperation({
     operationId: 'listDishes',
     summary: 'The dishes of one of the client menus, by display order then id, a page at a time.',
@@ -96,7 +97,7 @@ export class MenusController {
   })
   @ApiProduces('image/jpeg', 'image/png', 'image/webp')
   @ApiOkResponse({ description: 'The image bytes, with `ETag` and `Cache-Control`.', schema: { type: 'string', format: 'binary' } })
-  @ApiResponse({ status: 304, description: 'Not modified: the If-None-Match ETag is current.' })
+  @ApiConditionalResponses()
   @ApiProblemResponse(404, 'No image has this id.', 'No image has this id.')
   @ApiDataErrors()
   async image(

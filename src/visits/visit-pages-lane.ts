@@ -88,10 +88,13 @@ export class VisitPagesLane {
 
   /**
    * The route of a GET the lane may answer. A request with a body (a length or a transfer
-   * coding, as Express's body parsers see it) is left to Express, which reads and checks it.
+   * coding, as Express's body parsers see it) is left to Express, which reads and checks it,
+   * and so is one with If-Match.
    */
   private routeOf(req: IncomingMessage): LaneRoute | undefined {
     if (req.method !== 'GET' || req.headers['content-length'] !== undefined || req.headers['transfer-encoding'] !== undefined) return undefined;
+    // A failed If-Match is a 412 problem, which Express's path answers.
+    if (req.headers['if-match'] !== undefined) return undefined;
     return this.routes.get(pathOf(req));
   }
 

@@ -1,10 +1,10 @@
 import { Controller, Get, Req, Res } from '@nestjs/common';
 import type { Request, Response } from 'express';
-import { ApiOkResponse, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { EntitledQuery, selectionOf } from '../auth/entitled-query.js';
 import { RequiresScope } from '../auth/requires-scope.decorator.js';
 import { Scope } from '../auth/scopes.js';
-import { ApiDataErrors, ApiHeadersTooLarge } from '../common/api-responses.js';
+import { ApiConditionalResponses, ApiDataErrors, ApiHeadersTooLarge } from '../common/api-responses.js';
 import { sendBody } from '../common/compression.js';
 import {
   PlusChangesResponseDto,
@@ -41,8 +41,6 @@ const LINK = {
   Link: { description: 'The next page of the feed: `<...&after=TOKEN>; rel="next"`, the same token as `paging.after`.', schema: { type: 'string' } },
 };
 
-const NOT_MODIFIED = { status: 304, description: 'Not modified: the If-None-Match ETag is current.' };
-
 @ApiTags('visits')
 @ApiHeadersTooLarge()
 @Controller('visits')
@@ -59,7 +57,7 @@ export class VisitsController {
   @RequiresScope(Scope.VisitsStandard)
   @ApiOperation({ operationId: 'getStandardVisits', summary: "A page of the client's scored visits.", description: PAGING })
   @ApiOkResponse({ type: StandardVisitsResponseDto, headers: ETAG })
-  @ApiResponse(NOT_MODIFIED)
+  @ApiConditionalResponses()
   @ApiDataErrors()
   async standard(@EntitledQuery() query: VisitsQueryDto, @Req() req: Request, @Res() res: Response): Promise<void> {
     await this.sendPage(req, res, query, 'standard');
@@ -73,7 +71,7 @@ export class VisitsController {
     description: PAGING,
   })
   @ApiOkResponse({ type: PlusVisitsResponseDto, headers: ETAG })
-  @ApiResponse(NOT_MODIFIED)
+  @ApiConditionalResponses()
   @ApiDataErrors()
   async plus(@EntitledQuery() query: VisitsQueryDto, @Req() req: Request, @Res() res: Response): Promise<void> {
     await this.sendPage(req, res, query, 'plus');

@@ -2047,6 +2047,28 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDto"];
                 };
             };
+            /** @description If-Match was sent and names no current representation (a weak ETag never matches it). */
+            412: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
+                    "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
+                    "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "If-Match names no current representation: none of its entity tags is this one by strong comparison.",
+                     *       "instance": "urn:svc:api:results:error:3f1c2a9e-8b7d-4c55-9a10-2f4e6d8b1c07",
+                     *       "status": 412,
+                     *       "title": "Precondition Failed"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
             /** @description Rate limit reached; retry after `Retry-After` seconds. */
             429: {
                 headers: {
@@ -2257,6 +2279,28 @@ export interface operations {
                      *       "instance": "urn:svc:api:results:error:3f1c2a9e-8b7d-4c55-9a10-2f4e6d8b1c07",
                      *       "status": 403,
                      *       "title": "Forbidden"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            /** @description If-Match was sent and names no current representation (a weak ETag never matches it). */
+            412: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
+                    "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
+                    "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "If-Match names no current representation: none of its entity tags is this one by strong comparison.",
+                     *       "instance": "urn:svc:api:results:error:3f1c2a9e-8b7d-4c55-9a10-2f4e6d8b1c07",
+                     *       "status": 412,
+                     *       "title": "Precondition Failed"
                      *     }
                      */
                     "application/problem+json": components["schemas"]["ProblemDto"];
@@ -2673,6 +2717,28 @@ export interface operations {
                      *       "instance": "urn:svc:api:results:error:3f1c2a9e-8b7d-4c55-9a10-2f4e6d8b1c07",
                      *       "status": 403,
                      *       "title": "Forbidden"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            /** @description If-Match was sent and names no current representation (a weak ETag never matches it). */
+            412: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
+                    "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
+                    "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "If-Match names no current representation: none of its entity tags is this one by strong comparison.",
+                     *       "instance": "urn:svc:api:results:error:3f1c2a9e-8b7d-4c55-9a10-2f4e6d8b1c07",
+                     *       "status": 412,
+                     *       "title": "Precondition Failed"
                      *     }
                      */
                     "application/problem+json": components["schemas"]["ProblemDto"];

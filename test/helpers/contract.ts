@@ -84,7 +84,9 @@ export function contractViolations(method: string, path: string, status: number,
   const route = routes.find((r) => r.pattern.test(path));
   const where = `${method} ${path} -> ${status}`;
   if (!route) return status === 404 ? [] : [`${where}: the path is not in the contract`];
-  const operation = route.operations[method.toLowerCase()];
+  // A HEAD is its GET without the body (RFC 9110 §9.3.2): its headers are checked as the GET's.
+  const head = method === 'HEAD';
+  const operation = route.operations[head ? 'get' : method.toLowerCase()];
   if (!operation) return status === 404 || status === 405 ? [] : [`${where}: the method is not in the contract`];
   const spec = operation.responses[String(status)];
   if (!spec) return [`${where}: status ${status} is not documented`];
@@ -94,7 +96,7 @@ export function contractViolations(method: string, path: string, status: number,
     if (headerSpec(header).required === false) continue;
     if (headers[name.toLowerCase()] === undefined) problems.push(`${where}: documented header ${name} is missing`);
   }
-  if (status === 304 || !spec.content) return problems;
+  if (status === 304 || head || !spec.content) return problems;
   const contentType = headers['content-type'];
   const type = (typeof contentType === 'string' ? contentType : '').split(';')[0]?.trim() ?? '';
   const media = spec.content[type];
@@ -139,6 +141,8 @@ export function webhookViolations(headers: Record<string, unknown>, rawBody: str
 
 /** The body as the handler wrote it: compressed responses are checked as their client reads them. */
 function decoded(body: Buffer, encoding: unknown): Buffer {
+  // A HEAD's answer names its GET's coding and has no body.
+  if (body.length === 0) return body;
   if (encoding === 'br') return brotliDecompressSync(body);
   return encoding === 'gzip' ? gunzipSync(body) : body;
 }
