@@ -175,6 +175,37 @@ describe(`operator CLI (${process.env.TEST_DATABASE})`, () => {
     ]);
   });
 
+  it('refuses what no column keeps as given (NUL, an id past int4, a number for a text id) by line, on either database, and keeps CSV cells untrimmed', async () => {
+    const nul = await cli(
+      ['--json', 'branches', 'import', '--client', '1001', file('nul.json', '[{"id":"BR-N","name":"ok"},{"id":"a\\u0000b","name":"x"},{"id":1.5,"name":"n"}]')],
+      env,
+    );
+    expect([nul.code, nul.stderr]).toEqual([1, '']);
+    expect(JSON.parse(nul.stdout)).toMatchObject({
+      imported: 1,
+      rejected: [
+        { line: 1, errors: ["'id' must not contain NUL characters or unpaired UTF-16 surrogates."] },
+        { line: 1, errors: ["'id' must be a string."] },
+      ],
+    });
+    const csv = await cli(['--json', 'branches', 'import', '--client', '1001', file('spaces.csv', 'id, name ,branchCode\nBR-S,  Leeds  ,\tLDS\u00a0\n')], env);
+    expect(csv.code).toBe(0);
+    expect(await db.query("SELECT name, branch_code AS code FROM branches WHERE id IN ('BR-N', 'BR-S') ORDER BY id")).toEqual([
+      { name: 'ok', code: null },
+      { name: '  Leeds  ', code: '\tLDS\u00a0' },
+    ]);
+    const menu = await cli(['--json', 'menus', 'import', '--client', '1001', file('big-menu.json', '[{"id":3000000000,"name":"big","startDate":"2026-01-01"}]')], env);
+    expect([menu.code, JSON.parse(menu.stdout).rejected]).toEqual([1, [{ line: 1, errors: ["'id' must be less than or equal to '2147483647'."] }]]);
+    const visits = [JSON.stringify(visit({ visitId: 9101 })), JSON.stringify(visit({ visitId: 9102, brandId: 3000000000 }))];
+    const big = await cli(['--json', 'visits', 'import', file('big-brand.ndjson', visits.join('\n'))], env);
+    expect([big.code, big.stderr]).toEqual([1, '']);
+    expect(JSON.parse(big.stdout)).toMatchObject({ imported: 1, rejected: [{ line: 2, errors: ["'brandId' must be less than or equal to '2147483647'."] }] });
+    expect(await db.query('SELECT id FROM visits WHERE id IN (9101, 9102)')).toEqual([{ id: expect.anything() }]);
+    await db.query('DELETE FROM visit_documents WHERE visit_id = 9101');
+    await db.query('DELETE FROM visits WHERE id = 9101');
+    await db.query("DELETE FROM branches WHERE id IN ('BR-N', 'BR-S')");
+  });
+
   it('imports visits, refusing a malformed record by its line and writing nothing of it', async () => {
     const lines = [
       JSON.stringify(visit()),

@@ -346,6 +346,16 @@ describe(`menus and dishes (${process.env.TEST_DATABASE})`, () => {
             "'keywords[1]' must be a non-empty string.",
           ],
         ],
+        [
+          'keywords no column keeps as given, an expiry date with text after it',
+          (r) => r.attach('', png, 'a.png').field('json', dish({ keywords: ['a\u0000b', '\udc00'], expiryDate: '2026-01-01 (anything at all)' })),
+          [
+            "'expiryDate' is not in the expected format yyyy-mm-dd: '2026-01-01 (anything at all)'.",
+            "'keywords[0]' must not contain NUL characters or unpaired UTF-16 surrogates.",
+            "'keywords[1]' must not contain NUL characters or unpaired UTF-16 surrogates.",
+          ],
+        ],
+        ['an expiry at hour 24', (r) => r.attach('', png, 'a.png').field('json', dish({ expiryDate: '2026-02-28T24:00:00' })), ["'expiryDate' is not in the expected format yyyy-mm-dd: '2026-02-28T24:00:00'."]],
         ['a menu that does not exist', (r) => r.attach('', png, 'a.png').field('json', dish({ menuId: 999 })), ["'menuId' 999 is not a menu of client 1001."]],
         ['a menu id past 32 bits', (r) => r.attach('', png, 'a.png').field('json', dish({ menuId: 3000000000 })), ["'menuId' must be less than or equal to '2147483647'."]],
       ];
@@ -496,6 +506,18 @@ describe(`menus and dishes (${process.env.TEST_DATABASE})`, () => {
       const refused = await post((r) => r.field('json', dish({ code: 'OVER-LIMIT' })).attach('', over, 'over.png'));
       expect(refused.status).toBe(413);
       expect(problem(refused).errors).toEqual(['The image must be at most 204800 bytes (200 KiB).']);
+    });
+
+    it('takes an ISO 8601 date-time as the expiry date and keeps the date written in it', async () => {
+      const png = await makeImage('png', 8, 8);
+      for (const [expiryDate, kept] of [
+        ['2026-12-31T23:59:59+01:00', '2026-12-31'],
+        ['2026-12-30T10:00Z', '2026-12-30'],
+        ['2026-12-29T00:00:00.123', '2026-12-29'],
+      ]) {
+        const res = await post((r) => r.field('json', dish({ code: `EXP-${kept}`, expiryDate })).attach('', png, 'e.png'));
+        expect([res.status, res.body.data.dish.expiryDate]).toEqual([200, kept]);
+      }
     });
 
     it('counts a keyword\'s length in characters, as it counts the other fields\'', async () => {

@@ -31,41 +31,42 @@ export class BranchesService {
   async importFile(clientId: number, path: string): Promise<ImportReport> {
     await this.clients.requireClient(clientId);
     const brandIds = new Set((await this.clients.listBrands(clientId)).map((b) => b.id));
-    const existing = new Map<string, Branch>();
     const report: ImportReport = { file: path, imported: 0, rejected: [] };
-    const valid: Branch[] = [];
     const records = await readAllRecords(path, { columns: ['id', 'name', 'branchCode', 'brandId'] });
-    const seen = new Set<string>();
-    const ids = records.flatMap((r) => {
-      const id = r.error === undefined ? (r.value as { id?: unknown } | null)?.id : undefined;
-      return typeof id === 'string' || typeof id === 'number' ? [String(id)] : [];
-    });
-    for (const branch of await this.repo.findByIds(ids)) existing.set(branch.id, branch);
-
+    // Each record read first; only the ids of readable ones reach the database.
+    const read: { line: number; reader: RecordReader; branch: Branch | null }[] = [];
     for (const record of records) {
       if (record.error !== undefined) {
         report.rejected.push({ line: record.line, errors: [record.error] });
         continue;
       }
       const r = new RecordReader(record.value, { textValues: record.text });
-      const rawId = r.raw('id');
-      const id = typeof rawId === 'number' ? String(rawId) : r.string('id', { max: 64 });
+      const id = r.string('id', { max: 64 });
       const name = r.string('name', { max: 200 });
       const branchCode = r.string('branchCode', { max: 100, required: false });
-      const brandId = r.int('brandId', { min: 1, required: false });
+      const brandId = r.id('brandId', { required: false });
       if (brandId !== null && !brandIds.has(brandId)) r.errors.push(`'brandId' ${brandId} is not a brand of client ${clientId}.`);
-      if (id !== null) {
-        const other = existing.get(id);
-        if (other && other.clientId !== clientId) r.errors.push(`branch '${id}' belongs to client ${other.clientId}.`);
-        if (seen.has(id)) r.errors.push(`branch '${id}' appears more than once in the file.`);
-        seen.add(id);
+      const branch = id === null || name === null ? null : Object.assign(new Branch(), { id, clientId, name, branchCode, brandId });
+      read.push({ line: record.line, reader: r, branch });
+    }
+    const existing = new Map<string, Branch>();
+    for (const branch of await this.repo.findByIds(read.flatMap((e) => (e.branch ? [e.branch.id] : [])))) existing.set(branch.id, branch);
+    const seen = new Set<string>();
+    const valid: Branch[] = [];
+    for (const { line, reader: r, branch } of read) {
+      if (branch) {
+        const other = existing.get(branch.id);
+        if (other && other.clientId !== clientId) r.errors.push(`branch '${branch.id}' belongs to client ${other.clientId}.`);
+        if (seen.has(branch.id)) r.errors.push(`branch '${branch.id}' appears more than once in the file.`);
+        seen.add(branch.id);
       }
-      if (!r.ok || id === null || name === null) {
-        report.rejected.push({ line: record.line, errors: r.errors });
+      if (!r.ok || branch === null) {
+        report.rejected.push({ line, errors: r.errors });
         continue;
       }
-      valid.push(Object.assign(new Branch(), { id, clientId, name, branchCode, brandId }));
+      valid.push(branch);
     }
+    report.rejected.sort((a, b) => a.line - b.line);
     await this.repo.upsertMany(valid);
     report.imported = valid.length;
     return report;

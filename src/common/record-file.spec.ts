@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { readAllRecords, RecordFileError } from './record-file.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'records-'));
-function file(name: string, text: string): string {
+function file(name: string, text: string | Buffer): string {
   const path = join(dir, name);
   writeFileSync(path, text);
   return path;
@@ -38,12 +38,25 @@ describe('readAllRecords', () => {
     expect((await readAllRecords(path)).map((r) => r.line)).toEqual([1, 2]);
   });
 
-  it('reads CSV with a header row, trimmed, with line numbers; an empty cell is a field not given', async () => {
-    const path = file('b.csv', 'id,name,branchCode\nB1, Leeds ,LDS\n"B2","York, North",\nB3,,""\n');
+  it('reads CSV with a header row (names trimmed, cells kept as written), with line numbers; an empty cell is a field not given', async () => {
+    const path = file('b.csv', 'id, name ,branchCode\nB1, Leeds ,\tLDS\u00a0\n"B2","York, North",\nB3,,""\n');
     expect(await readAllRecords(path)).toEqual([
-      { line: 2, value: { id: 'B1', name: 'Leeds', branchCode: 'LDS' }, text: true },
+      { line: 2, value: { id: 'B1', name: ' Leeds ', branchCode: '\tLDS\u00a0' }, text: true },
       { line: 3, value: { id: 'B2', name: 'York, North' }, text: true },
       { line: 4, value: { id: 'B3' }, text: true },
+    ]);
+  });
+
+  it('refuses bytes that are no UTF-8: a JSON or CSV file as a whole, an NDJSON line by its number', async () => {
+    const latin1 = (text: string) => Buffer.from(text, 'latin1');
+    await expect(readAllRecords(file('bad.json', latin1('[{"id": "caf\u00e9"}]')))).rejects.toThrow(/bad\.json is not UTF-8 text/);
+    await expect(readAllRecords(file('bad.csv', latin1('id,name\nU2,caf\u00e9\n')))).rejects.toThrow(/bad\.csv is not UTF-8 text/);
+    // A lone surrogate written as CESU-8 bytes is no UTF-8 either.
+    const lines = Buffer.concat([Buffer.from('{"id": "A"}\r\n{"id": "'), Buffer.from([0xed, 0xa0, 0x80]), Buffer.from('"}\n{"id": "\u00e9"}')]);
+    expect(await readAllRecords(file('bad.ndjson', lines))).toEqual([
+      { line: 1, value: { id: 'A' } },
+      { line: 2, error: 'the line is not UTF-8 text (bytes that are no UTF-8 would be stored as U+FFFD, not as given)' },
+      { line: 3, value: { id: '\u00e9' } },
     ]);
   });
 

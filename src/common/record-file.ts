@@ -1,7 +1,7 @@
+import { isUtf8 } from 'node:buffer';
 import { createReadStream } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
 import { extname } from 'node:path';
-import { createInterface } from 'node:readline';
 import { parse as parseCsv } from 'csv-parse';
 
 /** One record of an import file, or why it could not be read, with its line number. */
@@ -79,8 +79,41 @@ function arrayElementLines(text: string): number[] {
 /** A byte order mark, which editors on Windows write at the start of a UTF-8 file: not part of the JSON. */
 const BOM = /^\uFEFF/;
 
+/** Bytes that are no UTF-8 would be decoded to U+FFFD, a value other than the file's: they are refused instead. */
+const NOT_UTF8 = 'is not UTF-8 text (bytes that are no UTF-8 would be stored as U+FFFD, not as given)';
+
+/** Refuses a file that is not UTF-8 throughout, read in chunks (a sequence may span two). */
+async function mustBeUtf8(path: string): Promise<void> {
+  const decoder = new TextDecoder('utf-8', { fatal: true });
+  try {
+    for await (const chunk of createReadStream(path)) decoder.decode(chunk as Buffer, { stream: true });
+    decoder.decode();
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ERR_ENCODING_INVALID_ENCODED_DATA') throw new RecordFileError(`${path} ${NOT_UTF8}.`);
+    throw error;
+  }
+}
+
+/** The file's lines as bytes, split at LF (a CR before it is dropped); a byte sequence of UTF-8 never holds an LF. */
+async function* byteLines(path: string): AsyncGenerator<Buffer> {
+  let pending: Buffer[] = [];
+  for await (const chunk of createReadStream(path) as AsyncIterable<Buffer>) {
+    let start = 0;
+    for (let at = chunk.indexOf(10); at !== -1; at = chunk.indexOf(10, start)) {
+      const line = pending.length === 0 ? chunk.subarray(start, at) : Buffer.concat([...pending, chunk.subarray(start, at)]);
+      pending = [];
+      yield line.length > 0 && line[line.length - 1] === 13 ? line.subarray(0, -1) : line;
+      start = at + 1;
+    }
+    if (start < chunk.length) pending.push(chunk.subarray(start));
+  }
+  if (pending.length > 0) yield Buffer.concat(pending);
+}
+
 async function* jsonArray(path: string): AsyncGenerator<FileRecord> {
-  const text = (await readFile(path, 'utf8')).replace(BOM, '');
+  const bytes = await readFile(path);
+  if (!isUtf8(bytes)) throw new RecordFileError(`${path} ${NOT_UTF8}.`);
+  const text = bytes.toString('utf8').replace(BOM, '');
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
@@ -93,10 +126,14 @@ async function* jsonArray(path: string): AsyncGenerator<FileRecord> {
 }
 
 async function* ndjson(path: string): AsyncGenerator<FileRecord> {
-  const input = createInterface({ input: createReadStream(path, { encoding: 'utf8' }), crlfDelay: Infinity });
   let line = 0;
-  for await (const read of input) {
+  for await (const bytes of byteLines(path)) {
     line++;
+    if (!isUtf8(bytes)) {
+      yield { line, error: `the line ${NOT_UTF8}` };
+      continue;
+    }
+    const read = bytes.toString('utf8');
     const text = line === 1 ? read.replace(BOM, '') : read;
     if (text.trim() === '') continue;
     try {
@@ -109,7 +146,9 @@ async function* ndjson(path: string): AsyncGenerator<FileRecord> {
 
 async function* csv(path: string, known?: readonly string[]): AsyncGenerator<FileRecord> {
   // The header row names the fields; one that names none the import knows (or no header at all) refuses the file.
-  const header = (names: string[]): string[] => {
+  const header = (cells: string[]): string[] => {
+    // Names are trimmed (`id, name`); values are not: a cell is kept as written.
+    const names = cells.map((name) => name.trim());
     const unknown = known ? names.filter((name) => !known.includes(name)) : [];
     if (unknown.length > 0) {
       throw new RecordFileError(
@@ -118,8 +157,9 @@ async function* csv(path: string, known?: readonly string[]): AsyncGenerator<Fil
     }
     return names;
   };
+  await mustBeUtf8(path);
   const parser = createReadStream(path).pipe(
-    parseCsv({ columns: header, bom: true, skip_empty_lines: true, trim: true, info: true, relax_column_count: false }),
+    parseCsv({ columns: header, bom: true, skip_empty_lines: true, info: true, relax_column_count: false }),
   );
   try {
     for await (const row of parser as AsyncIterable<{ record: Record<string, string>; info: { lines: number } }>) {

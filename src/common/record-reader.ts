@@ -1,9 +1,16 @@
+import { ID_MAX } from './query-fields.js';
+
 /** A number as text (CSV): decimal digits with an optional fraction and exponent, nothing else. */
 const DECIMAL = /^-?\d+(\.\d+)?([eE][+-]?\d+)?$/;
 
 /** Characters no text column stores as given: NUL (PostgreSQL refuses it), and halves of a surrogate pair (encoded as U+FFFD). */
 // eslint-disable-next-line no-control-regex -- NUL is exactly what this looks for
 const UNSTORABLE = /[\u0000\p{Cs}]/u;
+
+/** Whether text holds nothing a text column would not keep as given (see UNSTORABLE). */
+export function isStorableText(s: string): boolean {
+  return !UNSTORABLE.test(s);
+}
 
 /** Length in characters (code points), as the databases count a varchar's length, not UTF-16 units. */
 export function characters(s: string): number {
@@ -92,6 +99,11 @@ export class RecordReader {
     return n;
   }
 
+  /** An id of the service's integer ids (clients, brands, menus): 1 to ID_MAX, as the API's parameters take them. */
+  id(field: string, opts: { required?: boolean } = {}): number | null {
+    return this.int(field, { min: 1, max: ID_MAX, required: opts.required });
+  }
+
   /** A finite number; decimal strings (CSV) are accepted. */
   number(field: string, opts: { required?: boolean; min?: number; max?: number } = {}): number | null {
     const required = opts.required ?? true;
@@ -123,7 +135,7 @@ export class RecordReader {
       this.errors.push(`${this.name(field)} must be at most ${opts.max} characters.`);
       return null;
     }
-    if (UNSTORABLE.test(s)) {
+    if (!isStorableText(s)) {
       this.errors.push(`${this.name(field)} must not contain NUL characters or unpaired UTF-16 surrogates.`);
       return null;
     }

@@ -1,5 +1,8 @@
-import { characters, isCalendarDate, type RecordReader } from '../common/record-reader.js';
+import { characters, isCalendarDate, isStorableText, type RecordReader } from '../common/record-reader.js';
 import type { DishInput } from './menus.repository.js';
+
+/** yyyy-mm-dd, alone or starting an ISO 8601 date-time (hours 00 to 23, an optional offset): the date is group 1. */
+const ISO_DATE_TIME = /^(\d{4}-\d{2}-\d{2})(?:T(?:[01]\d|2[0-3]):[0-5]\d(?::[0-5]\d(?:\.\d{1,9})?)?(?:Z|[+-](?:[01]\d|2[0-3]):?[0-5]\d)?)?$/;
 
 /**
  * The dish fields of the interface, with its rules: code (max 50), description (max 250),
@@ -14,9 +17,9 @@ export function readDishFields(r: RecordReader, menuId: number): DishInput | nul
   const expiryRaw = r.string('expiryDate', { required: false });
   let expiryDate: string | null = null;
   if (expiryRaw !== null) {
-    // An ISO date, or an ISO date-time of which the date is kept.
-    const date = expiryRaw.slice(0, 10);
-    if (isCalendarDate(date) && (expiryRaw.length === 10 || !Number.isNaN(Date.parse(expiryRaw)))) expiryDate = date;
+    // An ISO date, or an ISO 8601 date-time of which the date is kept.
+    const date = ISO_DATE_TIME.exec(expiryRaw)?.[1];
+    if (date !== undefined && isCalendarDate(date)) expiryDate = date;
     else r.errors.push(`'expiryDate' is not in the expected format yyyy-mm-dd: '${expiryRaw}'.`);
   }
   const keywords: string[] = [];
@@ -24,6 +27,7 @@ export function readDishFields(r: RecordReader, menuId: number): DishInput | nul
   rawKeywords.forEach((k, i) => {
     if (typeof k !== 'string' || k.trim() === '') r.errors.push(`'keywords[${i}]' must be a non-empty string.`);
     else if (characters(k) > 50) r.errors.push(`'keywords[${i}]' must be at most 50 characters.`);
+    else if (!isStorableText(k)) r.errors.push(`'keywords[${i}]' must not contain NUL characters or unpaired UTF-16 surrogates.`);
     else keywords.push(k);
   });
   if (!r.ok || code === null || description === null || type === null) return null;

@@ -49,7 +49,7 @@ export class MenusImportService {
 
   private async readMenu(clientId: number, value: unknown, folder: string, errors: string[], textValues?: boolean): Promise<MenuWithDishes | null> {
     const r = new RecordReader(value, { textValues });
-    const id = r.int('id', { min: 1 });
+    const id = r.id('id');
     const name = r.string('name', { max: 200 });
     const startDate = r.date('startDate');
     const endDate = r.date('endDate', { required: false });
