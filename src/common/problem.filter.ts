@@ -38,13 +38,32 @@ const DEFAULT_DETAILS: Record<number, string> = {
  * dropped or timed out, server shutting down), rather than a fault of this request.
  */
 export function isDatabaseUnavailable(error: unknown): boolean {
-  const e = error as { code?: unknown; message?: unknown; driverError?: unknown } | null;
+  const e = error as { code?: unknown; message?: unknown; name?: unknown; driverError?: unknown } | null;
   if (!e || typeof e !== 'object') return false;
   if (e.driverError && isDatabaseUnavailable(e.driverError)) return true;
   const code = typeof e.code === 'string' ? e.code : '';
   const message = typeof e.message === 'string' ? e.message : '';
+  // TypeORM's query runner, released when its connection failed, refuses the transaction's next statement.
+  if (e.name === 'QueryRunnerAlreadyReleasedError' || e.name === 'QueryRunnerProviderAlreadyReleasedError') return true;
   return (
-    ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', '57P01', '57P02', '57P03', '53300', 'SQLITE_BUSY'].includes(code) ||
+    // 57014: the statement timeout (DATABASE_QUERY_TIMEOUT_MS) ran out on the server; 53100 and
+    // SQLITE_FULL, ENOSPC: no room left on the disk, which the operator must make.
+    [
+      'ECONNREFUSED',
+      'ECONNRESET',
+      'ETIMEDOUT',
+      'EPIPE',
+      'EHOSTUNREACH',
+      '57P01',
+      '57P02',
+      '57P03',
+      '57014',
+      '53100',
+      '53300',
+      'SQLITE_BUSY',
+      'SQLITE_FULL',
+      'ENOSPC',
+    ].includes(code) ||
     code.startsWith('08') ||
     /Connection terminated|timeout exceeded when trying to connect|Query read timeout|connection timeout|Client has encountered a connection error|DataSource is not initialized|Driver not Connected/i.test(
       message,

@@ -45,8 +45,14 @@ export class FileImageStorage implements ImageStorage {
   async put(id: string, image: PreparedImage): Promise<StoredBytes> {
     await mkdir(this.dir, { recursive: true });
     const temp = join(this.dir, `.${id}.${randomUUID()}.tmp`);
-    await writeFile(temp, image.data, { mode: 0o640 });
-    await rename(temp, join(this.dir, id));
+    try {
+      await writeFile(temp, image.data, { mode: 0o640 });
+      await rename(temp, join(this.dir, id));
+    } catch (error) {
+      // A write that failed (a full disk) leaves no part of the image to hold the room.
+      await rm(temp, { force: true }).catch(() => undefined);
+      throw error;
+    }
     return { data: null, storageKey: id };
   }
 

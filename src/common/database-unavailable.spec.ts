@@ -1,0 +1,25 @@
+import { isDatabaseUnavailable } from './problem.filter.js';
+
+describe('isDatabaseUnavailable (a 503 with Retry-After, not a 500)', () => {
+  const error = (fields: { message?: string } & Record<string, unknown>) => Object.assign(new Error(fields.message ?? 'x'), fields);
+
+  it.each([
+    ['the server statement timeout (57014)', error({ driverError: error({ code: '57014', message: 'canceling statement due to statement timeout' }) })],
+    ['a full disk on PostgreSQL (53100)', error({ code: '53100' })],
+    ['a full disk on SQLite', error({ driverError: error({ code: 'SQLITE_FULL' }) })],
+    ['a full image folder', error({ code: 'ENOSPC' })],
+    ['a query runner released when its connection failed', error({ name: 'QueryRunnerAlreadyReleasedError' })],
+    ['its provider', error({ name: 'QueryRunnerProviderAlreadyReleasedError' })],
+    ['a terminated connection', error({ code: '57P01' })],
+  ])('%s', (_what, e) => {
+    expect(isDatabaseUnavailable(e)).toBe(true);
+  });
+
+  it.each([
+    ['a unique violation', error({ code: '23505' })],
+    ['a plain error', new Error('boom')],
+    ['nothing', undefined],
+  ])('but not %s', (_what, e) => {
+    expect(isDatabaseUnavailable(e)).toBe(false);
+  });
+});
