@@ -574,4 +574,16 @@ describe(`image writes are all or nothing (${process.env.TEST_DATABASE}, filesys
     await repo.saveMenus([{ menu: menu(301, 1001), dishes: [{ dish, image }] }]);
     expect(readdirSync(folder)).toHaveLength(1);
   });
+
+  it("never moves a menu of another client to the writer's, even one written after the importer looked (a concurrent import)", async () => {
+    const repo = t.app.get(MenusRepository);
+    const menu = (clientId: number, name: string) => Object.assign(new Menu(), { id: 777, clientId, name, startDate: '2026-01-01', endDate: null });
+    await repo.saveMenus([{ menu: menu(1002, 'Theirs'), dishes: [] }]);
+    const dish = { menuId: 777, code: 'MINE', description: 'A', type: 'Main', order: null, expiryDate: null, keywords: '[]' };
+    await expect(repo.saveMenus([{ menu: menu(1001, 'Mine'), dishes: [{ dish, image: null }] }])).rejects.toThrow(
+      '1 of the menus being written belong to another client now (written by another import meanwhile): nothing of this batch was written.',
+    );
+    expect(await t.app.get(DataSource).query('SELECT client_id, name FROM menus WHERE id = 777')).toEqual([{ client_id: 1002, name: 'Theirs' }]);
+    expect(await t.app.get(DataSource).query("SELECT id FROM dishes WHERE code = 'MINE'")).toEqual([]);
+  });
 });

@@ -176,6 +176,21 @@ describe(`GET /visits/standard and /visits/plus (${process.env.TEST_DATABASE})`,
       expect(res.body).toEqual({ data: { visits: [] } });
     });
 
+    it("never moves a visit of another client to the writer's, even one written after the importer looked (a concurrent import)", async () => {
+      const { readVisitRecord } = await import('../src/visits/visit-record.js');
+      const { VisitsRepository } = await import('../src/visits/visits.repository.js');
+      const { DataSource } = await import('typeorm');
+      const theirs = visits.find((v) => v.clientId === 1001)!;
+      const other = visits.find((v) => v.clientId === 1002)!;
+      // The record as client 1002 would import it, past the importer's own look (which it passed before 1001's commit).
+      const { record } = readVisitRecord({ ...theirs, clientId: 1002, branchId: other.branchId, brandId: other.brandId ?? undefined });
+      await expect(t.app.get(VisitsRepository).upsertBatch([record!.visit])).rejects.toThrow(
+        '1 of the visits being written belong to another client now (written by another import meanwhile): nothing of this batch was written.',
+      );
+      const rows = await t.app.get(DataSource).query(`SELECT client_id FROM visits WHERE id = ${theirs.visitId}`);
+      expect(rows).toEqual([{ client_id: 1001 }]);
+    });
+
     it('shows a re-imported MV visit with its new score and a later modificationDate', async () => {
       const mv = visits.find((v) => v.visitType === 'MV' && v.visitDateTime.startsWith(day(1)))!;
       const pageOf = async (): Promise<Visit[]> => ((await get(range(1, 1))).body as { data: { visits: Visit[] } }).data.visits;

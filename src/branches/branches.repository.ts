@@ -31,7 +31,7 @@ export class BranchesRepository {
   async upsertMany(branches: Branch[]): Promise<void> {
     await inTransaction(this.db, async (tx) => {
       for (let i = 0; i < branches.length; i += 500) {
-        await upsertRows(tx, Branch, branches.slice(i, i + 500), ['id']);
+        await upsertRows(tx, Branch, branches.slice(i, i + 500), ['id'], { sameOwner: 'clientId' });
       }
       await bumpDataVersion(tx, branches.map((b) => b.clientId));
     });

@@ -1,4 +1,5 @@
 import type { EntityManager, EntityTarget, ObjectLiteral } from 'typeorm';
+import { OperatorError } from '../common/operator-error.js';
 
 /**
  * Inserts `rows`, or updates those whose `conflictPaths` exist, as TypeORM's `upsert` does,
@@ -7,7 +8,13 @@ import type { EntityManager, EntityTarget, ObjectLiteral } from 'typeorm';
  * given: re-imported visits not in id order came back with each other's ids, so the documents
  * made from them afterwards were written under the wrong visits.
  */
-export async function upsertRows<T extends ObjectLiteral>(tx: EntityManager, target: EntityTarget<T>, rows: T[], conflictPaths: string[]): Promise<void> {
+export async function upsertRows<T extends ObjectLiteral>(
+  tx: EntityManager,
+  target: EntityTarget<T>,
+  rows: T[],
+  conflictPaths: string[],
+  options: { sameOwner?: string } = {},
+): Promise<void> {
   if (rows.length === 0) return;
   const metadata = tx.connection.getMetadata(target);
   const conflict = metadata.mapPropertyPathsToColumns(conflictPaths);
@@ -15,7 +22,7 @@ export async function upsertRows<T extends ObjectLiteral>(tx: EntityManager, tar
     (column) =>
       !conflict.includes(column) && column.isUpdate !== false && !column.generatedType && rows.some((row) => column.getEntityValue(row) !== undefined),
   );
-  await tx
+  const insert = tx
     .createQueryBuilder()
     .insert()
     .into(target)
@@ -25,6 +32,22 @@ export async function upsertRows<T extends ObjectLiteral>(tx: EntityManager, tar
       conflict.map((column) => column.databaseName),
       { skipUpdateIfNoValuesChanged: false },
     )
-    .updateEntity(false)
-    .execute();
+    .updateEntity(false);
+  if (options.sameOwner === undefined) {
+    await insert.execute();
+    return;
+  }
+  // A row of another owner is left as it is, even one that another writer inserted after this
+  // writer looked (PostgreSQL's ON CONFLICT waits for that writer's commit): the rows written
+  // are counted, and the transaction fails when one was not.
+  const [owner] = metadata.mapPropertyPathsToColumns([options.sameOwner]);
+  const [sql, parameters] = insert.getQueryAndParameters();
+  const quote = (name: string) => tx.connection.driver.escape(name);
+  const guarded = `${sql} WHERE ${quote(metadata.tableName)}.${quote(owner.databaseName)} = EXCLUDED.${quote(owner.databaseName)} RETURNING 1 AS written`;
+  const written = (await tx.query<unknown[]>(guarded, parameters)).length;
+  if (written < rows.length) {
+    throw new OperatorError(
+      `${rows.length - written} of the ${metadata.tableName} being written belong to another ${options.sameOwner.replace(/Id$/, '')} now (written by another import meanwhile): nothing of this batch was written.`,
+    );
+  }
 }

@@ -3,6 +3,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, type EntityManager } from 'typeorm';
 import { inTransaction } from '../database/transaction.js';
+import { upsertRows } from '../database/upsert.js';
 import { DishImage } from './entities/dish-image.entity.js';
 import { Dish } from './entities/dish.entity.js';
 import { Menu } from './entities/menu.entity.js';
@@ -115,7 +116,7 @@ export class MenusRepository {
   async saveMenus(menus: { menu: Menu; dishes: { dish: DishInput; image: PreparedImage | null }[] }[]): Promise<void> {
     await this.withImages(async (tx, written, replaced) => {
       for (const { menu, dishes } of menus) {
-        await tx.getRepository(Menu).upsert(menu, ['id']);
+        await upsertRows(tx, Menu, [menu], ['id'], { sameOwner: 'clientId' });
         for (const { dish, image } of dishes) await this.writeDish(tx, dish, image, written, replaced);
       }
     });

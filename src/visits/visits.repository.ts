@@ -237,7 +237,7 @@ export class VisitsRepository {
       await this.webhooks.recordVisitChanges(tx, visits, changedAt);
       for (let i = 0; i < visits.length; i += 200) {
         const batch = visits.slice(i, i + 200);
-        await upsertRows(tx, Visit, batch, ['id']);
+        await upsertRows(tx, Visit, batch, ['id'], { sameOwner: 'clientId' });
         await upsertRows(tx, VisitDocument, batch.map(visitDocument), ['visitId']);
       }
     });
