@@ -1,3 +1,4 @@
+import { connect } from 'node:net';
 import { cliJson } from '../helpers/cli.js';
 import { freePort } from '../helpers/listen.js';
 import { startService, type ServiceProcess } from '../helpers/service-process.js';
@@ -47,11 +48,27 @@ describe('graceful shutdown (postgres, a slow database through a TCP proxy)', ()
     const slow = call();
     // The request is being answered (its query waits on the database) when SIGTERM arrives.
     await held;
+    // A partner's kept-alive connection, idle no more: its first request is in flight too.
+    const port = Number(new URL(service.url).port);
+    const kept = connect(port, '127.0.0.1');
+    let received = '';
+    kept.on('data', (chunk: Buffer) => (received += chunk.toString('latin1')));
+    const keptClosed = new Promise<void>((resolve) => kept.on('close', () => resolve()));
+    const request = `GET /branches?SvcClientId=1001 HTTP/1.1\r\nHost: x\r\nsvc-api-key: ${credential.apiKey}\r\nAuthorization: Bearer ${token}\r\n\r\n`;
+    kept.write(request);
+    await new Promise((resolve) => setTimeout(resolve, 200));
     const exited = service.stop('SIGTERM');
     // The service stops listening in the same step as it logs this.
     await service.waitForOutput(/SIGTERM: draining for up to 20 s/);
 
     await expect(fetch(`${service.url}/health/live`)).rejects.toThrow();
+    // A request that comes on the kept-alive connection after SIGTERM is answered, and the
+    // connection then ends, long before the grace period's 20 s.
+    kept.write(request);
+    await keptClosed;
+    const answers = received.split('HTTP/1.1 ').slice(1);
+    expect(answers.map((a) => a.slice(0, 3))).toEqual(['200', '200']);
+    expect(answers[1]).toMatch(/\r\nConnection: close\r\n/i);
     const res = await slow;
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual([]);
