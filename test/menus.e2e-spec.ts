@@ -226,7 +226,12 @@ describe(`menus and dishes (${process.env.TEST_DATABASE})`, () => {
       expect(held.status).toBe(200);
       const failed = await auth(request(t.http).get(record.image!.url.slice(t.config.baseUrl.length))).set('If-Match', `W/${image.headers.etag}`);
       expect(failed.status).toBe(412);
-      expect(problem(failed).status).toBe(412);
+      expect(problem(failed)).toEqual({
+        title: 'Precondition Failed',
+        status: 412,
+        detail: 'If-Match names no current representation: none of its entity tags is this one by strong comparison.',
+        instance: expect.stringMatching(/^urn:svc:api:results:error:/),
+      });
       expect(failed.headers['cache-control']).toBeUndefined();
     });
 

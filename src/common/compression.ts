@@ -126,6 +126,12 @@ export interface SendBodyOptions {
   sending?: (sent: Buffer) => void;
 }
 
+/** A strong ETag names the exact bytes of the identity body: on an encoded one it is weakened (RFC 9110 §8.8.1). */
+function weakenEtag(res: ServerResponse): void {
+  const etag = res.getHeader('ETag');
+  if (typeof etag === 'string' && !etag.startsWith('W/')) res.setHeader('ETag', `W/${etag}`);
+}
+
 /**
  * Ends a HEAD answer whose GET would send its body in `encoding`: with the Content-Encoding
  * the GET would have and no Content-Length, since the compressed length is known only once
@@ -133,8 +139,7 @@ export interface SendBodyOptions {
  * sent must be the GET's). The ETag is weakened as on the compressed GET.
  */
 function endHeadEncoded(res: ServerResponse, encoding: Encoding, end: () => void): void {
-  const etag = res.getHeader('ETag');
-  if (typeof etag === 'string' && !etag.startsWith('W/')) res.setHeader('ETag', `W/${etag}`);
+  weakenEtag(res);
   res.removeHeader('Content-Length');
   res.setHeader('Content-Encoding', encoding);
   end();
@@ -212,8 +217,7 @@ async function finish(req: Request, res: Response, body: Buffer, end: (body: Buf
   const compressed = await compress(body, encoding).catch(() => null);
   // Compressing a buffer fails only when memory runs out: the body then goes as it is.
   if (compressed === null || res.headersSent) return end(body, done);
-  const etag = res.getHeader('ETag');
-  if (typeof etag === 'string' && !etag.startsWith('W/')) res.setHeader('ETag', `W/${etag}`);
+  weakenEtag(res);
   res.setHeader('Content-Encoding', encoding);
   res.setHeader('Content-Length', compressed.length);
   end(compressed, done);
