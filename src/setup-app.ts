@@ -10,6 +10,7 @@ import { answerClientErrors } from './common/client-errors.js';
 import { repairPathEscapes } from './common/path-escapes.js';
 import { compressResponses } from './common/compression.js';
 import { cameOverTls, SecurityHeaders, type TrustProxy } from './common/security-headers.js';
+import { PageTokens } from './common/page-token.js';
 import { QUERY_CONTEXT_LOCAL, type QueryContext } from './common/query-params.js';
 import { AppConfig } from './config/app-config.js';
 import { setupSwagger } from './swagger.js';
@@ -86,6 +87,7 @@ export function setupApp(app: INestApplication): NestExpressApplication {
     zone: config.RESULTS_TIMEZONE,
     changesRetentionDays: config.CHANGES_RETENTION_DAYS,
     now: () => new Date(),
+    pageTokens: PageTokens.fromConfig(config),
   };
   server.locals[QUERY_CONTEXT_LOCAL] = context;
   setupSwagger(express, config);

@@ -135,6 +135,19 @@ describe(`menus and dishes (${process.env.TEST_DATABASE})`, () => {
         expect(problem(res).errors).toEqual([message]);
       }
     });
+
+    it('weighs the token with the query\'s other rules, before the entitlements', async () => {
+      const broken = await get('/menus?SvcClientId=0&after=garbage');
+      expect(broken.status).toBe(400);
+      expect(problem(broken).errors).toEqual(["'SvcClientId' must be greater than '0'.", "'after' is not a valid page token."]);
+      // 1002 is a client the partner does not serve: a broken query is a 400 all the same, as without a token.
+      const unentitled = await get('/menus?SvcClientId=1002&after=garbage');
+      expect(unentitled.status).toBe(400);
+      expect(problem(unentitled).errors).toEqual(["'after' is not a valid page token."]);
+      const missingMenu = await get('/menus/dishes?SvcClientId=1001&menuId=999&after=garbage');
+      expect(missingMenu.status).toBe(400);
+      expect(problem(missingMenu).errors).toEqual(["'after' is not a valid page token."]);
+    });
   });
 
   describe('GET /menus/dishes', () => {

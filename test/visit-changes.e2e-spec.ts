@@ -182,6 +182,16 @@ describe(`GET /visits/standard/changes and /visits/plus/changes (${process.env.T
     ]) {
       expect(await errorsOf(other)).toEqual(["'after' is a page token of another query."]);
     }
+    // The token is one of the query's parameters: its rule is weighed with the others, before the entitlements.
+    expect(await errorsOf('/visits/standard/changes?SvcClientId=abc&after=not-a-token&VisitTypes=M1')).toEqual([
+      "'SvcClientId' must be an integer: 'abc'.",
+      "'after' is not a valid page token.",
+      "'VisitTypes' must be 2 alpha characters: 'M1'.",
+    ]);
+    const unentitled = await get('/visits/plus/changes?SvcClientId=1002&after=not-a-token');
+    expect(unentitled.status).toBe(400);
+    expect(unentitled.headers['content-type']).toBe(PROBLEM);
+    expect(JSON.parse(unentitled.text)).toMatchObject({ status: 400, errors: ["'after' is not a valid page token."] });
     const both = await issueCredential(t, { clients: [1001, 1002] });
     const res = await get(`/visits/standard/changes?SvcClientId=1002&after=${token}`, both, await tokenFor(t.http, both));
     expect(res.status).toBe(400);
@@ -195,6 +205,7 @@ describe(`GET /visits/standard/changes and /visits/plus/changes (${process.env.T
       "Either 'Since' or 'after' must be given.",
     ]);
     expect(await errorsOf(`/visits/standard/changes?svcclientid=1001&since=${hourAgo()}&AFTER=x&take=1001`)).toEqual([
+      "'after' is not a valid page token.",
       "'Take' must be less than or equal to '1000'.",
       "Only one of 'Since' and 'after' may be given.",
     ]);

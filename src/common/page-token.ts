@@ -15,6 +15,17 @@ const TAG_BYTES = 16;
 
 type Payload = { s?: unknown; p?: unknown };
 
+/** What a token of this service holds: the query it is bound to and the position after its page. */
+export interface OpenedToken {
+  scope: string;
+  position: (string | number)[];
+}
+
+/** The message of a token that is not one of this service's, or not of a position the query can start from. */
+export const PAGE_TOKEN_INVALID = "'after' is not a valid page token.";
+/** The message of a valid token given with another query than the one it came from. */
+export const PAGE_TOKEN_OF_ANOTHER_QUERY = "'after' is a page token of another query.";
+
 /**
  * Opaque page tokens: the position after the last item of a page, bound to the query it
  * came from (`scope`, such as `menus:1001`), so a token replayed with another query, edited,
@@ -48,21 +59,29 @@ export class PageTokens {
 
   /** The position a token holds; a 400 problem when it is not a token of this query. */
   decode(scope: string, token: string): (string | number)[] {
-    const invalid = new ValidationProblem(["'after' is not a valid page token."]);
+    const opened = this.open(token);
+    if (!opened) throw new ValidationProblem([PAGE_TOKEN_INVALID]);
+    if (opened.scope !== scope) throw new ValidationProblem([PAGE_TOKEN_OF_ANOTHER_QUERY]);
+    return opened.position;
+  }
+
+  /**
+   * The query a token is bound to and the position it holds; undefined when it is no token
+   * this service issued under its key (edited, truncated, made up, or of another key).
+   */
+  open(token: string): OpenedToken | undefined {
     const [first, second, extra] = token.split('.');
-    if (!first || !second || extra !== undefined || token.length > PAGE_TOKEN_MAX_LENGTH) throw invalid;
+    if (!first || !second || extra !== undefined || token.length > PAGE_TOKEN_MAX_LENGTH) return undefined;
     const body = Buffer.from(first, 'base64url');
     const text = body[0] === SEALED ? this.unseal(body, second) : this.verified(first, second);
     let payload: Payload;
     try {
       payload = JSON.parse(text ?? '') as Payload;
     } catch {
-      throw invalid;
+      return undefined;
     }
-    if (payload === null || typeof payload !== 'object') throw invalid;
-    if (payload.s !== scope) throw new ValidationProblem(["'after' is a page token of another query."]);
-    if (!Array.isArray(payload.p)) throw invalid;
-    return payload.p as (string | number)[];
+    if (payload === null || typeof payload !== 'object' || typeof payload.s !== 'string' || !Array.isArray(payload.p)) return undefined;
+    return { scope: payload.s, position: payload.p as (string | number)[] };
   }
 
   /** A sealed token's JSON, or undefined when it was not sealed under this key. */

@@ -4,6 +4,7 @@ import { LRUCache } from 'lru-cache';
 import { plainToInstance } from 'class-transformer';
 import { getMetadataStorage, validateSync, type ValidationError } from 'class-validator';
 import type { Request } from 'express';
+import type { PageTokens } from './page-token.js';
 import { ValidationProblem } from './problem.js';
 
 export type DtoClass<T> = new () => T;
@@ -29,6 +30,8 @@ export interface QueryContext {
   changesRetentionDays: number;
   /** The current instant. */
   now(): Date;
+  /** The service's page tokens, which `after` parameters are checked with (see PageTokenParam). */
+  pageTokens: PageTokens;
 }
 
 export function queryContextOf(object: object): QueryContext | undefined {

@@ -13,6 +13,7 @@ import { EntitledQuery } from '../auth/entitled-query.js';
 import { RequiresScope } from '../auth/requires-scope.decorator.js';
 import { Scope } from '../auth/scopes.js';
 import { answeredNotModified } from '../common/conditional-get.js';
+import { positionOf } from '../common/page-token-param.js';
 import { ApiConditionalResponses, ApiDataErrors, ApiHeadersTooLarge, ApiProblemResponse } from '../common/api-responses.js';
 import { AppConfig } from '../config/app-config.js';
 import { DishUploadInterceptor, type UploadRequest } from './dish-upload.interceptor.js';
@@ -40,7 +41,7 @@ export class MenusController {
   @ApiOkResponse({ type: MenusPageDto })
   @ApiDataErrors()
   async list(@EntitledQuery() query: MenusQueryDto, @Res({ passthrough: true }) res: Response): Promise<MenusPageDto> {
-    const page = await this.menus.menus(query.SvcClientId, query.after);
+    const page = await this.menus.menus(query.SvcClientId, positionOf(query));
     return { data: { menus: page.items }, paging: this.paging(res, page, `/menus?SvcClientId=${query.SvcClientId}`) };
   }
 
@@ -55,7 +56,7 @@ export class MenusController {
   @ApiProblemResponse(404, 'No menu has this id.', 'Menu 101 does not exist.')
   @ApiDataErrors()
   async dishes(@EntitledQuery() query: DishesQueryDto, @Res({ passthrough: true }) res: Response): Promise<DishesPageDto> {
-    const page = await this.menus.dishes(query.SvcClientId, query.menuId, query.after);
+    const page = await this.menus.dishes(query.SvcClientId, query.menuId, positionOf(query));
     const next = `/menus/dishes?SvcClientId=${query.SvcClientId}&menuId=${query.menuId}`;
     return { data: { dishes: page.items }, paging: this.paging(res, page, next) };
   }

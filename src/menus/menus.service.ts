@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { notEntitled } from '../auth/entitlements.js';
 import { localDate } from '../common/clock.js';
 import { PageTokens } from '../common/page-token.js';
+import type { PagePosition } from '../common/page-token-param.js';
 import { ProblemException, ValidationProblem } from '../common/problem.js';
 import { ID_MAX } from '../common/query-fields.js';
 import { RecordReader } from '../common/record-reader.js';
@@ -9,6 +10,7 @@ import { AppConfig } from '../config/app-config.js';
 import { readDishFields } from './dish-fields.js';
 import { readUploadForm, type UploadParts } from './dish-upload-form.js';
 import type { DishDto, MenuDto } from './dto/menu.dto.js';
+import { dishesScope, menusScope } from './dto/menus-query.dto.js';
 import type { DishImage } from './entities/dish-image.entity.js';
 import { ImageRejected, imageLimits, prepareImage, type ImageLimits, type PreparedImage } from './image-inspector.js';
 import { MenusRepository, UNORDERED, type DishWithImage } from './menus.repository.js';
@@ -40,31 +42,26 @@ export class MenusService {
   }
 
   /** The client's active menus, a page at a time, in id order. */
-  async menus(clientId: number, after: string | undefined): Promise<Page<MenuDto>> {
-    const scope = `menus:${clientId}`;
-    const [afterId] = after ? this.tokens.decode(scope, after) : [0];
+  async menus(clientId: number, after: PagePosition | undefined): Promise<Page<MenuDto>> {
     const size = this.config.MENUS_PAGE_SIZE;
-    const rows = await this.repo.activeMenus(clientId, localDate(this.config.RESULTS_TIMEZONE), Number(afterId), size + 1);
+    const afterId = after ? Number(after[0]) : 0;
+    const rows = await this.repo.activeMenus(clientId, localDate(this.config.RESULTS_TIMEZONE), afterId, size + 1);
     const items = rows.slice(0, size).map((m) => ({ id: m.id, name: m.name, startDate: m.startDate, endDate: m.endDate }));
     const last = items.at(-1);
-    return { items, after: rows.length > size && last ? this.tokens.encode(scope, [last.id]) : undefined };
+    return { items, after: rows.length > size && last ? this.tokens.encode(menusScope(clientId), [last.id]) : undefined };
   }
 
   /** The dishes of one of the client's menus, by display order then id. */
-  async dishes(clientId: number, menuId: number, after: string | undefined): Promise<Page<DishDto>> {
+  async dishes(clientId: number, menuId: number, after: PagePosition | undefined): Promise<Page<DishDto>> {
     await this.requireMenu(clientId, menuId);
-    const scope = `dishes:${clientId}:${menuId}`;
-    const position = after ? this.tokens.decode(scope, after) : null;
-    if (position && (position.length !== 2 || !position.every((p) => Number.isSafeInteger(p)))) {
-      throw new ValidationProblem(["'after' is not a valid page token."]);
-    }
     const size = this.config.MENUS_PAGE_SIZE;
-    const rows = await this.repo.dishes(menuId, position as [number, number] | null, size + 1);
+    const position = after ? ([Number(after[0]), Number(after[1])] as [number, number]) : null;
+    const rows = await this.repo.dishes(menuId, position, size + 1);
     const items = rows.slice(0, size);
     const last = items.at(-1)?.dish;
     return {
       items: items.map((row) => this.dishDto(row, clientId)),
-      after: rows.length > size && last ? this.tokens.encode(scope, [last.order ?? UNORDERED, last.id]) : undefined,
+      after: rows.length > size && last ? this.tokens.encode(dishesScope(clientId, menuId), [last.order ?? UNORDERED, last.id]) : undefined,
     };
   }
 

@@ -1,11 +1,10 @@
 import { Injectable } from '@nestjs/common';
 import type { EffectiveSelection } from '../auth/entitlements.js';
 import { PageTokens } from '../common/page-token.js';
-import { visitTypeCodes } from '../common/query-fields.js';
-import { ValidationProblem } from '../common/problem.js';
+import { positionOf } from '../common/page-token-param.js';
 import { ClientDataVersions } from '../clients/data-versions.js';
 import { AppConfig } from '../config/app-config.js';
-import { changesTake, sinceInstant, type ChangesQueryDto } from './dto/changes-query.dto.js';
+import { changesScope, changesTake, sinceInstant, type ChangesQueryDto } from './dto/changes-query.dto.js';
 import { VisitNames } from './visit-names.service.js';
 import { VisitsRepository } from './visits.repository.js';
 import type { VisitsVariant } from './visits.service.js';
@@ -48,12 +47,14 @@ export class VisitChangesService {
    * query's filters narrowed to what the credential may read), applied on every page.
    */
   async page(query: ChangesQueryDto, variant: VisitsVariant, selection: EffectiveSelection): Promise<ChangesPage> {
-    const scope = ['changes', variant, query.SvcClientId, query.SvcBrandId ?? '', visitTypeCodes(query.VisitTypes).join(',')].join(':');
-    const start = query.after !== undefined ? this.position(scope, query.after) : await this.sinceStart(query);
+    // The query's rules have read its token: the scope is whole and the position a write sequence.
+    const scope = changesScope(query)!;
+    const after = positionOf(query);
+    const start = after ? Number(after[0]) : await this.sinceStart(query);
     const version = (await this.versions.current(selection.clientId)) ?? 0;
     const plus = variant === 'plus';
     const take = changesTake(query, this.config.VISITS_TAKE_MAX);
-    let after = '';
+    let next = '';
     const filtered = selection.brandIds !== null || selection.visitTypes !== null;
     const { body, pooled } = await this.names.render(selection.clientId, version, plus, take, async (page) => {
       // Read before the page: every visit up to it is visible to the page's query.
@@ -70,18 +71,10 @@ export class VisitChangesService {
       // there, not at the last visit the filters let through (a filter that lets none through
       // would otherwise have every poll scan the client's writes from where it began).
       if (rows < take) last = Math.max(last, head);
-      after = this.tokens.encode(scope, [last]);
-      return after;
+      next = this.tokens.encode(scope, [last]);
+      return next;
     });
-    return { body, after, release: holdOf(pooled) };
-  }
-
-  private position(scope: string, token: string): number {
-    const [seq, extra] = this.tokens.decode(scope, token);
-    if (typeof seq !== 'number' || !Number.isSafeInteger(seq) || seq < 0 || extra !== undefined) {
-      throw new ValidationProblem(["'after' is not a valid page token."]);
-    }
-    return seq;
+    return { body, after: next, release: holdOf(pooled) };
   }
 
   private sinceStart(query: ChangesQueryDto): Promise<number> {

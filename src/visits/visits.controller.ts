@@ -13,7 +13,7 @@ import {
   StandardVisitsResponseDto,
 } from './dto/visit.dto.js';
 import { AppConfig } from '../config/app-config.js';
-import { ChangesQueryDto, changesTake } from './dto/changes-query.dto.js';
+import { ChangesQueryDto, changesTake, PlusChangesQueryDto } from './dto/changes-query.dto.js';
 import { VisitsQueryDto } from './dto/visits-query.dto.js';
 import { CompressedPages } from './compressed-pages.js';
 import { sendVisitsPage } from './page-response.js';
@@ -95,7 +95,7 @@ export class VisitsController {
   })
   @ApiOkResponse({ type: PlusChangesResponseDto, headers: LINK })
   @ApiDataErrors()
-  async plusChanges(@EntitledQuery() query: ChangesQueryDto, @Req() req: Request, @Res() res: Response): Promise<void> {
+  async plusChanges(@EntitledQuery() query: PlusChangesQueryDto, @Req() req: Request, @Res() res: Response): Promise<void> {
     await this.sendChanges(req, res, query, 'plus');
   }
 

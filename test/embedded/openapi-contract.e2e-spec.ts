@@ -3,6 +3,7 @@ import { STATUS_CODES } from 'node:http';
 import { DishesQueryDto, MenusQueryDto } from '../../src/menus/dto/menus-query.dto.js';
 import { VisitsQueryDto } from '../../src/visits/dto/visits-query.dto.js';
 import { BAD_REQUEST_DETAIL, ValidationProblem } from '../../src/common/problem.js';
+import { PageTokens } from '../../src/common/page-token.js';
 import { parseQuery, type DtoClass, type QueryContext } from '../../src/common/query-params.js';
 import { loadConfig } from '../../src/config/app-config.js';
 
@@ -209,6 +210,7 @@ describe('the committed contract (openapi/openapi.json) says what the API does',
       zone: defaults.RESULTS_TIMEZONE,
       changesRetentionDays: defaults.CHANGES_RETENTION_DAYS,
       now: () => new Date('2026-12-01T12:00:00Z'),
+      pageTokens: new PageTokens('a page-token key of the tests'),
     };
     try {
       parseQuery(dto, new URLSearchParams(query).toString(), context);

@@ -1,31 +1,17 @@
-import { ApiProperty } from '@nestjs/swagger';
-import { Transform } from 'class-transformer';
-import { IsOptional, IsString, MaxLength } from 'class-validator';
-import { PAGE_TOKEN_MAX_LENGTH, PAGE_TOKEN_PATTERN } from '../../common/page-token.js';
-import { emptyIsAbsent, ID_MAX, IntegerParam, SvcClientIdParam } from '../../common/query-fields.js';
+import { IntegerParam, SvcClientIdParam, ID_MAX } from '../../common/query-fields.js';
+import { isPositionNumber, isQueryId, PageTokenParam } from '../../common/page-token-param.js';
 
-function AfterParam(): PropertyDecorator {
-  return (target, key) => {
-    ApiProperty({
-      name: 'after',
-      type: 'string',
-      required: false,
-      description: 'The page token from `paging.after` of the previous page (or the `Link: rel="next"` header).',
-      maxLength: PAGE_TOKEN_MAX_LENGTH,
-      pattern: PAGE_TOKEN_PATTERN,
-    })(target, key);
-    MaxLength(PAGE_TOKEN_MAX_LENGTH, { message: "'after' is not a valid page token." })(target, key);
-    IsString({ message: "'after' is not a valid page token." })(target, key);
-    IsOptional()(target, key);
-    Transform(emptyIsAbsent)(target, key);
-  };
-}
+const AFTER = 'The page token from `paging.after` of the previous page (or the `Link: rel="next"` header).';
 
 export class MenusQueryDto {
   @SvcClientIdParam()
   SvcClientId!: number;
 
-  @AfterParam()
+  /** Holds the id of the last menu of the page before. */
+  @PageTokenParam<MenusQueryDto>(AFTER, {
+    scope: (q) => (isQueryId(q.SvcClientId) ? menusScope(q.SvcClientId) : undefined),
+    position: (p) => p.length === 1 && isPositionNumber(p[0]),
+  })
   after?: string;
 }
 
@@ -43,11 +29,25 @@ export class DishesQueryDto {
   })
   menuId!: number;
 
-  @AfterParam()
+  /** Holds the display order and id of the last dish of the page before. */
+  @PageTokenParam<DishesQueryDto>(AFTER, {
+    scope: (q) => (isQueryId(q.SvcClientId) && isQueryId(q.menuId) ? dishesScope(q.SvcClientId, q.menuId) : undefined),
+    position: (p) => p.length === 2 && p.every((n) => Number.isSafeInteger(n)),
+  })
   after?: string;
 }
 
 export class ClientQueryDto {
   @SvcClientIdParam()
   SvcClientId!: number;
+}
+
+/** The query a menus page token is bound to. */
+export function menusScope(clientId: number): string {
+  return `menus:${clientId}`;
+}
+
+/** The query a dishes page token is bound to. */
+export function dishesScope(clientId: number, menuId: number): string {
+  return `dishes:${clientId}:${menuId}`;
 }

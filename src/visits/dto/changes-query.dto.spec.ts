@@ -1,6 +1,10 @@
 import fc from 'fast-check';
 import { instantOfLocal, localDateTime } from '../../common/clock.js';
-import { sinceInstant } from './changes-query.dto.js';
+import { positionOf } from '../../common/page-token-param.js';
+import { PageTokens } from '../../common/page-token.js';
+import { ValidationProblem } from '../../common/problem.js';
+import { parseQuery, type QueryContext } from '../../common/query-params.js';
+import { ChangesQueryDto, PlusChangesQueryDto, sinceInstant } from './changes-query.dto.js';
 
 describe('Since of the change feed', () => {
   it('reads a date-time with an offset as that instant', () => {
@@ -35,5 +39,48 @@ describe('Since of the change feed', () => {
       }),
       { numRuns: 2000 },
     );
+  });
+});
+
+describe('the feed token', () => {
+  const tokens = new PageTokens('a page-token key of the tests');
+  const context: QueryContext = {
+    today: () => '2026-12-01',
+    takeMax: 1000,
+    maxRangeDays: 31,
+    zone: 'UTC',
+    changesRetentionDays: 90,
+    now: () => new Date('2026-12-01T12:00:00Z'),
+    pageTokens: tokens,
+  };
+  const read = (dto: typeof ChangesQueryDto, query: Record<string, string>): number | string[] => {
+    try {
+      return Number(positionOf(parseQuery(dto, new URLSearchParams(query).toString(), context))?.[0]);
+    } catch (error) {
+      if (error instanceof ValidationProblem) return error.errors ?? [];
+      throw error;
+    }
+  };
+
+  it('is bound to the variant, the client, the brand and the visit types (in any order and case)', () => {
+    const token = tokens.encode('changes:standard:1001:6:MV,OF', [9]);
+    expect(read(ChangesQueryDto, { SvcClientId: '1001', SvcBrandId: '6', VisitTypes: 'of,mv', after: token })).toBe(9);
+    const another = ["'after' is a page token of another query."];
+    expect(read(PlusChangesQueryDto, { SvcClientId: '1001', SvcBrandId: '6', VisitTypes: 'MV,OF', after: token })).toEqual(another);
+    expect(read(ChangesQueryDto, { SvcClientId: '1001', SvcBrandId: '7', VisitTypes: 'MV,OF', after: token })).toEqual(another);
+    expect(read(ChangesQueryDto, { SvcClientId: '1001', SvcBrandId: '6', after: token })).toEqual(another);
+    expect(read(ChangesQueryDto, { SvcClientId: '1002', SvcBrandId: '6', VisitTypes: 'MV,OF', after: token })).toEqual(another);
+    expect(read(PlusChangesQueryDto, { SvcClientId: '1001', after: tokens.encode('changes:plus:1001::', [0]) })).toBe(0);
+  });
+
+  it('holds one write sequence, and is not matched against broken filters', () => {
+    for (const position of [[], [-1], [1.5], ['9'], [9, 1]]) {
+      expect(read(ChangesQueryDto, { SvcClientId: '1001', after: tokens.encode('changes:standard:1001::', position as number[]) })).toEqual([
+        "'after' is not a valid page token.",
+      ]);
+    }
+    expect(read(ChangesQueryDto, { SvcClientId: '1001', VisitTypes: 'M1', after: tokens.encode('changes:standard:1001::', [1]) })).toEqual([
+      "'VisitTypes' must be 2 alpha characters: 'M1'.",
+    ]);
   });
 });

@@ -2,14 +2,14 @@ import { ApiProperty } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
 import {
   IsOptional,
-  MaxLength,
   Validate,
   ValidatorConstraint,
   type ValidationArguments,
   type ValidatorConstraintInterface,
 } from 'class-validator';
 import { instantOfLocal } from '../../common/clock.js';
-import { emptyIsAbsent, ID_MAX, IntegerParam, QUERY_INTEGER_MAX, SvcClientIdParam } from '../../common/query-fields.js';
+import { isPositionNumber, isQueryId, PageTokenParam } from '../../common/page-token-param.js';
+import { emptyIsAbsent, ID_MAX, IntegerParam, QUERY_INTEGER_MAX, SvcClientIdParam, visitTypeCodes } from '../../common/query-fields.js';
 import { queryContextOf, type QueryContext } from '../../common/query-params.js';
 import { TakeMax, VisitTypesParam } from './visits-query.dto.js';
 
@@ -109,16 +109,11 @@ export class ChangesQueryDto {
   @Validate(SinceFormat)
   Since?: string;
 
-  @ApiProperty({
-    name: 'after',
-    type: 'string',
-    required: false,
-    description: 'The `paging.after` token of the page before: the next changes. Exactly one of Since and after.',
-    maxLength: 2048,
+  /** Holds the last write sequence the page before read. */
+  @PageTokenParam<ChangesQueryDto>('The `paging.after` token of the page before: the next changes. Exactly one of Since and after.', {
+    scope: (q) => changesScope(q),
+    position: (p) => p.length === 1 && isPositionNumber(p[0]),
   })
-  @Transform(emptyIsAbsent)
-  @IsOptional()
-  @MaxLength(2048, { message: "'after' is not a valid page token." })
   after?: string;
 
   @Validate(TakeMax)
@@ -149,4 +144,21 @@ export class ChangesQueryDto {
   /** Rule across parameters: exactly one of Since and after. */
   @Validate(OneStart)
   readonly _start?: undefined;
+}
+
+/** The query of GET /visits/plus/changes: its tokens are bound to the plus variant. */
+export class PlusChangesQueryDto extends ChangesQueryDto {}
+
+const VISIT_TYPES = /^[A-Za-z]{2}(,[A-Za-z]{2})*$/;
+
+/**
+ * The query a feed token is bound to: the variant, the client and the query's own filters.
+ * Undefined while one of them is broken.
+ */
+export function changesScope(query: ChangesQueryDto): string | undefined {
+  const { SvcClientId, SvcBrandId, VisitTypes } = query;
+  if (!isQueryId(SvcClientId) || (SvcBrandId !== undefined && !isQueryId(SvcBrandId))) return undefined;
+  if (VisitTypes !== undefined && (typeof VisitTypes !== 'string' || !VISIT_TYPES.test(VisitTypes))) return undefined;
+  const variant = query instanceof PlusChangesQueryDto ? 'plus' : 'standard';
+  return ['changes', variant, SvcClientId, SvcBrandId ?? '', visitTypeCodes(VisitTypes).join(',')].join(':');
 }
