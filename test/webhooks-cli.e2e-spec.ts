@@ -192,6 +192,12 @@ describe(`webhooks operator commands (${process.env.TEST_DATABASE})`, () => {
     expect((await list())[0]).toMatchObject({ state: 'disabled', pendingEvents: 1 });
     expect((await cli(['webhooks', 'enable', id], env)).stdout).toBe(`${id} enabled\n`);
     expect((await list())[0]).toMatchObject({ state: 'active' });
+    // An enabled endpoint of a disabled credential is sent nothing: the list says so.
+    await cliJson(['credentials', 'disable', credential], env);
+    expect((await list())[0]).toMatchObject({ state: 'credential-disabled', pendingEvents: 1 });
+    expect((await cli(['webhooks', 'list'], env)).stdout).toMatch(new RegExp(`^${id}  credential-disabled  `));
+    await cliJson(['credentials', 'enable', credential], env);
+    expect((await list())[0]).toMatchObject({ state: 'active' });
 
     const at = config.usesPostgres ? "'2026-11-20T10:00:00Z'" : "'2026-11-20 10:00:00.000'";
     await db.query(`UPDATE webhook_endpoints SET failing_since = ${at}, last_error = 'HTTP 503', last_error_at = ${at}, last_delivery_at = ${at}`);

@@ -119,10 +119,13 @@ export class WebhooksRepository {
    * run one after another on the process's connection (see inTransaction), so none commits
    * between the two reads.
    */
-  async endpointsWithPending(): Promise<{ endpoints: WebhookEndpoint[]; pending: Map<string, number> }> {
+  async endpointsWithPending(): Promise<{ endpoints: WebhookEndpoint[]; pending: Map<string, number>; disabledCredentials: Set<string> }> {
     const read = async (tx: EntityManager) => ({
       endpoints: await tx.getRepository(WebhookEndpoint).find({ order: { createdAt: 'ASC', id: 'ASC' } }),
       pending: await this.pendingCounts(tx),
+      disabledCredentials: new Set(
+        (await tx.query<{ id: string }[]>('SELECT client_id AS id FROM credentials WHERE disabled')).map((r) => r.id),
+      ),
     });
     return this.postgres ? this.db.transaction('REPEATABLE READ', read) : inTransaction(this.db, read);
   }

@@ -26,7 +26,12 @@ export interface EndpointSummary {
   credential: string;
   url: string;
   allowPrivate: boolean;
-  state: 'active' | 'failing' | 'disabled';
+  /**
+   * `disabled`: the endpoint was disabled; `credential-disabled`: the endpoint is enabled but
+   * its credential is not, so nothing is recorded for it or sent to it until the credential is
+   * enabled again; `failing`: deliveries fail since `failingSince`.
+   */
+  state: 'active' | 'failing' | 'disabled' | 'credential-disabled';
   failingSince: string | null;
   lastDeliveryAt: string | null;
   lastError: string | null;
@@ -80,14 +85,14 @@ export class WebhooksService {
   }
 
   async list(): Promise<EndpointSummary[]> {
-    const { endpoints, pending } = await this.repo.endpointsWithPending();
+    const { endpoints, pending, disabledCredentials } = await this.repo.endpointsWithPending();
     const now = new Date();
     return endpoints.map((e) => ({
       id: e.id,
       credential: e.credentialId,
       url: e.url,
       allowPrivate: e.allowPrivate,
-      state: e.disabled ? 'disabled' : e.failingSince ? 'failing' : 'active',
+      state: e.disabled ? 'disabled' : disabledCredentials.has(e.credentialId) ? 'credential-disabled' : e.failingSince ? 'failing' : 'active',
       failingSince: iso(e.failingSince),
       lastDeliveryAt: iso(e.lastDeliveryAt),
       lastError: e.lastError,
