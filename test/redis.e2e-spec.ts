@@ -2,10 +2,15 @@ import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import request from 'supertest';
 import { MetricsService } from '../src/metrics/metrics.service.js';
+import { RedisGate } from '../src/redis/redis-gate.js';
+import { REDIS_OPTIONS } from '../src/redis/redis.module.js';
 import { issueCredential, seedClients, tokenFor } from './helpers/auth.js';
 import { cliJson } from './helpers/cli.js';
+import { eventually } from './helpers/eventually.js';
+import { freePort } from './helpers/listen.js';
 import { startService, type ServiceProcess } from './helpers/service-process.js';
 import { startTestApp, type TestApp } from './helpers/test-app.js';
+import { TcpProxy } from './helpers/tcp-proxy.js';
 import { isolatedConfig } from './helpers/test-config.js';
 
 const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -169,5 +174,103 @@ describe(`token-failure lockout with Redis unreachable (${process.env.TEST_DATAB
     // Each of the three requests checked the lockout, the two failures counted one each.
     const metrics = await t.app.get(MetricsService).registry.metrics();
     expect(metrics).toMatch(/^results_token_failure_store_fallbacks_total 5$/m);
+  });
+});
+
+describe(`a Redis that stops answering (${process.env.TEST_DATABASE})`, () => {
+  let proxy: TcpProxy;
+  const logged: string[] = [];
+  const logger = { warn: (m: string) => void logged.push(`warn: ${m}`), log: (m: string) => void logged.push(`log: ${m}`) };
+  let client: Redis;
+  let gate: RedisGate;
+  const key = `test:${randomBytes(6).toString('hex')}:gate`;
+
+  beforeAll(async () => {
+    const { port } = new URL(REDIS_URL);
+    proxy = new TcpProxy({ host: '127.0.0.1', port: Number(port || 6379) }, await freePort());
+    await proxy.start();
+    client = new Redis(`redis://127.0.0.1:${proxy.port}`, { ...REDIS_OPTIONS, commandTimeout: 200 });
+    gate = new RedisGate(client, 50, logger);
+    await eventually(() => Promise.resolve(client.status), (status) => status === 'ready', 30_000, 20);
+  });
+  afterAll(async () => {
+    gate.close();
+    proxy.release();
+    await client.del(key).catch(() => 0);
+    client.disconnect();
+    await proxy.stop();
+  });
+
+  it('is not sent commands after one went unanswered, until it answers a PING again; both are logged', async () => {
+    expect(await gate.run((r) => r.incr(key))).toEqual({ ok: true, value: 1 });
+    proxy.hold();
+    // This one reaches Redis; its answer does not come back within the command timeout.
+    expect(await gate.run((r) => r.incr(key))).toEqual({ ok: false, reason: 'Command timed out' });
+    expect(gate.unanswering).toBe(true);
+    for (let i = 0; i < 5; i++) expect(await gate.run((r) => r.incr(key))).toEqual({ ok: false, reason: 'Redis is not answering' });
+    expect(logged).toEqual([expect.stringMatching(/^warn: not answering within its command timeout: rate limits and token failures are counted per process/)]);
+
+    proxy.release();
+    await eventually(() => Promise.resolve(gate.unanswering), (shut) => !shut, 30_000, 20);
+    expect(logged).toEqual([expect.any(String), 'log: answering again: rate limits and token failures are shared by the replicas again']);
+    // The five commands held back never reached Redis: the count goes on from the two that did.
+    expect(await gate.run((r) => r.incr(key))).toEqual({ ok: true, value: 3 });
+  });
+
+  it('says why a command was not run when there is no Redis, or it is not connected', async () => {
+    expect(await new RedisGate(null, 50, logger).run((r) => r.ping())).toEqual({ ok: false, reason: 'no Redis is configured' });
+    const away = new Redis('redis://127.0.0.1:1', { ...REDIS_OPTIONS, lazyConnect: true });
+    expect(await new RedisGate(away, 50, logger).run((r) => r.ping())).toEqual({ ok: false, reason: 'Redis is wait' });
+    away.disconnect();
+  });
+});
+
+describe(`the service with a Redis that stops answering (${process.env.TEST_DATABASE})`, () => {
+  let proxy: TcpProxy;
+  let t: TestApp;
+  const prefix = `test:${randomBytes(6).toString('hex')}:`;
+
+  beforeAll(async () => {
+    const { port } = new URL(REDIS_URL);
+    proxy = new TcpProxy({ host: '127.0.0.1', port: Number(port || 6379) }, await freePort());
+    await proxy.start();
+    t = await startTestApp({ REDIS_URL: `redis://127.0.0.1:${proxy.port}`, REDIS_KEY_PREFIX: prefix, RATE_LIMIT_PER_MINUTE: '100' });
+    await seedClients(t);
+    await eventually(() => Promise.resolve(t.app.get(RedisGate).redis?.status), (status) => status === 'ready', 30_000, 20);
+  });
+  afterAll(async () => {
+    proxy.release();
+    await t.close();
+    await proxy.stop();
+    const redis = new Redis(REDIS_URL);
+    const keys = await redis.keys(`${prefix}*`);
+    if (keys.length > 0) await redis.del(...keys);
+    await redis.quit();
+  });
+
+  it('waits out the command timeout once, then serves without asking Redis, counting per process', async () => {
+    const partner = await issueCredential(t);
+    const token = await tokenFor(t.http, partner);
+    const get = () => request(t.http).get('/branches?SvcClientId=1001').set('svc-api-key', partner.apiKey).set('Authorization', `Bearer ${token}`);
+    const counted = async (): Promise<number> => {
+      const redis = new Redis(REDIS_URL);
+      const keys = (await redis.keys(`${prefix}rl:*`)).filter((k) => !k.endsWith(':blocked'));
+      const values = keys.length > 0 ? await redis.mget(...keys) : [];
+      await redis.quit();
+      return values.reduce((sum, v) => sum + Number(v ?? 0), 0);
+    };
+    expect((await get()).status).toBe(200);
+    const before = await counted();
+    proxy.hold();
+    for (let i = 0; i < 4; i++) {
+      const res = await get();
+      expect(res.status).toBe(200);
+      expect(res.headers['ratelimit-policy']).toMatch(/"default";q=100;/);
+    }
+    expect(t.app.get(RedisGate).unanswering).toBe(true);
+    // Only the first of the four reached Redis (its answer was held back).
+    expect(await counted()).toBe(before + 1);
+    const metrics = await t.app.get(MetricsService).registry.metrics();
+    expect(metrics).toMatch(/^results_rate_limit_store_fallbacks_total 4$/m);
   });
 });

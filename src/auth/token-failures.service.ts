@@ -1,9 +1,9 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import type { Redis } from 'ioredis';
 import { storeKeyDigest } from '../common/store-key.js';
 import { AppConfig } from '../config/app-config.js';
 import { MetricsService } from '../metrics/metrics.service.js';
-import { REDIS } from '../redis/redis.module.js';
+import { RedisGate } from '../redis/redis-gate.js';
 import { LocalTokenFailures } from './local-token-failures.js';
 
 /** Client ids the process tracks at most, in each tier of LocalTokenFailures. */
@@ -45,7 +45,7 @@ export class TokenFailuresService {
 
   constructor(
     private readonly config: AppConfig,
-    @Inject(REDIS) private readonly redis: Redis | null,
+    private readonly redis: RedisGate,
     private readonly metrics: MetricsService,
   ) {
     this.windowMs = config.TOKEN_FAILURES_WINDOW_SECONDS * 1000;
@@ -68,14 +68,11 @@ export class TokenFailuresService {
 
   /** The script's answer, or undefined when there is no Redis or it failed (then count here). */
   private async inRedis(clientId: string, run: (redis: Redis, key: string) => Promise<unknown>): Promise<unknown> {
-    if (!this.redis) return undefined;
-    try {
-      if (this.redis.status !== 'ready') throw new Error(`Redis is ${this.redis.status}`);
-      return await run(this.redis, `${this.config.REDIS_KEY_PREFIX}tf:${storeKeyDigest(clientId)}`);
-    } catch (error) {
-      this.metrics.tokenFailureStoreFallbacks.inc();
-      this.logger.debug(`counted in the process: ${(error as Error).message}`);
-      return undefined;
-    }
+    if (!this.redis.redis) return undefined;
+    const answer = await this.redis.run((redis) => run(redis, `${this.config.REDIS_KEY_PREFIX}tf:${storeKeyDigest(clientId)}`));
+    if (answer.ok) return answer.value;
+    this.metrics.tokenFailureStoreFallbacks.inc();
+    this.logger.debug(`counted in the process: ${answer.reason}`);
+    return undefined;
   }
 }

@@ -5,6 +5,7 @@ import { OAuthException } from '../common/oauth-error.js';
 import { Scope } from './scopes.js';
 import { scryptSecretHash } from './secrets.js';
 import { TokenFailuresService } from './token-failures.service.js';
+import { RedisGate } from '../redis/redis-gate.js';
 import { TOKEN_AUDIENCE, TokenService, type TokenRequest } from './token.service.js';
 
 const basic = (id: string, secret: string): string => `Basic ${Buffer.from(`${id}:${secret}`).toString('base64')}`;
@@ -27,7 +28,7 @@ describe('TokenService on a real keyring and credential store', () => {
 
   beforeAll(async () => {
     f = await authFixture({ TOKEN_FAILURES_MAX: '3', PUBLIC_BASE_URL: 'https://results.example.test' });
-    tokens = new TokenService(f.cache, f.repo, f.keyring, new TokenFailuresService(f.config, null, f.metrics), f.config, f.metrics);
+    tokens = new TokenService(f.cache, f.repo, f.keyring, new TokenFailuresService(f.config, new RedisGate(null, 5000), f.metrics), f.config, f.metrics);
     partner = await f.addCredential({ scopes: [Scope.VisitsStandard, Scope.Branches] });
     other = await f.addCredential();
   });

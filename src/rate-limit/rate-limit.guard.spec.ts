@@ -6,6 +6,7 @@ import { guardCall, refusalOf } from '../../test/helpers/guard-context.js';
 import { OAuthException } from '../common/oauth-error.js';
 import { ProblemException } from '../common/problem.js';
 import { MetricsService } from '../metrics/metrics.service.js';
+import { RedisGate } from '../redis/redis-gate.js';
 import { apiKeyTracker, clientIdTracker, isTokenRequest, RateLimitGuard, type KeyOwner } from './rate-limit.guard.js';
 import { RateLimitStorage } from './rate-limit.storage.js';
 
@@ -37,7 +38,7 @@ describe('RateLimitGuard counting in the process (no Redis)', () => {
   let guard: RateLimitGuard;
 
   beforeEach(async () => {
-    guard = new RateLimitGuard(OPTIONS, new RateLimitStorage(null, 'results:', metrics), new Reflector(), metrics, owner);
+    guard = new RateLimitGuard(OPTIONS, new RateLimitStorage(new RedisGate(null, 5000), 'results:', metrics), new Reflector(), metrics, owner);
     await guard.onModuleInit();
   });
 

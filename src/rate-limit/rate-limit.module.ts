@@ -1,10 +1,9 @@
 import { Module } from '@nestjs/common';
 import { ThrottlerModule } from '@nestjs/throttler';
 import type { Request } from 'express';
-import type { Redis } from 'ioredis';
 import { AppConfig } from '../config/app-config.js';
 import { MetricsService } from '../metrics/metrics.service.js';
-import { REDIS } from '../redis/redis.module.js';
+import { RedisGate } from '../redis/redis-gate.js';
 import { apiLimit, isTokenRequest, tokenLimit } from './rate-limit.guard.js';
 import { RateLimitStorage } from './rate-limit.storage.js';
 
@@ -12,8 +11,8 @@ import { RateLimitStorage } from './rate-limit.storage.js';
 @Module({
   imports: [
     ThrottlerModule.forRootAsync({
-      inject: [AppConfig, REDIS, MetricsService],
-      useFactory: (config: AppConfig, redis: Redis | null, metrics: MetricsService) => ({
+      inject: [AppConfig, RedisGate, MetricsService],
+      useFactory: (config: AppConfig, redis: RedisGate, metrics: MetricsService) => ({
         setHeaders: false,
         storage: new RateLimitStorage(redis, config.REDIS_KEY_PREFIX, metrics),
         throttlers: [

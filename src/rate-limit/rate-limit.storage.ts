@@ -1,7 +1,7 @@
 import { Logger } from '@nestjs/common';
 import type { ThrottlerStorage } from '@nestjs/throttler';
-import type { Redis } from 'ioredis';
 import type { MetricsService } from '../metrics/metrics.service.js';
+import type { RedisGate } from '../redis/redis-gate.js';
 import { LocalCounter } from './local-counter.js';
 
 /** What the throttler needs back from one count: hits, and seconds until reset or unblock. */
@@ -35,34 +35,26 @@ return {hits, ttl, 0, 0}
 `;
 
 /**
- * Rate-limit counters shared by every replica through Redis. When Redis cannot be reached
- * the count is kept in the process instead (the service keeps serving; the limit is then
- * per replica), which is logged by the Redis client and counted in a metric.
+ * Rate-limit counters shared by every replica through Redis. When Redis cannot be reached,
+ * or does not answer (RedisGate), the count is kept in the process instead (the service
+ * keeps serving; the limit is then per replica), which is logged and counted in a metric.
  */
 export class RateLimitStorage implements ThrottlerStorage {
   private readonly local = new LocalCounter();
   private readonly logger = new Logger('RateLimit');
 
   constructor(
-    private readonly redis: Redis | null,
+    private readonly redis: RedisGate,
     private readonly prefix: string,
     private readonly metrics: MetricsService,
   ) {}
 
   async increment(key: string, ttl: number, limit: number, blockDuration: number): Promise<CountResult> {
-    if (this.redis) {
-      try {
-        if (this.redis.status !== 'ready') throw new Error(`Redis is ${this.redis.status}`);
-        const full = `${this.prefix}rl:${key}`;
-        const [hits, windowMs, blocked, blockMs] = (await this.redis.eval(
-          COUNT_SCRIPT,
-          2,
-          full,
-          `${full}:blocked`,
-          ttl,
-          limit,
-          blockDuration,
-        )) as [number, number, number, number];
+    if (this.redis.redis) {
+      const full = `${this.prefix}rl:${key}`;
+      const answer = await this.redis.run((redis) => redis.eval(COUNT_SCRIPT, 2, full, `${full}:blocked`, ttl, limit, blockDuration));
+      if (answer.ok) {
+        const [hits, windowMs, blocked, blockMs] = answer.value as [number, number, number, number];
         const now = Date.now();
         return {
           totalHits: hits,
@@ -71,10 +63,9 @@ export class RateLimitStorage implements ThrottlerStorage {
           timeToBlockExpire: Math.max(0, Math.ceil(blockMs / 1000)),
           resetAt: now + Math.max(0, blocked === 1 ? blockMs : windowMs),
         };
-      } catch (error) {
-        this.metrics.rateLimitStoreFallbacks.inc();
-        this.logger.debug(`counted in the process: ${(error as Error).message}`);
       }
+      this.metrics.rateLimitStoreFallbacks.inc();
+      this.logger.debug(`counted in the process: ${answer.reason}`);
     }
     // One instant for the count and the seconds left: read twice, a millisecond between them made a
     // fresh window 61 seconds long in the RateLimit header.

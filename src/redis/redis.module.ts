@@ -1,8 +1,24 @@
 import { Global, Inject, Logger, Module, type OnApplicationShutdown } from '@nestjs/common';
-import { Redis } from 'ioredis';
+import { Redis, type RedisOptions } from 'ioredis';
 import { AppConfig } from '../config/app-config.js';
+import { RedisGate } from './redis-gate.js';
 
 export const REDIS = Symbol('Redis');
+
+/** How often a Redis that stopped answering is asked whether it answers again (see RedisGate). */
+export const REDIS_RECHECK_MS = 5000;
+
+/**
+ * How the client talks to Redis: commands fail at once while it is not connected, and after
+ * a second without an answer (see RedisGate, which then stops sending them for a while).
+ */
+export const REDIS_OPTIONS: RedisOptions = {
+  enableOfflineQueue: false,
+  maxRetriesPerRequest: 0,
+  connectTimeout: 2000,
+  commandTimeout: 1000,
+  retryStrategy: (attempt) => Math.min(attempt * 250, 5000),
+};
 
 /**
  * The Redis client when REDIS_URL is set, else null. Commands fail fast instead of queueing
@@ -12,13 +28,7 @@ export const REDIS = Symbol('Redis');
 function createRedis(config: AppConfig): Redis | null {
   if (!config.REDIS_URL) return null;
   const logger = new Logger('Redis');
-  const client = new Redis(config.REDIS_URL, {
-    enableOfflineQueue: false,
-    maxRetriesPerRequest: 0,
-    connectTimeout: 2000,
-    commandTimeout: 1000,
-    retryStrategy: (attempt) => Math.min(attempt * 250, 5000),
-  });
+  const client = new Redis(config.REDIS_URL, REDIS_OPTIONS);
   let healthy: boolean | null = null;
   client.on('ready', () => {
     if (healthy !== true) logger.log('connected');
@@ -32,9 +42,13 @@ function createRedis(config: AppConfig): Redis | null {
 }
 
 class RedisShutdown implements OnApplicationShutdown {
-  constructor(@Inject(REDIS) private readonly redis: Redis | null) {}
+  constructor(
+    @Inject(REDIS) private readonly redis: Redis | null,
+    private readonly gate: RedisGate,
+  ) {}
 
   async onApplicationShutdown(): Promise<void> {
+    this.gate.close();
     if (!this.redis) return;
     await this.redis.quit().catch(() => this.redis?.disconnect());
   }
@@ -42,7 +56,11 @@ class RedisShutdown implements OnApplicationShutdown {
 
 @Global()
 @Module({
-  providers: [{ provide: REDIS, inject: [AppConfig], useFactory: createRedis }, RedisShutdown],
-  exports: [REDIS],
+  providers: [
+    { provide: REDIS, inject: [AppConfig], useFactory: createRedis },
+    { provide: RedisGate, inject: [REDIS], useFactory: (redis: Redis | null) => new RedisGate(redis, REDIS_RECHECK_MS) },
+    RedisShutdown,
+  ],
+  exports: [REDIS, RedisGate],
 })
 export class RedisModule {}

@@ -3,13 +3,15 @@ import { connect, createServer, type Server, type Socket } from 'node:net';
 /**
  * A TCP proxy of the tests' own between the service and PostgreSQL: it can cut every
  * connection (the database "goes away"), refuse new ones, come back, and delay what the
- * database sends (a slow query).
+ * database sends (a slow query), or hold it back (a server that hangs).
  */
 export class TcpProxy {
   private server: Server | null = null;
   private readonly sockets = new Set<Socket>();
   private readonly timers = new Set<NodeJS.Timeout>();
   private readonly holdListeners = new Set<() => void>();
+  /** While set, what the server sends is queued per connection, in order, until release(). */
+  private held: { client: Socket; chunk: Buffer }[] | null = null;
   delayMs = 0;
 
   constructor(
@@ -28,6 +30,7 @@ export class TcpProxy {
       }
       client.on('data', (chunk: Buffer) => upstream.write(chunk));
       upstream.on('data', (chunk: Buffer) => {
+        if (this.held) return void this.held.push({ client, chunk });
         if (this.delayMs === 0) return void client.write(chunk);
         const timer = setTimeout(() => {
           this.timers.delete(timer);
@@ -59,12 +62,25 @@ export class TcpProxy {
     });
   }
 
+  /** The server stops answering (as one that hangs): what it sends is held back, in order. */
+  hold(): void {
+    this.held ??= [];
+  }
+
+  /** Sends what was held back, in the order the server sent it, and passes answers on again. */
+  release(): void {
+    const held = this.held ?? [];
+    this.held = null;
+    for (const { client, chunk } of held) if (!client.destroyed) client.write(chunk);
+  }
+
   /** Drops every connection and refuses new ones. */
   async cut(): Promise<void> {
     const server = this.server;
     this.server = null;
     for (const timer of this.timers) clearTimeout(timer);
     this.timers.clear();
+    this.held = null;
     for (const s of this.sockets) s.destroy();
     if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
   }

@@ -6,6 +6,7 @@ import { ProblemException } from '../../common/problem.js';
 import { KeyringService } from '../keyring.service.js';
 import { Scope } from '../scopes.js';
 import { TokenFailuresService } from '../token-failures.service.js';
+import { RedisGate } from '../../redis/redis-gate.js';
 import { TOKEN_AUDIENCE, TokenService } from '../token.service.js';
 import { VerifiedTokens } from '../verified-tokens.js';
 import { ApiKeyGuard } from './api-key.guard.js';
@@ -24,7 +25,7 @@ describe('JwtAuthGuard with passport-jwt on a real keyring and credential store'
 
   beforeAll(async () => {
     f = await authFixture({ PUBLIC_BASE_URL: 'https://results.example.test' });
-    tokens = new TokenService(f.cache, f.repo, f.keyring, new TokenFailuresService(f.config, null, f.metrics), f.config, f.metrics);
+    tokens = new TokenService(f.cache, f.repo, f.keyring, new TokenFailuresService(f.config, new RedisGate(null, 5000), f.metrics), f.config, f.metrics);
     apiKeys = new ApiKeyGuard(new Reflector(), f.cache);
     partner = await f.addCredential({ scopes: [Scope.Branches], brands: [5] });
     other = await f.addCredential();

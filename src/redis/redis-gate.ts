@@ -1,0 +1,79 @@
+import { Logger } from '@nestjs/common';
+import type { Redis } from 'ioredis';
+
+/** What a command through the gate gave: its answer, or why it was not run or failed. */
+export type GateResult<T> = { ok: true; value: T } | { ok: false; reason: string };
+
+/** ioredis's error when a command got no answer within `commandTimeout`. */
+const TIMED_OUT = 'Command timed out';
+
+/**
+ * The way to Redis for the counters shared by replicas (rate limits, token failures). A
+ * command is not sent while Redis is not connected, nor, after one went unanswered within the
+ * command timeout (a Redis that hangs rather than refuses: stopped, swapping, a network that
+ * drops packets), until a PING in the background is answered again: checked every
+ * `recheckMs`. Without that, every request would wait out the timeout. Callers count in the
+ * process meanwhile. Both changes are logged once, as warnings and recoveries.
+ */
+export class RedisGate {
+  /** Set while Redis is taken not to answer: the background check's timer. */
+  private recheck: NodeJS.Timeout | null = null;
+  private closed = false;
+
+  constructor(
+    readonly redis: Redis | null,
+    private readonly recheckMs: number,
+    private readonly logger: Pick<Logger, 'warn' | 'log'> = new Logger('Redis'),
+  ) {}
+
+  /** Whether commands are held back because Redis stopped answering. */
+  get unanswering(): boolean {
+    return this.recheck !== null;
+  }
+
+  /** `command`'s answer when Redis is there and answering; else why not (then count in the process). */
+  async run<T>(command: (redis: Redis) => Promise<T>): Promise<GateResult<T>> {
+    if (!this.redis) return { ok: false, reason: 'no Redis is configured' };
+    if (this.redis.status !== 'ready') return { ok: false, reason: `Redis is ${this.redis.status}` };
+    if (this.recheck) return { ok: false, reason: 'Redis is not answering' };
+    try {
+      return { ok: true, value: await command(this.redis) };
+    } catch (error) {
+      const message = (error as Error).message;
+      if (message === TIMED_OUT) this.stopAsking();
+      return { ok: false, reason: message };
+    }
+  }
+
+  /** Stops the background check (at shutdown). */
+  close(): void {
+    this.closed = true;
+    if (this.recheck) clearTimeout(this.recheck);
+    this.recheck = null;
+  }
+
+  private stopAsking(): void {
+    if (this.recheck || this.closed) return;
+    this.logger.warn(
+      `not answering within its command timeout: rate limits and token failures are counted per process until it answers a PING (checked every ${this.recheckMs} ms)`,
+    );
+    this.scheduleCheck();
+  }
+
+  private scheduleCheck(): void {
+    this.recheck = setTimeout(() => void this.check(), this.recheckMs);
+    this.recheck.unref();
+  }
+
+  private async check(): Promise<void> {
+    try {
+      await this.redis!.ping();
+    } catch {
+      if (!this.closed) this.scheduleCheck();
+      return;
+    }
+    if (this.closed) return;
+    this.recheck = null;
+    this.logger.log('answering again: rate limits and token failures are shared by the replicas again');
+  }
+}
