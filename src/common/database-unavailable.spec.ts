@@ -1,4 +1,4 @@
-import { isDatabaseUnavailable } from './problem.filter.js';
+import { isDatabaseUnavailable, unavailableCause } from './problem.filter.js';
 
 describe('isDatabaseUnavailable (a 503 with Retry-After, not a 500)', () => {
   const error = (fields: { message?: string } & Record<string, unknown>) => Object.assign(new Error(fields.message ?? 'x'), fields);
@@ -21,5 +21,18 @@ describe('isDatabaseUnavailable (a 503 with Retry-After, not a 500)', () => {
     ['nothing', undefined],
   ])('but not %s', (_what, e) => {
     expect(isDatabaseUnavailable(e)).toBe(false);
+  });
+});
+
+describe('unavailableCause (what the 503 says)', () => {
+  const error = (fields: Record<string, unknown>) => Object.assign(new Error('x'), fields);
+
+  it('names a full disk apart from a database out of reach', () => {
+    expect(unavailableCause(error({ code: 'ENOSPC' }))).toBe('disk-full');
+    expect(unavailableCause(error({ code: '53100' }))).toBe('disk-full');
+    expect(unavailableCause(error({ driverError: error({ code: 'SQLITE_FULL' }) }))).toBe('disk-full');
+    expect(unavailableCause(error({ code: 'ECONNREFUSED' }))).toBe('database');
+    expect(unavailableCause(error({ driverError: error({ code: '57014' }) }))).toBe('database');
+    expect(unavailableCause(error({ code: '23505' }))).toBeUndefined();
   });
 });

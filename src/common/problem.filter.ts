@@ -33,48 +33,53 @@ const DEFAULT_DETAILS: Record<number, string> = {
   503: 'The service is temporarily unavailable; retry after the time in Retry-After.',
 };
 
+/** Errors meaning there is no room left on a disk: the operator must make some. */
+const DISK_FULL = ['53100', 'SQLITE_FULL', 'ENOSPC'];
+
 /**
- * Whether an error means the database cannot be reached right now (connection refused,
- * dropped or timed out, server shutting down), rather than a fault of this request.
+ * Why an error is a 503 with Retry-After rather than a fault of this request (a 500): the
+ * database cannot be reached right now (connection refused, dropped or timed out, server
+ * shutting down, statement timeout), or a disk has no room left (the database's or the
+ * images' folder). Undefined for any other error.
  */
-export function isDatabaseUnavailable(error: unknown): boolean {
+export function unavailableCause(error: unknown): 'database' | 'disk-full' | undefined {
   const e = error as { code?: unknown; message?: unknown; name?: unknown; driverError?: unknown } | null;
-  if (!e || typeof e !== 'object') return false;
-  if (e.driverError && isDatabaseUnavailable(e.driverError)) return true;
+  if (!e || typeof e !== 'object') return undefined;
+  const driver = e.driverError ? unavailableCause(e.driverError) : undefined;
+  if (driver) return driver;
   const code = typeof e.code === 'string' ? e.code : '';
   const message = typeof e.message === 'string' ? e.message : '';
+  if (DISK_FULL.includes(code)) return 'disk-full';
   // TypeORM's query runner, released when its connection failed, refuses the transaction's next statement.
-  if (e.name === 'QueryRunnerAlreadyReleasedError' || e.name === 'QueryRunnerProviderAlreadyReleasedError') return true;
-  return (
-    // 57014: the statement timeout (DATABASE_QUERY_TIMEOUT_MS) ran out on the server; 53100 and
-    // SQLITE_FULL, ENOSPC: no room left on the disk, which the operator must make.
-    [
-      'ECONNREFUSED',
-      'ECONNRESET',
-      'ETIMEDOUT',
-      'EPIPE',
-      'EHOSTUNREACH',
-      '57P01',
-      '57P02',
-      '57P03',
-      '57014',
-      '53100',
-      '53300',
-      'SQLITE_BUSY',
-      'SQLITE_FULL',
-      'ENOSPC',
-    ].includes(code) ||
+  if (e.name === 'QueryRunnerAlreadyReleasedError' || e.name === 'QueryRunnerProviderAlreadyReleasedError') return 'database';
+  const unreachable =
+    // 57014: the statement timeout (DATABASE_QUERY_TIMEOUT_MS) ran out on the server.
+    ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', '57P01', '57P02', '57P03', '57014', '53300', 'SQLITE_BUSY'].includes(code) ||
     code.startsWith('08') ||
     /Connection terminated|timeout exceeded when trying to connect|Query read timeout|connection timeout|Client has encountered a connection error|DataSource is not initialized|Driver not Connected/i.test(
       message,
-    )
-  );
+    );
+  return unreachable ? 'database' : undefined;
 }
 
+/** Whether an error is a 503 (see unavailableCause). */
+export function isDatabaseUnavailable(error: unknown): boolean {
+  return unavailableCause(error) !== undefined;
+}
+
+const UNAVAILABLE: Record<'database' | 'disk-full', RenderedError> = {
+  database: { status: 503, detail: 'The database is unavailable; retry after the time in Retry-After.', headers: { 'Retry-After': '5' } },
+  // Room is made by an operator, not in seconds: a client retrying at once only adds load.
+  'disk-full': {
+    status: 503,
+    detail: 'The service has no room left to store data; nothing was written. Retry after the time in Retry-After.',
+    headers: { 'Retry-After': '60' },
+  },
+};
+
 function render(exception: unknown): RenderedError {
-  if (isDatabaseUnavailable(exception)) {
-    return { status: 503, detail: 'The database is unavailable; retry after the time in Retry-After.', headers: { 'Retry-After': '5' } };
-  }
+  const unavailable = unavailableCause(exception);
+  if (unavailable) return { ...UNAVAILABLE[unavailable], headers: { ...UNAVAILABLE[unavailable].headers } };
   if (exception instanceof ProblemException) {
     return {
       status: exception.getStatus(),

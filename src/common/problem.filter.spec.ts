@@ -1,0 +1,61 @@
+import { Controller, Get, Module, type INestApplication } from '@nestjs/common';
+import { APP_FILTER } from '@nestjs/core';
+import { Test } from '@nestjs/testing';
+import request from 'supertest';
+import { ProblemFilter } from './problem.filter.js';
+
+/** Errors as the drivers and the file system raise them. */
+const raised = (fields: Record<string, unknown>): Error => Object.assign(new Error('raised'), fields);
+
+@Controller()
+class FailingController {
+  @Get('images-disk-full')
+  imagesDiskFull(): never {
+    throw raised({ code: 'ENOSPC', message: "ENOSPC: no space left on device, write '/data/images/.x.tmp'" });
+  }
+
+  @Get('database-disk-full')
+  databaseDiskFull(): never {
+    throw raised({ name: 'QueryFailedError', driverError: raised({ code: 'SQLITE_FULL', message: 'database or disk is full' }) });
+  }
+
+  @Get('database-away')
+  databaseAway(): never {
+    throw raised({ code: 'ECONNREFUSED', message: 'connect ECONNREFUSED 127.0.0.1:5432' });
+  }
+}
+
+@Module({ controllers: [FailingController], providers: [{ provide: APP_FILTER, useClass: ProblemFilter }] })
+class FailingModule {}
+
+describe('ProblemFilter: what a 503 says', () => {
+  let app: INestApplication;
+  beforeAll(async () => {
+    const moduleRef = await Test.createTestingModule({ imports: [FailingModule] }).compile();
+    app = moduleRef.createNestApplication({ logger: false });
+    await app.init();
+  });
+  afterAll(async () => {
+    await app.close();
+  });
+
+  it.each(['/images-disk-full', '/database-disk-full'])('a full disk (%s): no room left, retry in a minute, nothing internal', async (path) => {
+    const res = await request(app.getHttpServer()).get(path);
+    expect(res.status).toBe(503);
+    expect(res.headers['content-type']).toBe('application/problem+json; charset=utf-8');
+    expect(res.headers['retry-after']).toBe('60');
+    expect(JSON.parse(res.text)).toEqual({
+      title: 'Service Unavailable',
+      status: 503,
+      detail: 'The service has no room left to store data; nothing was written. Retry after the time in Retry-After.',
+      instance: expect.stringMatching(/^urn:svc:api:results:error:[0-9a-f-]{36}$/),
+    });
+  });
+
+  it('a database out of reach: the database is unavailable, retry in seconds', async () => {
+    const res = await request(app.getHttpServer()).get('/database-away');
+    expect(res.status).toBe(503);
+    expect(res.headers['retry-after']).toBe('5');
+    expect(JSON.parse(res.text)).toMatchObject({ status: 503, detail: 'The database is unavailable; retry after the time in Retry-After.' });
+  });
+});
