@@ -48,10 +48,20 @@ describe('postWebhook', () => {
     expect(await post('/slow', { timeoutMs: 300 })).toEqual({ ok: false, status: null, error: 'no answer within 300 ms' });
   });
 
-  it(`reads at most ${MAX_RESPONSE_BYTES} bytes of an answer and closes the connection`, async () => {
+  it('takes a 2xx as delivered when its status comes, without waiting for a body that does not end', async () => {
+    receiver.answer = () => ({ status: 200, body: 'received, and then', open: true });
+    expect(await post('/open', { timeoutMs: 30_000 })).toEqual({ ok: true, status: 200, error: null });
+  });
+
+  it('reports a refusal whose body does not end in time by its status and what came of the body', async () => {
+    receiver.answer = () => ({ status: 503, body: 'overloaded', open: true });
+    expect(await post('/open', { timeoutMs: 300 })).toEqual({ ok: false, status: 503, error: 'HTTP 503: overloaded' });
+  });
+
+  it(`reads at most ${MAX_RESPONSE_BYTES} bytes of a refusal and closes the connection`, async () => {
     receiver.answer = () => 'stream';
     const before = receiver.closedStreams;
-    expect(await post('/endless', { timeoutMs: 30_000 })).toEqual({ ok: true, status: 200, error: null });
+    expect(await post('/endless', { timeoutMs: 30_000 })).toEqual({ ok: false, status: 500, error: `HTTP 500: ${'x'.repeat(200)}` });
     // The receiver sees the connection closed while it still writes.
     expect(await eventually(() => Promise.resolve(receiver.closedStreams), (n) => n > before, 10_000, 20)).toBe(before + 1);
   });

@@ -47,13 +47,23 @@ function outcome(status: number, body: Buffer): WebhookResult {
 }
 
 /**
- * Reads at most MAX_RESPONSE_BYTES of the answer, then lets the connection go: a receiver
- * that streams without end holds neither memory nor a delivery slot.
+ * Reads the receiver's answer. A 2xx is the receiver's acknowledgement: it is taken as the
+ * status arrives, and the body is not waited for (a receiver that answers 200 and keeps the
+ * body open has the event). Of a refusal, at most MAX_RESPONSE_BYTES are read for its error,
+ * then the connection is let go: a receiver that streams without end holds neither memory nor
+ * a delivery slot. Gives what was read so far, for a refusal whose body does not end in time.
  */
-function readAnswer(res: IncomingMessage, finish: (result: WebhookResult) => void): void {
+function readAnswer(res: IncomingMessage, finish: (result: WebhookResult) => void): () => WebhookResult {
+  const status = res.statusCode ?? 0;
   const chunks: Buffer[] = [];
   let size = 0;
-  const done = (): void => finish(outcome(res.statusCode ?? 0, Buffer.concat(chunks)));
+  const sofar = (): WebhookResult => outcome(status, Buffer.concat(chunks));
+  if (status >= 200 && status < 300) {
+    finish(sofar());
+    res.destroy();
+    return sofar;
+  }
+  const done = (): void => finish(sofar());
   res.on('data', (chunk: Buffer) => {
     if (size >= MAX_RESPONSE_BYTES) return;
     chunks.push(chunk.subarray(0, MAX_RESPONSE_BYTES - size));
@@ -65,6 +75,7 @@ function readAnswer(res: IncomingMessage, finish: (result: WebhookResult) => voi
   });
   res.once('end', done);
   res.on('error', done);
+  return sofar;
 }
 
 /**
@@ -94,12 +105,16 @@ export function postWebhook(req: WebhookRequest): Promise<WebhookResult> {
       client.destroy();
       resolve(result);
     };
-    const timer = setTimeout(() => finish({ ok: false, status: null, error: `no answer within ${req.timeoutMs} ms` }), req.timeoutMs);
+    // The answer read so far, once its status has come.
+    let answer: (() => WebhookResult) | null = null;
+    const timer = setTimeout(() => finish(answer?.() ?? { ok: false, status: null, error: `no answer within ${req.timeoutMs} ms` }), req.timeoutMs);
     // Kept after the result too: destroying the request may still report an error.
     client.on('error', (error: NodeJS.ErrnoException) => {
       finish({ ok: false, status: null, error: error.code && !error.message.includes(error.code) ? `${error.code}: ${error.message}` : error.message });
     });
-    client.once('response', (res) => readAnswer(res, finish));
+    client.once('response', (res) => {
+      answer = readAnswer(res, finish);
+    });
     client.end(req.body);
   });
 }

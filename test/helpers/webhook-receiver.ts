@@ -18,7 +18,11 @@ export interface Received {
  * How the receiver answers a request: a status (and body, after `delayMs`), `hang` (never
  * answers until stopped), or `stream` (200 and a body without end).
  */
-export type Answer = { status: number; headers?: Record<string, string>; body?: string; delayMs?: number } | 'hang' | 'stream';
+/**
+ * `hang`: no answer; `stream`: 500 and a body without end; `open` on an answer: its status and
+ * body are sent and the body is never ended.
+ */
+export type Answer = { status: number; headers?: Record<string, string>; body?: string; delayMs?: number; open?: boolean } | 'hang' | 'stream';
 
 /**
  * A webhook receiver on loopback, as a partner would run one: records every request and
@@ -92,8 +96,8 @@ export class WebhookReceiver {
   private reply(res: ServerResponse, answer: Answer): void {
     if (answer === 'hang') return;
     if (answer === 'stream') {
-      // 200 and a body without end: the sender must stop reading by itself.
-      res.writeHead(200, { 'content-type': 'text/plain' });
+      // A refusal with a body without end: the sender must stop reading by itself.
+      res.writeHead(500, { 'content-type': 'text/plain' });
       const chunk = 'x'.repeat(16 * 1024);
       const write = (): void => {
         while (!res.destroyed && res.write(chunk));
@@ -105,7 +109,11 @@ export class WebhookReceiver {
       write();
       return;
     }
-    const send = (): void => void res.writeHead(answer.status, { 'content-type': 'text/plain', ...answer.headers }).end(answer.body ?? '');
+    const send = (): void => {
+      res.writeHead(answer.status, { 'content-type': 'text/plain', ...answer.headers });
+      if (answer.open) res.write(answer.body ?? '');
+      else res.end(answer.body ?? '');
+    };
     if (answer.delayMs) setTimeout(send, answer.delayMs);
     else send();
   }
