@@ -1,4 +1,4 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import sharp from 'sharp';
@@ -70,7 +70,7 @@ describe(`operator CLI (${process.env.TEST_DATABASE})`, () => {
       [], ['clients', 'add'], ['clients', 'list'], ['brands', 'add'], ['branches', 'import'], ['visits', 'import'],
       ['menus', 'import'], ['credentials', 'add'], ['credentials', 'list'], ['credentials', 'disable'], ['credentials', 'enable'],
       ['keys', 'add'], ['keys', 'revoke'], ['signing-keys', 'list'], ['signing-keys', 'rotate'], ['signing-keys', 'retire'],
-      ['demo'], ['migrations', 'run'], ['migrations', 'check'], ['migrations', 'generate'],
+      ['demo'], ['migrations', 'run'], ['migrations', 'check'], ['migrations', 'generate'], ['images', 'sweep'],
     ];
     for (const command of commands) {
       const result = await cli([...command, '--help'], env);
@@ -349,6 +349,37 @@ describe(`operator CLI (${process.env.TEST_DATABASE})`, () => {
     expect(await count('dish_images')).toBe(2);
     const foreign = await cli(['menus', 'import', '--client', '1002', menu([steak])], env);
     expect(foreign.stdout).toContain('menu 101 belongs to client 1001.');
+  });
+
+  it('sweeps the image folder: nothing with images in the database; with files, what no image names, once old enough', async () => {
+    expect(await cli(['images', 'sweep'], env)).toEqual({
+      code: 0,
+      stdout: 'images are kept in the database (IMAGE_STORAGE=database): nothing to sweep\n',
+      stderr: '',
+    });
+    const folder = mkdtempSync(join(tmpdir(), 'cli-images-'));
+    const filesystem = { ...env, IMAGE_STORAGE: 'filesystem', IMAGE_STORAGE_DIR: folder };
+    const orphan = '0b8e2c1e-0f3a-4c55-9d2e-8f1b2a3c4d5e';
+    writeFileSync(join(folder, orphan), 'left by a process stopped mid-write');
+    const twoHoursAgo = new Date(Date.now() - 2 * 3600_000);
+    utimesSync(join(folder, orphan), twoHoursAgo, twoHoursAgo);
+    const dry = await cli(['images', 'sweep', '--dry-run'], filesystem);
+    expect(dry).toEqual({
+      code: 0,
+      stdout:
+        `${folder}: 1 files checked; would remove (--dry-run) 1 that no image names (35 bytes)\n` +
+        `  ${orphan}  35 bytes  modified ${twoHoursAgo.toISOString()}\n`,
+      stderr: '',
+    });
+    expect(await cliJson(['images', 'sweep', '--min-age-minutes', '180'], filesystem)).toEqual({ folder, checked: 1, orphans: [], tooRecent: 1, removed: true });
+    expect(readdirSync(folder)).toEqual([orphan]);
+    expect(await cliJson(['images', 'sweep'], filesystem)).toMatchObject({ orphans: [{ name: orphan, bytes: 35 }], removed: true });
+    expect(readdirSync(folder)).toEqual([]);
+    expect(await cli(['images', 'sweep', '--min-age-minutes', '0'], filesystem)).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: "error: --min-age-minutes must be an integer greater than 0: '0'\n",
+    });
   });
 
   it('loads the demo data set and writes its credentials', async () => {

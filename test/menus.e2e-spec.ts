@@ -1,12 +1,15 @@
-import { mkdtempSync, readdirSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, readdirSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import sharp from 'sharp';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
 import type { IssuedCredential } from '../src/auth/credentials.service.js';
 import { addDays, localDate } from '../src/common/clock.js';
+import { DishImage } from '../src/menus/entities/dish-image.entity.js';
 import { Menu } from '../src/menus/entities/menu.entity.js';
+import { ImageSweeper } from '../src/menus/image-sweep.js';
 import { MenusRepository } from '../src/menus/menus.repository.js';
 import { issueCredential, seedClients, tokenFor } from './helpers/auth.js';
 import { jpegWith, jpegWithLocation, makeImage, pngOfSize, pngWith, webpWith } from './helpers/images.js';
@@ -603,5 +606,39 @@ describe(`image writes are all or nothing (${process.env.TEST_DATABASE}, filesys
     );
     expect(await t.app.get(DataSource).query('SELECT client_id, name FROM menus WHERE id = 777')).toEqual([{ client_id: 1002, name: 'Theirs' }]);
     expect(await t.app.get(DataSource).query("SELECT id FROM dishes WHERE code = 'MINE'")).toEqual([]);
+  });
+
+  it('sweeps the files no image names, once old enough, and nothing else', async () => {
+    const repo = t.app.get(MenusRepository);
+    const sweeper = t.app.get(ImageSweeper);
+    const { prepareImage } = await import('../src/menus/image-inspector.js');
+    const image = await prepareImage(await makeImage('png'), { maxBytes: 1e6, maxPixels: 1e6 });
+    await repo.saveMenus([
+      { menu: Object.assign(new Menu(), { id: 303, clientId: 1001, name: 'M', startDate: '2026-01-01', endDate: null }), dishes: [] },
+    ]);
+    await repo.saveDish({ menuId: 303, code: 'KEPT', description: 'A', type: 'Main', order: null, expiryDate: null, keywords: '[]' }, image);
+    const named = (await t.app.get(DataSource).query<{ storage_key: string }[]>('SELECT storage_key FROM dish_images')).map((r) => r.storage_key);
+    // What a process killed between its image write and its commit leaves, and what is not the storage's.
+    const hourAgo = new Date(Date.now() - 2 * 3600_000);
+    const orphan = randomUUID();
+    const temporary = `.${randomUUID()}.${randomUUID()}.tmp`;
+    const recent = randomUUID();
+    for (const name of [orphan, temporary, recent, 'notes.txt']) writeFileSync(join(folder, name), 'bytes');
+    for (const name of [orphan, temporary, 'notes.txt', ...named]) utimesSync(join(folder, name), hourAgo, hourAgo);
+
+    const dry = await sweeper.sweep({ minAgeMs: 3600_000, dryRun: true });
+    expect(dry).toEqual({
+      folder: resolve(folder),
+      checked: named.length + 3,
+      orphans: [orphan, temporary].sort().map((name) => ({ name, bytes: 5, modifiedAt: hourAgo.toISOString() })),
+      tooRecent: 1,
+      removed: false,
+    });
+    expect(readdirSync(folder).sort()).toEqual([...named, orphan, temporary, recent, 'notes.txt'].sort());
+
+    expect(await sweeper.sweep({ minAgeMs: 3600_000, dryRun: false })).toMatchObject({ orphans: dry.orphans, removed: true });
+    expect(readdirSync(folder).sort()).toEqual([...named, recent, 'notes.txt'].sort());
+    // Every image is still served from its file.
+    for (const key of named) expect((await repo.readImage(Object.assign(new DishImage(), { storageKey: key, data: null }))).length).toBeGreaterThan(0);
   });
 });

@@ -1,7 +1,21 @@
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
+import { ImageSweeper, type SweepReport } from '../menus/image-sweep.js';
 import { MenusImportService } from '../menus/menus-import.service.js';
 import { importOutput, positiveInt, type CliContext } from './context.js';
+
+/** How old an unnamed file must be before a sweep removes it, unless told otherwise. */
+const DEFAULT_MIN_AGE_MINUTES = 60;
+
+function sweepText(report: SweepReport): string {
+  if (!report.folder) return 'images are kept in the database (IMAGE_STORAGE=database): nothing to sweep';
+  const bytes = report.orphans.reduce((sum, f) => sum + f.bytes, 0);
+  const verb = report.removed ? 'removed' : 'would remove (--dry-run)';
+  const lines = [`${report.folder}: ${report.checked} files checked; ${verb} ${report.orphans.length} that no image names (${bytes} bytes)`];
+  for (const f of report.orphans) lines.push(`  ${f.name}  ${f.bytes} bytes  modified ${f.modifiedAt}`);
+  if (report.tooRecent > 0) lines.push(`${report.tooRecent} more are younger than the minimum age and were left (a write may be under way)`);
+  return lines.join('\n');
+}
 
 export function registerMenus(program: Command, cli: CliContext): void {
   program
@@ -14,6 +28,24 @@ export function registerMenus(program: Command, cli: CliContext): void {
     .action(
       cli.action(async (file: string, opts: { client: number }) =>
         cli.withApp(async (app) => importOutput(await app.get(MenusImportService).importFile(opts.client, resolve(file)))),
+      ),
+    );
+  program
+    .command('images')
+    .description('dish images kept in files (IMAGE_STORAGE=filesystem)')
+    .command('sweep')
+    .description(
+      'remove files of the image folder that no image names (left by a process stopped mid-write, or a replaced image whose removal was cut short)',
+    )
+    .option('--min-age-minutes <n>', `leave files younger than this: a write may be under way (default ${DEFAULT_MIN_AGE_MINUTES})`, positiveInt('--min-age-minutes'))
+    .option('--dry-run', 'list what would be removed, remove nothing')
+    .action(
+      cli.action(async (opts: { minAgeMinutes?: number; dryRun?: boolean }) =>
+        cli.withApp(async (app) => {
+          const minAgeMs = (opts.minAgeMinutes ?? DEFAULT_MIN_AGE_MINUTES) * 60_000;
+          const report = await app.get(ImageSweeper).sweep({ minAgeMs, dryRun: opts.dryRun === true });
+          return { json: report, text: sweepText(report) };
+        }),
       ),
     );
 }

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import type { AppConfig } from '../config/app-config.js';
 import type { PreparedImage } from './image-inspector.js';
@@ -38,9 +38,46 @@ export class DatabaseImageStorage implements ImageStorage {
   }
 }
 
+/** A file of the image folder, as the sweep sees it. */
+export interface StoredFile {
+  name: string;
+  /** `image`: named by an image's key; `temporary`: a write under way or cut short; `other`: anything else, never touched. */
+  kind: 'image' | 'temporary' | 'other';
+  bytes: number;
+  modifiedAt: Date;
+}
+
+const IMAGE_KEY = /^[0-9a-f-]{36}$/;
+const TEMPORARY = /^\.[0-9a-f-]{36}\.[0-9a-f-]{36}\.tmp$/;
+
 /** Bytes in a folder (a shared volume for several replicas); the row keeps the file name. */
 export class FileImageStorage implements ImageStorage {
-  constructor(private readonly dir: string) {}
+  constructor(readonly dir: string) {}
+
+  /** The folder's plain files (none when it does not exist yet). */
+  async files(): Promise<StoredFile[]> {
+    let names: string[];
+    try {
+      names = await readdir(this.dir);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
+      throw error;
+    }
+    const files: StoredFile[] = [];
+    for (const name of names.sort()) {
+      const stat = await lstat(join(this.dir, name)).catch(() => null);
+      if (!stat?.isFile()) continue;
+      const kind = IMAGE_KEY.test(name) ? 'image' : TEMPORARY.test(name) ? 'temporary' : 'other';
+      files.push({ name, kind, bytes: stat.size, modifiedAt: stat.mtime });
+    }
+    return files;
+  }
+
+  /** Removes an image or temporary file of the folder by its name (see files). */
+  async remove(file: StoredFile): Promise<void> {
+    if (file.kind === 'other' || file.name.includes('/')) throw new Error(`not a file of the image storage: ${file.name}`);
+    await rm(join(this.dir, file.name), { force: true });
+  }
 
   async put(id: string, image: PreparedImage): Promise<StoredBytes> {
     await mkdir(this.dir, { recursive: true });
@@ -66,7 +103,7 @@ export class FileImageStorage implements ImageStorage {
 
   private safeKey(stored: StoredBytes): string {
     const key = stored.storageKey ?? '';
-    if (!/^[0-9a-f-]{36}$/.test(key)) throw new Error('invalid image storage key');
+    if (!IMAGE_KEY.test(key)) throw new Error('invalid image storage key');
     return key;
   }
 }

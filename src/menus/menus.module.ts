@@ -3,6 +3,7 @@ import { ClientsModule } from '../clients/clients.module.js';
 import { AppConfig } from '../config/app-config.js';
 import { DishUploadInterceptor } from './dish-upload.interceptor.js';
 import { imageStorageFor } from './image-storage.js';
+import { ImageSweeper } from './image-sweep.js';
 import { MenusImportService } from './menus-import.service.js';
 import { MenusController } from './menus.controller.js';
 import { IMAGE_STORAGE, MenusRepository } from './menus.repository.js';
@@ -17,7 +18,8 @@ import { MenusService } from './menus.service.js';
     MenusService,
     MenusImportService,
     DishUploadInterceptor,
+    ImageSweeper,
   ],
-  exports: [MenusImportService, MenusRepository],
+  exports: [MenusImportService, MenusRepository, ImageSweeper],
 })
 export class MenusModule {}

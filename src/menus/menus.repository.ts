@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource, type EntityManager } from 'typeorm';
+import { DataSource, In, type EntityManager } from 'typeorm';
 import { inTransaction } from '../database/transaction.js';
 import { upsertRows } from '../database/upsert.js';
 import { DishImage } from './entities/dish-image.entity.js';
@@ -186,6 +186,16 @@ export class MenusRepository {
       replaced.push({ data: null, storageKey: previous.storageKey });
     }
     return saved;
+  }
+
+  /** Those of `keys` that an image row names as its file. */
+  async storedImageKeys(keys: readonly string[]): Promise<Set<string>> {
+    const found = new Set<string>();
+    for (let at = 0; at < keys.length; at += 500) {
+      const rows = await this.db.getRepository(DishImage).find({ select: { storageKey: true }, where: { storageKey: In(keys.slice(at, at + 500)) } });
+      for (const row of rows) if (row.storageKey) found.add(row.storageKey);
+    }
+    return found;
   }
 
   count(): Promise<{ menus: number; dishes: number; images: number }> {

@@ -1,0 +1,51 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { FileImageStorage, type ImageStorage, type StoredFile } from './image-storage.js';
+import { IMAGE_STORAGE, MenusRepository } from './menus.repository.js';
+
+/** What a sweep of the image folder found and did. */
+export interface SweepReport {
+  /** The folder swept; null when images are kept in the database (nothing to sweep). */
+  folder: string | null;
+  /** Files of the folder looked at (images and temporary files). */
+  checked: number;
+  /** Files no image row names (or temporary files), old enough: removed, or to be with --dry-run. */
+  orphans: { name: string; bytes: number; modifiedAt: string }[];
+  /** Orphans younger than the minimum age: left, since a write may still be under way. */
+  tooRecent: number;
+  removed: boolean;
+}
+
+/**
+ * Removes what the filesystem image storage holds that no image names: files written by a
+ * process stopped before its transaction committed (SIGKILL, a node that died), or replaced
+ * images whose file it had no time to remove after its commit. Files younger than the minimum
+ * age are left: an upload on another replica may have written its file and not yet committed.
+ */
+@Injectable()
+export class ImageSweeper {
+  constructor(
+    private readonly repo: MenusRepository,
+    @Inject(IMAGE_STORAGE) private readonly storage: ImageStorage,
+  ) {}
+
+  async sweep(options: { minAgeMs: number; dryRun: boolean; now?: Date }): Promise<SweepReport> {
+    if (!(this.storage instanceof FileImageStorage)) return { folder: null, checked: 0, orphans: [], tooRecent: 0, removed: false };
+    const files = (await this.storage.files()).filter((f) => f.kind !== 'other');
+    const named = await this.repo.storedImageKeys(files.filter((f) => f.kind === 'image').map((f) => f.name));
+    const unnamed = files.filter((f) => f.kind === 'temporary' || !named.has(f.name));
+    const before = (options.now ?? new Date()).getTime() - options.minAgeMs;
+    const orphans: StoredFile[] = unnamed.filter((f) => f.modifiedAt.getTime() <= before);
+    if (!options.dryRun) {
+      // Asked again just before: an image committed since the first look keeps its file.
+      const namedNow = await this.repo.storedImageKeys(orphans.filter((f) => f.kind === 'image').map((f) => f.name));
+      for (const file of orphans) if (!namedNow.has(file.name)) await this.storage.remove(file);
+    }
+    return {
+      folder: this.storage.dir,
+      checked: files.length,
+      orphans: orphans.map((f) => ({ name: f.name, bytes: f.bytes, modifiedAt: f.modifiedAt.toISOString() })),
+      tooRecent: unnamed.length - orphans.length,
+      removed: !options.dryRun,
+    };
+  }
+}
