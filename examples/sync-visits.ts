@@ -51,13 +51,16 @@ export async function syncVisits(o: SyncOptions): Promise<number> {
     const query = after ? { SvcClientId: o.svcClientId, Take: take, after } : { SvcClientId: o.svcClientId, Take: take, Since: o.since };
     const page = await api.GET('/visits/standard/changes', { params: { query }, headers });
     if (!page.data) throw new Error(`changes request failed: ${page.response.status} ${JSON.stringify(page.error)}`);
-    for (const visit of page.data.data.visits) copy[visit.visitId] = visit;
-    read += page.data.data.visits.length;
+    const { visits, removed } = page.data.data;
+    for (const visit of visits) copy[visit.visitId] = visit;
+    // Visits moved out of what this query selects (another brand or visit type than it or the credential holds).
+    for (const gone of removed) delete copy[gone.visitId];
+    read += visits.length;
     // The copy first, then the token: a crash in between reads a page again, never skips one.
     await replace(o.copyFile, JSON.stringify(copy));
     await replace(o.tokenFile, page.data.paging.after);
     after = page.data.paging.after;
-    if (page.data.data.visits.length < take) return read;
+    if (visits.length + removed.length < take) return read;
   }
 }
 

@@ -73,6 +73,34 @@ describe(`the partner sync script of the README (${process.env.TEST_DATABASE})`,
     expect(copy).toEqual(served);
     expect((copy[own[3].visitId] as { visitScore: number }).visitScore).toBe(1.5);
   });
+
+  it("keeps a restricted credential's copy to what it may read when a visit moves to another brand", async () => {
+    const restricted = await issueCredential(t, { scopes: ['visits/standard.read'], brands: [5] });
+    const options: SyncOptions = {
+      baseUrl: base,
+      apiKey: restricted.apiKey,
+      clientId: restricted.clientId,
+      clientSecret: restricted.clientSecret,
+      svcClientId: 1001,
+      since: new Date(Date.now() - 3600_000).toISOString(),
+      copyFile: join(dir, 'brand-5.json'),
+      tokenFile: join(dir, 'brand-5.token'),
+      take: 25,
+    };
+    const own = visits.filter((v) => v.clientId === 1001);
+    const five = own.filter((v) => v.brandId === 5);
+    await syncVisits(options);
+    const six = own.find((v) => v.brandId === 6)!;
+    const moved = five[2];
+    await importVisits(t, [{ ...moved, brandId: 6, branchId: six.branchId }]);
+    expect(await syncVisits(options)).toBe(0);
+
+    const copy = JSON.parse(readFileSync(options.copyFile, 'utf8')) as Record<string, { brandName: string }>;
+    expect(copy[moved.visitId]).toBeUndefined();
+    expect(Object.keys(copy)).toHaveLength(five.length - 1);
+    expect(new Set(Object.values(copy).map((v) => v.brandName))).toEqual(new Set(['Acme Grill']));
+    await importVisits(t, [moved]);
+  });
 });
 
 describe('the README', () => {

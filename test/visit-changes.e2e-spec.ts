@@ -166,6 +166,66 @@ describe(`GET /visits/standard/changes and /visits/plus/changes (${process.env.T
     expect(next.data.visits.map((v) => [v.visitId, v.visitScore])).toEqual([[mine.visitId, 4.5]]);
   });
 
+  it('reports a visit that a change moved out of a filtered selection as removed, once, and one moved back as a visit', async () => {
+    const five = client1001().find((v) => v.brandId === 5)!;
+    const six = client1001().find((v) => v.brandId === 6)!;
+    // Visits of this test's own, so that the fixture's stay as they are.
+    const [a, b] = [{ ...five, visitId: 880_001 }, { ...five, visitId: 880_002 }];
+    const toSix = (v: VisitRecord, score: number): VisitRecord => ({ ...v, brandId: 6, branchId: six.branchId, visitScore: score });
+    const restricted = await issueCredential(t, { brands: [5] });
+    const bearer = await tokenFor(t.http, restricted);
+    const feeds = {
+      query: (after: string) => page(`/visits/standard/changes?SvcClientId=1001&SvcBrandId=5&Take=1000&after=${encodeURIComponent(after)}`),
+      credential: (after: string) => page(`/visits/standard/changes?SvcClientId=1001&Take=1000&after=${encodeURIComponent(after)}`, restricted, bearer),
+      all: (after: string) => page(`/visits/standard/changes?SvcClientId=1001&Take=1000&after=${encodeURIComponent(after)}`),
+    };
+    const ends = {
+      query: (await follow(`/visits/standard/changes?SvcClientId=1001&SvcBrandId=5&Since=${hourAgo()}&Take=1000`, '&SvcBrandId=5&Take=1000')).after,
+      credential: (await follow(`/visits/standard/changes?SvcClientId=1001&Since=${hourAgo()}&Take=1000`, '&Take=1000', restricted, bearer)).after,
+      all: (await follow(`/visits/standard/changes?SvcClientId=1001&Since=${hourAgo()}&Take=1000`, '&Take=1000')).after,
+    };
+    await importVisits(t, [a, b]);
+    const added = { query: await feeds.query(ends.query), credential: await feeds.credential(ends.credential), all: await feeds.all(ends.all) };
+    for (const body of Object.values(added)) {
+      expect(body.data.visits.map((v) => v.visitId)).toEqual([a.visitId, b.visitId]);
+      expect(body.data).toMatchObject({ removed: [] });
+    }
+
+    // a leaves brand 5; b changes within it.
+    await importVisits(t, [toSix(a, 12.5), { ...b, visitScore: 13.5 }]);
+    for (const feed of ['query', 'credential'] as const) {
+      const body = await feeds[feed](added[feed].paging.after);
+      expect({ feed, visits: body.data.visits.map((v) => v.visitId), removed: (body.data as { removed?: unknown }).removed }).toEqual({
+        feed,
+        visits: [b.visitId],
+        removed: [{ visitId: a.visitId }],
+      });
+      // Told once: the next page has nothing more.
+      const next = await feeds[feed](body.paging.after);
+      expect([next.data.visits, (next.data as { removed?: unknown }).removed]).toEqual([[], []]);
+    }
+    const whole = await feeds.all(added.all.paging.after);
+    expect(whole.data.visits.map((v) => [v.visitId, v.brandName, v.visitScore])).toEqual([
+      [a.visitId, 'Acme Pizzeria', 12.5],
+      [b.visitId, 'Acme Grill', 13.5],
+    ]);
+    expect((whole.data as { removed?: unknown }).removed).toEqual([]);
+    // A page of one: the removal takes the place its write has in the order.
+    const one = await page(`/visits/standard/changes?SvcClientId=1001&SvcBrandId=5&Take=1&after=${encodeURIComponent(added.query.paging.after)}`);
+    expect([one.data.visits, (one.data as { removed?: unknown }).removed]).toEqual([[], [{ visitId: a.visitId }]]);
+    const two = await page(`/visits/standard/changes?SvcClientId=1001&SvcBrandId=5&Take=1&after=${encodeURIComponent(one.paging.after)}`);
+    expect([two.data.visits.map((v) => v.visitId), (two.data as { removed?: unknown }).removed]).toEqual([[b.visitId], []]);
+
+    // Back in brand 5: a reader from before the move sees it as a visit, not as removed.
+    await importVisits(t, [{ ...a, visitScore: 14.5 }]);
+    const back = await feeds.query(added.query.paging.after);
+    expect(back.data.visits.map((v) => [v.visitId, v.visitScore])).toEqual([
+      [b.visitId, 13.5],
+      [a.visitId, 14.5],
+    ]);
+    expect((back.data as { removed?: unknown }).removed).toEqual([]);
+  });
+
   it('refuses a token that was altered, made for another query, variant or client', async () => {
     const body = await page(`/visits/standard/changes?SvcClientId=1001&Since=${hourAgo()}&Take=2`);
     const token = encodeURIComponent(body.paging.after);

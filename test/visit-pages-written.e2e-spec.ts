@@ -2,7 +2,7 @@ import type { DataSource } from 'typeorm';
 import { openDataSource } from '../src/database/migration-tools.js';
 import type { WebhookOutbox } from '../src/webhooks/webhook-outbox.js';
 import { Visit } from '../src/visits/entities/visit.entity.js';
-import { NameFragments, PageWriter, StaleNames, type ClientNames } from '../src/visits/visit-json.js';
+import { NameFragments, PageWriter, StaleNames, type ClientNames, type FeedEnd } from '../src/visits/visit-json.js';
 import { visitDocument, VisitsRepository, type VisitPageQuery } from '../src/visits/visits.repository.js';
 import { isolatedConfig } from './helpers/test-config.js';
 
@@ -77,7 +77,7 @@ describe(`visit pages written by the repository (${process.env.TEST_DATABASE})`,
   }
 
   /** The body PageWriter.add writes for these visits, from their documents as a write renders them. */
-  function expected(page: Visit[], plus: boolean, after?: string): Buffer {
+  function expected(page: Visit[], plus: boolean, feed?: FeedEnd): Buffer {
     const expectedPage = writer(plus);
     for (const visit of page) {
       const document = visitDocument(visit);
@@ -89,7 +89,7 @@ describe(`visit pages written by the repository (${process.env.TEST_DATABASE})`,
         plus: document.plus.toString('utf8'),
       });
     }
-    return expectedPage.finish(after);
+    return expectedPage.finish(feed);
   }
 
   it('give the names exactly as stored, quoted so that a JSON parser reads them back', async () => {
@@ -143,13 +143,14 @@ describe(`visit pages written by the repository (${process.env.TEST_DATABASE})`,
     };
     const some = await feed(first + 2, 10, true);
     expect(some.last).toBe(first + 12);
-    expect(some.page.finish('t').equals(expected(bySequence.slice(3, 13), true, 't'))).toBe(true);
+    const end = { removed: [], after: 't' };
+    expect(some.page.finish(end).equals(expected(bySequence.slice(3, 13), true, end))).toBe(true);
     const rest = await feed(first + 30, 500, false);
     expect(rest.last).toBe(first + 39);
-    expect(rest.page.finish('t').equals(expected(bySequence.slice(31), false, 't'))).toBe(true);
+    expect(rest.page.finish(end).equals(expected(bySequence.slice(31), false, end))).toBe(true);
     const none = await feed(first + 39, 10, false);
     expect(none.last).toBeNull();
-    expect(none.page.finish('t').toString()).toBe('{"data":{"visits":[]},"paging":{"after":"t"}}');
+    expect(none.page.finish(end).toString()).toBe('{"data":{"visits":[],"removed":[]},"paging":{"after":"t"}}');
   });
 
   it('write re-imported visits under their own ids, whatever their order in the batch', async () => {

@@ -133,6 +133,27 @@ describe(`webhooks (${process.env.TEST_DATABASE})`, () => {
     ]);
   });
 
+  it('tells a restricted credential of a visit that left what it may read (its feed reports it removed)', async () => {
+    await endpointFor('/brand-5', { clients: [1001], brands: [5] });
+    await endpointFor('/brand-6', { clients: [1001], brands: [6] });
+    await endpointFor('/type-ta', { clients: [1001], visitTypes: ['TA'] });
+    const [x] = ids(1);
+    await importVisits(t, [visitRecord(x, 'B-1', 'MV')]);
+    await eventually(arrivals, (r) => r.length >= 1, 30_000, 50);
+    await settled();
+    receiver.received.length = 0;
+
+    // From brand 5 to brand 6: both brands' credentials are told; a TA-only one had it in neither state.
+    await importVisits(t, [visitRecord(x, 'B-2', 'MV')]);
+    await eventually(arrivals, (r) => r.length >= 2, 30_000, 50);
+    await settled();
+    const told = receiver.received.map((r) => [r.path, r.json.data]).sort((p, q) => JSON.stringify(p).localeCompare(JSON.stringify(q)));
+    expect(told).toEqual([
+      ['/brand-5', { svcClientId: 1001, count: 1 }],
+      ['/brand-6', { svcClientId: 1001, count: 1 }],
+    ]);
+  });
+
   it('retries timeouts, redirects, 5xx and 429 with growing waits, the same event each time, until a 2xx', async () => {
     const { secret } = await endpointFor('/flaky', { clients: [1001] });
     const answers = ['hang', { status: 302, headers: { location: `${receiver.url}/elsewhere` } }, { status: 503 }, { status: 429 }, { status: 500, body: 'boom' }] as const;

@@ -7,6 +7,7 @@ import { Client } from '../clients/entities/client.entity.js';
 import { DishImage } from '../menus/entities/dish-image.entity.js';
 import { Dish } from '../menus/entities/dish.entity.js';
 import { Menu } from '../menus/entities/menu.entity.js';
+import { VisitDeparture } from '../visits/entities/visit-departure.entity.js';
 import { VisitDocument } from '../visits/entities/visit-document.entity.js';
 import { VisitType } from '../visits/entities/visit-type.entity.js';
 import { Visit } from '../visits/entities/visit.entity.js';
@@ -21,6 +22,7 @@ export const ENTITIES = [
   VisitType,
   Visit,
   VisitDocument,
+  VisitDeparture,
   Menu,
   Dish,
   DishImage,

@@ -59,20 +59,37 @@ export class VisitChangesService {
     const { body, pooled } = await this.names.render(selection.clientId, version, plus, take, async (page) => {
       // Read before the page: every visit up to it is visible to the page's query.
       const head = filtered ? await this.repo.changeHead(selection.clientId) : 0;
+      const q = { clientId: selection.clientId, after: start, brandIds: selection.brandIds, visitTypes: selection.visitTypes, take };
+      // Visits that left the selection, then the visits in it: a page is the first `take` of both, in write order.
+      const departures = filtered ? await this.repo.departures(q) : [];
+      const removed: number[] = [];
+      const onPage = new Set<number>();
+      let d = 0;
+      let items = 0;
       let last = start;
-      let rows = 0;
-      const q = { clientId: selection.clientId, after: start, brandIds: selection.brandIds, visitTypes: selection.visitTypes, take, plus };
-      await this.repo.changes(q, (row) => {
+      const removeUpTo = (seq: number): void => {
+        for (; d < departures.length && departures[d].seq < seq && items < take; d++, items++) {
+          removed.push(departures[d].visitId);
+          last = departures[d].seq;
+        }
+      };
+      await this.repo.changes({ ...q, plus }, (row) => {
+        const seq = Number(row.change_seq);
+        removeUpTo(seq);
+        if (items >= take) return;
         page.add(row);
-        last = Number(row.change_seq);
-        rows++;
+        onPage.add(Number(row.id));
+        last = seq;
+        items++;
       });
-      // A page short of Take holds every visit of the selection up to the head: the next starts
+      if (items < take) removeUpTo(Infinity);
+      // A page short of Take holds every change of the selection up to the head: the next starts
       // there, not at the last visit the filters let through (a filter that lets none through
       // would otherwise have every poll scan the client's writes from where it began).
-      if (rows < take) last = Math.max(last, head);
+      if (items < take) last = Math.max(last, head);
       next = this.tokens.encode(scope, [last]);
-      return next;
+      // A visit moved back in after its departure was read is on the page in its current state.
+      return { removed: removed.filter((id) => !onPage.has(id)), after: next };
     });
     return { body, after: next, release: holdOf(pooled) };
   }

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { NameFragments, PageWriter, renderVisitDocument, StaleNames, type ClientNames, type DocumentRow, type VisitFields } from './visit-json.js';
+import { NameFragments, PageWriter, renderVisitDocument, StaleNames, type ClientNames, type DocumentRow, type FeedEnd, type VisitFields } from './visit-json.js';
 
 const nullable = <T>(arb: fc.Arbitrary<T>): fc.Arbitrary<T | null> => fc.option(arb, { nil: null });
 const anyText = fc.string({ unit: 'binary', maxLength: 30 });
@@ -99,11 +99,11 @@ function expected(p: Page, plus: boolean): unknown {
 }
 
 /** The page body of `rows`, written from a buffer guessed too small, so that it grows. */
-function visitsPageJson(rows: DocumentRow[], names: NameFragments, plus: boolean, after?: string): Buffer {
+function visitsPageJson(rows: DocumentRow[], names: NameFragments, plus: boolean, feed?: FeedEnd): Buffer {
   const page = new PageWriter(names, plus, 0);
   for (const row of rows) page.add(row);
   expect(page.count).toBe(rows.length);
-  return page.finish(after);
+  return page.finish(feed);
 }
 
 describe('PageWriter', () => {
@@ -145,7 +145,10 @@ describe('PageWriter', () => {
   it('writes an empty page, and a feed page with its token', () => {
     const names = new NameFragments({ clientId: 1, clientName: 'A', brands: new Map(), branches: new Map() });
     expect(visitsPageJson([], names, true).toString()).toBe('{"data":{"visits":[]}}');
-    expect(visitsPageJson([], names, false, 'tok"en').toString()).toBe('{"data":{"visits":[]},"paging":{"after":"tok\\"en"}}');
+    expect(visitsPageJson([], names, false, { removed: [], after: 'tok"en' }).toString()).toBe('{"data":{"visits":[],"removed":[]},"paging":{"after":"tok\\"en"}}');
+    expect(visitsPageJson([], names, false, { removed: [7, 9007199254740991], after: 't' }).toString()).toBe(
+      '{"data":{"visits":[],"removed":[{"visitId":7},{"visitId":9007199254740991}]},"paging":{"after":"t"}}',
+    );
   });
 
   it('refuses a visit whose branch its names do not know, so that they are read again', () => {

@@ -144,6 +144,12 @@ export class StaleNames extends Error {}
  * of living until the page is whole. With `after`, a page of the change feed: `paging.after`
  * follows the data.
  */
+/** How a page of the change feed ends: the visits it reports removed, and the token of the next page. */
+export interface FeedEnd {
+  removed: readonly number[];
+  after: string;
+}
+
 export class PageWriter {
   private out: ByteWriter | null = null;
   private rows = 0;
@@ -184,9 +190,15 @@ export class PageWriter {
     this.rows++;
   }
 
-  /** The body, closed after the visits written. */
-  finish(after?: string): Buffer {
-    const end = after === undefined ? ']}}' : `]},"paging":{"after":${JSON.stringify(after)}}}`;
+  /**
+   * The body, closed after the visits written: a page of /visits, or with `feed` a page of the
+   * change feed, with the visits it reports removed and the token of the next page.
+   */
+  finish(feed?: FeedEnd): Buffer {
+    const end =
+      feed === undefined
+        ? ']}}'
+        : `],"removed":[${feed.removed.map((id) => `{"visitId":${number(id)}}`).join(',')}]},"paging":{"after":${JSON.stringify(feed.after)}}}`;
     if (this.out === null) return Buffer.from(`{"data":{"visits":[${end}`, 'utf8');
     const body = this.out.text(end).result();
     if (this.pool) this.body = new PooledBody(this.pool, this.out.whole);

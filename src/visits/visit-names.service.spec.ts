@@ -62,7 +62,7 @@ describe('VisitNames', () => {
       pageReads++;
       page.add(row(1, 'A'));
       page.add(row(2, 'C'));
-      return Promise.resolve('token');
+      return Promise.resolve({ removed: [], after: 'token' });
     });
     expect(visitIds(body)).toEqual([1, 2]);
     expect(JSON.parse(body.toString()).paging).toEqual({ after: 'token' });

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { LRUCache } from 'lru-cache';
 import { BodyPool, type PooledBody } from '../common/body-pool.js';
-import { NameFragments, PageWriter, StaleNames } from './visit-json.js';
+import { NameFragments, PageWriter, StaleNames, type FeedEnd } from './visit-json.js';
 import { VisitsRepository } from './visits.repository.js';
 
 /** Clients whose names are kept at once: a few KB each (a fragment per branch). */
@@ -45,13 +45,13 @@ export class VisitNames {
 
   /**
    * The body of a page of up to `take` visits, which `read` writes into the page it is given
-   * and closes with the feed token it gives back (undefined for a page of /visits). Names are
+   * and closes with the feed's end it gives back (undefined for a page of /visits). Names are
    * read once per data version. If a visit's branch is not among them (written after they were
    * read, within the same version as far as this replica could tell), they are read again and
    * the page with them: up to NAME_READS times, so that a page read while branches are being
    * added still finds names at least as new as its visits.
    */
-  async render(clientId: number, version: number, plus: boolean, take: number, read: (page: PageWriter) => Promise<string | undefined>): Promise<RenderedBody> {
+  async render(clientId: number, version: number, plus: boolean, take: number, read: (page: PageWriter) => Promise<FeedEnd | undefined>): Promise<RenderedBody> {
     const key = `${clientId}:${version}`;
     let names = this.names.get(key);
     for (let reads = names === undefined ? 1 : 0; ; reads++) {
@@ -68,7 +68,7 @@ export class VisitNames {
     }
   }
 
-  private async write(names: NameFragments, plus: boolean, take: number, read: (page: PageWriter) => Promise<string | undefined>): Promise<RenderedBody> {
+  private async write(names: NameFragments, plus: boolean, take: number, read: (page: PageWriter) => Promise<FeedEnd | undefined>): Promise<RenderedBody> {
     const variant = plus ? 'plus' : 'standard';
     const page = new PageWriter(names, plus, 256 + Math.ceil(take * this.bytesPerVisit[variant] * 1.05), this.pool);
     const body = page.finish(await read(page));

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, In, type EntityManager } from 'typeorm';
+import { VisitDeparture } from './entities/visit-departure.entity.js';
 import { VisitDocument } from './entities/visit-document.entity.js';
 import { Visit } from './entities/visit.entity.js';
 import { PostgresRows } from '../database/postgres-rows.js';
@@ -9,6 +10,7 @@ import { inTransaction, movesDataVersion } from '../database/transaction.js';
 import { upsertRows } from '../database/upsert.js';
 import { renderVisitDocument, type ClientNames, type DocumentRow } from './visit-json.js';
 import { WebhookOutbox } from '../webhooks/webhook-outbox.js';
+import type { ChangedVisit } from '../webhooks/webhook-outbox.js';
 
 /** What an import compares to decide whether a re-imported visit changed. */
 export type StoredVisit = Pick<Visit, 'id' | 'clientId' | 'modificationDate'> & { fingerprint: string };
@@ -225,6 +227,8 @@ export class VisitsRepository {
     for (const visit of visits) byClient.set(visit.clientId, [...(byClient.get(visit.clientId) ?? []), visit]);
     await inTransaction(this.db, async (tx) => {
       const changedAt = new Date();
+      const departures: VisitDeparture[] = [];
+      const changed: ChangedVisit[] = [];
       for (const clientId of [...byClient.keys()].sort((a, b) => a - b)) {
         const written = byClient.get(clientId)!;
         const last = await this.takeSequence(tx, clientId, written.length);
@@ -232,15 +236,37 @@ export class VisitsRepository {
           visit.changeSeq = last - written.length + 1 + i;
           visit.changedAt = changedAt;
         });
+        // Read under the client's lock: no other writer moves these visits meanwhile.
+        const before = await this.placesOf(tx, clientId, written);
+        for (const visit of written) {
+          const was = before.get(visit.id);
+          const moved = was !== undefined && (was.brandId !== visit.brandId || was.visitType !== visit.visitType);
+          if (moved) departures.push(Object.assign(new VisitDeparture(), { clientId, changeSeq: visit.changeSeq, visitId: visit.id, ...was }));
+          changed.push({ clientId, brandId: visit.brandId, visitType: visit.visitType, before: moved ? was : undefined });
+        }
       }
       // The webhook events announcing this write commit, or roll back, with it.
-      await this.webhooks.recordVisitChanges(tx, visits, changedAt);
+      await this.webhooks.recordVisitChanges(tx, changed, changedAt);
       for (let i = 0; i < visits.length; i += 200) {
         const batch = visits.slice(i, i + 200);
         await upsertRows(tx, Visit, batch, ['id'], { sameOwner: 'clientId' });
         await upsertRows(tx, VisitDocument, batch.map(visitDocument), ['visitId']);
       }
+      for (let i = 0; i < departures.length; i += 200) await tx.getRepository(VisitDeparture).insert(departures.slice(i, i + 200));
     });
+  }
+
+  /** The brand and visit type the client's stored visits among `visits` have now. */
+  private async placesOf(tx: EntityManager, clientId: number, visits: readonly Visit[]): Promise<Map<number, { brandId: number | null; visitType: string }>> {
+    const places = new Map<number, { brandId: number | null; visitType: string }>();
+    for (let i = 0; i < visits.length; i += 500) {
+      const rows = await tx.getRepository(Visit).find({
+        select: { id: true, brandId: true, visitType: true },
+        where: { clientId, id: In(visits.slice(i, i + 500).map((v) => v.id)) },
+      });
+      for (const row of rows) places.set(row.id, { brandId: row.brandId, visitType: row.visitType });
+    }
+    return places;
   }
 
   /** Moves the client's write sequence on by `count` (and its data version by one); the new last number. */
@@ -286,6 +312,39 @@ export class VisitsRepository {
       JOIN visit_documents d ON d.visit_id = page.id
       ORDER BY page.change_seq`;
     await this.rows.each(sql, params, each);
+  }
+
+  /**
+   * The visits a filtered feed page reports removed: those a write after `after` moved out of
+   * the selection (a brand or visit type it does not hold) from inside it, and that are still
+   * outside it, in sequence order, at most `take`. A visit moved back in is on the feed itself.
+   */
+  async departures(q: Omit<ChangesPageQuery, 'plus'>): Promise<{ seq: number; visitId: number }[]> {
+    if (selectsNothing(q) || (q.brandIds === null && q.visitTypes === null)) return [];
+    const params: unknown[] = [q.clientId, q.after];
+    let n = 2;
+    const p = (): string => (this.postgres ? `$${++n}` : '?');
+    const where = [`dep.client_id = ${this.postgres ? '$1' : '?'}`, `dep.change_seq > ${this.postgres ? '$2' : '?'}`];
+    const outside: string[] = [];
+    if (q.brandIds) {
+      where.push(`dep.brand_id IN (${q.brandIds.map(p).join(', ')})`);
+      outside.push(`v.brand_id IS NULL OR v.brand_id NOT IN (${q.brandIds.map(p).join(', ')})`);
+      params.push(...q.brandIds, ...q.brandIds);
+    }
+    if (q.visitTypes) {
+      where.push(`dep.visit_type IN (${q.visitTypes.map(p).join(', ')})`);
+      outside.push(`v.visit_type NOT IN (${q.visitTypes.map(p).join(', ')})`);
+      params.push(...q.visitTypes, ...q.visitTypes);
+    }
+    // Parameters in the order their placeholders were written: brands (both conditions), then types.
+    const sql = `SELECT dep.change_seq AS seq, dep.visit_id AS "visitId" FROM visit_departures dep
+      JOIN visits v ON v.id = dep.visit_id
+      WHERE ${where.join(' AND ')} AND (${outside.map((c) => `(${c})`).join(' OR ')})
+      ORDER BY dep.change_seq
+      LIMIT ${p()}`;
+    params.push(q.take);
+    const rows = await this.db.query<{ seq: number | string; visitId: number | string }[]>(sql, params);
+    return rows.map((r) => ({ seq: Number(r.seq), visitId: Number(r.visitId) }));
   }
 
   /**

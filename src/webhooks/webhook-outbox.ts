@@ -2,6 +2,8 @@ import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { WebhooksRepository, type ChangedVisit } from './webhooks.repository.js';
 
+export type { ChangedVisit };
+
 /**
  * What other features write to the webhooks outbox. The visits import calls it inside its
  * own transaction, so the events commit, or roll back, with the visits they announce; the

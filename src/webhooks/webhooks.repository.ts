@@ -13,6 +13,8 @@ export interface ChangedVisit {
   clientId: number;
   brandId: number | null;
   visitType: string;
+  /** Its brand and visit type before this write, when the write moved it from them. */
+  before?: { brandId: number | null; visitType: string };
 }
 
 /** An event claimed for delivery, with what sending it needs. */
@@ -60,9 +62,10 @@ function visibleCount(row: EntitlementRow, clientId: number, visits: readonly Ch
   if (!list(row.client_ids).map(Number).includes(clientId)) return 0;
   const brands = row.brand_ids === null ? null : new Set(list(row.brand_ids).map(Number));
   const types = row.visit_types === null ? null : new Set(list(row.visit_types));
-  return visits.filter(
-    (v) => v.clientId === clientId && (!brands || (v.brandId !== null && brands.has(v.brandId))) && (!types || types.has(v.visitType)),
-  ).length;
+  const visible = (v: { brandId: number | null; visitType: string }): boolean =>
+    (!brands || (v.brandId !== null && brands.has(v.brandId))) && (!types || types.has(v.visitType));
+  // A visit that left what the credential may read is a change to its copy too (the feed reports it removed).
+  return visits.filter((v) => v.clientId === clientId && (visible(v) || (v.before !== undefined && visible(v.before)))).length;
 }
 
 /** A stored time as a Date: PostgreSQL gives Dates, SQLite the UTC text TypeORM writes. */

@@ -449,8 +449,14 @@ export interface components {
              */
             type: "ping";
         };
+        PlusChangesData: {
+            /** @description Visits that a change moved out of this selection (to a brand or visit type outside `SvcBrandId`, `VisitTypes` or the credential's entitlements) since the token: drop them from a copy of it. Always empty for a selection of every brand and visit type. A visit is never both here and in `visits` on one page; one moved back in is in `visits` again. */
+            removed: components["schemas"]["RemovedVisitDto"][];
+            /** @description Plus visits: the standard visit (VisitDto) extended by PlusFieldsDto. */
+            visits: (components["schemas"]["VisitDto"] & components["schemas"]["PlusFieldsDto"])[];
+        };
         PlusChangesResponseDto: {
-            data: components["schemas"]["PlusVisitsData"];
+            data: components["schemas"]["PlusChangesData"];
             paging: components["schemas"]["ChangesPagingDto"];
         };
         PlusFieldsDto: {
@@ -515,6 +521,14 @@ export interface components {
             /** @example Was the steak cooked as ordered? */
             subject: string;
         };
+        RemovedVisitDto: {
+            /**
+             * Format: int64
+             * @description The id of a visit to drop from a copy kept of this selection.
+             * @example 700000123
+             */
+            visitId: number;
+        };
         SectionDto: {
             /** @example Food Quality */
             name: string;
@@ -525,8 +539,13 @@ export interface components {
              */
             score: number | null;
         };
+        StandardChangesData: {
+            /** @description Visits that a change moved out of this selection (to a brand or visit type outside `SvcBrandId`, `VisitTypes` or the credential's entitlements) since the token: drop them from a copy of it. Always empty for a selection of every brand and visit type. A visit is never both here and in `visits` on one page; one moved back in is in `visits` again. */
+            removed: components["schemas"]["RemovedVisitDto"][];
+            visits: components["schemas"]["VisitDto"][];
+        };
         StandardChangesResponseDto: {
-            data: components["schemas"]["StandardVisitsData"];
+            data: components["schemas"]["StandardChangesData"];
             paging: components["schemas"]["ChangesPagingDto"];
         };
         StandardVisitsData: {

@@ -138,17 +138,39 @@ export class ChangesPagingDto {
   after!: string;
 }
 
+/** A visit the query's selection no longer holds. */
+export class RemovedVisitDto {
+  @ApiProperty({ type: 'integer', format: 'int64', description: 'The id of a visit to drop from a copy kept of this selection.', example: 700000123 })
+  visitId!: number;
+}
+
+const REMOVED =
+  'Visits that a change moved out of this selection (to a brand or visit type outside `SvcBrandId`, `VisitTypes` ' +
+  "or the credential's entitlements) since the token: drop them from a copy of it. Always empty for a selection " +
+  'of every brand and visit type. A visit is never both here and in `visits` on one page; one moved back in is in ' +
+  '`visits` again.';
+
+class StandardChangesData extends StandardVisitsData {
+  @ApiProperty({ type: [RemovedVisitDto], description: REMOVED })
+  removed!: RemovedVisitDto[];
+}
+
+class PlusChangesData extends PlusVisitsData {
+  @ApiProperty({ type: [RemovedVisitDto], description: REMOVED })
+  removed!: RemovedVisitDto[];
+}
+
 export class StandardChangesResponseDto {
-  @ApiProperty({ type: StandardVisitsData })
-  data!: StandardVisitsData;
+  @ApiProperty({ type: StandardChangesData })
+  data!: StandardChangesData;
 
   @ApiProperty({ type: ChangesPagingDto })
   paging!: ChangesPagingDto;
 }
 
 export class PlusChangesResponseDto {
-  @ApiProperty({ type: PlusVisitsData })
-  data!: PlusVisitsData;
+  @ApiProperty({ type: PlusChangesData })
+  data!: PlusChangesData;
 
   @ApiProperty({ type: ChangesPagingDto })
   paging!: ChangesPagingDto;

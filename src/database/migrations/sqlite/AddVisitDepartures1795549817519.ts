@@ -1,0 +1,16 @@
+import type { MigrationInterface, QueryRunner } from 'typeorm';
+
+/** Where a visit was before a write moved it to another brand or visit type (see VisitDeparture). */
+export class AddVisitDepartures1795549817519 implements MigrationInterface {
+  name = 'AddVisitDepartures1795549817519';
+
+  async up(queryRunner: QueryRunner): Promise<void> {
+    await queryRunner.query(
+      `CREATE TABLE "visit_departures" ("client_id" integer NOT NULL, "change_seq" bigint NOT NULL, "visit_id" bigint NOT NULL, "brand_id" integer, "visit_type" varchar(2) NOT NULL, CONSTRAINT "fk_visit_departures_client" FOREIGN KEY ("client_id") REFERENCES "clients" ("id") ON DELETE CASCADE ON UPDATE NO ACTION, PRIMARY KEY ("client_id", "change_seq"))`,
+    );
+  }
+
+  async down(queryRunner: QueryRunner): Promise<void> {
+    await queryRunner.query(`DROP TABLE "visit_departures"`);
+  }
+}
