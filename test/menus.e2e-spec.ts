@@ -408,13 +408,18 @@ describe(`menus and dishes (${process.env.TEST_DATABASE})`, () => {
       });
 
       it('an image whose decoded samples outgrow the pixel limit: 16 bits a sample count twice', async () => {
-        // 0.6 megapixels under a limit of 1: taken in 8 bits a sample, refused in 16 (4.8 MB of RGBA samples against 4 MB).
+        // 0.6 megapixels under a limit of 1: taken in 8 bits a sample, refused in 16 (counted as 1.2).
         const pixels = { width: 800, height: 750, channels: 4 as const, background: { r: 10, g: 20, b: 30, alpha: 1 } };
         const deep = await sharp({ create: pixels }).toColourspace('rgb16').png().toBuffer();
         expect((await sharp(deep).metadata()).depth).toBe('ushort');
         const refused = await post((r) => r.attach('', deep, 'deep.png').field('json', dish({ code: 'DEEP-16' })));
         expect(refused.status).toBe(400);
-        expect(problem(refused).errors).toEqual(['The image is too large to decode: at most 1 megapixels of 8-bit samples (a 16-bit image counts twice).']);
+        expect(problem(refused).errors).toEqual(['The image must be at most 1 megapixels; one with 16-bit samples counts twice.']);
+        // One channel of 16 bits, as small in memory as 8-bit RGB, counts twice all the same.
+        const grey = await sharp({ create: { ...pixels, channels: 3 } }).toColourspace('grey16').png().toBuffer();
+        expect((await sharp(grey).metadata()).depth).toBe('ushort');
+        const greyRefused = await post((r) => r.attach('', grey, 'grey.png').field('json', dish({ code: 'GREY-16' })));
+        expect(problem(greyRefused).errors).toEqual(['The image must be at most 1 megapixels; one with 16-bit samples counts twice.']);
         const shallow = await sharp({ create: pixels }).png().toBuffer();
         expect((await post((r) => r.attach('', shallow, 'shallow.png').field('json', dish({ code: 'DEEP-8' })))).status).toBe(200);
       });

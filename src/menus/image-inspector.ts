@@ -55,15 +55,15 @@ export async function prepareImage(input: Buffer, limits: ImageLimits): Promise<
   const width = meta.autoOrient?.width ?? meta.width;
   const height = meta.autoOrient?.height ?? meta.height;
   if (!width || !height) throw new ImageRejected('The image has no dimensions.');
-  if (width * height > limits.maxPixels) {
-    throw new ImageRejected(`The image must be at most ${(limits.maxPixels / 1_000_000).toFixed(0)} megapixels.`);
-  }
-  // What decoding holds in memory: a small file may declare 40 megapixels of 16-bit samples
-  // (320 MB). Bounded to the pixel limit's worth of 8-bit RGBA, a 16-bit image counting twice.
+  // Pixels are counted by their samples' size: what decoding holds in memory. A small file may
+  // declare 40 megapixels of 16-bit samples (320 MB of RGBA); such an image counts twice.
   const sampleBytes = SAMPLE_BYTES[meta.depth ?? 'uchar'] ?? 1;
-  if (width * height * (meta.channels ?? 4) * sampleBytes > limits.maxPixels * 4) {
+  if (width * height * sampleBytes > limits.maxPixels) {
+    const megapixels = (limits.maxPixels / 1_000_000).toFixed(0);
     throw new ImageRejected(
-      `The image is too large to decode: at most ${(limits.maxPixels / 1_000_000).toFixed(0)} megapixels of 8-bit samples (a 16-bit image counts twice).`,
+      sampleBytes === 1
+        ? `The image must be at most ${megapixels} megapixels.`
+        : `The image must be at most ${megapixels} megapixels; one with 16-bit samples counts twice.`,
     );
   }
   const format = meta.format as keyof typeof IMAGE_TYPES;
