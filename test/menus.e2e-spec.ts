@@ -205,6 +205,29 @@ describe(`menus and dishes (${process.env.TEST_DATABASE})`, () => {
     const dish = (over: Record<string, unknown> = {}) =>
       JSON.stringify({ menuId: 102, code: 'NEW-1', description: 'Chargrilled halloumi', type: 'Starter', order: 3, expiryDate: '2026-12-31', keywords: ['vegetarian'], ...over });
     const post = (build: (req: request.Test) => request.Test) => build(auth(request(t.http).post('/menus/dishes?SvcClientId=1001')));
+    const postTo = (query: string, build: (req: request.Test) => request.Test) => build(auth(request(t.http).post(`/menus/dishes?${query}`)));
+
+    it("lists the query's broken rules with the form's in one 400, and weighs the entitlements after both", async () => {
+      const image = await makeImage('png', 20, 20);
+      const both = await postTo('SvcClientId=abc', (r) => r.attach('', image, 'a.png').field('json', JSON.stringify({ menuId: 'x', code: 'Q', description: 'd', type: 'Main' })));
+      expect(both.status).toBe(400);
+      expect(problem(both).errors).toEqual(["'SvcClientId' must be an integer: 'abc'.", "'menuId' must be an integer: 'x'."]);
+      const malformed = await postTo('SvcClientId=abc', (r) => r.set('Content-Type', 'multipart/form-data; boundary=QQ').send('garbage'));
+      expect(malformed.status).toBe(400);
+      expect(problem(malformed).errors).toEqual(["'SvcClientId' must be an integer: 'abc'.", 'The multipart body is malformed.']);
+      const notMultipart = await postTo('SvcClientId=0', (r) => r.send({ menuId: 102 }));
+      expect(problem(notMultipart).errors).toEqual([
+        "'SvcClientId' must be greater than '0'.",
+        'The request must be multipart/form-data with an image part and a json part.',
+      ]);
+      // 1002 is a client the partner does not serve: a broken form is a 400 all the same, a valid one a 403.
+      const brokenForm = await postTo('SvcClientId=1002', (r) => r.attach('', image, 'a.png').field('json', '{not json'));
+      expect(brokenForm.status).toBe(400);
+      expect(problem(brokenForm).errors).toEqual(["The 'json' part is not valid JSON."]);
+      const validForm = await postTo('SvcClientId=1002', (r) => r.attach('', image, 'a.png').field('json', dish({ code: 'ELSEWHERE' })));
+      expect(validForm.status).toBe(403);
+      expect(problem(validForm).detail).toBe('The credential is not entitled to SvcClientId 1002.');
+    });
 
     it.each(['jpeg', 'png', 'webp'] as const)('stores a %s image byte for byte and serves it back', async (format) => {
       const bytes = await makeImage(format, 80, 60);

@@ -8,6 +8,7 @@ import {
   requestQueryContext,
   type DtoClass,
 } from '../common/query-params.js';
+import { ValidationProblem } from '../common/problem.js';
 import { effectiveSelection, type EffectiveSelection, type EntitledSelection } from './entitlements.js';
 import type { AuthenticatedRequest, Principal } from './principal.js';
 
@@ -34,10 +35,43 @@ export function selectionOf(query: object): EffectiveSelection {
  * caller's entitlements (403), with its effective selection attached for selectionOf.
  */
 export function entitledQuery<T extends EntitledSelection>(dto: DtoClass<T>, queryString: string, context: object | undefined, principal: Principal | undefined): T {
-  const query = parseQuery(dto, queryString, context);
+  return entitle(parseQuery(dto, queryString, context), principal);
+}
+
+/** Checks a query that passed its rules against the caller's entitlements (403), attaching its effective selection. */
+export function entitle<T extends EntitledSelection>(query: T, principal: Principal | undefined): T {
   const selection = effectiveSelection(principal, query);
   Object.defineProperty(query, SELECTION, { value: Object.freeze(selection), enumerable: false });
   return query;
+}
+
+/**
+ * The query of an endpoint whose body has rules too: its broken rules are kept, not thrown,
+ * so that the endpoint reports them with its body's in one 400, and then checks the
+ * entitlements itself (`entitle`).
+ */
+export interface QueryRules<T> {
+  /** The query when it broke no rule. */
+  query: T | null;
+  errors: string[];
+}
+
+const QueryRulesFor = createParamDecorator((dto: DtoClass<EntitledSelection>, context: ExecutionContext): QueryRules<EntitledSelection> => {
+  const request = context.switchToHttp().getRequest<Request>();
+  try {
+    return { query: parseQuery(dto, rawQueryString(request), requestQueryContext(request)), errors: [] };
+  } catch (error) {
+    if (error instanceof ValidationProblem) return { query: null, errors: error.errors ?? [] };
+    throw error;
+  }
+});
+
+/** The query of `dto` read with its broken rules kept (see QueryRules), and published in the contract. */
+export function QueryWithRules(dto: DtoClass<EntitledSelection>): ParameterDecorator {
+  return (target, key, index) => {
+    QueryRulesFor(dto)(target, key, index);
+    if (key !== undefined) documentQuery(dto, target, key);
+  };
 }
 
 const EntitledQueryFor = createParamDecorator((dto: DtoClass<EntitledSelection>, context: ExecutionContext) => {

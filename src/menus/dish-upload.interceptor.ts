@@ -23,6 +23,11 @@ const LINGER_MS = 10_000;
 
 export interface UploadRequest extends Request {
   uploadParts?: UploadParts;
+  /**
+   * Why the body could not be read as the form (not multipart, malformed, a part too large):
+   * reported with the query's broken rules and the form's in one 400 (see MenusController.upload).
+   */
+  uploadErrors?: string[];
 }
 
 /**
@@ -47,7 +52,8 @@ export class DishUploadInterceptor implements NestInterceptor {
     const request = http.getRequest<UploadRequest>();
     const response = http.getResponse<Response>();
     if (!request.is('multipart/form-data')) {
-      throw new ValidationProblem(['The request must be multipart/form-data with an image part and a json part.']);
+      request.uploadErrors = ['The request must be multipart/form-data with an image part and a json part.'];
+      return next.handle();
     }
     try {
       const declared = Number(request.headers['content-length']);
@@ -60,7 +66,9 @@ export class DishUploadInterceptor implements NestInterceptor {
     } catch (error) {
       response.setHeader('Connection', 'close');
       if (!request.complete) lingerAfterResponse(request, LINGER_MS);
-      throw error;
+      // A body over the limit is refused as it arrives (413), before any other rule is weighed.
+      if (!(error instanceof ValidationProblem)) throw error;
+      request.uploadErrors = error.errors ?? ['The multipart body is malformed.'];
     }
     return next.handle();
   }

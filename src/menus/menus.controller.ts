@@ -9,11 +9,13 @@ import {
   ApiTags,
 } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
-import { EntitledQuery } from '../auth/entitled-query.js';
+import { entitle, EntitledQuery, QueryWithRules, type QueryRules } from '../auth/entitled-query.js';
+import type { AuthenticatedRequest } from '../auth/principal.js';
 import { RequiresScope } from '../auth/requires-scope.decorator.js';
 import { Scope } from '../auth/scopes.js';
 import { answeredNotModified } from '../common/conditional-get.js';
 import { positionOf } from '../common/page-token-param.js';
+import { ValidationProblem } from '../common/problem.js';
 import { ApiConditionalResponses, ApiDataErrors, ApiHeadersTooLarge, ApiProblemResponse } from '../common/api-responses.js';
 import { AppConfig } from '../config/app-config.js';
 import { DishUploadInterceptor, type UploadRequest } from './dish-upload.interceptor.js';
@@ -83,9 +85,13 @@ export class MenusController {
       'The connection closes after the response.',
   )
   @ApiDataErrors()
-  async upload(@EntitledQuery() query: ClientQueryDto, @Req() req: UploadRequest): Promise<DishResponseDto> {
-    const parts = req.uploadParts ?? { files: [], fields: {}, replacementCharacters: 0 };
-    return { data: { dish: await this.menus.upload(query.SvcClientId, parts) } };
+  async upload(@QueryWithRules(ClientQueryDto) rules: QueryRules<ClientQueryDto>, @Req() req: UploadRequest & AuthenticatedRequest): Promise<DishResponseDto> {
+    // The query's rules and the form's are one request's: every broken one in one 400, before the entitlements.
+    const form = await this.menus.readForm(req.uploadParts, req.uploadErrors);
+    const errors = [...rules.errors, ...form.errors];
+    if (errors.length > 0 || !rules.query) throw new ValidationProblem(errors);
+    const query = entitle(rules.query, req.principal);
+    return { data: { dish: await this.menus.upload(query.SvcClientId, form) } };
   }
 
   @Get('dishes/images/:imageId')

@@ -21,6 +21,13 @@ export interface Page<T> {
   after?: string;
 }
 
+/** An upload's form as its rules found it: the dish and image when it broke none. */
+export interface CheckedForm {
+  errors: string[];
+  fields: ReturnType<typeof readDishFields>;
+  image: PreparedImage | null;
+}
+
 export interface ImageDownload {
   contentType: string;
   etag: string;
@@ -76,10 +83,12 @@ export class MenusService {
   }
 
   /**
-   * Adds a dish, or updates the one with the same code on that menu. Every broken rule of
-   * the form (image and dish fields) is reported at once; nothing is written unless all pass.
+   * The rules of an upload's form that need nothing stored: its parts, the image's bytes and
+   * the dish's fields. Every broken one is listed (with `framing`, why the body could not be
+   * read as a form, when it could not).
    */
-  async upload(clientId: number, parts: UploadParts): Promise<DishDto> {
+  async readForm(parts: UploadParts | undefined, framing: readonly string[] = []): Promise<CheckedForm> {
+    if (framing.length > 0 || !parts) return { errors: framing.length > 0 ? [...framing] : ['The form is incomplete.'], fields: null, image: null };
     const { image: imageBytes, json, errors } = readUploadForm(parts);
     let image: PreparedImage | null = null;
     if (imageBytes) {
@@ -90,26 +99,33 @@ export class MenusService {
         errors.push(error.message);
       }
     }
-
     let fields: ReturnType<typeof readDishFields> = null;
-    let menuId: number | null = null;
     if (json !== undefined) {
       const reader = new RecordReader(json, { what: "The 'json' part" });
-      menuId = reader.int('menuId', { min: 1, max: ID_MAX });
+      const menuId = reader.int('menuId', { min: 1, max: ID_MAX });
       fields = readDishFields(reader, menuId ?? 0);
       errors.push(...reader.errors);
     }
-    if (menuId !== null) {
-      const menu = await this.repo.findMenu(menuId);
-      if (!menu) errors.push(`'menuId' ${menuId} is not a menu of client ${clientId}.`);
-      else if (menu.clientId !== clientId) throw notEntitled(`menu ${menuId}`);
-      // A menu as GET /menus lists them: one that has ended takes no new dishes.
-      else if (menu.endDate !== null && menu.endDate < localDate(this.config.RESULTS_TIMEZONE)) {
-        errors.push(`'menuId' ${menuId} is a menu that ended on ${menu.endDate}: dishes are added to active menus (as GET /menus lists them).`);
-      }
-    }
-    if (errors.length > 0 || !fields || !image) throw new ValidationProblem(errors.length > 0 ? errors : ['The form is incomplete.']);
+    if (errors.length === 0 && (!fields || !image)) errors.push('The form is incomplete.');
+    return { errors, fields, image };
+  }
 
+  /**
+   * Adds a dish, or updates the one with the same code on that menu, from a form that broke
+   * no rule (see readForm): the menu must be an active one of the client. Nothing is written
+   * unless all passes.
+   */
+  async upload(clientId: number, form: CheckedForm): Promise<DishDto> {
+    const { fields, image } = form;
+    if (form.errors.length > 0 || !fields || !image) throw new ValidationProblem(form.errors.length > 0 ? form.errors : ['The form is incomplete.']);
+    const menuId = fields.menuId;
+    const menu = await this.repo.findMenu(menuId);
+    if (!menu) throw new ValidationProblem([`'menuId' ${menuId} is not a menu of client ${clientId}.`]);
+    if (menu.clientId !== clientId) throw notEntitled(`menu ${menuId}`);
+    // A menu as GET /menus lists them: one that has ended takes no new dishes.
+    if (menu.endDate !== null && menu.endDate < localDate(this.config.RESULTS_TIMEZONE)) {
+      throw new ValidationProblem([`'menuId' ${menuId} is a menu that ended on ${menu.endDate}: dishes are added to active menus (as GET /menus lists them).`]);
+    }
     const saved = await this.repo.saveDish(fields, image);
     const row = await this.repo.dishWithImage(saved.id);
     return this.dishDto(row!, clientId);
