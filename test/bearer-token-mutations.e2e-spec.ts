@@ -1,3 +1,4 @@
+import { connect, type AddressInfo } from 'node:net';
 import fc from 'fast-check';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
@@ -83,6 +84,48 @@ describe(`malformed bearer tokens (${process.env.TEST_DATABASE})`, () => {
   }
 
   const withPart = (index: number, value: string): string => parts.map((p, i) => (i === index ? value : p)).join('.');
+
+  /** A GET with the given header lines, on a connection of its own: its status line, headers and body. */
+  async function rawGet(path: string, headerLines: string[]): Promise<{ status: number; headers: Record<string, string>; body: string }> {
+    if (!t.app.getHttpServer().listening) await t.app.listen(0, '127.0.0.1');
+    const { port } = t.app.getHttpServer().address() as AddressInfo;
+    const raw = await new Promise<string>((resolve, reject) => {
+      const socket = connect(port, '127.0.0.1', () => socket.write(`GET ${path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n${headerLines.join('\r\n')}\r\n\r\n`));
+      let received = '';
+      socket.on('data', (chunk: Buffer) => (received += chunk.toString('utf8')));
+      socket.on('close', () => resolve(received));
+      socket.on('error', reject);
+    });
+    const [head, body] = raw.split('\r\n\r\n');
+    const [statusLine, ...lines] = head.split('\r\n');
+    const headers = Object.fromEntries(lines.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]));
+    return { status: Number(statusLine.split(' ')[1]), headers, body };
+  }
+
+  it('refuses two Authorization headers as a malformed credential, after the API key, counted and limited as any request', async () => {
+    const twice = [`Authorization: Bearer ${token}`, `authorization: Bearer ${token}x`];
+    const noKey = await rawGet('/branches?SvcClientId=1001', twice);
+    expect(noKey.status).toBe(401);
+    expect(noKey.headers['www-authenticate']).toMatch(/^ApiKey /);
+    const res = await rawGet('/branches?SvcClientId=1001', [`svc-api-key: ${partner.apiKey}`, ...twice]);
+    expect(res.status).toBe(401);
+    expect(res.headers['www-authenticate']).toBe(
+      'Bearer realm="svc-results-api", error="invalid_token", error_description="The request has more than one Authorization header; it must have one."',
+    );
+    expect(res.headers['ratelimit-policy']).toMatch(/"default";q=\d+/);
+    expect(JSON.parse(res.body)).toEqual({
+      title: 'Unauthorized',
+      status: 401,
+      detail: 'The request has more than one Authorization header; it must have one.',
+      instance: expect.stringMatching(INSTANCE),
+    });
+    // The visit pages' own path answers the same (the first token alone would pass there).
+    const visits = await rawGet('/visits/standard?SvcClientId=1001&FromDate=2026-01-01&ToDate=2026-01-02&Skip=0&Take=1', [
+      `svc-api-key: ${partner.apiKey}`,
+      ...twice,
+    ]);
+    expect([visits.status, JSON.parse(visits.body).detail]).toEqual([401, 'The request has more than one Authorization header; it must have one.']);
+  });
 
   it('accepts the undamaged token (the refusals below are about the damage)', async () => {
     expect((await branches(`Bearer ${token}`)).status).toBe(200);

@@ -1,3 +1,5 @@
+import { request as httpRequest } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { decodeJwt, decodeProtectedHeader } from 'jose';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
@@ -103,6 +105,31 @@ describe(`POST /connect/token (${process.env.TEST_DATABASE})`, () => {
       .type('form')
       .send(creds());
     expectOAuthError(res, 400, 'invalid_request', 'Send the client credentials either in the Authorization header or in the body, not both.');
+  });
+
+  it('refuses two Authorization headers with invalid_request', async () => {
+    if (!t.app.getHttpServer().listening) await t.app.listen(0, '127.0.0.1');
+    const { port } = t.app.getHttpServer().address() as AddressInfo;
+    const basic = `Basic ${Buffer.from(`${partner.clientId}:${partner.clientSecret}`).toString('base64')}`;
+    const body = new URLSearchParams({ grant_type: 'client_credentials' }).toString();
+    const answer = await new Promise<{ status: number; headers: Record<string, unknown>; json: unknown }>((resolve, reject) => {
+      const req = httpRequest({ port, host: '127.0.0.1', method: 'POST', path: '/connect/token' }, (res) => {
+        let text = '';
+        res.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, json: JSON.parse(text) }));
+      });
+      req.on('error', reject);
+      req.setHeader('svc-api-key', partner.apiKey);
+      req.setHeader('Content-Type', 'application/x-www-form-urlencoded');
+      // Two header lines: the first the client's own credentials.
+      req.setHeader('Authorization', [basic, 'Basic b3RoZXI6c2VjcmV0']);
+      req.end(body);
+    });
+    expect(answer).toEqual({
+      status: 400,
+      headers: expect.objectContaining({ 'cache-control': 'no-store', 'content-type': 'application/json; charset=utf-8' }),
+      json: { error: 'invalid_request', error_description: 'The request has more than one Authorization header; it must have one.' },
+    });
   });
 
   it('grants exactly the requested scopes when they include svc-results-api', async () => {

@@ -4,6 +4,7 @@ import { SignJWT } from 'jose';
 import { AppConfig } from '../config/app-config.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { decodeBasic } from '../common/basic-credentials.js';
+import { REPEATED_AUTHORIZATION, REPEATED_AUTHORIZATION_DETAIL } from '../common/repeated-authorization.js';
 import { TOKEN_FORM_MAX_LENGTH } from './dto/token.dto.js';
 import { AuthCacheService, type CachedCredential } from './auth-cache.service.js';
 import { AuthRepository } from './auth.repository.js';
@@ -108,6 +109,7 @@ export class TokenService {
     const bodySecret = formValue(form, 'client_secret');
     const scopeParam = formValue(form, 'scope');
 
+    if (request.authorization === REPEATED_AUTHORIZATION) throw new OAuthException('invalid_request', REPEATED_AUTHORIZATION_DETAIL);
     const basic = request.authorization !== undefined && /^basic\s/i.test(request.authorization);
     if (request.authorization !== undefined && !basic) {
       throw new OAuthException('invalid_request', 'Only Basic client authentication is accepted in the Authorization header.');

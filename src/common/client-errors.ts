@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { putAhead } from './lane.js';
+import { authorizationCount, REPEATED_AUTHORIZATION } from './repeated-authorization.js';
 import { newInstance, PROBLEM_CONTENT_TYPE, statusTitle } from './problem.js';
 
 /** What Node's HTTP parser refuses, by its error code, and what the problem says of it. */
@@ -13,21 +14,14 @@ function refusal(code: string | undefined): { status: number; detail: string } {
   return { status: 400, detail: 'The request is not well-formed HTTP/1.1.' };
 }
 
-/**
- * The name of a header the request repeats that may appear once only: Host (RFC 9112 §3.2) or
- * Authorization (RFC 9110 §11.6.2, a single credential). Node keeps the first of either and
- * drops the others, so a proxy that reads the last would see another caller than the service.
- */
-function repeatedSingleton(raw: string[]): string | undefined {
+/** Whether the request repeats Host, which may appear once only (RFC 9112 §3.2). */
+function repeatedHost(raw: string[]): boolean {
   let host = 0;
-  let authorization = 0;
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i];
     if (name.length === 4 && name.toLowerCase() === 'host') host++;
-    else if (name.length === 13 && name.toLowerCase() === 'authorization') authorization++;
   }
-  if (host > 1) return 'Host';
-  return authorization > 1 ? 'Authorization' : undefined;
+  return host > 1;
 }
 
 /** A problem answered before the application: its body and headers; the connection closes after it (a body the request may carry is never read). */
@@ -54,8 +48,7 @@ function answer(res: ServerResponse, status: number, problem: { body: string; he
  * line, conflicting Content-Length and Transfer-Encoding, a request too slow to arrive) with
  * a problem document, as every other error is answered, instead of Node's bare status line;
  * then closes the connection, which can carry nothing more; the same for an HTTP/1.1 request
- * without Host or with two Host or Authorization headers, and a 417 for an Expect it cannot
- * meet. None of these requests reaches the
+ * without Host or with two Host headers, and a 417 for an Expect it cannot meet. None of these requests reaches the
  * application, nor the logs.
  */
 export function answerClientErrors(server: Server): void {
@@ -65,8 +58,10 @@ export function answerClientErrors(server: Server): void {
     server,
     (req) => {
       if (req.httpVersionMajor === 1 && req.httpVersionMinor === 1 && req.headers.host === undefined) return refusal(undefined).detail;
-      const repeated = repeatedSingleton(req.rawHeaders);
-      return repeated === undefined ? undefined : `The request has more than one ${repeated} header; it must have one.`;
+      if (repeatedHost(req.rawHeaders)) return 'The request has more than one Host header; it must have one.';
+      // Checked where every credential is (see REPEATED_AUTHORIZATION), not answered here.
+      if (req.headers.authorization !== undefined && authorizationCount(req.rawHeaders) > 1) req.headers.authorization = REPEATED_AUTHORIZATION;
+      return undefined;
     },
     (_req, res, detail) => {
       answer(res, 400, earlyProblem(400, detail));

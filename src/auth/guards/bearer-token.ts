@@ -1,4 +1,5 @@
 import type { IncomingMessage } from 'node:http';
+import { REPEATED_AUTHORIZATION } from '../../common/repeated-authorization.js';
 
 /**
  * What follows `Bearer` in the Authorization header, whatever it is, or null when the request
@@ -9,6 +10,8 @@ import type { IncomingMessage } from 'node:http';
 export function bearerCredentials(req: Pick<IncomingMessage, 'headers'>): string | null {
   const header = req.headers.authorization;
   if (typeof header !== 'string') return null;
+  // A credential, malformed: refused as such (see JwtAuthGuard), never taken for a missing one.
+  if (header === REPEATED_AUTHORIZATION) return header;
   const match = /^bearer(?:\s+([\s\S]*))?$/i.exec(header.trim());
   const value = match?.[1]?.trim();
   return value ? value : null;

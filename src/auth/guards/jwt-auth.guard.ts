@@ -8,6 +8,7 @@ import { IS_PUBLIC } from '../../common/public.decorator.js';
 import { accessTokenRequired, bearerChallenge } from '../challenges.js';
 import type { AuthenticatedRequest, Principal } from '../principal.js';
 import { bearerCredentials } from './bearer-token.js';
+import { REPEATED_AUTHORIZATION, REPEATED_AUTHORIZATION_DETAIL } from '../../common/repeated-authorization.js';
 import { VerifiedTokens } from '../verified-tokens.js';
 import { JwtStrategy, KeyringUnavailable, TokenRejected } from './jwt.strategy.js';
 
@@ -37,6 +38,7 @@ export class JwtAuthGuard extends AuthGuard('jwt') {
     if (this.reflector.getAllAndOverride<boolean>(IS_PUBLIC, [context.getHandler(), context.getClass()])) return true;
     const token = bearerCredentials(context.switchToHttp().getRequest<AuthenticatedRequest>());
     if (token === null) throw accessTokenRequired();
+    if (token === REPEATED_AUTHORIZATION) throw invalidToken(REPEATED_AUTHORIZATION_DETAIL);
     const claims = this.verified.claimsOf(token);
     // A token verified before: its signature is not checked again, the rest is (see VerifiedTokens).
     if (claims) return this.accept(context, claims);
