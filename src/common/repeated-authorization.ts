@@ -14,7 +14,7 @@ export const REPEATED_AUTHORIZATION_DETAIL = 'The request has more than one Auth
 export function authorizationCount(raw: readonly string[]): number {
   let count = 0;
   for (let i = 0; i < raw.length; i += 2) {
-    const name = raw[i]!;
+    const name = raw[i];
     if (name.length === 13 && name.toLowerCase() === 'authorization') count++;
   }
   return count;
