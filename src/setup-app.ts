@@ -16,6 +16,7 @@ import { AppConfig } from './config/app-config.js';
 import { setupSwagger } from './swagger.js';
 import { VisitPagesLane } from './visits/visit-pages-lane.js';
 import { TokenLane } from './auth/token-lane.js';
+import { TOKEN_PATH } from './rate-limit/rate-limit.guard.js';
 import type { LaneSetup } from './common/lane.js';
 
 function trustProxy(setting: string): boolean | number | string {
@@ -96,6 +97,6 @@ export function setupApp(app: INestApplication): NestExpressApplication {
   app.get(VisitPagesLane).install(express.getHttpServer(), lanes);
   app.get(TokenLane).install(express.getHttpServer(), lanes);
   // What Node's HTTP parser refuses gets a problem document too.
-  answerClientErrors(express.getHttpServer());
+  answerClientErrors(express.getHttpServer(), TOKEN_PATH);
   return express;
 }

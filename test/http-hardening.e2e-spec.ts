@@ -50,6 +50,8 @@ describe(`HTTP hardening (${process.env.TEST_DATABASE})`, () => {
       status,
       detail,
       instance: expect.stringMatching(/^urn:svc:api:results:error:[0-9a-f-]{36}$/),
+      // Every 400 lists what the request broke.
+      ...(status === 400 ? { errors: [detail] } : {}),
     });
   });
 
@@ -160,6 +162,15 @@ describe(`HTTP hardening (${process.env.TEST_DATABASE})`, () => {
       expect.arrayContaining(['Content-Type: application/problem+json; charset=utf-8', 'Cache-Control: no-store', 'Connection: close', expect.stringMatching(/^X-Request-Id: [0-9a-f-]{36}$/)]),
     );
     expect(JSON.parse(body)).toMatchObject({ title: 'Expectation Failed', status: 417, detail: "The expectation 'foo' cannot be met; only 100-continue is supported." });
+  });
+
+  it("answers it on the token endpoint in OAuth's form, as every error there", async () => {
+    const answer = await rawExchange('POST /connect/token?x=1 HTTP/1.1\r\nHost: x\r\nExpect: foo\r\nContent-Length: 0\r\n\r\n');
+    const [head, body] = answer.split('\r\n\r\n');
+    const lines = head.split('\r\n');
+    expect(lines[0]).toBe('HTTP/1.1 417 Expectation Failed');
+    expect(lines).toEqual(expect.arrayContaining(['Content-Type: application/json; charset=utf-8', 'Cache-Control: no-store', 'Pragma: no-cache', 'Connection: close']));
+    expect(JSON.parse(body)).toEqual({ error: 'invalid_request', error_description: "The expectation 'foo' cannot be met; only 100-continue is supported." });
   });
 });
 

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { putAhead } from './lane.js';
+import { NO_STORE_HEADERS } from './oauth-error.js';
 import { authorizationCount, REPEATED_AUTHORIZATION } from './repeated-authorization.js';
 import { newInstance, PROBLEM_CONTENT_TYPE, statusTitle } from './problem.js';
 
@@ -26,11 +27,27 @@ function repeatedHost(raw: string[]): boolean {
 
 /** A problem answered before the application: its body and headers; the connection closes after it (a body the request may carry is never read). */
 function earlyProblem(status: number, detail: string): { body: string; headers: Record<string, string> } {
-  const body = JSON.stringify({ title: statusTitle(status), status, detail, instance: newInstance() });
+  // A 400 lists what the request broke, as every 400 does.
+  const problem = { title: statusTitle(status), status, detail, instance: newInstance(), ...(status === 400 ? { errors: [detail] } : {}) };
+  const body = JSON.stringify(problem);
   const headers = {
     'Content-Type': `${PROBLEM_CONTENT_TYPE}; charset=utf-8`,
     'Content-Length': String(Buffer.byteLength(body)),
     'Cache-Control': 'no-store',
+    'X-Content-Type-Options': 'nosniff',
+    'X-Request-Id': randomUUID(),
+    Connection: 'close',
+  };
+  return { body, headers };
+}
+
+/** The token endpoint's form of an early refusal: OAuth JSON, not cacheable. */
+function earlyOAuthError(description: string): { body: string; headers: Record<string, string> } {
+  const body = JSON.stringify({ error: 'invalid_request', error_description: description });
+  const headers = {
+    'Content-Type': 'application/json; charset=utf-8',
+    'Content-Length': String(Buffer.byteLength(body)),
+    ...NO_STORE_HEADERS,
     'X-Content-Type-Options': 'nosniff',
     'X-Request-Id': randomUUID(),
     Connection: 'close',
@@ -51,7 +68,7 @@ function answer(res: ServerResponse, status: number, problem: { body: string; he
  * without Host or with two Host headers, and a 417 for an Expect it cannot meet. None of these requests reaches the
  * application, nor the logs.
  */
-export function answerClientErrors(server: Server): void {
+export function answerClientErrors(server: Server, tokenPath: string): void {
   // An HTTP/1.1 request without Host (RFC 9112 §3.2): a 400 problem, not Node's empty 400.
   (server as Server & { requireHostHeader: boolean }).requireHostHeader = false;
   putAhead(
@@ -71,7 +88,9 @@ export function answerClientErrors(server: Server): void {
   // An Expect other than 100-continue (RFC 9110 §10.1.1): a 417 problem instead of Node's empty answer.
   server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
     const detail = `The expectation '${String(req.headers.expect).slice(0, 100)}' cannot be met; only 100-continue is supported.`;
-    answer(res, 417, earlyProblem(417, detail));
+    // The token endpoint answers every error in OAuth's form (RFC 6749 §5.2).
+    if ((req.url ?? '').split('?')[0] === tokenPath) answer(res, 417, earlyOAuthError(detail));
+    else answer(res, 417, earlyProblem(417, detail));
   });
   server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) => {
     const pending = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
