@@ -215,6 +215,12 @@ describe(`menus and dishes (${process.env.TEST_DATABASE})`, () => {
       const malformed = await postTo('SvcClientId=abc', (r) => r.set('Content-Type', 'multipart/form-data; boundary=QQ').send('garbage'));
       expect(malformed.status).toBe(400);
       expect(problem(malformed).errors).toEqual(["'SvcClientId' must be an integer: 'abc'.", 'The multipart body is malformed.']);
+      const utf16 = await post((r) =>
+        r.set('Content-Type', 'multipart/form-data; boundary=QQ').send(
+          '--QQ\r\nContent-Disposition: form-data; name="json"\r\nContent-Type: application/json; charset=utf-16\r\n\r\n{}\r\n--QQ--\r\n',
+        ),
+      );
+      expect(problem(utf16).errors).toEqual(["The 'json' part is in a charset the service cannot read: send it as UTF-8."]);
       const notMultipart = await postTo('SvcClientId=0', (r) => r.send({ menuId: 102 }));
       expect(problem(notMultipart).errors).toEqual([
         "'SvcClientId' must be greater than '0'.",

@@ -131,9 +131,11 @@ export class DishUploadInterceptor implements NestInterceptor {
           if (!failed) parts.files.push({ fieldname: name ?? '', originalname: info.filename ?? '', buffer: Buffer.concat(chunks) });
         });
       });
-      parser.on('field', (name: string | undefined, value: string, info) => {
+      parser.on('field', (name: string | undefined, value: string | undefined, info) => {
         const key = name ?? '';
         if (info.valueTruncated) return fail(`The '${key}' part is larger than 64 KiB.`);
+        // busboy gives no value for a part whose declared charset it cannot decode (UTF-16, say).
+        if (value === undefined) return fail(`The '${key}' part is in a charset the service cannot read: send it as UTF-8.`);
         const previous = parts.fields[key];
         parts.fields[key] = previous === undefined ? value : ([] as unknown[]).concat(previous, value);
       });
