@@ -214,6 +214,9 @@ describe(`GET /visits/standard and /visits/plus (${process.env.TEST_DATABASE})`,
       expect([listed.status, listed.headers.etag]).toEqual([304, first.headers.etag]);
       expect((await get(range(5, 3)).set('If-None-Match', '*')).status).toBe(304);
       expect((await get(range(5, 3)).set('If-None-Match', 'W/"older"')).status).toBe(200);
+      // As Node's fetch sends it: the validator with Cache-Control: no-cache, on the visit pages' own path too.
+      const revalidated = await get(range(5, 3)).set('If-None-Match', first.headers.etag).set('Cache-Control', 'no-cache');
+      expect([revalidated.status, revalidated.text]).toEqual([304, '']);
       const otherPage = await get(range(5, 4));
       expect(otherPage.headers.etag).not.toBe(first.headers.etag);
     });

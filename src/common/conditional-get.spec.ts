@@ -33,6 +33,11 @@ describe('answeredNotModified', () => {
     expect(res.text).toBe('');
   });
 
+  it('answers 304 to a request that also says Cache-Control: no-cache (Node fetch sends it with every If-None-Match)', async () => {
+    const res = await request(app('W/"abc"')).get('/').set('If-None-Match', 'W/"abc"').set('Cache-Control', 'no-cache').set('Pragma', 'no-cache');
+    expect([res.status, res.text]).toEqual([304, '']);
+  });
+
   it.each([
     ['another tag', '"abd"'],
     ['a list without it', '"x", "y"'],

@@ -1,6 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { PreconditionFailedException } from '@nestjs/common';
-import fresh from 'fresh';
 
 /** The problem's detail when If-Match fails. */
 export const IF_MATCH_FAILED = 'If-Match names no current representation: none of its entity tags is this one by strong comparison.';
@@ -17,11 +16,31 @@ export function ifMatchFails(header: string | undefined, etag: string): boolean 
 }
 
 /**
+ * Whether the request's If-None-Match (or, without one, If-Modified-Since) says the client
+ * holds the current representation (RFC 9110 §13.1.2, §13.1.3): `*`, or a listed tag equal to
+ * `etag` by weak comparison. A request's `Cache-Control: no-cache` does not change it: that
+ * directive asks caches on the way to revalidate with the origin, which is what a conditional
+ * request is (Node's fetch adds it to every request with If-None-Match).
+ */
+export function holdsCurrent(headers: IncomingMessage['headers'], etag: string, lastModified?: string): boolean {
+  const ifNoneMatch = headers['if-none-match'];
+  if (ifNoneMatch !== undefined) {
+    if (ifNoneMatch.trim() === '*') return true;
+    const opaque = (tag: string): string => (tag.startsWith('W/') ? tag.slice(2) : tag);
+    return (ifNoneMatch.match(/(?:W\/)?"[^"]*"/g) ?? []).some((tag) => opaque(tag) === opaque(etag));
+  }
+  const since = headers['if-modified-since'];
+  if (since === undefined || lastModified === undefined) return false;
+  const [sinceAt, modifiedAt] = [Date.parse(since), Date.parse(lastModified)];
+  return !Number.isNaN(sinceAt) && !Number.isNaN(modifiedAt) && modifiedAt <= sinceAt;
+}
+
+/**
  * Sets the response's validator, then evaluates the request's preconditions in the order of
  * RFC 9110 §13.2.2 for a GET or HEAD whose status so far is a 2xx: a failed If-Match throws
  * a 412 (If-Unmodified-Since does not apply: these representations have no modification
- * date); an If-None-Match that matches (weak comparison, a list of tags or `*`, as Express's
- * `req.fresh` decides it) answers 304 Not Modified. True when the 304 was sent and nothing
+ * date); an If-None-Match that matches (weak comparison, a list of tags or `*`; see
+ * holdsCurrent) answers 304 Not Modified. True when the 304 was sent and nothing
  * more is to be done. Call it once the response carries every header the 200 would (a 304
  * repeats them, Vary included), before the body is prepared.
  */
@@ -32,7 +51,7 @@ export function answeredNotModified(req: IncomingMessage, res: ServerResponse, e
   if (!((status >= 200 && status < 300) || status === 304)) return false;
   if (ifMatchFails(req.headers['if-match'], etag)) throw new PreconditionFailedException(IF_MATCH_FAILED);
   const lastModified = res.getHeader('Last-Modified');
-  if (!fresh(req.headers, { etag, 'last-modified': typeof lastModified === 'string' ? lastModified : undefined })) return false;
+  if (!holdsCurrent(req.headers, etag, typeof lastModified === 'string' ? lastModified : undefined)) return false;
   res.statusCode = 304;
   res.end();
   return true;
