@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { inTransaction } from '../database/transaction.js';
+import { upsertRows } from '../database/upsert.js';
 import { bumpDataVersion } from './data-version.js';
 import { Brand } from './entities/brand.entity.js';
 import { Client } from './entities/client.entity.js';
@@ -40,8 +41,10 @@ export class ClientsRepository {
 
   async saveBrand(brand: Pick<Brand, 'id' | 'clientId' | 'name'>): Promise<Brand> {
     await inTransaction(this.db, async (tx) => {
-      await tx.getRepository(Brand).upsert(brand, ['id']);
+      // The client's row first, as every writer takes it; then the brand, only over a brand of
+      // this client (another `brands add` may have given the id to another client meanwhile).
       await bumpDataVersion(tx, [brand.clientId]);
+      await upsertRows(tx, Brand, [Object.assign(new Brand(), brand)], ['id'], { sameOwner: 'clientId' });
     });
     return (await this.findBrand(brand.id))!;
   }

@@ -1,0 +1,104 @@
+import { BranchesRepository } from '../../src/branches/branches.repository.js';
+import { Branch } from '../../src/branches/entities/branch.entity.js';
+import { DataSource } from 'typeorm';
+import { ClientsService } from '../../src/clients/clients.service.js';
+import { eventually } from '../helpers/eventually.js';
+import { startTestApp, type TestApp } from '../helpers/test-app.js';
+import { importVisits, seedVisits, type VisitRecord } from '../helpers/visits-fixture.js';
+
+/**
+ * Writers of one client's data at once on PostgreSQL: a visits import, a branches import and
+ * `brands add` each take the client's row before anything else, so they queue there instead
+ * of each holding a row the other waits for (a deadlock, which ended one of them with nothing
+ * or part of its file written).
+ */
+describe('writers of one client at once (postgres)', () => {
+  let t: TestApp;
+  let visits: VisitRecord[];
+  beforeAll(async () => {
+    t = await startTestApp();
+    ({ visits } = await seedVisits(t));
+  });
+  afterAll(async () => {
+    await t.close();
+  });
+
+  /**
+   * A visits import's transaction as it holds its locks: the client's row first (its write
+   * sequence), then, writing visits, a key-share lock on the branch and brand each refers to.
+   * `write` runs while that transaction holds the client's row and is waited for once it waits;
+   * the transaction then takes its key-share locks and commits. With the writers taking the
+   * client's row first, `write` waits there holding nothing the import needs; taking it last,
+   * it held the branch or brand and PostgreSQL ended one of the two (deadlock detected).
+   */
+  async function besideAVisitsImport(branchId: string, brandId: number, write: () => Promise<unknown>): Promise<void> {
+    const db = t.app.get(DataSource);
+    const visitsImport = db.createQueryRunner();
+    await visitsImport.connect();
+    try {
+      await visitsImport.startTransaction();
+      await visitsImport.query('UPDATE clients SET change_seq = change_seq + 1, data_version = data_version + 1 WHERE id = $1', [1001]);
+      const writing = write();
+      writing.catch(() => undefined);
+      // Until the writer waits for a lock (of the client's row, or before the fix of the branch it held).
+      await eventually(
+        () => db.query<{ n: string }[]>("SELECT COUNT(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()"),
+        (rows) => Number(rows[0].n) > 0,
+        30_000,
+        20,
+      );
+      await visitsImport.query('SELECT 1 FROM branches WHERE id = $1 FOR KEY SHARE', [branchId]);
+      await visitsImport.query('SELECT 1 FROM brands WHERE id = $1 FOR KEY SHARE', [brandId]);
+      await visitsImport.commitTransaction();
+      await writing;
+    } finally {
+      if (visitsImport.isTransactionActive) await visitsImport.rollbackTransaction();
+      await visitsImport.release();
+    }
+  }
+
+  it('a branches import beside a visits import of the same client waits for it, and both complete', async () => {
+    const branches = t.app.get(BranchesRepository);
+    const own = visits.find((v) => v.clientId === 1001 && v.brandId === 5)!;
+    const [branch] = await branches.findByIds([own.branchId as string]);
+    await besideAVisitsImport(branch.id, 5, () => branches.upsertMany([Object.assign(new Branch(), branch, { name: 'Renamed meanwhile' })]));
+    expect((await branches.findByIds([branch.id]))[0].name).toBe('Renamed meanwhile');
+  });
+
+  it('brands add beside a visits import of the same client waits for it, and both complete', async () => {
+    const own = visits.find((v) => v.clientId === 1001 && v.brandId === 5)!;
+    await besideAVisitsImport(own.branchId as string, 5, () => clients().addBrand(1001, 5, 'Renamed meanwhile'));
+    expect((await clients().findBrand(5))?.name).toBe('Renamed meanwhile');
+  });
+
+  it('a visits import, branches imports and brands add of one client, all at once, all complete', async () => {
+    const own = visits.filter((v) => v.clientId === 1001);
+    const branches = t.app.get(BranchesRepository);
+    const stored = await branches.findByIds([...new Set(own.map((v) => v.branchId as string))]);
+    for (let round = 0; round < 3; round++) {
+      const renamed = stored.map((b) => Object.assign(new Branch(), b, { name: `${b.name} r${round}` }));
+      await Promise.all([
+        importVisits(t, own.map((v) => ({ ...v, visitScore: round }))),
+        branches.upsertMany(renamed),
+        clients().addBrand(1001, 5, `Acme Grill r${round}`),
+        branches.upsertMany([...renamed].reverse()),
+      ]);
+    }
+    expect((await clients().findBrand(5))?.name).toBe('Acme Grill r2');
+  });
+
+  it('brands add of one brand id for two clients at once: one wins, the other is refused, the brand never moves', async () => {
+    for (let round = 0; round < 5; round++) {
+      const id = 900 + round;
+      const results = await Promise.allSettled([clients().addBrand(1001, id, 'Mine'), clients().addBrand(1002, id, 'Theirs')]);
+      const won = results.filter((r) => r.status === 'fulfilled');
+      expect(won).toHaveLength(1);
+      const refused = results.find((r) => r.status === 'rejected');
+      expect(String((refused as PromiseRejectedResult).reason)).toMatch(/belong(s)? to (another )?client/);
+      const owner = (won[0] as PromiseFulfilledResult<{ clientId: number }>).value.clientId;
+      expect((await clients().findBrand(id))?.clientId).toBe(owner);
+    }
+  });
+
+  const clients = () => t.app.get(ClientsService);
+});
