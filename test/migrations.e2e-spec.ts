@@ -1,6 +1,7 @@
 import type { DataSource } from 'typeorm';
 import { openDataSource, pendingSchemaChanges } from '../src/database/migration-tools.js';
 import { POSTGRES_MIGRATIONS, SQLITE_MIGRATIONS } from '../src/database/migrations/index.js';
+import { cli } from './helpers/cli.js';
 import { isolatedConfig, onPostgres } from './helpers/test-config.js';
 
 describe(`migrations (${process.env.TEST_DATABASE})`, () => {
@@ -42,5 +43,25 @@ describe(`migrations (${process.env.TEST_DATABASE})`, () => {
     expect(await db.showMigrations()).toBe(true);
     await db.runMigrations({ transaction: 'each' });
     expect(await pendingSchemaChanges(db)).toEqual({ up: [], down: [] });
+  });
+});
+
+describe(`migrations run by several processes at once (${process.env.TEST_DATABASE})`, () => {
+  const { env, drop } = isolatedConfig();
+  afterAll(async () => {
+    await drop();
+  });
+
+  it('are applied by one of them; the others find them applied, and none fails', async () => {
+    const runs = await Promise.all([0, 1, 2].map(() => cli(['--json', 'migrations', 'run'], env)));
+    expect(runs.map((r) => [r.code, r.stderr])).toEqual([
+      [0, ''],
+      [0, ''],
+      [0, ''],
+    ]);
+    const applied = runs.map((r) => (JSON.parse(r.stdout) as { applied: string[] }).applied);
+    const all = (onPostgres() ? POSTGRES_MIGRATIONS : SQLITE_MIGRATIONS).map((m) => m.name);
+    expect(applied.filter((names) => names.length > 0)).toEqual([all]);
+    expect(await cli(['migrations', 'check'], env)).toEqual({ code: 0, stdout: 'schema is current\n', stderr: '' });
   });
 });

@@ -1,7 +1,7 @@
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { OperatorError } from '../common/operator-error.js';
-import { generateMigration, pendingSchemaChanges, prepareSchema, SchemaMissingError } from '../database/migration-tools.js';
+import { generateMigration, pendingSchemaChanges, prepareSchema, runMigrationsExclusively, SchemaMissingError } from '../database/migration-tools.js';
 import type { CliContext } from './context.js';
 
 export function registerMigrations(program: Command, cli: CliContext): void {
@@ -12,7 +12,7 @@ export function registerMigrations(program: Command, cli: CliContext): void {
     .action(
       cli.action(async () =>
         cli.withDataSource(async (db) => {
-          const applied = await db.runMigrations({ transaction: 'each' });
+          const applied = await runMigrationsExclusively(db);
           const names = applied.map((m) => m.name);
           return { json: { applied: names }, text: names.length ? `applied: ${names.join(', ')}` : 'schema is current' };
         }),

@@ -3,6 +3,7 @@ import { TypeOrmModule } from '@nestjs/typeorm';
 import { DataSource, type DataSourceOptions } from 'typeorm';
 import { AppConfig } from '../config/app-config.js';
 import { dataSourceOptions } from './data-source-options.js';
+import { runMigrationsExclusively } from './migration-tools.js';
 import { guardPoolClients } from './pool-errors.js';
 
 /** The TypeORM connection for the configured database; migrations run at start when enabled. */
@@ -17,8 +18,10 @@ import { guardPoolClients } from './pool-errors.js';
         retryAttempts: 0,
       }),
       dataSourceFactory: async (options?: DataSourceOptions) => {
-        const db = await new DataSource(options!).initialize();
+        // Migrations are run here, one process at a time, rather than by TypeORM at initialize.
+        const db = await new DataSource({ ...options!, migrationsRun: false }).initialize();
         guardPoolClients(db);
+        if (options!.migrationsRun) await runMigrationsExclusively(db);
         return db;
       },
     }),

@@ -1,6 +1,7 @@
 import { mkdir, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { DataSource } from 'typeorm';
+import Database from 'better-sqlite3';
+import { DataSource, type Migration } from 'typeorm';
 import type { AppConfig } from '../config/app-config.js';
 import { dataSourceOptions } from './data-source-options.js';
 
@@ -9,6 +10,71 @@ export async function openDataSource(config: AppConfig): Promise<DataSource> {
   await ensureSchema(config);
   const db = new DataSource({ ...dataSourceOptions(config), migrationsRun: false });
   return db.initialize();
+}
+
+/**
+ * Applies the pending migrations, one process at a time per database (per PostgreSQL schema):
+ * replicas starting with MIGRATIONS_RUN=true and a migration Job may run them at once, and
+ * each would otherwise find the same migrations pending and fail on the tables another had
+ * just made. A process that waited finds them applied. Gives the migrations this process applied.
+ */
+export async function runMigrationsExclusively(db: DataSource): Promise<Migration[]> {
+  if (db.options.type === 'postgres') {
+    const key = `results-service:migrations:${db.options.schema ?? 'public'}`;
+    // A session lock on a connection of its own, held while the migrations run on others.
+    const holder = db.createQueryRunner('master');
+    await holder.connect();
+    try {
+      // Tried again and again rather than waited for in one statement, which the query timeout would end.
+      await untilTaken(async () => {
+        const rows = (await holder.query('SELECT pg_try_advisory_lock(hashtext($1)) AS taken', [key])) as { taken: boolean }[];
+        return rows[0]?.taken === true;
+      });
+      try {
+        return await db.runMigrations({ transaction: 'each' });
+      } finally {
+        await holder.query('SELECT pg_advisory_unlock(hashtext($1))', [key]);
+      }
+    } finally {
+      await holder.release();
+    }
+  }
+  // SQLite: an exclusive transaction on a lock file beside the database, ended with the process if it dies.
+  const file = typeof db.options.database === 'string' ? db.options.database : null;
+  if (!file || file === ':memory:') return db.runMigrations({ transaction: 'each' });
+  const lock = new Database(`${file}.migrations-lock`, { timeout: 0 });
+  try {
+    // Tried again and again rather than waited for inside SQLite, which would hold the event loop
+    // (and a process's own second data source, a test's, could never let go).
+    await untilTaken(() => {
+      try {
+        lock.exec('BEGIN EXCLUSIVE');
+        return Promise.resolve(true);
+      } catch (error) {
+        if ((error as { code?: string }).code !== 'SQLITE_BUSY') throw error;
+        return Promise.resolve(false);
+      }
+    });
+    try {
+      return await db.runMigrations({ transaction: 'each' });
+    } finally {
+      lock.exec('COMMIT');
+    }
+  } finally {
+    lock.close();
+  }
+}
+
+/** How long a process waits for another's migrations to end before it gives up. */
+const MIGRATION_LOCK_WAIT_MS = 10 * 60_000;
+
+/** Calls `take` every 50 ms until it takes the lock; an error past MIGRATION_LOCK_WAIT_MS. */
+async function untilTaken(take: () => Promise<boolean>): Promise<void> {
+  const deadline = Date.now() + MIGRATION_LOCK_WAIT_MS;
+  while (!(await take())) {
+    if (Date.now() > deadline) throw new Error(`another process has been running the migrations for over ${MIGRATION_LOCK_WAIT_MS / 60_000} minutes`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
 }
 
 /** The configured PostgreSQL schema is missing and this process may not create it. */
@@ -45,7 +111,13 @@ export async function prepareSchema(config: AppConfig, create = config.MIGRATION
     const found = await db.query<unknown[]>('SELECT 1 FROM pg_namespace WHERE nspname = $1', [config.DATABASE_SCHEMA]);
     if (found.length > 0) return;
     if (!create) throw new SchemaMissingError(config.DATABASE_SCHEMA);
-    await db.query(`CREATE SCHEMA IF NOT EXISTS ${quoteIdentifier(config.DATABASE_SCHEMA)}`);
+    try {
+      await db.query(`CREATE SCHEMA IF NOT EXISTS ${quoteIdentifier(config.DATABASE_SCHEMA)}`);
+    } catch (error) {
+      // Another process made it at the same moment (IF NOT EXISTS does not cover a concurrent CREATE).
+      const code = (error as { driverError?: { code?: string } }).driverError?.code;
+      if (code !== '23505' && code !== '42P06') throw error;
+    }
   } finally {
     await db.destroy();
   }
