@@ -85,6 +85,11 @@ async function bootstrap(): Promise<void> {
 }
 
 bootstrap().catch((error: unknown) => {
+  // A setting found wrong once the application starts (the signing keys): as a wrong value at load.
+  if (error instanceof ConfigError) {
+    process.stderr.write(`${error.message}\n`);
+    process.exit(78); // EX_CONFIG
+  }
   // An operator's mistake in one line; anything unexpected with its stack.
   const text = error instanceof SchemaMissingError ? error.message : error instanceof Error ? (error.stack ?? error.message) : String(error);
   process.stderr.write(`results-service failed to start: ${text}\n`);

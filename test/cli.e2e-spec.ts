@@ -156,6 +156,20 @@ describe(`operator CLI (${process.env.TEST_DATABASE})`, () => {
     expect(badConfig.stderr).toContain('VISITS_TAKE_MAX="lots": expected an integer from 1 to 100000');
   });
 
+  it('says in one line, without a stack, what is wrong with its environment', async () => {
+    const noKeys = await cli(['clients', 'list'], { ...env, JWT_SIGNING_KEYS_FILE: '/nonexistent/keys.pem' });
+    expect(noKeys.code).toBe(1);
+    expect(noKeys.stderr).toMatch(/^error: Invalid configuration:\n {2}- JWT_SIGNING_KEYS_FILE: cannot read \/nonexistent\/keys\.pem: ENOENT[^\n]*\n$/);
+    const noDatabase = await cli(['clients', 'list'], { ...env, DATABASE_URL: 'postgres://postgres@127.0.0.1:1/nothing' });
+    expect(noDatabase.code).toBe(2);
+    expect(noDatabase.stderr).toMatch(/^error: the database cannot be used: connect ECONNREFUSED 127\.0\.0\.1:1\n$/);
+    const aFile = file('not-a-folder', 'a file where DATA_DIR should be a folder');
+    const dataDirFile = await spawnCli(['migrations', 'run'], { ...env, DATABASE_URL: '', DATA_DIR: aFile });
+    expect(dataDirFile.code).toBe(2);
+    expect(dataDirFile.stderr).toMatch(new RegExp(`error: cannot use ${aFile.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: E[A-Z]+[^\n]*\n$`));
+    expect(dataDirFile.stderr).not.toContain('    at ');
+  });
+
   it('imports branches from CSV, reporting bad rows by line and importing the rest', async () => {
     const path = file('branches.csv', 'id,name,branchCode,brandId\nBR-1,Leeds,LDS-01,5\nBR-2,York,,\nBR-3,,X,5\nBR-4,Hull,HUL,77\n');
     const result = await cli(['--json', 'branches', 'import', '--client', '1001', path], env);
@@ -300,6 +314,9 @@ describe(`operator CLI (${process.env.TEST_DATABASE})`, () => {
       [['--clients', '1001', '--scopes', 'visits/standard.read', '--visit-types', 'ZZ'], 'unknown visit type(s): ZZ'],
       // Stored, an empty restriction would read as "every visit type".
       [['--clients', '1001', '--scopes', 'visits/standard.read', '--visit-types', ' , '], '--visit-types needs at least one code (leave it out for all types)'],
+      // A credential of no scope but the API's could call nothing; a name is kept in 200 characters on either database.
+      [['--clients', '1001', '--scopes', ' , '], '--scopes needs at least one scope'],
+      [['--clients', '1001', '--scopes', 'visits/standard.read', '--name', 'n'.repeat(201)], '--name must be 1 to 200 characters'],
     ];
     for (const [args, message] of cases) {
       const result = await cli(['credentials', 'add', ...args], env);

@@ -49,6 +49,10 @@ export class CredentialsService {
 
   async add(input: NewCredentialInput): Promise<IssuedCredential> {
     if (input.clients.length === 0) throw new OperatorError('--clients needs at least one client id');
+    // The column holds 200 characters (PostgreSQL refuses more; SQLite would keep them): refused alike on both.
+    if (input.name !== undefined && (!input.name.trim() || [...input.name].length > 200)) throw new OperatorError('--name must be 1 to 200 characters');
+    if (input.scopes.length === 0) throw new OperatorError('--scopes needs at least one scope');
+    input = { ...input, clients: [...new Set(input.clients)], brands: input.brands && [...new Set(input.brands)] };
     for (const id of input.clients) {
       if (!(await this.clients.findClient(id))) throw new OperatorError(`client ${id} does not exist`);
     }
@@ -65,7 +69,7 @@ export class CredentialsService {
       }
     }
     const knownTypes = await this.visitTypes.codes();
-    const visitTypes = input.visitTypes?.map((t) => t.toUpperCase());
+    const visitTypes = input.visitTypes && [...new Set(input.visitTypes.map((t) => t.toUpperCase()))];
     const badTypes = (visitTypes ?? []).filter((t) => !knownTypes.has(t));
     if (badTypes.length > 0) throw new OperatorError(`unknown visit type(s): ${badTypes.join(', ')}`);
 

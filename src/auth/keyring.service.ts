@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { ConfigError } from '../config/app-config.js';
 import { Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import { calculateJwkThumbprint, exportJWK, exportPKCS8, generateKeyPair, type JWK } from 'jose';
 import { createPrivateKey, createPublicKey, type KeyObject } from 'node:crypto';
@@ -75,9 +76,15 @@ export class KeyringService implements OnModuleInit {
   }
 
   private configuredPems(): string[] {
-    const text = this.config.JWT_SIGNING_KEYS ?? readFileSync(this.config.JWT_SIGNING_KEYS_FILE!, 'utf8');
+    const setting = this.config.JWT_SIGNING_KEYS !== undefined ? 'JWT_SIGNING_KEYS' : 'JWT_SIGNING_KEYS_FILE';
+    let text: string;
+    try {
+      text = this.config.JWT_SIGNING_KEYS ?? readFileSync(this.config.JWT_SIGNING_KEYS_FILE!, 'utf8');
+    } catch (error) {
+      throw new ConfigError([`JWT_SIGNING_KEYS_FILE: cannot read ${this.config.JWT_SIGNING_KEYS_FILE}: ${(error as Error).message}`]);
+    }
     const pems = text.match(PEM_BLOCK) ?? [];
-    if (pems.length === 0) throw new Error('JWT_SIGNING_KEYS holds no PKCS#8 PEM private key');
+    if (pems.length === 0) throw new ConfigError([`${setting}: holds no PKCS#8 PEM private key`]);
     return pems;
   }
 
@@ -88,7 +95,7 @@ export class KeyringService implements OnModuleInit {
       this.keys = await Promise.all(pems.map((pem, i) => ringKey(pem, new Date(Date.now() - i * 1000), null)));
       for (const key of this.keys) {
         if (key.publicJwk.kty !== 'EC' || key.publicJwk.crv !== 'P-256') {
-          throw new Error('JWT_SIGNING_KEYS must hold P-256 (ES256) keys');
+          throw new ConfigError([`${this.config.JWT_SIGNING_KEYS !== undefined ? 'JWT_SIGNING_KEYS' : 'JWT_SIGNING_KEYS_FILE'}: must hold P-256 (ES256) keys`]);
         }
       }
     } else {

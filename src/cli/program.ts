@@ -1,4 +1,5 @@
 import { Command, CommanderError } from 'commander';
+import { unavailableCause } from '../common/problem.filter.js';
 import { OperatorError } from '../common/operator-error.js';
 import { RecordFileError } from '../common/record-file.js';
 import { ConfigError } from '../config/app-config.js';
@@ -73,9 +74,27 @@ export async function runCli(args: readonly string[], io: CliIo): Promise<number
     }
     const known =
       error instanceof OperatorError || error instanceof ConfigError || error instanceof RecordFileError || error instanceof SchemaMissingError;
-    const message = known ? error.message : `unexpected error: ${(error as Error)?.stack ?? String(error)}`;
+    // What the environment did (a database out of reach, a folder that cannot be used): said in one line, still exit 2.
+    const environment = known ? undefined : environmentFailure(error);
+    const message = known ? error.message : (environment ?? `unexpected error: ${(error as Error)?.stack ?? String(error)}`);
     if (cli.json) io.stdout.write(`${JSON.stringify({ error: message })}\n`);
     io.stderr.write(`error: ${message}\n`);
     return known ? 1 : 2;
   }
+}
+
+/** PostgreSQL's codes for a database that does not exist or a login it refuses. */
+const CONNECTION_REFUSED_CODES = new Set(['3D000', '28P01', '28000']);
+/** File system errors of a folder or file the configuration names. */
+const PATH_CODES = new Set(['EEXIST', 'ENOTDIR', 'EACCES', 'EPERM', 'EROFS', 'ENOENT', 'EISDIR']);
+
+/** A one-line message for an error of the command's environment, rather than of the command; undefined for any other. */
+function environmentFailure(error: unknown): string | undefined {
+  const e = error as { code?: unknown; message?: unknown; path?: unknown; driverError?: { code?: unknown } } | null;
+  if (!e || typeof e !== 'object' || typeof e.message !== 'string') return undefined;
+  const cause = unavailableCause(error);
+  if (cause === 'disk-full') return `no room left on the disk: ${e.message}`;
+  if (cause === 'database' || CONNECTION_REFUSED_CODES.has(String(e.code ?? e.driverError?.code))) return `the database cannot be used: ${e.message}`;
+  if (typeof e.path === 'string' && PATH_CODES.has(String(e.code))) return `cannot use ${e.path}: ${e.message}`;
+  return undefined;
 }
