@@ -1,7 +1,7 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { readAllRecords, RecordFileError } from './record-file.js';
+import { MAX_LINE_BYTES, readAllRecords, RecordFileError } from './record-file.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'records-'));
 function file(name: string, text: string | Buffer): string {
@@ -31,6 +31,21 @@ describe('readAllRecords', () => {
     expect(records[0]).toEqual({ line: 1, value: { id: 1 } });
     expect(records[1]).toMatchObject({ line: 3, error: expect.stringMatching(/^not valid JSON/) });
     expect(records[2]).toEqual({ line: 4, value: { id: 3 } });
+  });
+
+  it('refuses a line longer than MAX_LINE_BYTES by its number, without holding it, and reads the lines after it', async () => {
+    const long = `{"id":2,"comment":"${'x'.repeat(MAX_LINE_BYTES + 10)}"}`;
+    const path = file('long.ndjson', `{"id":1}\r\n${long}\r\n{"id":3}\n${'y'.repeat(MAX_LINE_BYTES + 1)}`);
+    expect(await readAllRecords(path)).toEqual([
+      { line: 1, value: { id: 1 } },
+      { line: 2, error: `the line is ${Buffer.byteLength(long) + 1} bytes long: at most ${MAX_LINE_BYTES} bytes are read` },
+      { line: 3, value: { id: 3 } },
+      { line: 4, error: `the line is ${MAX_LINE_BYTES + 1} bytes long: at most ${MAX_LINE_BYTES} bytes are read` },
+    ]);
+    // Exactly at the limit, a line is read.
+    const atLimit = `{"id":5,"c":"${'z'.repeat(MAX_LINE_BYTES - 15)}"}`;
+    expect(Buffer.byteLength(atLimit)).toBe(MAX_LINE_BYTES);
+    expect((await readAllRecords(file('limit.ndjson', `${atLimit}\n`)))[0]).toMatchObject({ line: 1, value: { id: 5 } });
   });
 
   it('sniffs NDJSON in a file without the extension', async () => {

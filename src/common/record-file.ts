@@ -95,22 +95,55 @@ async function mustBeUtf8(path: string): Promise<void> {
 }
 
 /** The file's lines as bytes, split at LF (a CR before it is dropped); a byte sequence of UTF-8 never holds an LF. */
-async function* byteLines(path: string): AsyncGenerator<Buffer> {
+async function* byteLines(path: string): AsyncGenerator<Buffer | number> {
   let pending: Buffer[] = [];
+  let pendingBytes = 0;
+  // Bytes of a line past the limit: not kept, only counted, until its end.
+  let overlong = 0;
   for await (const chunk of createReadStream(path) as AsyncIterable<Buffer>) {
     let start = 0;
     for (let at = chunk.indexOf(10); at !== -1; at = chunk.indexOf(10, start)) {
-      const line = pending.length === 0 ? chunk.subarray(start, at) : Buffer.concat([...pending, chunk.subarray(start, at)]);
+      if (overlong > 0 || pendingBytes + at - start > MAX_LINE_BYTES) {
+        yield overlong + pendingBytes + at - start;
+      } else {
+        const line = pending.length === 0 ? chunk.subarray(start, at) : Buffer.concat([...pending, chunk.subarray(start, at)]);
+        yield line.length > 0 && line[line.length - 1] === 13 ? line.subarray(0, -1) : line;
+      }
       pending = [];
-      yield line.length > 0 && line[line.length - 1] === 13 ? line.subarray(0, -1) : line;
+      pendingBytes = 0;
+      overlong = 0;
       start = at + 1;
     }
-    if (start < chunk.length) pending.push(chunk.subarray(start));
+    if (start < chunk.length) {
+      if (overlong > 0 || pendingBytes + chunk.length - start > MAX_LINE_BYTES) {
+        overlong += pendingBytes + chunk.length - start;
+        pending = [];
+        pendingBytes = 0;
+      } else {
+        pending.push(chunk.subarray(start));
+        pendingBytes += chunk.length - start;
+      }
+    }
   }
-  if (pending.length > 0) yield Buffer.concat(pending);
+  if (overlong > 0) yield overlong;
+  else if (pending.length > 0) yield Buffer.concat(pending);
 }
 
+/**
+ * The longest line of an NDJSON file, and the largest CSV record: far beyond any visit or
+ * branch (a visit's text fields are at most 10,000 characters each), and small enough that
+ * one line never takes the process's memory. A longer one is refused by its line number.
+ */
+export const MAX_LINE_BYTES = 16 * 1024 * 1024;
+
+/** The largest JSON array file, read whole: beyond it, NDJSON (read line by line) is the format. */
+export const MAX_JSON_FILE_BYTES = 256 * 1024 * 1024;
+
 async function* jsonArray(path: string): AsyncGenerator<FileRecord> {
+  const { size } = await stat(path);
+  if (size > MAX_JSON_FILE_BYTES) {
+    throw new RecordFileError(`${path} is ${size} bytes: a JSON array file is read whole, up to ${MAX_JSON_FILE_BYTES} bytes; send a larger one as NDJSON (a record per line).`);
+  }
   const bytes = await readFile(path);
   if (!isUtf8(bytes)) throw new RecordFileError(`${path} ${NOT_UTF8}.`);
   const text = bytes.toString('utf8').replace(BOM, '');
@@ -129,6 +162,10 @@ async function* ndjson(path: string): AsyncGenerator<FileRecord> {
   let line = 0;
   for await (const bytes of byteLines(path)) {
     line++;
+    if (typeof bytes === 'number') {
+      yield { line, error: `the line is ${bytes} bytes long: at most ${MAX_LINE_BYTES} bytes are read` };
+      continue;
+    }
     if (!isUtf8(bytes)) {
       yield { line, error: `the line ${NOT_UTF8}` };
       continue;
@@ -159,7 +196,7 @@ async function* csv(path: string, known?: readonly string[]): AsyncGenerator<Fil
   };
   await mustBeUtf8(path);
   const parser = createReadStream(path).pipe(
-    parseCsv({ columns: header, bom: true, skip_empty_lines: true, info: true, relax_column_count: false }),
+    parseCsv({ columns: header, bom: true, skip_empty_lines: true, info: true, relax_column_count: false, max_record_size: MAX_LINE_BYTES }),
   );
   try {
     for await (const row of parser as AsyncIterable<{ record: Record<string, string>; info: { lines: number } }>) {
