@@ -250,6 +250,13 @@ describe(`operator CLI (${process.env.TEST_DATABASE})`, () => {
     const [of] = await db.query("SELECT guest_id, opt_in_contact_by_email AS email, opt_in_join_marketing AS marketing FROM visits WHERE id = 9004");
     expect(of).toEqual({ guest_id: 'G-1', email: expect.anything(), marketing: null });
     expect(Boolean(of.email)).toBe(true);
+    // The text report escapes what a value could do to a terminal, and lists lines in order.
+    const forged = JSON.stringify(visit({ visitId: 9007, visitType: '\u001b[31mXX\n  line 99: fake' }));
+    const text = await cli(['visits', 'import', file('forged.ndjson', [forged, '{"visitId":', forged].join('\n'))], env);
+    expect(text.code).toBe(1);
+    expect(text.stdout).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f]/);
+    expect(text.stdout.split('\n').filter((line) => line.startsWith('  line ')).map((line) => line.slice(0, 9))).toEqual(['  line 1:', '  line 2:', '  line 3:']);
+    expect(text.stdout).toContain('\\u{1b}[31mXX\\n  line 99: fake');
   });
 
   it('re-imports an MV visit: new scores, modificationDate moved forward', async () => {

@@ -131,6 +131,14 @@ export const words = (value: string): string[] => value.split(/[\s,]+/).filter(B
 
 export function importOutput(report: ImportReport): Output {
   const lines = [`${report.file}: imported ${report.imported}, rejected ${report.rejected.length}`];
-  for (const r of report.rejected) lines.push(`  line ${r.line}: ${r.errors.join(' ')}`);
+  // In line order; a message quotes the file's values, shown with their control characters escaped
+  // (a value must not drive the operator's terminal, nor forge a line of the report).
+  const rejected = [...report.rejected].sort((a, b) => a.line - b.line);
+  for (const r of rejected) lines.push(`  line ${r.line}: ${visible(r.errors.join(' '))}`);
   return { json: report, text: lines.join('\n'), code: report.rejected.length > 0 ? 1 : 0 };
+}
+
+/** Text with its control and format characters written as escapes (`\u001b`, `\n`), for a terminal. */
+export function visible(text: string): string {
+  return text.replace(/[\p{Cc}\p{Cf}]/gu, (c) => (c === '\n' ? '\\n' : c === '\t' ? '\\t' : `\\u{${c.codePointAt(0)!.toString(16)}}`));
 }
