@@ -146,6 +146,15 @@ describe(`webhooks operator commands (${process.env.TEST_DATABASE})`, () => {
     expect(verifyWebhook(one.raw, String(one.headers['svc-signature']), newSecret)).toBe(true);
     expect(verifyWebhook(one.raw, String(one.headers['svc-signature']), old)).toBe(false);
     expect((await list()).find((e) => e.id === id)?.previousSecretUntil).toBeNull();
+    expect(rotated.stdout).not.toContain('warning:');
+
+    // Two rotations within the 24 hours: two secrets sign at most, and the operator is told which stops.
+    const second = await cli(['webhooks', 'rotate-secret', id], env);
+    const third = await cli(['webhooks', 'rotate-secret', id], env);
+    const secondUntil = /the previous one signs too until (\S+):/.exec(second.stdout)?.[1];
+    expect(third.stdout).toMatch(
+      new RegExp(`\\nwarning: the secret before the previous rotation, which was to sign until ${secondUntil?.replace(/\./g, '\\.')}, signs no more: a receiver still verifying with it fails from now on\\n$`),
+    );
     await cliJson(['webhooks', 'remove', id], env);
   });
 

@@ -3,10 +3,10 @@ import { OperatorError } from '../common/operator-error.js';
 import { WebhooksService, type EndpointSummary, type IssuedSecret } from '../webhooks/webhooks.service.js';
 import type { CliContext, Output } from './context.js';
 
-function secretOutput(issued: IssuedSecret, note: string): Output {
+function secretOutput(issued: IssuedSecret, note: string, warning = ''): Output {
   return {
     json: issued,
-    text: `${issued.id}  ${issued.url}  (credential ${issued.credential})\nsigning secret, shown only now${note}: ${issued.secret}`,
+    text: `${issued.id}  ${issued.url}  (credential ${issued.credential})\nsigning secret, shown only now${note}: ${issued.secret}${warning ? `\nwarning: ${warning}` : ''}`,
   };
 }
 
@@ -65,7 +65,7 @@ export function registerWebhooks(program: Command, cli: CliContext): void {
   }
   webhooks
     .command('rotate-secret')
-    .description('give an endpoint a new signing secret (printed once); the old one signs too for 24 hours')
+    .description('give an endpoint a new signing secret (printed once); the old one signs too for 24 hours (two secrets at most: a second rotation within them ends the oldest at once)')
     .argument('<id>', 'the endpoint id (wh_…)')
     .action(
       cli.action(async (id: string) =>
@@ -74,7 +74,10 @@ export function registerWebhooks(program: Command, cli: CliContext): void {
           const note = issued.previousSecretUntil
             ? `; the previous one signs too until ${issued.previousSecretUntil}`
             : '; the previous one could not be decrypted and signs no more';
-          return secretOutput(issued, note);
+          const dropped = issued.secretDroppedEarly
+            ? `the secret before the previous rotation, which was to sign until ${issued.secretDroppedEarly}, signs no more: a receiver still verifying with it fails from now on`
+            : '';
+          return secretOutput(issued, note, dropped);
         }),
       ),
     );

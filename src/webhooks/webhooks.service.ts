@@ -125,12 +125,15 @@ export class WebhooksService {
    * PREVIOUS_SECRET_HOURS, unless it no longer opens (the server key changed): then the new
    * one signs alone.
    */
-  async rotateSecret(id: string): Promise<IssuedSecret & { previousSecretUntil: string | null }> {
+  async rotateSecret(id: string): Promise<IssuedSecret & { previousSecretUntil: string | null; secretDroppedEarly: string | null }> {
     const endpoint = await this.requireEndpoint(id);
     const secret = newSigningSecret();
-    const until = opens(this.box, endpoint.secret) ? new Date(Date.now() + PREVIOUS_SECRET_HOURS * 3_600_000) : null;
+    const now = new Date();
+    const until = opens(this.box, endpoint.secret) ? new Date(now.getTime() + PREVIOUS_SECRET_HOURS * 3_600_000) : null;
+    // Two secrets sign at most: the one before the last rotation, if it still signed, stops now.
+    const dropped = endpoint.previousSecret && endpoint.previousSecretUntil && endpoint.previousSecretUntil > now ? endpoint.previousSecretUntil : null;
     await this.repo.updateEndpoint(id, { secret: this.box.seal(secret), previousSecret: until ? endpoint.secret : null, previousSecretUntil: until });
-    return { id, url: endpoint.url, credential: endpoint.credentialId, secret, previousSecretUntil: iso(until) };
+    return { id, url: endpoint.url, credential: endpoint.credentialId, secret, previousSecretUntil: iso(until), secretDroppedEarly: iso(dropped) };
   }
 
   /** Sends a ping event now, from this process, signed as deliveries are; the receiver's answer is the result. */
