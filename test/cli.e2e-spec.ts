@@ -1,4 +1,4 @@
-import { mkdtempSync, readdirSync, utimesSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import sharp from 'sharp';
@@ -418,6 +418,31 @@ describe(`operator CLI (${process.env.TEST_DATABASE})`, () => {
     const nullable = await db.query<{ n: string | number }[]>('SELECT COUNT(*) AS n FROM visits WHERE recommend_score IS NULL');
     expect(Number(nullable[0]?.n)).toBeGreaterThan(0);
     // Thousands of visits and dozens of images: seconds on an idle machine, many times that on a busy one.
+  }, 300_000);
+
+  it('refuses the demo data set before writing anything when a brand id of it belongs to another client, and disables the demo credentials it replaces', async () => {
+    const other = isolatedConfig();
+    try {
+      await cliJson(['migrations', 'run'], other.env);
+      await cliJson(['clients', 'add', '--id', '7', '--name', 'Seven'], other.env);
+      await cliJson(['brands', 'add', '--client', '7', '--id', '21', '--name', 'Taken'], other.env);
+      const refused = await cli(['demo'], other.env);
+      expect([refused.code, refused.stderr]).toEqual([
+        1,
+        'error: brand 21 belongs to client 7, not 1002: the demo data set needs a database without it (nothing was written)\n',
+      ]);
+      expect(await cliJson<{ id: number }[]>(['clients', 'list'], other.env)).toEqual([expect.objectContaining({ id: 7 })]);
+    } finally {
+      await other.drop();
+    }
+    // The demo loaded above: its credentials, then loaded again: the earlier ones are disabled, the file has the new ones.
+    const first = JSON.parse(readFileSync(join(config.DATA_DIR, 'demo-credentials.json'), 'utf8')) as { credentials: { clientId: string }[] };
+    await cliJson(['demo'], env);
+    const second = JSON.parse(readFileSync(join(config.DATA_DIR, 'demo-credentials.json'), 'utf8')) as { credentials: { clientId: string }[] };
+    const listed = await cliJson<{ clientId: string; disabled: boolean }[]>(['credentials', 'list'], env);
+    const state = (id: string) => listed.find((c) => c.clientId === id)?.disabled;
+    expect(first.credentials.map((c) => state(c.clientId))).toEqual([true, true]);
+    expect(second.credentials.map((c) => state(c.clientId))).toEqual([false, false]);
   }, 300_000);
 
   it('reports keys and credentials that do not exist', async () => {

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Injectable, Logger } from '@nestjs/common';
 import { CredentialsService, type IssuedCredential } from '../auth/credentials.service.js';
+import { OperatorError } from '../common/operator-error.js';
 import { ALL_SCOPES, Scope } from '../auth/scopes.js';
 import { BranchesService } from '../branches/branches.service.js';
 import { ClientsService } from '../clients/clients.service.js';
@@ -60,6 +61,15 @@ export class DemoService {
   async load(): Promise<DemoSummary> {
     // The credentials file goes there at the end: a folder that cannot be made fails the load before anything is written.
     await mkdir(this.config.DATA_DIR, { recursive: true });
+    // Refused before anything is written: a brand id of the demo's that another client holds here.
+    for (const client of demoClients()) {
+      for (const brand of client.brands) {
+        const held = await this.clients.findBrand(brand.id);
+        if (held && held.clientId !== client.id) {
+          throw new OperatorError(`brand ${brand.id} belongs to client ${held.clientId}, not ${client.id}: the demo data set needs a database without it (nothing was written)`);
+        }
+      }
+    }
     const today = localDate(this.config.RESULTS_TIMEZONE);
     const work = await mkdtemp(join(tmpdir(), 'results-demo-'));
     try {
@@ -103,6 +113,9 @@ export class DemoService {
   }
 
   private async issueCredentials(): Promise<void> {
+    // The demo credentials issued before are disabled: the file keeps only the newest, whose secrets it shows.
+    const earlier = await this.readCredentials();
+    if (earlier && (await this.issuedHere(earlier))) for (const c of earlier.credentials) await this.credentials.disable(c.clientId);
     const everything = ALL_SCOPES.filter((s) => s !== Scope.Api);
     const standard = [Scope.VisitsStandard, Scope.Branches, Scope.Menus];
     const full = await this.credentials.add({ clients: [1001], scopes: everything, name: 'Demo: Acme Dining (all scopes)' });
