@@ -97,6 +97,11 @@ describe(`webhooks operator commands (${process.env.TEST_DATABASE})`, () => {
     });
     for (const verb of ['disable', 'enable', 'remove', 'rotate-secret', 'test']) await refused([verb, 'wh_nope'], /^error: webhook endpoint 'wh_nope' does not exist\n$/);
     expect(await list()).toEqual([]);
+    // The same URL twice for one credential: its receiver would get every event twice.
+    const { id } = await add('/once');
+    await refused(['add', credential, '--url', `${receiver.url}/once`], new RegExp(`^error: --url: credential ${credential} has an endpoint at ${receiver.url}/once already \\(${id}\\)\\n$`));
+    await cliJson(['webhooks', 'remove', id], env);
+    expect(await list()).toEqual([]);
 
     const allowed = await cliJson<Added>(['webhooks', 'add', credential, '--url', 'https://10.1.2.3/hook', '--allow-private'], env);
     expect((await list()).map((e) => [e.id, e.allowPrivate])).toEqual([[allowed.id, true]]);

@@ -14,7 +14,7 @@ export class ClientsService {
 
   async addClient(id: number, name: string): Promise<Client> {
     if (!Number.isSafeInteger(id) || id <= 0) throw new OperatorError(`client id must be an integer greater than 0: '${id}'`);
-    if (!name.trim() || name.length > 200) throw new OperatorError('client name must be 1 to 200 characters');
+    if (!name.trim() || [...name].length > 200) throw new OperatorError('client name must be 1 to 200 characters');
     return this.repo.saveClient(id, name.trim());
   }
 
@@ -41,7 +41,7 @@ export class ClientsService {
   async addBrand(clientId: number, id: number, name: string): Promise<Brand> {
     await this.requireClient(clientId);
     if (!Number.isSafeInteger(id) || id <= 0) throw new OperatorError(`brand id must be an integer greater than 0: '${id}'`);
-    if (!name.trim() || name.length > 200) throw new OperatorError('brand name must be 1 to 200 characters');
+    if (!name.trim() || [...name].length > 200) throw new OperatorError('brand name must be 1 to 200 characters');
     const existing = await this.repo.findBrand(id);
     if (existing && existing.clientId !== clientId) {
       throw new OperatorError(`brand ${id} belongs to client ${existing.clientId}, not ${clientId}`);

@@ -110,6 +110,11 @@ export class WebhooksRepository {
     await this.db.getRepository(WebhookEndpoint).insert(endpoint);
   }
 
+  /** The endpoint of the credential at this URL, if it has one. */
+  findEndpointAt(credentialId: string, url: string): Promise<WebhookEndpoint | null> {
+    return this.db.getRepository(WebhookEndpoint).findOneBy({ credentialId, url });
+  }
+
   findEndpoint(id: string): Promise<WebhookEndpoint | null> {
     return this.db.getRepository(WebhookEndpoint).findOneBy({ id });
   }

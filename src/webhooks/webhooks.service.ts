@@ -65,6 +65,9 @@ export class WebhooksService {
     } catch (error) {
       throw new OperatorError(`--url: ${(error as Error).message}`);
     }
+    // A second endpoint at the same URL would have the receiver get every event twice.
+    const existing = await this.repo.findEndpointAt(credentialId, checked.href);
+    if (existing) throw new OperatorError(`--url: credential ${credentialId} has an endpoint at ${checked.href} already (${existing.id})`);
     const secret = newSigningSecret();
     const id = `wh_${randomBytes(8).toString('hex')}`;
     await this.repo.insertEndpoint({
