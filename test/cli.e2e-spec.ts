@@ -373,6 +373,14 @@ describe(`operator CLI (${process.env.TEST_DATABASE})`, () => {
     expect(await count('dish_images')).toBe(2);
     const foreign = await cli(['menus', 'import', '--client', '1002', menu([steak])], env);
     expect(foreign.stdout).toContain('menu 101 belongs to client 1001.');
+    // One menu twice in a file: refused by the second one's line, and nothing of the file written.
+    const twice = file('twice.json', JSON.stringify([
+      { id: 110, name: 'Once', startDate: '2026-09-01', dishes: [{ ...steak, code: 'A-1', image: undefined }] },
+      { id: 110, name: 'Twice', startDate: '2026-09-01', dishes: [{ ...salad, code: 'B-1', image: undefined }] },
+    ]));
+    const duplicated = await cli(['--json', 'menus', 'import', '--client', '1001', twice], env);
+    expect([duplicated.code, JSON.parse(duplicated.stdout).rejected]).toEqual([1, [{ line: 1, errors: ['menu 110 appears more than once in the file.'] }]]);
+    expect(await db.query('SELECT id FROM menus WHERE id = 110')).toEqual([]);
   });
 
   it('sweeps the image folder: nothing with images in the database; with files, what no image names, once old enough', async () => {

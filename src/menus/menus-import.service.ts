@@ -37,6 +37,8 @@ export class MenusImportService {
       }
       const errors: string[] = [];
       const menu = await this.readMenu(clientId, record.value, dirname(path), errors, record.text);
+      // One menu twice in a file would be written as the two merged: which is meant is the operator's to say.
+      if (menu && menus.some((m) => m.menu.id === menu.menu.id)) errors.push(`menu ${menu.menu.id} appears more than once in the file.`);
       if (menu && errors.length === 0) menus.push(menu);
       else report.rejected.push({ line: record.line, errors });
     }
