@@ -226,6 +226,31 @@ describe(`GET /visits/standard/changes and /visits/plus/changes (${process.env.T
     expect((back.data as { removed?: unknown }).removed).toEqual([]);
   });
 
+  it('reports a removal only for the write that took a visit out of the selection, once, with brand and type filters together', async () => {
+    const five = client1001().find((v) => v.brandId === 5)!;
+    const six = client1001().find((v) => v.brandId === 6)!;
+    const x: VisitRecord = { ...six, visitId: 881_001, visitType: 'OF' };
+    const y: VisitRecord = { ...five, visitId: 881_002, visitType: 'MV' };
+    await importVisits(t, [x, y]);
+    const end = async (query: string): Promise<string> => (await follow(`/visits/standard/changes?SvcClientId=1001&${query}&Since=${hourAgo()}&Take=1000`, `&${query}&Take=1000`)).after;
+    const removed = async (query: string, after: string): Promise<unknown> =>
+      (await page(`/visits/standard/changes?SvcClientId=1001&${query}&Take=1000&after=${encodeURIComponent(after)}`)).data as { removed: unknown };
+    const [both, brandFive, typesMvOf] = [await end('SvcBrandId=6&VisitTypes=OF'), await end('SvcBrandId=5'), await end('SvcBrandId=5&VisitTypes=MV,OF')];
+
+    // x leaves brand 6 and OF by its type only; y changes type inside brand 5 (MV to OF), then leaves brand 5.
+    await importVisits(t, [{ ...x, visitType: 'TA' }, { ...y, visitType: 'OF' }]);
+    await importVisits(t, [{ ...y, brandId: 6, branchId: six.branchId }]);
+    expect(await removed('SvcBrandId=6&VisitTypes=OF', both)).toMatchObject({ visits: [], removed: [{ visitId: x.visitId }] });
+    expect(await removed('SvcBrandId=5', brandFive)).toMatchObject({ visits: [], removed: [{ visitId: y.visitId }] });
+    expect(await removed('SvcBrandId=5&VisitTypes=MV,OF', typesMvOf)).toMatchObject({ visits: [], removed: [{ visitId: y.visitId }] });
+    // A change inside the selection is no removal: y back in brand 5, then MV to OF again.
+    const back = await end('SvcBrandId=5&VisitTypes=MV,OF');
+    await importVisits(t, [{ ...y, visitType: 'MV' }]);
+    await importVisits(t, [{ ...y, visitType: 'OF', visitScore: 3 }]);
+    const inside = (await removed('SvcBrandId=5&VisitTypes=MV,OF', back)) as { visits: { visitId: number }[]; removed: unknown[] };
+    expect([inside.visits.map((v) => v.visitId), inside.removed]).toEqual([[y.visitId], []]);
+  });
+
   it('refuses a token that was altered, made for another query, variant or client', async () => {
     const body = await page(`/visits/standard/changes?SvcClientId=1001&Since=${hourAgo()}&Take=2`);
     const token = encodeURIComponent(body.paging.after);

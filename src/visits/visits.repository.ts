@@ -241,7 +241,18 @@ export class VisitsRepository {
         for (const visit of written) {
           const was = before.get(visit.id);
           const moved = was !== undefined && (was.brandId !== visit.brandId || was.visitType !== visit.visitType);
-          if (moved) departures.push(Object.assign(new VisitDeparture(), { clientId, changeSeq: visit.changeSeq, visitId: visit.id, ...was }));
+          if (moved) {
+            departures.push(
+              Object.assign(new VisitDeparture(), {
+                clientId,
+                changeSeq: visit.changeSeq,
+                visitId: visit.id,
+                ...was,
+                newBrandId: visit.brandId,
+                newVisitType: visit.visitType,
+              }),
+            );
+          }
           changed.push({ clientId, brandId: visit.brandId, visitType: visit.visitType, before: moved ? was : undefined });
         }
       }
@@ -315,34 +326,37 @@ export class VisitsRepository {
   }
 
   /**
-   * The visits a filtered feed page reports removed: those a write after `after` moved out of
-   * the selection (a brand or visit type it does not hold) from inside it, and that are still
-   * outside it, in sequence order, at most `take`. A visit moved back in is on the feed itself.
+   * The visits a filtered feed page reports removed: those a write after `after` took out of the
+   * selection (from a brand and visit type inside it to one outside), at the last such write of
+   * each, and that are still outside it, in sequence order, at most `take`. A visit moved back
+   * in is on the feed itself.
    */
   async departures(q: Omit<ChangesPageQuery, 'plus'>): Promise<{ seq: number; visitId: number }[]> {
     if (selectsNothing(q) || (q.brandIds === null && q.visitTypes === null)) return [];
-    const params: unknown[] = [q.clientId, q.after];
-    let n = 2;
-    const p = (): string => (this.postgres ? `$${++n}` : '?');
-    const where = [`dep.client_id = ${this.postgres ? '$1' : '?'}`, `dep.change_seq > ${this.postgres ? '$2' : '?'}`];
-    const outside: string[] = [];
-    if (q.brandIds) {
-      where.push(`dep.brand_id IN (${q.brandIds.map(p).join(', ')})`);
-      outside.push(`v.brand_id IS NULL OR v.brand_id NOT IN (${q.brandIds.map(p).join(', ')})`);
-      params.push(...q.brandIds, ...q.brandIds);
-    }
-    if (q.visitTypes) {
-      where.push(`dep.visit_type IN (${q.visitTypes.map(p).join(', ')})`);
-      outside.push(`v.visit_type NOT IN (${q.visitTypes.map(p).join(', ')})`);
-      params.push(...q.visitTypes, ...q.visitTypes);
-    }
-    // Parameters in the order their placeholders were written: brands (both conditions), then types.
-    const sql = `SELECT dep.change_seq AS seq, dep.visit_id AS "visitId" FROM visit_departures dep
-      JOIN visits v ON v.id = dep.visit_id
-      WHERE ${where.join(' AND ')} AND (${outside.map((c) => `(${c})`).join(' OR ')})
-      ORDER BY dep.change_seq
-      LIMIT ${p()}`;
-    params.push(q.take);
+    // Placeholders are numbered, and parameters pushed, in the order the text is written:
+    // PostgreSQL numbers them, SQLite takes them by position.
+    const params: unknown[] = [];
+    let n = 0;
+    const p = (value: unknown): string => {
+      params.push(value);
+      return this.postgres ? `$${++n}` : '?';
+    };
+    const list = (values: readonly unknown[]): string => values.map(p).join(', ');
+    /** The brand and type columns `brand`, `type` inside the selection. */
+    const inside = (brand: string, type: string): string =>
+      [q.brandIds ? `${brand} IN (${list(q.brandIds)})` : '', q.visitTypes ? `${type} IN (${list(q.visitTypes)})` : ''].filter(Boolean).join(' AND ');
+    /** ... or outside it (a brand of none is outside any list of brands). */
+    const outside = (brand: string, type: string): string =>
+      `(${[q.brandIds ? `(${brand} IS NULL OR ${brand} NOT IN (${list(q.brandIds)}))` : '', q.visitTypes ? `${type} NOT IN (${list(q.visitTypes)})` : '']
+        .filter(Boolean)
+        .join(' OR ')})`;
+    const left = (d: string): string => `${inside(`${d}.brand_id`, `${d}.visit_type`)} AND ${outside(`${d}.new_brand_id`, `${d}.new_visit_type`)}`;
+    let sql = `SELECT dep.change_seq AS seq, dep.visit_id AS "visitId" FROM visit_departures dep JOIN visits v ON v.id = dep.visit_id`;
+    sql += ` WHERE dep.client_id = ${p(q.clientId)} AND dep.change_seq > ${p(q.after)} AND ${left('dep')}`;
+    sql += ` AND ${outside('v.brand_id', 'v.visit_type')}`;
+    sql += ` AND NOT EXISTS (SELECT 1 FROM visit_departures later WHERE later.client_id = dep.client_id AND later.visit_id = dep.visit_id`;
+    sql += ` AND later.change_seq > dep.change_seq AND ${left('later')})`;
+    sql += ` ORDER BY dep.change_seq LIMIT ${p(q.take)}`;
     const rows = await this.db.query<{ seq: number | string; visitId: number | string }[]>(sql, params);
     return rows.map((r) => ({ seq: Number(r.seq), visitId: Number(r.visitId) }));
   }
