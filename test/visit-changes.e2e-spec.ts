@@ -234,7 +234,7 @@ describe(`GET /visits/standard/changes and /visits/plus/changes (${process.env.T
     await importVisits(t, [x, y]);
     const end = async (query: string): Promise<string> => (await follow(`/visits/standard/changes?SvcClientId=1001&${query}&Since=${hourAgo()}&Take=1000`, `&${query}&Take=1000`)).after;
     const removed = async (query: string, after: string): Promise<unknown> =>
-      (await page(`/visits/standard/changes?SvcClientId=1001&${query}&Take=1000&after=${encodeURIComponent(after)}`)).data as { removed: unknown };
+      (await page(`/visits/standard/changes?SvcClientId=1001&${query}&Take=1000&after=${encodeURIComponent(after)}`)).data;
     const [both, brandFive, typesMvOf] = [await end('SvcBrandId=6&VisitTypes=OF'), await end('SvcBrandId=5'), await end('SvcBrandId=5&VisitTypes=MV,OF')];
 
     // x leaves brand 6 and OF by its type only; y changes type inside brand 5 (MV to OF), then leaves brand 5.
