@@ -90,6 +90,8 @@ describe(`operator CLI (${process.env.TEST_DATABASE})`, () => {
     expect(none.code).toBe(1);
     expect(none.stdout).toBe('');
     expect(none.stderr).toMatch(/^Usage: results-cli \[options\] \[command\]/);
+    const noneJson = await cli(['--json'], env);
+    expect([noneJson.code, noneJson.stdout]).toEqual([1, '{"error":"a command is required (see --help)"}\n']);
   });
 
   it('keeps the output mode of each run to itself when runs overlap', async () => {

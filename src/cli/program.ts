@@ -68,7 +68,9 @@ export async function runCli(args: readonly string[], io: CliIo): Promise<number
     // a usage error is said on stdout too (preAction, which reads --json, has not run).
     if (error instanceof CommanderError) {
       if (error.exitCode !== 0 && (cli.json || args.includes('--json'))) {
-        io.stdout.write(`${JSON.stringify({ error: error.message.replace(/^error: /, '') })}\n`);
+        // No command at all: commander prints the help and says only '(outputHelp)'.
+        const message = error.code === 'commander.help' ? 'a command is required (see --help)' : error.message.replace(/^error: /, '');
+        io.stdout.write(`${JSON.stringify({ error: message })}\n`);
       }
       return error.exitCode;
     }
