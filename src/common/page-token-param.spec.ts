@@ -2,18 +2,11 @@ import { isPositionNumber, isQueryId, PageTokenParam, positionOf } from './page-
 import { PageTokens } from './page-token.js';
 import { ValidationProblem } from './problem.js';
 import { IntegerParam, SvcClientIdParam } from './query-fields.js';
-import { parseQuery, type DtoClass, type QueryContext } from './query-params.js';
+import { parseQuery, type DtoClass } from './query-params.js';
+import { queryContext, TEST_PAGE_TOKENS } from '../../test/helpers/query-context.js';
 
-const tokens = new PageTokens('a page-token key of the tests');
-const context: QueryContext = {
-  today: () => '2026-12-01',
-  takeMax: 1000,
-  maxRangeDays: 31,
-  zone: 'UTC',
-  changesRetentionDays: 90,
-  now: () => new Date('2026-12-01T12:00:00Z'),
-  pageTokens: tokens,
-};
+const tokens = TEST_PAGE_TOKENS;
+const context = queryContext();
 
 /** A query paged by (order, id), bound to its client and list, as the dishes are. */
 class ListQuery {

@@ -3,8 +3,8 @@ import { STATUS_CODES } from 'node:http';
 import { DishesQueryDto, MenusQueryDto } from '../../src/menus/dto/menus-query.dto.js';
 import { VisitsQueryDto } from '../../src/visits/dto/visits-query.dto.js';
 import { BAD_REQUEST_DETAIL, ValidationProblem } from '../../src/common/problem.js';
-import { PageTokens } from '../../src/common/page-token.js';
-import { parseQuery, type DtoClass, type QueryContext } from '../../src/common/query-params.js';
+import { parseQuery, type DtoClass } from '../../src/common/query-params.js';
+import { queryContext } from '../helpers/query-context.js';
 import { loadConfig } from '../../src/config/app-config.js';
 
 type Schema = Record<string, unknown> & { type?: string; $ref?: string; properties?: Record<string, Schema>; items?: Schema };
@@ -208,15 +208,12 @@ describe('the committed contract (openapi/openapi.json) says what the API does',
 
   /** What the service's query rules say of a value: null when it passes, else the messages. */
   function verdict<T extends object>(dto: DtoClass<T>, query: Record<string, string>): string[] | null {
-    const context: QueryContext = {
-      today: () => '2026-12-01',
+    const context = queryContext({
       takeMax: defaults.VISITS_TAKE_MAX,
       maxRangeDays: defaults.VISITS_MAX_RANGE_DAYS,
       zone: defaults.RESULTS_TIMEZONE,
       changesRetentionDays: defaults.CHANGES_RETENTION_DAYS,
-      now: () => new Date('2026-12-01T12:00:00Z'),
-      pageTokens: new PageTokens('a page-token key of the tests'),
-    };
+    });
     try {
       parseQuery(dto, new URLSearchParams(query).toString(), context);
       return null;

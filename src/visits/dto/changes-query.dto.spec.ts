@@ -1,9 +1,9 @@
 import fc from 'fast-check';
 import { instantOfLocal, localDateTime } from '../../common/clock.js';
 import { positionOf } from '../../common/page-token-param.js';
-import { PageTokens } from '../../common/page-token.js';
 import { ValidationProblem } from '../../common/problem.js';
-import { parseQuery, type QueryContext } from '../../common/query-params.js';
+import { parseQuery } from '../../common/query-params.js';
+import { queryContext, TEST_PAGE_TOKENS } from '../../../test/helpers/query-context.js';
 import { ChangesQueryDto, PlusChangesQueryDto, sinceInstant } from './changes-query.dto.js';
 
 describe('Since of the change feed', () => {
@@ -43,16 +43,8 @@ describe('Since of the change feed', () => {
 });
 
 describe('the feed token', () => {
-  const tokens = new PageTokens('a page-token key of the tests');
-  const context: QueryContext = {
-    today: () => '2026-12-01',
-    takeMax: 1000,
-    maxRangeDays: 31,
-    zone: 'UTC',
-    changesRetentionDays: 90,
-    now: () => new Date('2026-12-01T12:00:00Z'),
-    pageTokens: tokens,
-  };
+  const tokens = TEST_PAGE_TOKENS;
+  const context = queryContext();
   const read = (dto: typeof ChangesQueryDto, query: Record<string, string>): number | string[] => {
     try {
       return Number(positionOf(parseQuery(dto, new URLSearchParams(query).toString(), context))?.[0]);
