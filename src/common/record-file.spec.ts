@@ -48,6 +48,19 @@ describe('readAllRecords', () => {
     expect((await readAllRecords(file('limit.ndjson', `${atLimit}\n`)))[0]).toMatchObject({ line: 1, value: { id: 5 } });
   });
 
+  it('gives a CSV record the line its last line is on, CRLF line ends and cells over several lines alike', async () => {
+    const crlf = file('multi-crlf.csv', 'id,name\r\nB-20,"A\r\nx"\r\n\r\nB-21,B\r\nB-22,"q\r\n\r\nw"\r\nB-23,z\r\n');
+    const lf = file('multi-lf.csv', 'id,name\nB-20,"A\nx"\n\nB-21,B\nB-22,"q\n\nw"\nB-23,z\n');
+    for (const path of [crlf, lf]) {
+      expect((await readAllRecords(path)).map((r) => [r.line, 'value' in r ? (r.value as { id: string }).id : r.error])).toEqual([
+        [3, 'B-20'],
+        [5, 'B-21'],
+        [8, 'B-22'],
+        [9, 'B-23'],
+      ]);
+    }
+  });
+
   it('sniffs NDJSON in a file without the extension', async () => {
     const path = file('v.txt', '{"id":1}\n{"id":2}\n');
     expect((await readAllRecords(path)).map((r) => r.line)).toEqual([1, 2]);

@@ -196,18 +196,21 @@ async function* csv(path: string, known?: readonly string[]): AsyncGenerator<Fil
   };
   await mustBeUtf8(path);
   const parser = createReadStream(path).pipe(
-    parseCsv({ columns: header, bom: true, skip_empty_lines: true, info: true, relax_column_count: false, max_record_size: MAX_LINE_BYTES }),
+    parseCsv({ columns: header, bom: true, skip_empty_lines: true, info: true, raw: true, relax_column_count: false, max_record_size: MAX_LINE_BYTES }),
   );
+  // csv-parse counts a CRLF inside a quoted cell as two lines: taken off, so that a record's line is the file's.
+  let overcount = 0;
   try {
-    for await (const row of parser as AsyncIterable<{ record: Record<string, string>; info: { lines: number } }>) {
+    for await (const row of parser as AsyncIterable<{ record: Record<string, string>; info: { lines: number }; raw: string }>) {
+      overcount += row.raw.split('\r\n').length - 1;
       // CSV cannot tell an empty value from a missing one: an empty cell is a field not given.
       const value = Object.fromEntries(Object.entries(row.record).filter(([, cell]) => cell !== ''));
-      yield { line: row.info.lines, value, text: true };
+      yield { line: row.info.lines - overcount, value, text: true };
     }
   } catch (error) {
     if (error instanceof RecordFileError) throw error;
     const err = error as Error & { lines?: number };
-    yield { line: err.lines ?? 0, error: `not valid CSV: ${err.message}` };
+    yield { line: err.lines === undefined ? 0 : err.lines - overcount, error: `not valid CSV: ${err.message}` };
   }
 }
 
