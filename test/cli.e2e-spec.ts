@@ -261,6 +261,36 @@ describe(`operator CLI (${process.env.TEST_DATABASE})`, () => {
     expect(text.stdout).toContain('\\u{1b}[31mXX\\n  line 99: fake');
   });
 
+  it('says where an import stopped and what it wrote when a later batch fails, and imports the rest when run again', async () => {
+    // Records 500 apart are in two transactions; the database refuses one visit of the second.
+    const many = Array.from({ length: 520 }, (_, i) => JSON.stringify(visit({ visitId: 20_000 + i })));
+    if (config.usesPostgres) {
+      await db.query(
+        `CREATE FUNCTION refuse_visit() RETURNS trigger AS $$ BEGIN IF NEW.id = 20510 THEN RAISE EXCEPTION 'refused by a test trigger'; END IF; RETURN NEW; END $$ LANGUAGE plpgsql`,
+      );
+      await db.query('CREATE TRIGGER refuse_visit BEFORE INSERT ON visits FOR EACH ROW EXECUTE FUNCTION refuse_visit()');
+    } else {
+      await db.query("CREATE TRIGGER refuse_visit BEFORE INSERT ON visits WHEN NEW.id = 20510 BEGIN SELECT RAISE(ABORT, 'refused by a test trigger'); END");
+    }
+    const path = file('two-batches.ndjson', many.join('\n'));
+    try {
+      const stopped = await cli(['--json', 'visits', 'import', path], env);
+      expect(stopped.code).toBe(2);
+      expect(stopped.stderr).toMatch(
+        /^error: the import stopped at line 501 \([^\n]*refused by a test trigger[^\n]*\); the 500 records before it were written and stay written\. Importing the file again is safe: records already written are unchanged\.\n$/,
+      );
+      expect(JSON.parse(stopped.stdout)).toMatchObject({ imported: 500, stoppedAtLine: 501, rejected: [] });
+      expect(Number((await db.query<{ n: number | string }[]>('SELECT COUNT(*) AS n FROM visits WHERE id >= 20000 AND id < 20600'))[0].n)).toBe(500);
+    } finally {
+      await db.query(config.usesPostgres ? 'DROP TRIGGER refuse_visit ON visits' : 'DROP TRIGGER refuse_visit');
+      if (config.usesPostgres) await db.query('DROP FUNCTION refuse_visit()');
+    }
+    expect(await cliJson(['visits', 'import', path], env)).toMatchObject({ imported: 520, rejected: [] });
+    expect(Number((await db.query<{ n: number | string }[]>('SELECT COUNT(*) AS n FROM visits WHERE id >= 20000 AND id < 20600'))[0].n)).toBe(520);
+    await db.query('DELETE FROM visit_documents WHERE visit_id >= 20000 AND visit_id < 20600');
+    await db.query('DELETE FROM visits WHERE id >= 20000 AND id < 20600');
+  });
+
   it('re-imports an MV visit: new scores, modificationDate moved forward', async () => {
     const before = (await db.query('SELECT modification_date AS m, visit_score AS s FROM visits WHERE id = 9001'))[0];
     expect(before).toEqual({ m: '2026-11-02T08:00:00', s: 81.5 });

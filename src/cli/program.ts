@@ -1,4 +1,5 @@
 import { Command, CommanderError } from 'commander';
+import { ImportInterrupted } from '../common/import-report.js';
 import { unavailableCause } from '../common/problem.filter.js';
 import { OperatorError } from '../common/operator-error.js';
 import { RecordFileError } from '../common/record-file.js';
@@ -73,6 +74,12 @@ export async function runCli(args: readonly string[], io: CliIo): Promise<number
         io.stdout.write(`${JSON.stringify({ error: message })}\n`);
       }
       return error.exitCode;
+    }
+    if (error instanceof ImportInterrupted) {
+      // What was written, and where it stopped: the report so far, with the error.
+      if (cli.json) io.stdout.write(`${JSON.stringify({ error: error.message, ...error.report, stoppedAtLine: error.line })}\n`);
+      io.stderr.write(`error: ${error.message}\n`);
+      return 2;
     }
     const known =
       error instanceof OperatorError || error instanceof ConfigError || error instanceof RecordFileError || error instanceof SchemaMissingError;

@@ -3,7 +3,7 @@ import { VisitTypeCatalogue } from '../auth/visit-type-catalogue.js';
 import { BranchesService } from '../branches/branches.service.js';
 import { ClientsService } from '../clients/clients.service.js';
 import { localDateTime } from '../common/clock.js';
-import type { ImportReport } from '../common/import-report.js';
+import { ImportInterrupted, type ImportReport } from '../common/import-report.js';
 import { readRecords, type FileRecord } from '../common/record-file.js';
 import { AppConfig } from '../config/app-config.js';
 import type { Visit } from './entities/visit.entity.js';
@@ -31,14 +31,21 @@ export class VisitsImportService {
     const report: ImportReport = { file: path, imported: 0, rejected: [] };
     const context = await this.loadContext();
     let batch: FileRecord[] = [];
+    // Each batch is a transaction of its own: one that fails after others were written says so.
+    const write = async (): Promise<void> => {
+      try {
+        await this.importBatch(batch, context, report);
+      } catch (error) {
+        if (report.imported === 0 || batch.length === 0) throw error;
+        throw new ImportInterrupted(report, batch[0]!.line, error);
+      }
+      batch = [];
+    };
     for await (const record of readRecords(path)) {
       batch.push(record);
-      if (batch.length >= BATCH) {
-        await this.importBatch(batch, context, report);
-        batch = [];
-      }
+      if (batch.length >= BATCH) await write();
     }
-    await this.importBatch(batch, context, report);
+    await write();
     return report;
   }
 
