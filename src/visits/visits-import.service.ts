@@ -37,7 +37,7 @@ export class VisitsImportService {
         await this.importBatch(batch, context, report);
       } catch (error) {
         if (report.imported === 0 || batch.length === 0) throw error;
-        throw new ImportInterrupted(report, batch[0]!.line, error);
+        throw new ImportInterrupted(report, batch[0].line, error);
       }
       batch = [];
     };
