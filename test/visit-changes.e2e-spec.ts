@@ -153,7 +153,11 @@ describe(`GET /visits/standard/changes and /visits/plus/changes (${process.env.T
 
   it('moves a filtered feed past the writes its filters leave out, and still gives every one they let through', async () => {
     const tokens = PageTokens.fromConfig(t.config);
-    const position = (token: string): number => tokens.decode('changes:standard:1001:6:', token)[0] as number;
+    const position = (token: string): number => {
+      const opened = tokens.open(token);
+      expect(opened?.scope).toBe('changes:standard:1001:6:');
+      return opened?.position[0] as number;
+    };
     const { after: atEnd } = await follow(`/visits/standard/changes?SvcClientId=1001&SvcBrandId=6&Since=${hourAgo()}`, '&SvcBrandId=6');
     const [other, mine] = [client1001().find((v) => v.brandId === 5)!, client1001().find((v) => v.brandId === 6)!];
     await importVisits(t, [{ ...other, visitScore: 3.5 }]);

@@ -30,7 +30,11 @@ describe(`visit pages under a tight in-flight budget (${process.env.TEST_DATABAS
     const feeds = Array.from({ length: 6 }, () => get(`/visits/plus/changes?SvcClientId=1001&Since=${addDays(today, -60)}T00:00:00Z&Take=50`));
     const [pageResponses, feedResponses] = await Promise.all([Promise.all(pages), Promise.all(feeds)]);
     const tokens = PageTokens.fromConfig(t.config);
-    const position = (after: string) => tokens.decode('changes:plus:1001::', after);
+    const position = (after: string) => {
+      const opened = tokens.open(after);
+      expect(opened?.scope).toBe('changes:plus:1001::');
+      return opened?.position;
+    };
     pageResponses.forEach((res, i) => {
       expect(res.status).toBe(200);
       expect((res.body.data.visits as { visitId: number }[]).map((v) => v.visitId)).toEqual(whole.slice(skips[i], skips[i] + 50));

@@ -25,15 +25,13 @@ function repeatedHost(raw: string[]): boolean {
   return host > 1;
 }
 
-/** A problem answered before the application: its body and headers; the connection closes after it (a body the request may carry is never read). */
-function earlyProblem(status: number, detail: string): { body: string; headers: Record<string, string> } {
-  // A 400 lists what the request broke, as every 400 does.
-  const problem = { title: statusTitle(status), status, detail, instance: newInstance(), ...(status === 400 ? { errors: [detail] } : {}) };
-  const body = JSON.stringify(problem);
+/** An answer made before the application: its body and headers; the connection closes after it (a body the request may carry is never read). */
+function earlyAnswer(json: object, contentType: string, cache: Readonly<Record<string, string>>): { body: string; headers: Record<string, string> } {
+  const body = JSON.stringify(json);
   const headers = {
-    'Content-Type': `${PROBLEM_CONTENT_TYPE}; charset=utf-8`,
+    'Content-Type': `${contentType}; charset=utf-8`,
     'Content-Length': String(Buffer.byteLength(body)),
-    'Cache-Control': 'no-store',
+    ...cache,
     'X-Content-Type-Options': 'nosniff',
     'X-Request-Id': randomUUID(),
     Connection: 'close',
@@ -41,18 +39,15 @@ function earlyProblem(status: number, detail: string): { body: string; headers: 
   return { body, headers };
 }
 
+/** A problem answered before the application; a 400 lists what the request broke, as every 400 does. */
+function earlyProblem(status: number, detail: string): { body: string; headers: Record<string, string> } {
+  const problem = { title: statusTitle(status), status, detail, instance: newInstance(), ...(status === 400 ? { errors: [detail] } : {}) };
+  return earlyAnswer(problem, PROBLEM_CONTENT_TYPE, { 'Cache-Control': 'no-store' });
+}
+
 /** The token endpoint's form of an early refusal: OAuth JSON, not cacheable. */
 function earlyOAuthError(description: string): { body: string; headers: Record<string, string> } {
-  const body = JSON.stringify({ error: 'invalid_request', error_description: description });
-  const headers = {
-    'Content-Type': 'application/json; charset=utf-8',
-    'Content-Length': String(Buffer.byteLength(body)),
-    ...NO_STORE_HEADERS,
-    'X-Content-Type-Options': 'nosniff',
-    'X-Request-Id': randomUUID(),
-    Connection: 'close',
-  };
-  return { body, headers };
+  return earlyAnswer({ error: 'invalid_request', error_description: description }, 'application/json', NO_STORE_HEADERS);
 }
 
 function answer(res: ServerResponse, status: number, problem: { body: string; headers: Record<string, string> }): void {

@@ -1,6 +1,5 @@
 import { createCipheriv, createDecipheriv, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { AppConfig } from '../config/app-config.js';
-import { ValidationProblem } from './problem.js';
 
 /** The longest page token accepted. */
 export const PAGE_TOKEN_MAX_LENGTH = 2048;
@@ -29,7 +28,7 @@ export const PAGE_TOKEN_OF_ANOTHER_QUERY = "'after' is a page token of another q
 /**
  * Opaque page tokens: the position after the last item of a page, bound to the query it
  * came from (`scope`, such as `menus:1001`), so a token replayed with another query, edited,
- * or made up is refused with a 400.
+ * or made up is refused with a 400 (the query's rules open it: see PageTokenParam).
  *
  * A token is sealed with AES-256-GCM under a fresh random IV: `<version, IV and
  * ciphertext>.<tag>`. Its position is a client's own write sequence or ids, which a
@@ -55,14 +54,6 @@ export class PageTokens {
     const cipher = createCipheriv('aes-256-gcm', this.sealKey, iv);
     const sealed = Buffer.concat([Buffer.of(SEALED), iv, cipher.update(JSON.stringify({ s: scope, p: position }), 'utf8'), cipher.final()]);
     return `${sealed.toString('base64url')}.${cipher.getAuthTag().toString('base64url')}`;
-  }
-
-  /** The position a token holds; a 400 problem when it is not a token of this query. */
-  decode(scope: string, token: string): (string | number)[] {
-    const opened = this.open(token);
-    if (!opened) throw new ValidationProblem([PAGE_TOKEN_INVALID]);
-    if (opened.scope !== scope) throw new ValidationProblem([PAGE_TOKEN_OF_ANOTHER_QUERY]);
-    return opened.position;
   }
 
   /**

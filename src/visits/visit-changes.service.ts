@@ -61,7 +61,7 @@ export class VisitChangesService {
       const head = filtered ? await this.repo.changeHead(selection.clientId) : 0;
       const q = { clientId: selection.clientId, after: start, brandIds: selection.brandIds, visitTypes: selection.visitTypes, take };
       // Visits that left the selection, then the visits in it: a page is the first `take` of both, in write order.
-      const departures = filtered ? await this.repo.departures(q) : [];
+      const departures = await this.repo.departures(q);
       const removed: number[] = [];
       const onPage = new Set<number>();
       let d = 0;

@@ -11,7 +11,7 @@ import { instantOfLocal } from '../../common/clock.js';
 import { isPositionNumber, isQueryId, PageTokenParam } from '../../common/page-token-param.js';
 import { emptyIsAbsent, ID_MAX, IntegerParam, QUERY_INTEGER_MAX, SvcClientIdParam, visitTypeCodes } from '../../common/query-fields.js';
 import { queryContextOf, type QueryContext } from '../../common/query-params.js';
-import { TakeMax, VisitTypesParam } from './visits-query.dto.js';
+import { TakeMax, VISIT_TYPES_PATTERN, VisitTypesParam } from './visits-query.dto.js';
 
 /** Default page size of the change feed (or the Take maximum, when that is smaller). */
 export const CHANGES_DEFAULT_TAKE = 500;
@@ -149,8 +149,6 @@ export class ChangesQueryDto {
 /** The query of GET /visits/plus/changes: its tokens are bound to the plus variant. */
 export class PlusChangesQueryDto extends ChangesQueryDto {}
 
-const VISIT_TYPES = /^[A-Za-z]{2}(,[A-Za-z]{2})*$/;
-
 /**
  * The query a feed token is bound to: the variant, the client and the query's own filters.
  * Undefined while one of them is broken.
@@ -158,7 +156,7 @@ const VISIT_TYPES = /^[A-Za-z]{2}(,[A-Za-z]{2})*$/;
 export function changesScope(query: ChangesQueryDto): string | undefined {
   const { SvcClientId, SvcBrandId, VisitTypes } = query;
   if (!isQueryId(SvcClientId) || (SvcBrandId !== undefined && !isQueryId(SvcBrandId))) return undefined;
-  if (VisitTypes !== undefined && (typeof VisitTypes !== 'string' || !VISIT_TYPES.test(VisitTypes))) return undefined;
+  if (VisitTypes !== undefined && (typeof VisitTypes !== 'string' || !VISIT_TYPES_PATTERN.test(VisitTypes))) return undefined;
   const variant = query instanceof PlusChangesQueryDto ? 'plus' : 'standard';
   return ['changes', variant, SvcClientId, SvcBrandId ?? '', visitTypeCodes(VisitTypes).join(',')].join(':');
 }

@@ -87,6 +87,9 @@ function DateParam(name: string, description: string): PropertyDecorator {
 }
 
 /** `VisitTypes`: comma-separated 2-letter visit type codes, any case. */
+/** A `VisitTypes` value as its rule takes it: 2-letter codes, comma-separated. */
+export const VISIT_TYPES_PATTERN = /^[A-Za-z]{2}(,[A-Za-z]{2})*$/;
+
 export function VisitTypesParam(): PropertyDecorator {
   return applyDecorators(
     ApiProperty({
@@ -96,11 +99,11 @@ export function VisitTypesParam(): PropertyDecorator {
       description:
         'Comma-separated 2-letter visit type codes, for example MV,OF (MV mystery visit, OF online feedback, ' +
         'TA third-party review). Omitted: every type the credential may read.',
-      pattern: '^[A-Za-z]{2}(,[A-Za-z]{2})*$',
+      pattern: VISIT_TYPES_PATTERN.source,
     }),
     Transform(emptyIsAbsent),
     IsOptional(),
-    Matches(/^[A-Za-z]{2}(,[A-Za-z]{2})*$/, {
+    Matches(VISIT_TYPES_PATTERN, {
       message: (a) => `'VisitTypes' must be 2 alpha characters: '${String(a.value)}'.`,
     }),
   );
