@@ -517,6 +517,41 @@ describe(`menus and dishes (${process.env.TEST_DATABASE})`, () => {
         expect(kept.body.data.dish.code).toBe('FFFD-\ufffd');
       });
 
+      it("a json part's bytes are its own: U+FFFD elsewhere in the body hides no bad byte, and a declared charset=utf-8 is read strictly", async () => {
+        const fffd = Buffer.from([0xef, 0xbf, 0xbd]);
+        const form = (opts: { preamble?: Buffer; image?: Buffer; type?: string; json: Buffer }) =>
+          post((r) =>
+            r.set('Content-Type', 'multipart/form-data; boundary=B').send(
+              Buffer.concat([
+                opts.preamble ?? Buffer.alloc(0),
+                Buffer.from('--B\r\nContent-Disposition: form-data; name="file"; filename="a.png"\r\nContent-Type: image/png\r\n\r\n'),
+                opts.image ?? png,
+                Buffer.from(`\r\n--B\r\nContent-Disposition: form-data; name="json"${opts.type ? `\r\nContent-Type: ${opts.type}` : ''}\r\n\r\n`),
+                opts.json,
+                Buffer.from('\r\n--B--\r\n'),
+              ]),
+            ),
+          );
+        const [head, tail] = dish({ code: 'BAD-@' }).split('@');
+        const bad = Buffer.concat([Buffer.from(head), Buffer.from([0xff]), Buffer.from(tail)]);
+        expect(() => new TextDecoder('utf-8', { fatal: true }).decode(bad)).toThrow();
+        const before = [await count('dishes'), await count('dish_images')];
+        for (const opts of [
+          { image: Buffer.concat([png, fffd]), json: bad },
+          { preamble: Buffer.concat([fffd, Buffer.from('\r\n')]), json: bad },
+          { type: 'application/json; charset=utf-8', json: bad },
+          { type: 'application/json; charset=UTF-8', image: Buffer.concat([png, fffd]), json: bad },
+        ]) {
+          const res = await form(opts);
+          expect({ status: res.status, errors: problem(res).errors }).toEqual({ status: 400, errors: ["The 'json' part is not valid UTF-8."] });
+        }
+        expect([await count('dishes'), await count('dish_images')]).toEqual(before);
+        const declared = await form({ type: 'application/json; charset=utf-8', json: Buffer.from(dish({ code: 'CAF\u00c9-\u{1f37d}' }), 'utf8') });
+        expect({ status: declared.status, code: declared.body.data?.dish.code }).toEqual({ status: 200, code: 'CAF\u00c9-\u{1f37d}' });
+        const plain = await form({ json: Buffer.from(dish({ code: 'NA\u00cfVE' }), 'utf8') });
+        expect({ status: plain.status, code: plain.body.data?.dish.code }).toEqual({ status: 200, code: 'NA\u00cfVE' });
+      });
+
       it('a menu that has ended (GET /menus no longer lists it); one that ends today takes dishes', async () => {
         const ended = addDays(localDate(t.config.RESULTS_TIMEZONE), -1);
         const before = [await count('dishes'), await count('dish_images')];

@@ -1,14 +1,12 @@
-/** U+FFFD in UTF-8. */
-export const REPLACEMENT_CHARACTER = Buffer.from([0xef, 0xbf, 0xbd]);
-
 /** The parts of an upload as the multipart reader left them. */
 export interface UploadParts {
   files: { fieldname: string; originalname: string; buffer: Buffer }[];
-  /** Text parts, decoded by the multipart reader (bytes that are no UTF-8 become U+FFFD). */
+  /** Text parts as the multipart reader gave them (see `fieldText`). */
   fields: Record<string, unknown>;
-  /** How many times the body holds U+FFFD in UTF-8: a text part with more of them had bytes that are no UTF-8. */
-  replacementCharacters: number;
 }
+
+/** What the multipart reader gives for a text part that declares no charset: its bytes, in base64. */
+export const UNDECLARED_CHARSET = 'base64';
 
 const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true });
 
@@ -43,20 +41,13 @@ function jsonPart(parts: UploadParts, errors: string[]): unknown {
     errors.push("Send one 'json' part only.");
     return undefined;
   }
-  let text: unknown = asField;
-  if (asFile[0]) {
-    try {
-      text = STRICT_UTF8.decode(asFile[0].buffer);
-    } catch {
-      text = null;
-    }
-  }
+  const text = asFile[0] ? strictUtf8(asFile[0].buffer) : typeof asField === 'string' ? fieldText(asField) : asField;
   if (text === undefined) {
     errors.push("The 'json' part is required: the dish as JSON.");
     return undefined;
   }
   // JSON is UTF-8 (RFC 8259 §8.1): bytes that are not would be stored as U+FFFD, not as sent.
-  if (text === null || (typeof text === 'string' && replacements(text) > parts.replacementCharacters)) {
+  if (text === null) {
     errors.push("The 'json' part is not valid UTF-8.");
     return undefined;
   }
@@ -72,8 +63,26 @@ function jsonPart(parts: UploadParts, errors: string[]): unknown {
   }
 }
 
-function replacements(text: string): number {
-  let n = 0;
-  for (let at = text.indexOf('\uFFFD'); at >= 0; at = text.indexOf('\uFFFD', at + 1)) n++;
-  return n;
+/** The bytes as UTF-8 text, or null where they are not UTF-8. */
+function strictUtf8(bytes: Buffer): string | null {
+  try {
+    return STRICT_UTF8.decode(bytes);
+  } catch {
+    return null;
+  }
+}
+
+const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
+
+/**
+ * A text part's text, or null when its bytes were not UTF-8. A part that declares no charset
+ * (as browsers, curl and HTTP libraries send one) reaches the reader as its bytes in base64
+ * (UNDECLARED_CHARSET), read here strictly as UTF-8, so that no byte of it is lost or made up.
+ * One that declares a charset arrives decoded by it; JSON text is never all letters, digits
+ * and `+/=` (an object has braces), so the two are told apart. A U+FFFD in a decoded part may
+ * stand for bytes its charset could not read: such a part is refused as well.
+ */
+function fieldText(value: string): string | null {
+  if (BASE64.test(value)) return strictUtf8(Buffer.from(value, 'base64'));
+  return value.includes('\uFFFD') ? null : value;
 }

@@ -7,7 +7,7 @@ import { PayloadTooLargeProblem, ValidationProblem } from '../common/problem.js'
 import { AppConfig } from '../config/app-config.js';
 import { imageTooLargeMessage } from './image-inspector.js';
 import { DISH_JSON_PART_MAX_BYTES } from './dto/menu.dto.js';
-import { REPLACEMENT_CHARACTER, type UploadParts } from './dish-upload-form.js';
+import { UNDECLARED_CHARSET, type UploadParts } from './dish-upload-form.js';
 
 /** Room for the json part and the multipart framing on top of the image itself. */
 const FORM_OVERHEAD = 256 * 1024;
@@ -79,7 +79,7 @@ export class DishUploadInterceptor implements NestInterceptor {
 
   private read(request: Request): Promise<UploadParts> {
     return new Promise((resolve, reject) => {
-      const parts: UploadParts = { files: [], fields: {}, replacementCharacters: 0 };
+      const parts: UploadParts = { files: [], fields: {} };
       let failed = false;
       let received = 0;
       let parser: busboy.Busboy;
@@ -100,6 +100,8 @@ export class DishUploadInterceptor implements NestInterceptor {
       try {
         parser = busboy({
           headers: request.headers,
+          // A text part that declares no charset is handed over as its bytes (see fieldText).
+          defCharset: UNDECLARED_CHARSET,
           // busboy reports the limit once a file reaches it: one byte more, so that an image of exactly IMAGE_MAX_BYTES is taken.
           // Fields likewise: a json part of exactly DISH_JSON_PART_MAX_BYTES is taken.
           limits: { fileSize: this.config.IMAGE_MAX_BYTES + 1, files: 3, fields: 4, parts: 6, fieldSize: DISH_JSON_PART_MAX_BYTES + 1, fieldNameSize: 100 },
@@ -147,13 +149,8 @@ export class DishUploadInterceptor implements NestInterceptor {
         if (!failed) resolve(parts);
       });
       request.on('aborted', () => fail('The upload was interrupted.'));
-      let tail: Buffer = Buffer.alloc(0);
       request.on('data', (chunk: Buffer) => {
         received += chunk.length;
-        // U+FFFD as the body spells it, so that one the json part's decoding made up can be told from one sent.
-        const seen = tail.length > 0 ? Buffer.concat([tail, chunk]) : chunk;
-        for (let at = seen.indexOf(REPLACEMENT_CHARACTER); at >= 0; at = seen.indexOf(REPLACEMENT_CHARACTER, at + 3)) parts.replacementCharacters++;
-        tail = seen.subarray(Math.max(0, seen.length - 2));
       });
       request.pipe(parser);
     });

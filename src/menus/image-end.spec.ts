@@ -1,6 +1,17 @@
 import sharp from 'sharp';
-import { jpegWith, jpegWithLocation, makeImage, pngOfSize, pngWith, webpWith } from '../../test/helpers/images.js';
-import { imageStructure } from './image-end.js';
+import {
+  animatedWebp,
+  jpegWith,
+  jpegWithLocation,
+  makeImage,
+  pngOfSize,
+  pngWith,
+  pngWithExtraPixelData,
+  pngWithinPixelData,
+  webpWith,
+  webpWithinFrame,
+} from '../../test/helpers/images.js';
+import { imageStructure, pngPixelDataEnds } from './image-end.js';
 
 const imageEnd = (bytes: Buffer, format: 'jpeg' | 'png' | 'webp'): number | null => imageStructure(bytes, format).end;
 
@@ -67,5 +78,36 @@ describe('imageStructure', () => {
     const withExif = webpWith(webp, 'EXIF', HTML);
     expect(imageStructure(withExif, 'webp')).toEqual({ end: withExif.length, extras: true });
     expect(imageStructure(webpWith(webp, 'XMP ', HTML), 'webp').extras).toBe(true);
+  });
+
+  it("finds a chunk inside an animation frame other than the frame's picture", async () => {
+    const animation = await animatedWebp(3);
+    expect(imageStructure(animation, 'webp')).toEqual({ end: animation.length, extras: false });
+    const hidden = webpWithinFrame(animation, 'XYZW', HTML);
+    expect(imageStructure(hidden, 'webp')).toEqual({ end: hidden.length, extras: true });
+    expect(imageStructure(webpWithinFrame(animation, 'ALPH', Buffer.alloc(4)), 'webp').extras).toBe(false);
+  });
+});
+
+describe('pngPixelDataEnds', () => {
+  it('holds for what sharp encodes, interlaced and 16-bit included, and for a PNG whose data spans IDAT chunks', async () => {
+    const plain = await makeImage('png', 37, 23);
+    const interlaced = await sharp(plain).png({ progressive: true }).toBuffer();
+    const deep = await sharp(plain).png().toColourspace('rgb16').toBuffer();
+    const noisy = await sharp(Buffer.from(Array.from({ length: 300 * 300 * 3 }, (_, i) => (i * 7919) % 251)), { raw: { width: 300, height: 300, channels: 3 } })
+      .png({ compressionLevel: 0 })
+      .toBuffer();
+    expect(noisy.length).toBeGreaterThan(200_000);
+    for (const png of [plain, interlaced, deep, noisy]) expect(await pngPixelDataEnds(png)).toBe(true);
+  });
+
+  it('fails for bytes after the zlib stream, in its IDAT chunk or in one more', async () => {
+    const png = await makeImage('png', 37, 23);
+    expect(await pngPixelDataEnds(pngWithinPixelData(png, HTML))).toBe(false);
+    expect(await pngPixelDataEnds(pngWithExtraPixelData(png, HTML))).toBe(false);
+    // Both still decode: the picture is whole, what rides after it is what must not be stored.
+    for (const carrier of [pngWithinPixelData(png, HTML), pngWithExtraPixelData(png, HTML)]) {
+      expect((await sharp(carrier, { failOn: 'truncated' }).raw().toBuffer()).length).toBe(37 * 23 * 3);
+    }
   });
 });

@@ -1,3 +1,5 @@
+import { createInflate } from 'node:zlib';
+
 /** What an encoded image's own structure says of it. */
 export interface ImageStructure {
   /** Where the image ends: bytes after that are no part of it. Null when the structure cannot be followed to its end. */
@@ -45,18 +47,63 @@ function pngStructure(b: Buffer): ImageStructure {
 /** The chunks of the picture (lossy, lossless, alpha, animation) and its colour profile. */
 const WEBP_PICTURE = new Set(['VP8 ', 'VP8L', 'VP8X', 'ALPH', 'ANIM', 'ANMF', 'ICCP']);
 
+/** The chunks of an animation frame (ANMF), after its 16 bytes of position, size and timing. */
+const WEBP_FRAME = new Set(['ALPH', 'VP8 ', 'VP8L']);
+
 /** A RIFF file: 'RIFF', the size of what follows the first eight bytes, 'WEBP', then chunks (type, size, data padded to even). */
 function webpStructure(b: Buffer): ImageStructure {
   if (b.length < 12 || b.toString('latin1', 0, 4) !== 'RIFF' || b.toString('latin1', 8, 12) !== 'WEBP') return { end: null, extras: false };
   const end = 8 + b.readUInt32LE(4);
   if (end > b.length) return { end: null, extras: false };
-  let extras = false;
-  for (let at = 12; at + 8 <= end; ) {
+  const extras = !webpChunks(b, 12, end, (type, data, dataEnd) => {
+    if (!WEBP_PICTURE.has(type)) return false;
+    // A frame holds chunks of its own, where anything else may hide as well.
+    return type !== 'ANMF' || webpChunks(b, data + 16, dataEnd, (inner) => WEBP_FRAME.has(inner));
+  });
+  return { end, extras };
+}
+
+/** Whether every chunk between `from` and `to` is `allowed` (given its type, and where its data starts and ends). */
+function webpChunks(b: Buffer, from: number, to: number, allowed: (type: string, data: number, dataEnd: number) => boolean): boolean {
+  for (let at = from; at + 8 <= to; ) {
     const size = b.readUInt32LE(at + 4);
-    if (!WEBP_PICTURE.has(b.toString('latin1', at, at + 4))) extras = true;
+    const dataEnd = Math.min(at + 8 + size, to);
+    if (!allowed(b.toString('latin1', at, at + 4), at + 8, dataEnd)) return false;
     at += 8 + size + (size & 1);
   }
-  return { end, extras };
+  return true;
+}
+
+/**
+ * Whether a PNG's pixel data ends where its IDAT chunks do: the chunks' data, one zlib stream,
+ * is inflated (and dropped as it comes) to learn how much of it the stream takes. A decoder
+ * stops at the stream's end, so bytes after it, in the last IDAT or in one more, are no part
+ * of the picture: a script or another file could ride there. False when the data is no
+ * stream at all.
+ */
+export async function pngPixelDataEnds(b: Buffer): Promise<boolean> {
+  const data: Buffer[] = [];
+  for (let at = 8; at + 12 <= b.length; ) {
+    const length = b.readUInt32BE(at);
+    const type = b.toString('latin1', at + 4, at + 8);
+    if (type === 'IDAT') data.push(b.subarray(at + 8, Math.min(at + 8 + length, b.length)));
+    if (type === 'IEND') break;
+    at += 12 + length;
+  }
+  const stream = Buffer.concat(data);
+  const inflate = createInflate();
+  inflate.resume();
+  try {
+    await new Promise<void>((resolve, reject) => {
+      inflate.once('end', resolve);
+      inflate.once('error', reject);
+      inflate.end(stream);
+    });
+  } catch {
+    return false;
+  }
+  // bytesWritten: the input the stream took, which stops at its end.
+  return inflate.bytesWritten === stream.length;
 }
 
 /** APPn segments of the picture: JFIF (APP0), the colour profile (APP2 ICC_PROFILE), Adobe's colour transform (APP14). */

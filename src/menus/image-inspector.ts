@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Metadata } from 'sharp';
 import { formatBytes } from '../common/byte-size.js';
 import { loadSharp } from '../common/sharp.js';
-import { imageStructure } from './image-end.js';
+import { imageStructure, pngPixelDataEnds } from './image-end.js';
 
 export const IMAGE_TYPES = { jpeg: 'image/jpeg', png: 'image/png', webp: 'image/webp' } as const;
 
@@ -48,7 +48,8 @@ export async function prepareImage(input: Buffer, limits: ImageLimits): Promise<
   try {
     meta = await sharp(input, { limitInputPixels: false }).metadata();
   } catch {
-    throw new ImageRejected('The image must be a JPEG, PNG or WebP file.');
+    // A file that starts as one of the three but cannot be read is damaged, not of another kind.
+    throw new ImageRejected(signedAsAccepted(input) ? 'The image is truncated or corrupt.' : 'The image must be a JPEG, PNG or WebP file.');
   }
   const contentType = IMAGE_TYPES[meta.format as keyof typeof IMAGE_TYPES];
   if (!contentType) throw new ImageRejected('The image must be a JPEG, PNG or WebP file.');
@@ -56,22 +57,27 @@ export async function prepareImage(input: Buffer, limits: ImageLimits): Promise<
   const height = meta.autoOrient?.height ?? meta.height;
   if (!width || !height) throw new ImageRejected('The image has no dimensions.');
   // Pixels are counted by their samples' size: what decoding holds in memory. A small file may
-  // declare 40 megapixels of 16-bit samples (320 MB of RGBA); such an image counts twice.
+  // declare 40 megapixels of 16-bit samples (320 MB of RGBA); such an image counts twice. An
+  // animation's frames count together: a WebP of 30 frames of 36 megapixels is 1 gigapixel.
   const sampleBytes = SAMPLE_BYTES[meta.depth ?? 'uchar'] ?? 1;
-  if (width * height * sampleBytes > limits.maxPixels) {
+  const frames = meta.pages ?? 1;
+  if (width * height * frames * sampleBytes > limits.maxPixels) {
     const megapixels = (limits.maxPixels / 1_000_000).toFixed(0);
     throw new ImageRejected(
-      sampleBytes === 1
-        ? `The image must be at most ${megapixels} megapixels.`
-        : `The image must be at most ${megapixels} megapixels; one with 16-bit samples counts twice.`,
+      frames > 1
+        ? `The image must be at most ${megapixels} megapixels, all its frames together.`
+        : sampleBytes === 1
+          ? `The image must be at most ${megapixels} megapixels.`
+          : `The image must be at most ${megapixels} megapixels; one with 16-bit samples counts twice.`,
     );
   }
   const format = meta.format as keyof typeof IMAGE_TYPES;
+  const animated = frames > 1;
   // One image is decoded at a time in a process, so that uploads at once do not add up their pixels in memory.
   const data = await oneAtATime(async () => {
-    // Decoding every pixel finds truncated or corrupt data that the header alone hides.
+    // Decoding every pixel, of every frame, finds truncated or corrupt data that the header alone hides.
     try {
-      await sharp(input, { failOn: 'truncated', limitInputPixels: limits.maxPixels, animated: false }).raw().toBuffer();
+      await sharp(input, { failOn: 'truncated', limitInputPixels: limits.maxPixels, animated }).raw().toBuffer();
     } catch {
       throw new ImageRejected('The image is truncated or corrupt.');
     }
@@ -80,10 +86,17 @@ export async function prepareImage(input: Buffer, limits: ImageLimits): Promise<
     // chunks that are no part of the picture and that libvips does not report (a JPEG comment,
     // an unknown APPn, a private PNG chunk, a WebP EXIF chunk its header does not announce).
     const structure = imageStructure(input, format);
-    const carriesMore = structure.end !== input.length || structure.extras;
-    return carriesMetadata || carriesMore ? reencode(input, format) : input;
+    const carriesMore = structure.end !== input.length || structure.extras || (format === 'png' && !(await pngPixelDataEnds(input)));
+    return carriesMetadata || carriesMore ? reencode(input, format, animated) : input;
   });
   return { contentType, width, height, data, sha256: createHash('sha256').update(data).digest('hex') };
+}
+
+/** Whether the bytes start with a JPEG's, a PNG's or a WebP's signature. */
+function signedAsAccepted(b: Buffer): boolean {
+  if (b.length >= 3 && b[0] === 0xff && b[1] === 0xd8 && b[2] === 0xff) return true;
+  if (b.length >= 8 && b.readUInt32BE(0) === 0x89504e47 && b.readUInt32BE(4) === 0x0d0a1a0a) return true;
+  return b.length >= 12 && b.toString('latin1', 0, 4) === 'RIFF' && b.toString('latin1', 8, 12) === 'WEBP';
 }
 
 /** Bytes of one sample, by libvips' band format (sharp's `depth`). */
@@ -99,9 +112,10 @@ function oneAtATime<T>(work: () => Promise<T>): Promise<T> {
   return run;
 }
 
-async function reencode(input: Buffer, format: keyof typeof IMAGE_TYPES): Promise<Buffer> {
+/** The image without what it carried beyond its picture; an animation keeps its frames. */
+async function reencode(input: Buffer, format: keyof typeof IMAGE_TYPES, animated: boolean): Promise<Buffer> {
   const sharp = await loadSharp();
-  const image = sharp(input, { failOn: 'truncated' }).autoOrient();
+  const image = sharp(input, { failOn: 'truncated', animated }).autoOrient();
   if (format === 'jpeg') return image.jpeg({ quality: 92, mozjpeg: false }).toBuffer();
   if (format === 'png') return image.png().toBuffer();
   return image.webp({ quality: 92 }).toBuffer();

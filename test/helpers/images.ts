@@ -69,3 +69,56 @@ export function webpWith(image: Buffer, type: string, data: Buffer): Buffer {
   out.writeUInt32LE(out.length - 8, 4);
   return out;
 }
+
+/** A PNG whose first IDAT chunk carries `data` after its zlib stream (its CRC made good). */
+export function pngWithinPixelData(image: Buffer, data: Buffer): Buffer {
+  let at = 8;
+  while (image.toString('latin1', at + 4, at + 8) !== 'IDAT') at += 12 + image.readUInt32BE(at);
+  const length = image.readUInt32BE(at);
+  const body = Buffer.concat([image.subarray(at + 8, at + 8 + length), data]);
+  const head = Buffer.alloc(8);
+  head.writeUInt32BE(body.length);
+  head.write('IDAT', 4, 'latin1');
+  const crc = Buffer.alloc(4);
+  crc.writeUInt32BE(crc32(Buffer.concat([head.subarray(4), body])));
+  return Buffer.concat([image.subarray(0, at), head, body, crc, image.subarray(at + 12 + length)]);
+}
+
+/** A PNG with one more IDAT chunk, holding `data`, right after its last one. */
+export function pngWithExtraPixelData(image: Buffer, data: Buffer): Buffer {
+  let at = 8;
+  let afterLast = 0;
+  while (at + 12 <= image.length) {
+    const end = at + 12 + image.readUInt32BE(at);
+    if (image.toString('latin1', at + 4, at + 8) === 'IDAT') afterLast = end;
+    at = end;
+  }
+  const head = Buffer.alloc(8);
+  head.writeUInt32BE(data.length);
+  head.write('IDAT', 4, 'latin1');
+  const crc = Buffer.alloc(4);
+  crc.writeUInt32BE(crc32(Buffer.concat([head.subarray(4), data])));
+  return Buffer.concat([image.subarray(0, afterLast), head, data, crc, image.subarray(afterLast)]);
+}
+
+/** An animated WebP of `frames` frames of width × height, in two colours by turns. */
+export async function animatedWebp(frames: number, width = 32, height = 32): Promise<Buffer> {
+  const frame = (i: number) => sharp({ create: { width, height, channels: 3, background: i % 2 ? '#c0392b' : '#2980b9' } }).png().toBuffer();
+  const pngs = await Promise.all(Array.from({ length: frames }, (_, i) => frame(i)));
+  return sharp(pngs, { join: { animated: true }, limitInputPixels: false }).webp({ loop: 0, lossless: true, effort: 0 }).toBuffer();
+}
+
+/** A WebP with a chunk of `type` holding `data` inside its first animation frame (ANMF), the sizes grown to hold it. */
+export function webpWithinFrame(image: Buffer, type: string, data: Buffer): Buffer {
+  let at = 12;
+  while (image.toString('latin1', at, at + 4) !== 'ANMF') at += 8 + image.readUInt32LE(at + 4) + (image.readUInt32LE(at + 4) & 1);
+  const size = image.readUInt32LE(at + 4);
+  const sub = Buffer.alloc(8);
+  sub.write(type, 0, 'latin1');
+  sub.writeUInt32LE(data.length, 4);
+  const added = Buffer.concat([sub, data, Buffer.alloc(data.length % 2)]);
+  const out = Buffer.concat([image.subarray(0, at + 8 + size), added, image.subarray(at + 8 + size)]);
+  out.writeUInt32LE(size + added.length, at + 4);
+  out.writeUInt32LE(out.length - 8, 4);
+  return out;
+}

@@ -1,0 +1,47 @@
+import sharp from 'sharp';
+import { animatedWebp, makeImage, pngWithExtraPixelData, pngWithinPixelData, webpWith, webpWithinFrame } from '../../test/helpers/images.js';
+import { ImageRejected, prepareImage } from './image-inspector.js';
+
+const HTML = Buffer.from('<html><script>alert(document.domain)</script></html>', 'latin1');
+const limits = { maxBytes: 1_000_000, maxPixels: 1_000_000 };
+
+describe('prepareImage', () => {
+  it('re-encodes a PNG carrying bytes after its pixel data, in its IDAT chunk or in one more, to the same picture', async () => {
+    const png = await makeImage('png', 37, 23);
+    const pixels = await sharp(png).raw().toBuffer();
+    for (const carrier of [pngWithinPixelData(png, HTML), pngWithExtraPixelData(png, HTML)]) {
+      const prepared = await prepareImage(carrier, limits);
+      expect(prepared.data.includes(HTML)).toBe(false);
+      expect(prepared).toMatchObject({ contentType: 'image/png', width: 37, height: 23 });
+      expect((await sharp(prepared.data).raw().toBuffer()).equals(pixels)).toBe(true);
+    }
+    expect((await prepareImage(png, limits)).data).toBe(png);
+  });
+
+  it('keeps an animation byte for byte, and its frames when a chunk inside a frame or beside them has it re-encoded', async () => {
+    const animation = await animatedWebp(3);
+    expect((await prepareImage(animation, limits)).data).toBe(animation);
+    for (const carrier of [webpWithinFrame(animation, 'XYZW', HTML), webpWith(animation, 'XYZW', HTML)]) {
+      const prepared = await prepareImage(carrier, limits);
+      expect(prepared.data.includes(HTML)).toBe(false);
+      expect(prepared).toMatchObject({ contentType: 'image/webp', width: 32, height: 32 });
+      expect((await sharp(prepared.data).metadata()).pages).toBe(3);
+    }
+  });
+
+  it("counts every frame of an animation against the pixel limit", async () => {
+    const animation = await animatedWebp(3);
+    const tight = { maxBytes: 1_000_000, maxPixels: 32 * 32 * 3 - 1 };
+    await expect(prepareImage(animation, tight)).rejects.toThrow(new ImageRejected('The image must be at most 0 megapixels, all its frames together.'));
+    expect((await prepareImage(animation, { ...tight, maxPixels: 32 * 32 * 3 })).width).toBe(32);
+    expect((await prepareImage(await makeImage('webp', 32, 32), tight)).width).toBe(32);
+  });
+
+  it('calls a damaged file of an accepted kind damaged, and anything else of another kind', async () => {
+    for (const format of ['jpeg', 'png', 'webp'] as const) {
+      const image = await makeImage(format, 37, 23);
+      await expect(prepareImage(image.subarray(0, 20), limits)).rejects.toThrow(new ImageRejected('The image is truncated or corrupt.'));
+    }
+    await expect(prepareImage(HTML, limits)).rejects.toThrow(new ImageRejected('The image must be a JPEG, PNG or WebP file.'));
+  });
+});
