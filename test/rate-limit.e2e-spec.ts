@@ -59,9 +59,11 @@ describe(`rate limits (${process.env.TEST_DATABASE}, counters in the process)`, 
 
   it('allows the limit per API key, with RateLimit headers on every response, then answers 429', async () => {
     // The token request above was the first of this key's five.
+    let windowEnd = '';
     for (let remaining = 3; remaining >= 0; remaining--) {
       const answer = await timed(branches(partner));
       const { res } = answer;
+      windowEnd = String(res.headers['x-rate-limit-reset']);
       expect(res.status).toBe(200);
       expect(res.headers['ratelimit-policy']).toMatch(POLICY);
       expect(res.headers.ratelimit).toMatch(new RegExp(`^"default";r=${remaining};t=\\d+$`));
@@ -74,6 +76,8 @@ describe(`rate limits (${process.env.TEST_DATABASE}, counters in the process)`, 
     expect(refused.status).toBe(429);
     expect(refused.headers['x-rate-limit-remaining']).toBe('0');
     expectXRateLimit(answer, 'default');
+    // A fixed window: refused until the end the allowed answers gave, not for a minute from the refusal.
+    expect(refused.headers['x-rate-limit-reset']).toBe(windowEnd);
     expect(refused.headers['content-type']).toBe('application/problem+json; charset=utf-8');
     const retryAfter = Number(refused.headers['retry-after']);
     expect(retryAfter).toBeGreaterThan(0);

@@ -52,7 +52,10 @@ describe(`two service processes sharing one Redis (${process.env.TEST_DATABASE})
     const statuses: number[] = [];
     const remaining: string[] = [];
     const legacy: string[] = [];
+    const resets: number[] = [];
     for (let i = 0; i < 7; i++) {
+      // A pause before the refusals: a refused request must not push the window's end on.
+      if (i === 5) await new Promise((resolve) => setTimeout(resolve, 1500));
       const target = i % 2 === 0 ? b : a;
       const before = Date.now();
       const res = await fetch(`${target.url}/branches?SvcClientId=1001`, {
@@ -67,7 +70,10 @@ describe(`two service processes sharing one Redis (${process.env.TEST_DATABASE})
       const reset = Date.parse(res.headers.get('x-rate-limit-reset') ?? '');
       expect(reset).toBeGreaterThan(before + t - 1000);
       expect(reset).toBeLessThanOrEqual(after + t);
+      resets.push(reset);
     }
+    // One window, whose end every answer gives (each to within the second its t is rounded to).
+    expect(Math.max(...resets) - Math.min(...resets)).toBeLessThan(1000);
     // One token request and five data requests fill the six; each process alone saw three or four.
     expect(statuses).toEqual([200, 200, 200, 200, 200, 429, 429]);
     expect(remaining).toEqual(['"default";r=4', '"default";r=3', '"default";r=2', '"default";r=1', '"default";r=0', '"default";r=0', '"default";r=0']);

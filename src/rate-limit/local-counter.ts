@@ -6,7 +6,7 @@ interface Window {
   hits: number;
   /** Epoch ms at which the window ends and counting starts afresh. */
   endsAt: number;
-  /** Epoch ms until which the key is refused; 0 when not blocked. */
+  /** Epoch ms until which the key is refused (the window's end); 0 when not blocked. */
   blockedUntil: number;
 }
 
@@ -25,9 +25,10 @@ const CAPACITY = 200_000;
 /**
  * Fixed-window counters in the process, used when Redis is not configured or cannot be
  * reached: the same rule as the Redis script (the window starts with its first hit; past the
- * limit the key is blocked for the block duration), in constant time per request. A sliding
+ * limit the key is refused until the window ends, when counting starts afresh), in constant
+ * time per request. A sliding
  * log of hit times (the throttler's own store) costs time in proportion to the limit on every
- * request. A window leaves when it and its block have ended; at most CAPACITY keys are kept,
+ * request. A window leaves when it has ended; at most CAPACITY keys are kept,
  * the least recently counted leaving first, so a flood of made-up API keys cannot grow the
  * memory (it can only give the keys it pushes out a fresh window).
  */
@@ -43,13 +44,13 @@ export class LocalCounter {
   }
 
   /** Counts a hit at `now` (by default the counter's clock): the caller reads seconds left against the same instant. */
-  increment(key: string, windowMs: number, limit: number, blockMs: number, now = this.now()): LocalCount {
+  increment(key: string, windowMs: number, limit: number, now = this.now()): LocalCount {
     let window = this.windows.get(key);
     if (window && window.blockedUntil > now) return { totalHits: window.hits, windowEndsAt: window.endsAt, blockedUntil: window.blockedUntil };
     if (!window || window.endsAt <= now) window = { hits: 0, endsAt: now + windowMs, blockedUntil: 0 };
     window.hits++;
-    window.blockedUntil = window.hits > limit ? now + blockMs : 0;
-    this.windows.set(key, window, { ttl: Math.max(window.endsAt, window.blockedUntil) - now });
+    window.blockedUntil = window.hits > limit ? window.endsAt : 0;
+    this.windows.set(key, window, { ttl: window.endsAt - now });
     return { totalHits: window.hits, windowEndsAt: window.endsAt, blockedUntil: window.blockedUntil };
   }
 

@@ -15,22 +15,16 @@ export interface CountResult {
 }
 
 /**
- * A fixed window in Redis, atomically: count the hit, start the window on the first one,
- * and once past the limit block the key for the block duration.
+ * A fixed window in Redis, atomically: count the hit and start the window on the first one.
+ * Past the limit the key is refused until the window ends (a fixed window: a refusal never
+ * moves the time a client was told it could come back).
  */
 const COUNT_SCRIPT = `
-local blocked = redis.call('PTTL', KEYS[2])
-if blocked > 0 then
-  return {tonumber(redis.call('GET', KEYS[1]) or ARGV[2]) , redis.call('PTTL', KEYS[1]), 1, blocked}
-end
 local hits = redis.call('INCR', KEYS[1])
 if hits == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
 local ttl = redis.call('PTTL', KEYS[1])
 if ttl < 0 then redis.call('PEXPIRE', KEYS[1], ARGV[1]); ttl = tonumber(ARGV[1]) end
-if hits > tonumber(ARGV[2]) then
-  redis.call('SET', KEYS[2], '1', 'PX', ARGV[3])
-  return {hits, ttl, 1, tonumber(ARGV[3])}
-end
+if hits > tonumber(ARGV[2]) then return {hits, ttl, 1, ttl} end
 return {hits, ttl, 0, 0}
 `;
 
@@ -49,10 +43,11 @@ export class RateLimitStorage implements ThrottlerStorage {
     private readonly metrics: MetricsService,
   ) {}
 
-  async increment(key: string, ttl: number, limit: number, blockDuration: number): Promise<CountResult> {
+  /** The throttler's block duration is not used: a key past its limit is refused until its window ends. */
+  async increment(key: string, ttl: number, limit: number): Promise<CountResult> {
     if (this.redis.redis) {
       const full = `${this.prefix}rl:${key}`;
-      const answer = await this.redis.run((redis) => redis.eval(COUNT_SCRIPT, 2, full, `${full}:blocked`, ttl, limit, blockDuration));
+      const answer = await this.redis.run((redis) => redis.eval(COUNT_SCRIPT, 1, full, ttl, limit));
       if (answer.ok) {
         const [hits, windowMs, blocked, blockMs] = answer.value as [number, number, number, number];
         const now = Date.now();
@@ -70,7 +65,7 @@ export class RateLimitStorage implements ThrottlerStorage {
     // One instant for the count and the seconds left: read twice, a millisecond between them made a
     // fresh window 61 seconds long in the RateLimit header.
     const now = Date.now();
-    const count = this.local.increment(key, ttl, limit, blockDuration, now);
+    const count = this.local.increment(key, ttl, limit, now);
     const blocked = count.blockedUntil > now;
     return {
       totalHits: count.totalHits,
