@@ -3,7 +3,7 @@ import { APP_FILTER } from '@nestjs/core';
 import { AuthModule } from './auth/auth.module.js';
 import { BranchesModule } from './branches/branches.module.js';
 import { ClientsModule } from './clients/clients.module.js';
-import { ProblemFilter } from './common/problem.filter.js';
+import { AppErrorFilter } from './common/oauth-error.js';
 import { AppConfig } from './config/app-config.js';
 import { ConfigModule } from './config/config.module.js';
 import { DatabaseModule } from './database/database.module.js';
@@ -13,6 +13,7 @@ import { LoggingModule } from './logging/logging.module.js';
 import { MenusModule } from './menus/menus.module.js';
 import { MetricsModule } from './metrics/metrics.module.js';
 import { RateLimitModule } from './rate-limit/rate-limit.module.js';
+import { TOKEN_PATH } from './rate-limit/rate-limit.guard.js';
 import { RedisModule } from './redis/redis.module.js';
 import { VisitsModule } from './visits/visits.module.js';
 import { WebhooksModule } from './webhooks/webhooks.module.js';
@@ -39,7 +40,7 @@ export class AppModule {
         AuthModule,
         DemoModule,
       ],
-      providers: [{ provide: APP_FILTER, useClass: ProblemFilter }],
+      providers: [{ provide: APP_FILTER, useFactory: () => new AppErrorFilter(TOKEN_PATH) }],
     };
   }
 }

@@ -143,9 +143,30 @@ describe(`HTTP hardening (${process.env.TEST_DATABASE})`, () => {
       for (const wrong of ['GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS'].filter((m) => !allowed.includes(m))) {
         const res = await request(t.http)[wrong.toLowerCase() as 'put'](path);
         expect({ wrong, path, status: res.status, allow: res.headers.allow }).toEqual({ wrong, path, status: 405, allow: allowed.join(', ') });
+        const detail = `${wrong} is not allowed on ${path}; it answers ${allowed.join(', ')}.`;
+        if (path === '/connect/token') {
+          // Every answer of the token endpoint is OAuth JSON with no-store.
+          expect({ type: res.headers['content-type'], cache: res.headers['cache-control'], pragma: res.headers.pragma }).toEqual({
+            type: 'application/json; charset=utf-8',
+            cache: 'no-store',
+            pragma: 'no-cache',
+          });
+          expect(JSON.parse(res.text)).toEqual({ error: 'invalid_request', error_description: detail });
+          continue;
+        }
         expect(res.headers['content-type']).toBe('application/problem+json; charset=utf-8');
-        expect(JSON.parse(res.text)).toMatchObject({ title: 'Method Not Allowed', status: 405, detail: `${wrong} is not allowed on ${path}; it answers ${allowed.join(', ')}.` });
+        expect(JSON.parse(res.text)).toMatchObject({ title: 'Method Not Allowed', status: 405, detail });
       }
+    }
+    for (const path of ['/Connect/Token', '/connect/token/']) {
+      const res = await request(t.http).get(path);
+      expect({ path, status: res.status, allow: res.headers.allow, type: res.headers['content-type'], error: (JSON.parse(res.text) as { error?: string }).error }).toEqual({
+        path,
+        status: 405,
+        allow: 'POST',
+        type: 'application/json; charset=utf-8',
+        error: 'invalid_request',
+      });
     }
     const unknown = await request(t.http).post('/visits/everything');
     expect(unknown.status).toBe(404);

@@ -61,6 +61,8 @@ describe(`standard OAuth clients against the service (${process.env.TEST_DATABAS
 
   it('publishes RFC 8414 metadata that openid-client accepts', async () => {
     const config = await discover(oidc.ClientSecretPost(partner.clientSecret));
+    // Nothing of JWT client authentication (RFC 8414 §2), which is not offered.
+    expect(config.serverMetadata()).not.toHaveProperty('token_endpoint_auth_signing_alg_values_supported');
     expect(config.serverMetadata()).toMatchObject({
       issuer: base,
       token_endpoint: `${base}/connect/token`,

@@ -221,8 +221,18 @@ describe(`POST /connect/token (${process.env.TEST_DATABASE})`, () => {
     expectOAuthError(unreadable, 400, 'invalid_request', /^The request body is malformed\.$/);
   });
 
-  it('refuses missing client authentication with invalid_client, after the svc-api-key', async () => {
-    expectOAuthError(await post({ grant_type: 'client_credentials' }), 401, 'invalid_client', 'Client authentication is required: client_id and client_secret.');
+  it('refuses missing client authentication with invalid_client and a Basic challenge, after the svc-api-key', async () => {
+    const missing = await post({ grant_type: 'client_credentials' });
+    expectOAuthError(missing, 401, 'invalid_client', 'Client authentication is required: client_id and client_secret.');
+    expect(missing.headers['www-authenticate']).toBe('Basic realm="svc-results-api", charset="UTF-8"');
+    const emptyBasic = await request(t.http)
+      .post('/connect/token')
+      .set('svc-api-key', partner.apiKey)
+      .set('Authorization', 'Basic')
+      .type('form')
+      .send({ grant_type: 'client_credentials' });
+    expectOAuthError(emptyBasic, 401, 'invalid_client', 'The Basic credentials are malformed.');
+    expect(emptyBasic.headers['www-authenticate']).toBe('Basic realm="svc-results-api", charset="UTF-8"');
     for (const [apiKey, description] of [
       [null, 'The svc-api-key header is required.'],
       ['svck_unknown', 'The svc-api-key is not valid.'],

@@ -110,7 +110,8 @@ export class TokenService {
     const scopeParam = formValue(form, 'scope');
 
     if (request.authorization === REPEATED_AUTHORIZATION) throw new OAuthException('invalid_request', REPEATED_AUTHORIZATION_DETAIL);
-    const basic = request.authorization !== undefined && /^basic\s/i.test(request.authorization);
+    // `Basic` with nothing after it is Basic without credentials (malformed), not another scheme.
+    const basic = request.authorization !== undefined && /^basic(\s|$)/i.test(request.authorization);
     if (request.authorization !== undefined && !basic) {
       throw new OAuthException('invalid_request', 'Only Basic client authentication is accepted in the Authorization header.');
     }
@@ -127,7 +128,8 @@ export class TokenService {
     if (!auth.clientId || auth.secret === undefined) {
       // The key first, as always: a request without a live key learns nothing else.
       await this.checkApiKey(undefined, request.apiKey, basic);
-      throw new OAuthException('invalid_client', 'Client authentication is required: client_id and client_secret.', 401);
+      // A 401 names a scheme to authenticate with (RFC 7235 §3.1): clients that send Basic only when challenged then do.
+      throw new OAuthException('invalid_client', 'Client authentication is required: client_id and client_secret.', 401, BASIC_CHALLENGE);
     }
     if (grantType === undefined) throw new OAuthException('invalid_request', "The parameter 'grant_type' is required.");
     if (grantType !== 'client_credentials') {

@@ -4,7 +4,7 @@ import type { JWK } from 'jose';
 import { ApiHeadersTooLarge, ApiProblemResponse } from '../common/api-responses.js';
 import { Public } from '../common/public.decorator.js';
 import { AppConfig } from '../config/app-config.js';
-import { KeyringService, SIGNING_ALG } from './keyring.service.js';
+import { KeyringService } from './keyring.service.js';
 import { ALL_SCOPES } from './scopes.js';
 
 /** Discovery: RFC 8414 metadata and the public keys that verify access tokens. */
@@ -42,7 +42,6 @@ export class WellKnownController {
       token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
       response_types_supported: [],
       scopes_supported: [...ALL_SCOPES],
-      token_endpoint_auth_signing_alg_values_supported: [SIGNING_ALG],
       service_documentation: `${base}/docs`,
     };
   }

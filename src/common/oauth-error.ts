@@ -1,5 +1,5 @@
 import { Catch, HttpException } from '@nestjs/common';
-import type { Response } from 'express';
+import type { Request, Response } from 'express';
 import { ProblemFilter } from './problem.filter.js';
 import type { ProblemBody, SelfRenderingError } from './problem.js';
 
@@ -67,9 +67,36 @@ function codeFor(status: number): OAuthErrorCode {
 @Catch()
 export class OAuthErrorFilter extends ProblemFilter {
   protected override send(response: Response, problem: ProblemBody, headers: Record<string, string>): void {
-    const description = (FORM_DESCRIPTIONS as Record<number, string | undefined>)[problem.status] ?? (problem.errors?.join(' ') || problem.detail);
-    const rendered = new OAuthException(codeFor(problem.status), description, problem.status, headers).renderResponse();
-    for (const [name, value] of Object.entries(rendered.headers)) response.setHeader(name, value);
-    response.status(rendered.status).type(rendered.contentType).send(JSON.stringify(rendered.body));
+    sendAsOAuth(response, problem, headers);
+  }
+}
+
+/** A problem said the OAuth way: its status and headers, an error code for the status, the description it gives. */
+function sendAsOAuth(response: Response, problem: ProblemBody, headers: Record<string, string>): void {
+  const description = (FORM_DESCRIPTIONS as Record<number, string | undefined>)[problem.status] ?? (problem.errors?.join(' ') || problem.detail);
+  const rendered = new OAuthException(codeFor(problem.status), description, problem.status, headers).renderResponse();
+  for (const [name, value] of Object.entries(rendered.headers)) response.setHeader(name, value);
+  response.status(rendered.status).type(rendered.contentType).send(JSON.stringify(rendered.body));
+}
+
+/**
+ * The app's filter: problem+json, except on the token endpoint's path, where every answer is
+ * OAuth JSON with no-store. Its route's own filter (OAuthErrorFilter) covers what reaches the
+ * route; this covers what no route took there: another method than POST, a 405 with `Allow`.
+ * The path is matched as Express routes it: in any case, with or without a trailing slash.
+ */
+@Catch()
+export class AppErrorFilter extends ProblemFilter {
+  private readonly oauthAt: string;
+
+  constructor(oauthPath: string) {
+    super();
+    this.oauthAt = oauthPath.toLowerCase();
+  }
+
+  protected override send(response: Response, problem: ProblemBody, headers: Record<string, string>): void {
+    const path = (response.req as Request | undefined)?.path.toLowerCase().replace(/(.)\/$/, '$1');
+    if (path === this.oauthAt) sendAsOAuth(response, problem, headers);
+    else super.send(response, problem, headers);
   }
 }
