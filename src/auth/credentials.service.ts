@@ -5,7 +5,7 @@ import { AppConfig } from '../config/app-config.js';
 import { AuthRepository } from './auth.repository.js';
 import { Credential } from './entities/credential.entity.js';
 import { isScope, Scope } from './scopes.js';
-import { clientSecretKey, hashApiKey, hashSecret, newApiKey, newClientId, randomToken } from './secrets.js';
+import { clientSecretKey, hashApiKey, hashSecret, newApiKey, newClientId, randomToken, verifySecret } from './secrets.js';
 import { VisitTypeCatalogue } from './visit-type-catalogue.js';
 
 export interface NewCredentialInput {
@@ -115,6 +115,20 @@ export class CredentialsService {
   /** Refuses a credential id that does not exist: for commands of other features that name one. */
   async assertExists(clientId: string): Promise<void> {
     await this.requireCredential(clientId);
+  }
+
+  /**
+   * Why credentials as issued no longer get a token, or null when they still do: the
+   * credential gone or disabled, its key revoked or another's, its secret another.
+   */
+  async whyUnusable(issued: IssuedCredential): Promise<string | null> {
+    const credential = await this.repo.findCredential(issued.clientId);
+    if (!credential) return 'it no longer exists';
+    if (credential.disabled) return 'it is disabled';
+    const key = await this.repo.findKeyByHash(hashApiKey(issued.apiKey, this.config.API_KEY_HASH_KEY));
+    if (!key || key.revoked || key.credentialId !== issued.clientId) return 'its svc-api-key was revoked';
+    const secretMatches = await verifySecret(issued.clientSecret, credential.secretHash, clientSecretKey(this.config.API_KEY_HASH_KEY));
+    return secretMatches ? null : 'its client secret is no longer the one stored';
   }
 
   async disable(clientId: string): Promise<void> {

@@ -167,7 +167,13 @@ export class DemoService {
     if (demo && (await this.issuedHere(demo))) {
       lines.push(`Demo credentials (${this.credentialsPath}):`);
       for (const c of demo.credentials) {
-        lines.push(`  ${c.label}: client_id=${c.clientId} client_secret=${c.clientSecret} svc-api-key=${c.apiKey}`);
+        // What an operator has since disabled or revoked is not offered as working.
+        const unusable = await this.credentials.whyUnusable(c);
+        lines.push(
+          unusable === null
+            ? `  ${c.label}: client_id=${c.clientId} client_secret=${c.clientSecret} svc-api-key=${c.apiKey}`
+            : `  ${c.label}: client_id=${c.clientId} (not usable: ${unusable})`,
+        );
       }
     }
     process.stdout.write(`${lines.join('\n')}\n`);

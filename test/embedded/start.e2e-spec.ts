@@ -52,14 +52,28 @@ describe('the embedded default: first and second start with no configuration', (
     expect(count(sqlite, 'credentials')).toBe(2);
   });
 
-  it('reuses the data and the credentials on the second start', async () => {
+  it('reuses the data and the credentials on the second start, and says which an operator has since disabled', async () => {
     const visits = count(sqlite, 'visits');
+    const disabled = first.credentials[1];
+    const setDisabled = (on: boolean): void => {
+      const db = new Database(sqlite);
+      try {
+        db.prepare('UPDATE credentials SET disabled = ? WHERE client_id = ?').run(on ? 1 : 0, disabled.clientId);
+      } finally {
+        db.close();
+      }
+    };
+    setDisabled(true);
     const service = await startService({ DATA_DIR: dataDir });
     try {
       expect((await fetch(`${service.url}/health/ready`)).status).toBe(200);
-      expect(service.output()).toContain(`client_id=${first.credentials[0].clientId}`);
+      const c = first.credentials[0];
+      expect(service.output()).toContain(`client_id=${c.clientId} client_secret=${c.clientSecret} svc-api-key=${c.apiKey}`);
+      expect(service.output()).toContain(`client_id=${disabled.clientId} (not usable: it is disabled)`);
+      expect(service.output()).not.toContain(disabled.clientSecret);
     } finally {
       await service.stop();
+      setDisabled(false);
     }
     expect(JSON.parse(readFileSync(credentialsFile, 'utf8'))).toEqual(first);
     expect(count(sqlite, 'visits')).toBe(visits);
