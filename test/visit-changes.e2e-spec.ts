@@ -1,9 +1,11 @@
+import { jest } from '@jest/globals';
 import request from 'supertest';
 import type { IssuedCredential } from '../src/auth/credentials.service.js';
 import { localDateTime } from '../src/common/clock.js';
 import { PageTokens } from '../src/common/page-token.js';
 import { issueCredential, tokenFor } from './helpers/auth.js';
 import type { TestApp } from './helpers/test-app.js';
+import { VisitsRepository } from '../src/visits/visits.repository.js';
 import { importVisits, startVisitsApp, type VisitRecord } from './helpers/visits-fixture.js';
 
 const PROBLEM = 'application/problem+json; charset=utf-8';
@@ -253,6 +255,37 @@ describe(`GET /visits/standard/changes and /visits/plus/changes (${process.env.T
     await importVisits(t, [{ ...y, visitType: 'OF', visitScore: 3 }]);
     const inside = (await removed('SvcBrandId=5&VisitTypes=MV,OF', back)) as { visits: { visitId: number }[]; removed: unknown[] };
     expect([inside.visits.map((v) => v.visitId), inside.removed]).toEqual([[y.visitId], []]);
+  });
+
+  it('loses no removal to an import committed while a filtered page is read (between its departures and its visits)', async () => {
+    const five = client1001().find((v) => v.brandId === 5)!;
+    const six = client1001().find((v) => v.brandId === 6)!;
+    const [out, into] = [{ ...five, visitId: 882_001 }, { ...six, visitId: 882_002 }];
+    await importVisits(t, [out, into]);
+    const end = (await follow(`/visits/standard/changes?SvcClientId=1001&SvcBrandId=5&Since=${hourAgo()}&Take=1000`, '&SvcBrandId=5&Take=1000')).after;
+    // One import, in this order: `out` leaves brand 5, `into` enters it (the later sequence).
+    // It commits after the page has read its departures and before it reads its visits.
+    const repo = t.app.get(VisitsRepository);
+    const departures = repo.departures.bind(repo);
+    const spy = jest.spyOn(repo, 'departures').mockImplementationOnce(async (q) => {
+      const read = await departures(q);
+      await importVisits(t, [
+        { ...out, brandId: 6, branchId: six.branchId },
+        { ...into, brandId: 5, branchId: five.branchId },
+      ]);
+      return read;
+    });
+    const copy = new Set<number>([out.visitId]);
+    let after = end;
+    for (let pages = 0; pages < 4; pages++) {
+      const body = await page(`/visits/standard/changes?SvcClientId=1001&SvcBrandId=5&Take=1000&after=${encodeURIComponent(after)}`);
+      for (const v of body.data.visits) copy.add(v.visitId);
+      for (const r of (body.data as unknown as { removed: { visitId: number }[] }).removed) copy.delete(r.visitId);
+      after = body.paging.after;
+    }
+    expect(spy).toHaveBeenCalled();
+    spy.mockRestore();
+    expect([...copy].sort()).toEqual([into.visitId]);
   });
 
   it('refuses a token that was altered, made for another query, variant or client', async () => {

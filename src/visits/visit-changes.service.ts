@@ -57,9 +57,13 @@ export class VisitChangesService {
     let next = '';
     const filtered = selection.brandIds !== null || selection.visitTypes !== null;
     const { body, pooled } = await this.names.render(selection.clientId, version, plus, take, async (page) => {
-      // Read before the page: every visit up to it is visible to the page's query.
+      // Read before the page: every visit up to it is visible to the page's queries. A filtered
+      // page reads its departures and its visits in two statements, each up to the head, so
+      // that both see the same writes: an import committed between them (a visit out at one
+      // sequence, another in at the next) would otherwise put the visit in on the page and its
+      // companion's departure, read before, behind the page's token for good.
       const head = filtered ? await this.repo.changeHead(selection.clientId) : 0;
-      const q = { clientId: selection.clientId, after: start, brandIds: selection.brandIds, visitTypes: selection.visitTypes, take };
+      const q = { clientId: selection.clientId, after: start, upTo: filtered ? head : undefined, brandIds: selection.brandIds, visitTypes: selection.visitTypes, take };
       // Visits that left the selection, then the visits in it: a page is the first `take` of both, in write order.
       const departures = await this.repo.departures(q);
       const removed: number[] = [];

@@ -78,6 +78,11 @@ export interface VisitPageQuery extends VisitSelection {
 export interface ChangesPageQuery {
   clientId: number;
   after: number;
+  /**
+   * The last write sequence to read (a head read before the page), or undefined for all: the
+   * two reads of a filtered page, its departures and its visits, then see the same writes.
+   */
+  upTo?: number;
   /** Only these brands; null for all. */
   brandIds: readonly number[] | null;
   /** Only these visit types; null for all. */
@@ -312,6 +317,10 @@ export class VisitsRepository {
       where.push(`visit_type IN (${q.visitTypes.map(p).join(', ')})`);
       params.push(...q.visitTypes);
     }
+    if (q.upTo !== undefined) {
+      where.push(`change_seq <= ${p()}`);
+      params.push(q.upTo);
+    }
     const limit = p();
     params.push(q.take);
     const sql = `SELECT page.id, page.brand_id, page.change_seq, d.branch_id, ${this.documents[q.plus ? 'plus' : 'standard']}
@@ -352,7 +361,9 @@ export class VisitsRepository {
         .join(' OR ')})`;
     const left = (d: string): string => `${inside(`${d}.brand_id`, `${d}.visit_type`)} AND ${outside(`${d}.new_brand_id`, `${d}.new_visit_type`)}`;
     let sql = `SELECT dep.change_seq AS seq, dep.visit_id AS "visitId" FROM visit_departures dep JOIN visits v ON v.id = dep.visit_id`;
-    sql += ` WHERE dep.client_id = ${p(q.clientId)} AND dep.change_seq > ${p(q.after)} AND ${left('dep')}`;
+    sql += ` WHERE dep.client_id = ${p(q.clientId)} AND dep.change_seq > ${p(q.after)}`;
+    if (q.upTo !== undefined) sql += ` AND dep.change_seq <= ${p(q.upTo)}`;
+    sql += ` AND ${left('dep')}`;
     sql += ` AND ${outside('v.brand_id', 'v.visit_type')}`;
     sql += ` AND NOT EXISTS (SELECT 1 FROM visit_departures later WHERE later.client_id = dep.client_id AND later.visit_id = dep.visit_id`;
     sql += ` AND later.change_seq > dep.change_seq AND ${left('later')})`;
