@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { jest } from '@jest/globals';
-import type { EntityManager } from 'typeorm';
+import { DataSource, type EntityManager } from 'typeorm';
 import request from 'supertest';
 import { verifyWebhook } from '../examples/verify-webhook.js';
 import { CredentialsService } from '../src/auth/credentials.service.js';
@@ -238,12 +238,21 @@ describe(`webhooks (${process.env.TEST_DATABASE})`, () => {
     expect(ready.body).toMatchObject({ status: 'ok' });
   });
 
-  it('sends nothing for a disabled endpoint or a disabled credential', async () => {
+  it('sends nothing for a disabled endpoint, a disabled credential, or a credential that may read no visits', async () => {
     const off = await endpointFor('/off', { clients: [1001] });
     await t.app.get(WebhooksService).setDisabled(off.id, true);
     const partner = await issueCredential(t, { clients: [1001] });
     await t.app.get(WebhooksService).add(partner.clientId, `${receiver.url}/credential-off`);
     await t.app.get(CredentialsService).disable(partner.clientId);
+    // An uploader's credential: it may not read visits, so it learns nothing of them, not even a count.
+    const uploader = await issueCredential(t, { clients: [1001], scopes: ['menus/dishes/standard.write'] });
+    await expect(t.app.get(WebhooksService).add(uploader.clientId, `${receiver.url}/uploader`)).rejects.toThrow(
+      `credential ${uploader.clientId} may read no visits (neither visits/standard.read nor visits/plus.read): its endpoint would never be told of a change`,
+    );
+    // One whose visits scopes were taken away after its endpoint was added.
+    const narrowed = await issueCredential(t, { clients: [1001] });
+    await t.app.get(WebhooksService).add(narrowed.clientId, `${receiver.url}/narrowed`);
+    await t.app.get(DataSource).query(`UPDATE credentials SET scopes = 'branches/standard.read menus/standard.read' WHERE client_id = '${narrowed.clientId}'`);
     await endpointFor('/on', { clients: [1001] });
     await importVisits(t, ids(1).map((id) => visitRecord(id, 'B-1')));
     await eventually(arrivals, (r) => r.length > 0, 30_000, 50);

@@ -112,6 +112,11 @@ export class CredentialsService {
     return credential;
   }
 
+  /** The scopes assigned to a credential; refuses one that does not exist. */
+  async scopesOf(clientId: string): Promise<string[]> {
+    return splitList((await this.requireCredential(clientId)).scopes);
+  }
+
   /** Refuses a credential id that does not exist: for commands of other features that name one. */
   async assertExists(clientId: string): Promise<void> {
     await this.requireCredential(clientId);

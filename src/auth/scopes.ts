@@ -24,3 +24,8 @@ export const SCOPE_DESCRIPTIONS: Record<ScopeName, string> = {
 export function isScope(value: string): value is ScopeName {
   return (ALL_SCOPES as readonly string[]).includes(value);
 }
+
+/** Whether scopes let a credential read visits (standard or plus): what its webhook events are about. */
+export function readsVisits(scopes: readonly string[]): boolean {
+  return scopes.includes(Scope.VisitsStandard) || scopes.includes(Scope.VisitsPlus);
+}

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, type EntityManager } from 'typeorm';
+import { readsVisits } from '../auth/scopes.js';
 import { AppConfig } from '../config/app-config.js';
 import { inTransaction } from '../database/transaction.js';
 import { VISITS_CHANGED } from './dto/webhook-event.dto.js';
@@ -50,6 +51,7 @@ export interface ClaimRequest {
 /** A credential's entitlement as stored: comma- or space-separated lists, null for "all". */
 interface EntitlementRow {
   id: string;
+  scopes: string;
   client_ids: string;
   brand_ids: string | null;
   visit_types: string | null;
@@ -59,7 +61,8 @@ const list = (text: string): string[] => text.split(/[\s,]+/).filter(Boolean);
 
 /** How many of the written visits of `clientId` a credential may read. */
 function visibleCount(row: EntitlementRow, clientId: number, visits: readonly ChangedVisit[]): number {
-  if (!list(row.client_ids).map(Number).includes(clientId)) return 0;
+  // A credential whose scopes read no visits is told nothing of them, not even how many changed.
+  if (!readsVisits(list(row.scopes)) || !list(row.client_ids).map(Number).includes(clientId)) return 0;
   const brands = row.brand_ids === null ? null : new Set(list(row.brand_ids).map(Number));
   const types = row.visit_types === null ? null : new Set(list(row.visit_types));
   const visible = (v: { brandId: number | null; visitType: string }): boolean =>
@@ -160,8 +163,8 @@ export class WebhooksRepository {
 
   /**
    * Writes, in the import's transaction `tx`, a visits.changed event for every active endpoint
-   * of every active credential that may read some of `visits`, counting only those it may
-   * read. An event no attempt has been made for yet takes the further changes of its client
+   * of every active credential that may read some of `visits` (a visits scope, and their
+   * client, brand and type), counting only those it may read. An event no attempt has been made for yet takes the further changes of its client
    * (coalescing); otherwise a new one is due after WEBHOOKS_COALESCE_MS. The transaction holds
    * the client's row lock (see VisitsRepository.upsertBatch), so two writers of one client
    * never both open an event; a claim that wins the race freezes the event (attempts > 0)
@@ -170,7 +173,7 @@ export class WebhooksRepository {
   async recordVisitChanges(tx: EntityManager, visits: readonly ChangedVisit[], at: Date): Promise<void> {
     if (visits.length === 0) return;
     const endpoints = await tx.query<EntitlementRow[]>(
-      `SELECT e.id, c.client_ids, c.brand_ids, c.visit_types FROM webhook_endpoints e
+      `SELECT e.id, c.scopes, c.client_ids, c.brand_ids, c.visit_types FROM webhook_endpoints e
         JOIN credentials c ON c.client_id = e.credential_id WHERE NOT e.disabled AND NOT c.disabled ORDER BY e.id`,
     );
     const clients = [...new Set(visits.map((v) => v.clientId))].sort((a, b) => a - b);

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { CredentialsService } from '../auth/credentials.service.js';
+import { readsVisits } from '../auth/scopes.js';
 import { OperatorError } from '../common/operator-error.js';
 import { AppConfig } from '../config/app-config.js';
 import type { WebhookEndpoint } from './entities/webhook-endpoint.entity.js';
@@ -58,7 +59,9 @@ export class WebhooksService {
   }
 
   async add(credentialId: string, url: string, allowPrivate = false): Promise<IssuedSecret> {
-    await this.credentials.assertExists(credentialId);
+    if (!readsVisits(await this.credentials.scopesOf(credentialId))) {
+      throw new OperatorError(`credential ${credentialId} may read no visits (neither visits/standard.read nor visits/plus.read): its endpoint would never be told of a change`);
+    }
     let checked: URL;
     try {
       checked = await checkEndpointUrl(url, { allowPrivate, allowHttpLoopback: this.config.WEBHOOKS_ALLOW_HTTP_LOOPBACK });
