@@ -30,6 +30,14 @@ describe('PageTokens', () => {
     }
   });
 
+  it('is as long for one query whatever its position: its length tells nothing of how far a client has written', () => {
+    const lengths = [0, 9, 99_999, 999_999_999_999_999].map((seq) => tokens.encode('changes:standard:1001:5:', [seq]).length);
+    expect(new Set(lengths).size).toBe(1);
+    const visits = ['2026-11-01T09:00:00', '2026-11-30T23:59:59.999'].flatMap((at) => [1, 2_147_483_647].map((id) => tokens.encode('visits:1001', [at, id]).length));
+    expect(new Set(visits).size).toBe(1);
+    expect(tokens.open(tokens.encode('changes:standard:1001:5:', [9]))).toEqual({ scope: 'changes:standard:1001:5:', position: [9] });
+  });
+
   it('refuses an edited, truncated, made-up or foreign token', () => {
     const token = tokens.encode('menus:1001', [5]);
     const [sealed, tag] = token.split('.') as [string, string];

@@ -25,6 +25,20 @@ export const PAGE_TOKEN_INVALID = "'after' is not a valid page token.";
 /** The message of a valid token given with another query than the one it came from. */
 export const PAGE_TOKEN_OF_ANOTHER_QUERY = "'after' is a page token of another query.";
 
+/** Room a position has in a token: more than any position of the service takes (a date-time and an id). */
+const POSITION_ROOM = 96;
+
+/**
+ * A token's JSON, padded with spaces (which JSON.parse skips) to a length its query alone sets:
+ * AES-GCM keeps the length of what it seals, so a position with one more digit (a client's
+ * write sequence grown by other brands' writes) would otherwise make a longer token.
+ */
+function padded(scope: string, position: (string | number)[]): string {
+  const json = JSON.stringify({ s: scope, p: position });
+  const room = JSON.stringify({ s: scope, p: [] }).length + POSITION_ROOM;
+  return json.length >= room ? json : json.padEnd(room, ' ');
+}
+
 /**
  * Opaque page tokens: the position after the last item of a page, bound to the query it
  * came from (`scope`, such as `menus:1001`), so a token replayed with another query, edited,
@@ -52,7 +66,7 @@ export class PageTokens {
   encode(scope: string, position: (string | number)[]): string {
     const iv = randomBytes(IV_BYTES);
     const cipher = createCipheriv('aes-256-gcm', this.sealKey, iv);
-    const sealed = Buffer.concat([Buffer.of(SEALED), iv, cipher.update(JSON.stringify({ s: scope, p: position }), 'utf8'), cipher.final()]);
+    const sealed = Buffer.concat([Buffer.of(SEALED), iv, cipher.update(padded(scope, position), 'utf8'), cipher.final()]);
     return `${sealed.toString('base64url')}.${cipher.getAuthTag().toString('base64url')}`;
   }
 
