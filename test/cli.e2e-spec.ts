@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import sharp from 'sharp';
 import { DataSource } from 'typeorm';
 import { dataSourceOptions } from '../src/database/data-source-options.js';
-import { cli, cliJson, SPAWN_TIMEOUT_MS, spawnCli } from './helpers/cli.js';
+import { cli, cliJson, SPAWN_TIMEOUT_MS, spawnCli, spawnCliUnread } from './helpers/cli.js';
 import { isolatedConfig } from './helpers/test-config.js';
 
 const files = mkdtempSync(join(tmpdir(), 'cli-files-'));
@@ -530,6 +530,14 @@ describe(`operator CLI (${process.env.TEST_DATABASE})`, () => {
       const clients = JSON.parse(result.stdout) as { id: number; name: string }[];
       expect(clients.map((c) => c.id)).toEqual([1001, 1002]);
       expect(clients).toEqual(await cliJson(['clients', 'list'], env));
+    }, LIMIT);
+
+    it('ends with its own exit code and no stack when the reader closes its output early', async () => {
+      expect(await spawnCliUnread(['clients', 'list', '--json'], env)).toEqual({ code: 0, stderr: '' });
+      expect(await spawnCliUnread(['brands', 'add', '--client', '4242', '--id', '9', '--name', 'X'], env)).toEqual({
+        code: 1,
+        stderr: "error: client 4242 does not exist; add it with 'clients add'\n",
+      });
     }, LIMIT);
 
     it("exits 1 with the message on stderr on an operator's mistake", async () => {

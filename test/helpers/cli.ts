@@ -1,4 +1,4 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import passport from 'passport';
 import { runCli } from '../../src/cli/program.js';
@@ -65,5 +65,21 @@ export function spawnCli(args: string[], env: Record<string, string>): Promise<C
         done({ code, stdout, stderr });
       },
     );
+  });
+}
+
+/** Runs dist/cli.js with its stdout closed by the reader at once (`| true`): its exit code and what it wrote to stderr. */
+export function spawnCliUnread(args: string[], env: Record<string, string>): Promise<{ code: number | null; stderr: string }> {
+  return new Promise((done, fail) => {
+    const child = spawn(process.execPath, [CLI, ...args], { env: { ...commandEnv(env), NODE_OPTIONS: '' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    child.stdout.destroy();
+    let stderr = '';
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    const timer = setTimeout(() => child.kill('SIGKILL'), SPAWN_TIMEOUT_MS);
+    child.on('error', fail);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      done({ code, stderr });
+    });
   });
 }
