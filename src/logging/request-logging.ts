@@ -53,7 +53,8 @@ export function requestLogger(root: Logger): (req: IncomingMessage, res: ServerR
     // 'close' follows 'finish' on every response, and comes alone when the client went away.
     res.once('close', () => {
       const aborted = !res.writableFinished;
-      const level: Level = aborted || res.statusCode >= 500 ? 'error' : 'info';
+      // A client that went away is the client's doing, not the service's error: a warning, with no stack.
+      const level: Level = res.statusCode >= 500 ? 'error' : aborted ? 'warn' : 'info';
       if (!root.isLevelEnabled(level)) return;
       const locals = (res as { locals?: { clientId?: unknown; problemInstance?: unknown } }).locals ?? {};
       const line = {
@@ -63,9 +64,9 @@ export function requestLogger(root: Logger): (req: IncomingMessage, res: ServerR
         req: { id, method: req.method, url: loggableUrl(url) },
         res: { statusCode: res.statusCode },
         responseTime: Math.round(performance.now() - since),
-        ...(aborted ? { err: new Error('the client closed the connection before the response was complete') } : {}),
+        ...(aborted ? { aborted: true } : {}),
       };
-      root[level](line, aborted ? 'request errored' : 'request completed');
+      root[level](line, aborted ? 'request aborted: the client closed the connection before the response was complete' : 'request completed');
     });
     next();
   };
