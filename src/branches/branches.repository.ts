@@ -33,9 +33,7 @@ export class BranchesRepository {
       // The clients' rows first, as every writer takes them (a visits import waited for a branch
       // this import held while it waited for the client's row: a deadlock on PostgreSQL).
       await bumpDataVersion(tx, branches.map((b) => b.clientId));
-      for (let i = 0; i < branches.length; i += 500) {
-        await upsertRows(tx, Branch, branches.slice(i, i + 500), ['id'], { sameOwner: 'clientId' });
-      }
+      await upsertRows(tx, Branch, branches, ['id'], { sameOwner: 'clientId', statementRows: 500 });
     });
   }
 }

@@ -13,7 +13,7 @@ export async function upsertRows<T extends ObjectLiteral>(
   target: EntityTarget<T>,
   rows: T[],
   conflictPaths: string[],
-  options: { sameOwner?: string } = {},
+  options: { sameOwner?: string; statementRows?: number } = {},
 ): Promise<void> {
   if (rows.length === 0) return;
   const metadata = tx.connection.getMetadata(target);
@@ -22,32 +22,39 @@ export async function upsertRows<T extends ObjectLiteral>(
     (column) =>
       !conflict.includes(column) && column.isUpdate !== false && !column.generatedType && rows.some((row) => column.getEntityValue(row) !== undefined),
   );
-  const insert = tx
-    .createQueryBuilder()
-    .insert()
-    .into(target)
-    .values(rows)
-    .orUpdate(
-      [...conflict, ...overwrite].map((column) => column.databaseName),
-      conflict.map((column) => column.databaseName),
-      { skipUpdateIfNoValuesChanged: false },
-    )
-    .updateEntity(false);
-  if (options.sameOwner === undefined) {
-    await insert.execute();
-    return;
+  // Rows are written `statementRows` to a statement (every row by default), all before a refusal
+  // is said, so that it counts the rows of the whole call.
+  const step = options.statementRows ?? rows.length;
+  let refused = 0;
+  for (let at = 0; at < rows.length; at += step) {
+    const part = rows.slice(at, at + step);
+    const insert = tx
+      .createQueryBuilder()
+      .insert()
+      .into(target)
+      .values(part)
+      .orUpdate(
+        [...conflict, ...overwrite].map((column) => column.databaseName),
+        conflict.map((column) => column.databaseName),
+        { skipUpdateIfNoValuesChanged: false },
+      )
+      .updateEntity(false);
+    if (options.sameOwner === undefined) {
+      await insert.execute();
+      continue;
+    }
+    // A row of another owner is left as it is, even one that another writer inserted after this
+    // writer looked (PostgreSQL's ON CONFLICT waits for that writer's commit): the rows written
+    // are counted, and the transaction fails when one was not.
+    const [owner] = metadata.mapPropertyPathsToColumns([options.sameOwner]);
+    const [sql, parameters] = insert.getQueryAndParameters();
+    const quote = (name: string) => tx.connection.driver.escape(name);
+    const guarded = `${sql} WHERE ${quote(metadata.tableName)}.${quote(owner.databaseName)} = EXCLUDED.${quote(owner.databaseName)} RETURNING 1 AS written`;
+    refused += part.length - (await tx.query<unknown[]>(guarded, parameters)).length;
   }
-  // A row of another owner is left as it is, even one that another writer inserted after this
-  // writer looked (PostgreSQL's ON CONFLICT waits for that writer's commit): the rows written
-  // are counted, and the transaction fails when one was not.
-  const [owner] = metadata.mapPropertyPathsToColumns([options.sameOwner]);
-  const [sql, parameters] = insert.getQueryAndParameters();
-  const quote = (name: string) => tx.connection.driver.escape(name);
-  const guarded = `${sql} WHERE ${quote(metadata.tableName)}.${quote(owner.databaseName)} = EXCLUDED.${quote(owner.databaseName)} RETURNING 1 AS written`;
-  const written = (await tx.query<unknown[]>(guarded, parameters)).length;
-  if (written < rows.length) {
+  if (refused > 0) {
     throw new OperatorError(
-      `${rows.length - written} of the ${metadata.tableName} being written belong to another ${options.sameOwner.replace(/Id$/, '')} now (written by another import meanwhile): nothing of this batch was written.`,
+      `${refused} of the ${metadata.tableName} being written belong to another ${options.sameOwner!.replace(/Id$/, '')} now (written by another import meanwhile): nothing of this batch was written.`,
     );
   }
 }

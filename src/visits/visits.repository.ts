@@ -263,11 +263,8 @@ export class VisitsRepository {
       }
       // The webhook events announcing this write commit, or roll back, with it.
       await this.webhooks.recordVisitChanges(tx, changed, changedAt);
-      for (let i = 0; i < visits.length; i += 200) {
-        const batch = visits.slice(i, i + 200);
-        await upsertRows(tx, Visit, batch, ['id'], { sameOwner: 'clientId' });
-        await upsertRows(tx, VisitDocument, batch.map(visitDocument), ['visitId']);
-      }
+      await upsertRows(tx, Visit, visits, ['id'], { sameOwner: 'clientId', statementRows: 200 });
+      await upsertRows(tx, VisitDocument, visits.map(visitDocument), ['visitId'], { statementRows: 200 });
       for (let i = 0; i < departures.length; i += 200) await tx.getRepository(VisitDeparture).insert(departures.slice(i, i + 200));
     });
   }
