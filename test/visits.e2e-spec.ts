@@ -190,14 +190,14 @@ describe(`GET /visits/standard and /visits/plus (${process.env.TEST_DATABASE})`,
       const rows = await t.app.get(DataSource).query(`SELECT client_id FROM visits WHERE id = ${theirs.visitId}`);
       expect(rows).toEqual([{ client_id: 1001 }]);
       // Two such visits, 201 records apart (in two statements of the batch): both are counted.
-      const second = visits.filter((v) => v.clientId === 1001)[1]!;
+      const second = visits.filter((v) => v.clientId === 1001)[1];
       const batch = [theirs, ...Array.from({ length: 200 }, (_, i) => ({ ...theirs, visitId: 9_700_000 + i })), second].map(
         (v) => readVisitRecord({ ...v, clientId: 1002, branchId: other.branchId, brandId: other.brandId ?? undefined }).record!.visit,
       );
       await expect(t.app.get(VisitsRepository).upsertBatch(batch)).rejects.toThrow(
         '2 of the visits being written belong to another client now (written by another import meanwhile): nothing of this batch was written.',
       );
-      const [{ n }] = (await t.app.get(DataSource).query('SELECT COUNT(*) AS n FROM visits WHERE id >= 9700000 AND id < 9700200')) as { n: number | string }[];
+      const [{ n }] = await t.app.get(DataSource).query<{ n: number | string }[]>('SELECT COUNT(*) AS n FROM visits WHERE id >= 9700000 AND id < 9700200');
       expect(Number(n)).toBe(0);
     });
 
