@@ -207,6 +207,9 @@ export function setupSwagger(app: INestApplication, config: AppConfig): void {
       persistAuthorization: true,
       tryItOutEnabled: true,
       displayRequestDuration: true,
+      // Highlighting a response body runs on the page's one thread: a 1000-visit page held the
+      // page for a minute and then failed to show (Maximum call stack size exceeded).
+      syntaxHighlight: false,
       requestInterceptor: addApiKeyToTokenRequests,
     },
   });
