@@ -29,7 +29,7 @@ function allowedCors(origins: string): CorsOptions {
   return {
     origin: origins.split(','),
     methods: ['GET', 'POST'],
-    allowedHeaders: ['Authorization', 'svc-api-key', 'Content-Type', 'X-Request-Id', 'If-None-Match'],
+    allowedHeaders: ['Authorization', 'svc-api-key', 'Content-Type', 'X-Request-Id', 'If-None-Match', 'If-Match'],
     exposedHeaders: [
       'RateLimit',
       'RateLimit-Policy',
@@ -41,6 +41,7 @@ function allowedCors(origins: string): CorsOptions {
       'X-Request-Id',
       'ETag',
       'WWW-Authenticate',
+      'Allow',
     ],
     maxAge: 600,
   };

@@ -210,11 +210,14 @@ describe(`CORS when origins are configured, no trusted proxy (${process.env.TEST
         .options('/visits/standard')
         .set('Origin', origin)
         .set('Access-Control-Request-Method', 'GET')
-        .set('Access-Control-Request-Headers', 'authorization,svc-api-key');
+        .set('Access-Control-Request-Headers', 'authorization,svc-api-key,if-none-match,if-match');
     const allowed = await preflight('https://bi.example.com');
     expect(allowed.status).toBe(204);
     expect(allowed.headers['access-control-allow-origin']).toBe('https://bi.example.com');
-    expect(allowed.headers['access-control-allow-headers']).toContain('svc-api-key');
+    // Every request header the interface reads, the conditional ones included (If-Match is honoured where a validator is sent).
+    expect(String(allowed.headers['access-control-allow-headers']).toLowerCase().split(',')).toEqual(
+      expect.arrayContaining(['authorization', 'svc-api-key', 'if-none-match', 'if-match']),
+    );
     const refused = await preflight('https://evil.example.net');
     expect(refused.headers['access-control-allow-origin']).toBeUndefined();
   });
@@ -225,8 +228,11 @@ describe(`CORS when origins are configured, no trusted proxy (${process.env.TEST
     expect(res.headers['x-rate-limit-limit']).toBe(String(t.config.RATE_LIMIT_PER_MINUTE));
     const exposed = String(res.headers['access-control-expose-headers']).split(',');
     expect(exposed).toEqual(
-      expect.arrayContaining(['RateLimit', 'RateLimit-Policy', 'X-Rate-Limit-Limit', 'X-Rate-Limit-Remaining', 'X-Rate-Limit-Reset', 'Retry-After', 'WWW-Authenticate']),
+      expect.arrayContaining(['RateLimit', 'RateLimit-Policy', 'X-Rate-Limit-Limit', 'X-Rate-Limit-Remaining', 'X-Rate-Limit-Reset', 'Retry-After', 'WWW-Authenticate', 'Allow']),
     );
+    const wrongMethod = await request(t.http).post('/visits/standard').set('Origin', 'https://bi.example.com');
+    expect(wrongMethod.status).toBe(405);
+    expect(String(wrongMethod.headers['access-control-expose-headers']).split(',')).toContain('Allow');
   });
 
   it('takes X-Forwarded-Proto only from a trusted proxy: no HSTS for a direct plain-http request claiming https', async () => {

@@ -87,12 +87,23 @@ describe('loadConfig', () => {
     ]);
   });
 
-  it('refuses a CORS origin with a path or a trailing slash, which no browser Origin header matches', () => {
-    for (const value of ['http://localhost:3399/', 'https://a.example,https://b.example/app']) {
-      expect(problemsOf({ CORS_ORIGINS: value })).toEqual([
-        `CORS_ORIGINS="${value}": expected comma-separated http(s) origins, scheme://host[:port] without a path or trailing slash`,
-      ]);
+  it('refuses a CORS origin no browser Origin header matches: a path, a trailing slash, upper case, a default or padded port', () => {
+    const expected = 'comma-separated http(s) origins as browsers send them, scheme://host[:port] in lower case, without a default port, a path or a trailing slash';
+    for (const [value, hint] of [
+      ['http://localhost:3399/', " ('http://localhost:3399/' is none)"],
+      ['https://a.example,https://b.example/app', " ('https://b.example/app' is none)"],
+      ['http://LocalHost:4211', " ('http://LocalHost:4211' is sent by browsers as 'http://localhost:4211')"],
+      ['https://a.example,http://Partner.Example.com', " ('http://Partner.Example.com' is sent by browsers as 'http://partner.example.com')"],
+      ['http://127.0.0.1:80', " ('http://127.0.0.1:80' is sent by browsers as 'http://127.0.0.1')"],
+      ['https://a.example:443', " ('https://a.example:443' is sent by browsers as 'https://a.example')"],
+      ['http://127.0.0.1:04210', " ('http://127.0.0.1:04210' is sent by browsers as 'http://127.0.0.1:4210')"],
+      ['HTTP://localhost:4211', " ('HTTP://localhost:4211' is sent by browsers as 'http://localhost:4211')"],
+      ['ftp://a.example', " ('ftp://a.example' is none)"],
+    ] as const) {
+      expect(problemsOf({ CORS_ORIGINS: value })).toEqual([`CORS_ORIGINS="${value}": expected ${expected}${hint}`]);
     }
+    const origins = 'http://localhost:4211,https://partner.example.com,http://[::1]:8080';
+    expect(loadConfig({ CORS_ORIGINS: origins }).CORS_ORIGINS).toBe(origins);
   });
 
   it('refuses an unknown log level', () => {

@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 import { plainToInstance } from 'class-transformer';
 import { IsOptional, validateSync, type ValidationError } from 'class-validator';
-import { BooleanSetting, DecimalSetting, IntSetting, OneOfSetting, TextSetting, UrlSetting } from './setting-decorators.js';
+import { BooleanSetting, DecimalSetting, IntSetting, OneOfSetting, OriginsSetting, TextSetting, UrlSetting } from './setting-decorators.js';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
@@ -169,7 +169,7 @@ export class AppConfig {
    * origin has no path, not even a trailing slash: a browser's Origin header never matches one.
    */
   @IsOptional()
-  @UrlSetting(/^https?:\/\/[^\s,/]+(,https?:\/\/[^\s,/]+)*$/, 'comma-separated http(s) origins, scheme://host[:port] without a path or trailing slash')
+  @OriginsSetting()
   CORS_ORIGINS?: string;
 
   /**

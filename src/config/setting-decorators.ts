@@ -1,6 +1,6 @@
 import { applyDecorators } from '@nestjs/common';
 import { Transform } from 'class-transformer';
-import { IsBoolean, IsIn, IsInt, IsNumber, IsString, Matches, Max, Min } from 'class-validator';
+import { IsBoolean, IsIn, IsInt, IsNumber, IsString, Matches, Max, Min, ValidateBy } from 'class-validator';
 
 /**
  * One decorator per kind of setting in {@link AppConfig}. Each applies the conversion from
@@ -58,4 +58,35 @@ export function TextSetting(message: string, pattern?: RegExp): PropertyDecorato
  */
 export function UrlSetting(pattern: RegExp, message: string): PropertyDecorator {
   return Matches(pattern, { message });
+}
+
+/**
+ * Comma-separated browser origins, each written exactly as a browser sends its Origin header
+ * (`scheme://host[:port]`, lower case, no default port, no path): one written otherwise, such
+ * as `http://LocalHost:80`, would never match a request and CORS would fail without a word.
+ */
+export function OriginsSetting(): PropertyDecorator {
+  return ValidateBy({
+    name: 'origins',
+    validator: {
+      validate: (value: unknown) => typeof value === 'string' && value.split(',').every((origin) => asBrowserSends(origin) === origin),
+      defaultMessage: (args) => {
+        const origins = typeof args?.value === 'string' ? args.value.split(',') : [];
+        const wrong = origins.find((origin) => asBrowserSends(origin) !== origin);
+        const hint = wrong === undefined ? '' : asBrowserSends(wrong) ? ` ('${wrong}' is sent by browsers as '${asBrowserSends(wrong)}')` : ` ('${wrong}' is none)`;
+        return `comma-separated http(s) origins as browsers send them, scheme://host[:port] in lower case, without a default port, a path or a trailing slash${hint}`;
+      },
+    },
+  });
+}
+
+/** The origin a browser sends for a page at `text`, or null when `text` is no http(s) origin. */
+function asBrowserSends(text: string): string | null {
+  if (!/^https?:\/\/[^\s/]+$/i.test(text)) return null;
+  try {
+    const origin = new URL(text).origin;
+    return origin === 'null' ? null : origin;
+  } catch {
+    return null;
+  }
 }
