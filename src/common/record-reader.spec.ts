@@ -30,4 +30,16 @@ describe('RecordReader', () => {
     expect([r.int('score'), r.number('optIn')]).toEqual([null, null]);
     expect(r.errors).toEqual(["'score' must be an integer: '81.5'.", "'optIn' must be a number: 'true'."]);
   });
+
+  it('says an integer past a bound breaks the bound, however many digits it has, in a CSV row or in JSON', () => {
+    const csv = new RecordReader({ brandId: '99999999999999999999', order: '-99999999999999999999' }, { textValues: true });
+    expect([csv.int('brandId', { min: 1, max: 2_147_483_647 }), csv.int('order', { min: 0 })]).toEqual([null, null]);
+    expect(csv.errors).toEqual(["'brandId' must be less than or equal to '2147483647'.", "'order' must be greater than or equal to '0'."]);
+    const json = new RecordReader({ order: 1e20, big: 9_007_199_254_740_992 });
+    expect([json.int('order'), json.int('big', { max: 1e30 })]).toEqual([null, null]);
+    expect(json.errors).toEqual([
+      "'order' must be an integer from -9007199254740991 to 9007199254740991: '100000000000000000000'.",
+      "'big' must be an integer from -9007199254740991 to 9007199254740991: '9007199254740992'.",
+    ]);
+  });
 });

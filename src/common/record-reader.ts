@@ -84,16 +84,21 @@ export class RecordReader {
     if (this.missing(field, required)) return null;
     const v = this.data[field];
     const n = this.textValues && typeof v === 'string' && /^-?\d+$/.test(v.trim()) ? Number(v) : v;
-    if (typeof n !== 'number' || !Number.isSafeInteger(n)) {
+    if (typeof n !== 'number' || !Number.isInteger(n)) {
       this.errors.push(`${this.name(field)} must be an integer: '${String(v)}'.`);
       return null;
     }
+    // An integer past a bound breaks the bound, as the API says it, however many digits it has.
     if (opts.min !== undefined && n < opts.min) {
       this.errors.push(`${this.name(field)} must be greater than or equal to '${opts.min}'.`);
       return null;
     }
     if (opts.max !== undefined && n > opts.max) {
       this.errors.push(`${this.name(field)} must be less than or equal to '${opts.max}'.`);
+      return null;
+    }
+    if (!Number.isSafeInteger(n)) {
+      this.errors.push(`${this.name(field)} must be an integer from -9007199254740991 to 9007199254740991: '${String(v)}'.`);
       return null;
     }
     return n;
