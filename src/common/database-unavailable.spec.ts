@@ -11,6 +11,11 @@ describe('isDatabaseUnavailable (a 503 with Retry-After, not a 500)', () => {
     ['a query runner released when its connection failed', error({ name: 'QueryRunnerAlreadyReleasedError' })],
     ['its provider', error({ name: 'QueryRunnerProviderAlreadyReleasedError' })],
     ['a terminated connection', error({ code: '57P01' })],
+    ['a database dropped or being restored (3D000)', error({ code: '3D000', message: 'database "results" does not exist' })],
+    ['a login refused (28P01)', error({ code: '28P01', message: 'password authentication failed for user "results"' })],
+    ['a role gone (28000)', error({ code: '28000' })],
+    ['a server name that does not resolve', error({ code: 'ENOTFOUND', message: 'getaddrinfo ENOTFOUND postgres' })],
+    ['a name lookup that failed for now', error({ code: 'EAI_AGAIN' })],
   ])('%s', (_what, e) => {
     expect(isDatabaseUnavailable(e)).toBe(true);
   });

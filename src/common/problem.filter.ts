@@ -53,9 +53,13 @@ export function unavailableCause(error: unknown): 'database' | 'disk-full' | und
   // TypeORM's query runner, released when its connection failed, refuses the transaction's next statement.
   if (e.name === 'QueryRunnerAlreadyReleasedError' || e.name === 'QueryRunnerProviderAlreadyReleasedError') return 'database';
   const unreachable =
-    // 57014: the statement timeout (DATABASE_QUERY_TIMEOUT_MS) ran out on the server.
-    ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', '57P01', '57P02', '57P03', '57014', '53300', 'SQLITE_BUSY'].includes(code) ||
+    // 57014: the statement timeout (DATABASE_QUERY_TIMEOUT_MS) ran out on the server. ENOTFOUND,
+    // EAI_AGAIN: the server's name does not resolve (a Service being replaced). 3D000 and 28xxx:
+    // the server refuses the login (its database dropped or being restored, the role's password
+    // changed): a new connection cannot be had, which the service can do nothing about but wait.
+    ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', '57P01', '57P02', '57P03', '57014', '53300', '3D000', 'SQLITE_BUSY'].includes(code) ||
     code.startsWith('08') ||
+    code.startsWith('28') ||
     /Connection terminated|timeout exceeded when trying to connect|Query read timeout|connection timeout|Client has encountered a connection error|DataSource is not initialized|Driver not Connected/i.test(
       message,
     );
@@ -156,7 +160,9 @@ export class ProblemFilter implements ExceptionFilter {
     // The request id ties the line to the request's own line (and to what the partner saw in X-Request-Id).
     const requestId = (request as Request & { id?: unknown }).id;
     if (status === 503) {
-      this.logger.warn({ instance, requestId, method: request.method, url: loggableUrl(request.originalUrl), err: exception }, detail);
+      // What made it unavailable in one line: the stack of a refused connection says nothing more.
+      const cause = exception instanceof Error ? exception.message : String(exception);
+      this.logger.warn({ instance, requestId, method: request.method, url: loggableUrl(request.originalUrl), cause }, detail);
     } else if (status >= 500) {
       this.logger.error({ err: exception, instance, requestId, method: request.method, url: loggableUrl(request.originalUrl) }, 'request failed');
     } else {

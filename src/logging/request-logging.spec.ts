@@ -45,18 +45,20 @@ describe('requestLogger', () => {
     }
   });
 
-  it('logs a 5xx at error level, and nothing below the level', async () => {
+  it('logs a 5xx at error level, a 503 (unavailable for now: a database away, a replica not ready) at warn, and nothing below the level', async () => {
     const { server, url, lines } = await serve('warn', (res) => {
-      res.statusCode = res.req.url === '/fail' ? 503 : 200;
+      res.statusCode = res.req.url === '/fail' ? 500 : res.req.url === '/busy' ? 503 : 200;
       res.end();
     });
     try {
       expect((await fetch(`${url}/fine`)).status).toBe(200);
-      expect((await fetch(`${url}/fail`)).status).toBe(503);
-      await until(() => lines.length === 1);
+      expect((await fetch(`${url}/fail`)).status).toBe(500);
+      expect((await fetch(`${url}/busy`)).status).toBe(503);
+      await until(() => lines.length === 2);
       await new Promise((done) => setTimeout(done, 20));
-      expect(lines).toHaveLength(1);
-      expect(lines[0]).toMatchObject({ level: 50, msg: 'request completed', res: { statusCode: 503 }, req: { url: '/fail' } });
+      expect(lines).toHaveLength(2);
+      expect(lines[0]).toMatchObject({ level: 50, msg: 'request completed', res: { statusCode: 500 }, req: { url: '/fail' } });
+      expect(lines[1]).toMatchObject({ level: 40, msg: 'request completed', res: { statusCode: 503 }, req: { url: '/busy' } });
     } finally {
       server.close();
     }
@@ -70,7 +72,7 @@ describe('requestLogger', () => {
       req.on('response', (res) => res.once('data', () => req.destroy()));
       req.end();
       await until(() => lines.length === 1);
-      expect(lines[0]).toMatchObject({ level: 40, msg: 'request aborted: the client closed the connection before the response was complete', req: { url: '/slow' }, aborted: true });
+      expect(lines[0]).toMatchObject({ level: 40, msg: 'request aborted: the connection closed before the response was complete', req: { url: '/slow' }, aborted: true });
       expect(lines[0]).not.toHaveProperty('err');
     } finally {
       server.closeAllConnections();

@@ -53,8 +53,10 @@ export function requestLogger(root: Logger): (req: IncomingMessage, res: ServerR
     // 'close' follows 'finish' on every response, and comes alone when the client went away.
     res.once('close', () => {
       const aborted = !res.writableFinished;
-      // A client that went away is the client's doing, not the service's error: a warning, with no stack.
-      const level: Level = res.statusCode >= 500 ? 'error' : aborted ? 'warn' : 'info';
+      // A 503 says the service cannot answer for now (a database away, a replica not ready or
+      // draining): a warning, as readiness probes see it every few seconds during a rollout. A
+      // connection closed before the response was complete is no error of the service either.
+      const level: Level = res.statusCode >= 500 && res.statusCode !== 503 ? 'error' : aborted || res.statusCode === 503 ? 'warn' : 'info';
       if (!root.isLevelEnabled(level)) return;
       const locals = (res as { locals?: { clientId?: unknown; problemInstance?: unknown } }).locals ?? {};
       const line = {
@@ -66,7 +68,7 @@ export function requestLogger(root: Logger): (req: IncomingMessage, res: ServerR
         responseTime: Math.round(performance.now() - since),
         ...(aborted ? { aborted: true } : {}),
       };
-      root[level](line, aborted ? 'request aborted: the client closed the connection before the response was complete' : 'request completed');
+      root[level](line, aborted ? 'request aborted: the connection closed before the response was complete' : 'request completed');
     });
     next();
   };
