@@ -134,14 +134,15 @@ describe(`standard OAuth clients against the service (${process.env.TEST_DATABAS
 describe(`signing keys from a mounted secret file (${process.env.TEST_DATABASE})`, () => {
   let t: TestApp;
   let pem: string;
+  let file: string;
 
   beforeAll(async () => {
     const { privateKey } = await generateKeyPair('ES256', { extractable: true });
     pem = await exportPKCS8(privateKey);
-    // A mounted secret file, as in Kubernetes.
-    const file = join(mkdtempSync(join(tmpdir(), 'keys-')), 'signing-keys.pem');
+    // A mounted secret file, as in Kubernetes; read again on every use (AUTH_CACHE_SECONDS=0).
+    file = join(mkdtempSync(join(tmpdir(), 'keys-')), 'signing-keys.pem');
     writeFileSync(file, pem, { mode: 0o600 });
-    t = await startTestApp({ JWT_SIGNING_KEYS_FILE: file });
+    t = await startTestApp({ JWT_SIGNING_KEYS_FILE: file, AUTH_CACHE_SECONDS: '0' });
     await seedClients(t);
   });
   afterAll(async () => {
@@ -162,5 +163,26 @@ describe(`signing keys from a mounted secret file (${process.env.TEST_DATABASE})
     await expect(cliJson(['signing-keys', 'rotate'], t.env)).rejects.toThrow(
       'signing keys come from JWT_SIGNING_KEYS: rotate by putting a new key first in that secret',
     );
+  });
+  it('keeps the keys read last when the file turns unreadable, or holds a key not in PKCS#8 first, and takes a good one again', async () => {
+    const partner = await issueCredential(t);
+    const kidOf = async (): Promise<string | undefined> => decodeProtectedHeader(await tokenFor(t.http, partner)).kid;
+    const first = await kidOf();
+    const { privateKey: next } = await generateKeyPair('ES256', { extractable: true });
+    const nextPem = await exportPKCS8(next);
+    const sec1 = createPrivateKey(nextPem).export({ format: 'pem', type: 'sec1' }).toString();
+    try {
+      // A broken Secret, or a new key in SEC1 form put first: no request fails, the old key still signs.
+      for (const broken of ['garbage\n', `${sec1}${pem}`, '']) {
+        writeFileSync(file, broken);
+        expect(await kidOf()).toBe(first);
+        expect((await request(t.http).get('/.well-known/jwks.json')).body.keys.map((k: { kid: string }) => k.kid)).toEqual([first]);
+      }
+    } finally {
+      writeFileSync(file, `${nextPem}${pem}`);
+    }
+    const rotated = await kidOf();
+    expect(rotated).not.toBe(first);
+    expect(rotated).toBe(await calculateJwkThumbprint(await exportJWK(createPublicKey(createPrivateKey(nextPem)))));
   });
 });

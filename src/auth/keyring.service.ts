@@ -50,6 +50,8 @@ export class KeyringService implements OnModuleInit {
   private keys: RingKey[] = [];
   private loadedAt = 0;
   private loading: Promise<void> | null = null;
+  /** What is wrong with the configured keys as last read, while the keys read before them stand in; null when nothing is. */
+  private reloadProblem: string | null = null;
 
   constructor(
     private readonly repo: AuthRepository,
@@ -83,21 +85,49 @@ export class KeyringService implements OnModuleInit {
     } catch (error) {
       throw new ConfigError([`JWT_SIGNING_KEYS_FILE: cannot read ${this.config.JWT_SIGNING_KEYS_FILE}: ${(error as Error).message}`]);
     }
+    // A key in another form (SEC1's `EC PRIVATE KEY`, as `openssl ecparam -genkey` writes) would
+    // be passed over without a word, and the rotation it was put first for would not happen.
+    const other = /-----BEGIN ([A-Z0-9 ]+ )PRIVATE KEY-----/.exec(text);
+    if (other) {
+      throw new ConfigError([`${setting}: holds a ${other[1]}PRIVATE KEY, which is not PKCS#8: convert it with 'openssl pkcs8 -topk8 -nocrypt'`]);
+    }
     const pems = text.match(PEM_BLOCK) ?? [];
     if (pems.length === 0) throw new ConfigError([`${setting}: holds no PKCS#8 PEM private key`]);
     return pems;
   }
 
+  /** The configured keys, the first signing (it gets the newest time). */
+  private async configuredKeys(): Promise<RingKey[]> {
+    const pems = this.configuredPems();
+    const keys = await Promise.all(pems.map((pem, i) => ringKey(pem, new Date(Date.now() - i * 1000), null)));
+    for (const key of keys) {
+      if (key.publicJwk.kty !== 'EC' || key.publicJwk.crv !== 'P-256') {
+        throw new ConfigError([`${this.config.JWT_SIGNING_KEYS !== undefined ? 'JWT_SIGNING_KEYS' : 'JWT_SIGNING_KEYS_FILE'}: must hold P-256 (ES256) keys`]);
+      }
+    }
+    return keys;
+  }
+
   private async reload(): Promise<void> {
     if (this.fromConfig) {
-      const pems = this.configuredPems();
-      // The first key signs: give it the newest time.
-      this.keys = await Promise.all(pems.map((pem, i) => ringKey(pem, new Date(Date.now() - i * 1000), null)));
-      for (const key of this.keys) {
-        if (key.publicJwk.kty !== 'EC' || key.publicJwk.crv !== 'P-256') {
-          throw new ConfigError([`${this.config.JWT_SIGNING_KEYS !== undefined ? 'JWT_SIGNING_KEYS' : 'JWT_SIGNING_KEYS_FILE'}: must hold P-256 (ES256) keys`]);
-        }
+      let keys: RingKey[];
+      try {
+        keys = await this.configuredKeys();
+      } catch (error) {
+        // At start a broken setting stops the process (exit 78). Later (the mounted file
+        // replaced by a broken one, or removed), the keys read last keep signing and verifying:
+        // one bad write of the Secret must not turn every replica into one that refuses every
+        // request. Said once, until it is mended, and read again after AUTH_CACHE_SECONDS.
+        if (this.keys.length === 0) throw error;
+        const problem = error instanceof ConfigError ? error.problems.join('; ') : (error as Error).message;
+        if (problem !== this.reloadProblem) this.logger.error(`${problem}: the signing keys read before keep signing and verifying until it is mended`);
+        this.reloadProblem = problem;
+        this.loadedAt = Date.now();
+        return;
       }
+      if (this.reloadProblem !== null) this.logger.log('signing keys read again: the configured keys sign and verify');
+      this.reloadProblem = null;
+      this.keys = keys;
     } else {
       const rows = await this.repo.activeSigningKeys();
       this.keys = await Promise.all(rows.map((row) => ringKey(row.privateKey, row.createdAt, row.retiredAt)));
