@@ -176,7 +176,8 @@ describe(`signing keys from a mounted secret file (${process.env.TEST_DATABASE})
       for (const broken of ['garbage\n', `${sec1}${pem}`, '']) {
         writeFileSync(file, broken);
         expect(await kidOf()).toBe(first);
-        expect((await request(t.http).get('/.well-known/jwks.json')).body.keys.map((k: { kid: string }) => k.kid)).toEqual([first]);
+        const jwks = (await request(t.http).get('/.well-known/jwks.json')).body as { keys: { kid: string }[] };
+        expect(jwks.keys.map((k) => k.kid)).toEqual([first]);
       }
     } finally {
       writeFileSync(file, `${nextPem}${pem}`);
