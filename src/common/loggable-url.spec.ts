@@ -22,4 +22,17 @@ describe('loggableUrl', () => {
       '/x?Client%5FSecret=[redacted]&API-KEY=[redacted]&svc-api-key=[redacted]&password=[redacted]&client_secret[]=[redacted]',
     );
   });
+
+  it('redacts the usual names of credentials, and credentials by their form wherever they stand', () => {
+    expect(loggableUrl('/branches?SvcClientId=1&key=k1&jwt=j1&auth=a1&sig=s1&signature=s2&code=c1&pwd=p1')).toBe(
+      '/branches?SvcClientId=1&key=[redacted]&jwt=[redacted]&auth=[redacted]&sig=[redacted]&signature=[redacted]&code=[redacted]&pwd=[redacted]',
+    );
+    const jwt = 'eyJhbGciOiJFUzI1NiJ9.eyJzdWIiOiJ4In0.c2ln';
+    expect(loggableUrl(`/branches?SvcClientId=1&t=${jwt}`)).toBe('/branches?SvcClientId=1&t=[redacted]');
+    expect(loggableUrl(`/${jwt}/x`)).toBe('/[redacted]/x');
+    expect(loggableUrl('/branches;k=svck_AbC-123_x?SvcClientId=1&h=whsec_Zz9')).toBe('/branches;k=[redacted]?SvcClientId=1&h=[redacted]');
+    // A page token (two parts, sealed) is no credential.
+    const after = '/visits/standard/changes?SvcClientId=1001&after=AQx7k2_-Zz.Tg9a';
+    expect(loggableUrl(after)).toBe(after);
+  });
 });

@@ -3,14 +3,27 @@
  * with `-` and `_` left out and in any case, so `client-secret`, `svc_api_key` and
  * `AccessToken` are the same names as their usual spellings.
  */
-const SECRET_PARAMETER = /^(clientsecret|clientassertion|assertion|accesstoken|refreshtoken|idtoken|password|secret|apikey|svcapikey|token|bearer)$/i;
+const SECRET_PARAMETER =
+  /^(clientsecret|clientassertion|assertion|accesstoken|refreshtoken|idtoken|password|passwd|pwd|secret|apikey|svcapikey|key|token|bearer|jwt|auth|authorization|credentials?|sig|signature|code)$/i;
+
+/**
+ * Values that are credentials wherever they stand (another parameter name, a path segment, a
+ * matrix parameter): a JWT (its header is base64url JSON, `eyJ…`), this service's API keys and
+ * webhook signing secrets by their prefixes.
+ */
+const SECRET_VALUE = /eyJ[\w-]*\.[\w-]+\.[\w-]*|svck_[\w-]+|whsec_[\w-]+/g;
 
 /**
  * The URL as a log line may hold it: the values of query parameters that carry credentials
  * (a client that sent `client_secret` or `access_token` in the query string, where they do not
- * belong) replaced by `[redacted]`, the rest as received.
+ * belong), and values that are credentials by their form wherever they stand, replaced by
+ * `[redacted]`; the rest as received.
  */
 export function loggableUrl(url: string): string {
+  return redactNamed(url).replace(SECRET_VALUE, '[redacted]');
+}
+
+function redactNamed(url: string): string {
   const q = url.indexOf('?');
   if (q < 0) return url;
   const pairs = url.slice(q + 1).split('&');
