@@ -1,4 +1,4 @@
-import { request as httpRequest } from 'node:http';
+import { request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import { jest } from '@jest/globals';
@@ -112,6 +112,23 @@ describe(`token requests answered ahead of Express (${process.env.TEST_DATABASE}
       expect(JSON.parse(viaLane.body.toString('utf8'))).toMatchObject({ error });
       expect(viaLane.headers['cache-control']).toBe('no-store');
     }
+  });
+
+  it("names the caller in the request's line: the credential whose key it carries, refused or not", async () => {
+    const server = t.app.getHttpServer() as Server;
+    const named: unknown[] = [];
+    const listener = (req: IncomingMessage, res: ServerResponse): void => {
+      res.once('close', () => named.push((res as ServerResponse & { locals?: { clientId?: unknown } }).locals?.clientId));
+    };
+    server.on('request', listener);
+    watch.answered.length = 0;
+    try {
+      expect((await post(grant())).status).toBe(200);
+      expect((await post(grant({ client_secret: 'wrong' }))).status).toBe(401);
+    } finally {
+      server.off('request', listener);
+    }
+    expect({ named, lane: watch.answered }).toEqual({ named: [partner.clientId, partner.clientId], lane: [true, true] });
   });
 
   it('counts its answers in the request metrics under the route', async () => {

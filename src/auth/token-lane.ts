@@ -81,6 +81,9 @@ export class TokenLane {
     // A key that is not live is refused on Express's path, where the limits count it by the caller's address.
     const owner = await this.keyOwner(req);
     if (owner === null) return false;
+    // The request's line names the caller: the credential whose live key it carries (Express,
+    // should it answer after all, keeps these locals).
+    (res as ServerResponse & { locals?: Record<string, unknown> }).locals = { clientId: owner };
     const form = await readBodyAhead(setup.formParser, req, res);
     if (typeof form !== 'object' || form === null) return false;
     // The request line and metrics start once the body is in, as on Express's path, where they
