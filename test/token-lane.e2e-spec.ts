@@ -115,7 +115,7 @@ describe(`token requests answered ahead of Express (${process.env.TEST_DATABASE}
   });
 
   it("names the caller in the request's line: the credential whose key it carries, refused or not", async () => {
-    const server = t.app.getHttpServer() as Server;
+    const server = t.app.getHttpServer();
     const named: unknown[] = [];
     const listener = (req: IncomingMessage, res: ServerResponse): void => {
       res.once('close', () => named.push((res as ServerResponse & { locals?: { clientId?: unknown } }).locals?.clientId));
