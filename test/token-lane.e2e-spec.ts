@@ -1,4 +1,4 @@
-import { request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import { jest } from '@jest/globals';
