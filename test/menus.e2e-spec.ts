@@ -536,18 +536,21 @@ describe(`menus and dishes (${process.env.TEST_DATABASE})`, () => {
         const bad = Buffer.concat([Buffer.from(head), Buffer.from([0xff]), Buffer.from(tail)]);
         expect(() => new TextDecoder('utf-8', { fatal: true }).decode(bad)).toThrow();
         const before = [await count('dishes'), await count('dish_images')];
-        for (const opts of [
-          { image: Buffer.concat([png, fffd]), json: bad },
-          { preamble: Buffer.concat([fffd, Buffer.from('\r\n')]), json: bad },
-          { type: 'application/json; charset=utf-8', json: bad },
-          { type: 'application/json; charset=UTF-8', image: Buffer.concat([png, fffd]), json: bad },
-        ]) {
+        const declaredMessage = "The 'json' part is not valid UTF-8, or holds U+FFFD in a part that names its charset: send U+FFFD in a part without a charset parameter.";
+        for (const [opts, message] of [
+          [{ image: Buffer.concat([png, fffd]), json: bad }, "The 'json' part is not valid UTF-8."],
+          [{ preamble: Buffer.concat([fffd, Buffer.from('\r\n')]), json: bad }, "The 'json' part is not valid UTF-8."],
+          [{ type: 'application/json; charset=utf-8', json: bad }, declaredMessage],
+          [{ type: 'application/json; charset=UTF-8', image: Buffer.concat([png, fffd]), json: bad }, declaredMessage],
+        ] as const) {
           const res = await form(opts);
-          expect({ status: res.status, errors: problem(res).errors }).toEqual({ status: 400, errors: ["The 'json' part is not valid UTF-8."] });
+          expect({ status: res.status, errors: problem(res).errors }).toEqual({ status: 400, errors: [message] });
         }
         expect([await count('dishes'), await count('dish_images')]).toEqual(before);
         const declared = await form({ type: 'application/json; charset=utf-8', json: Buffer.from(dish({ code: 'CAF\u00c9-\u{1f37d}' }), 'utf8') });
         expect({ status: declared.status, code: declared.body.data?.dish.code }).toEqual({ status: 200, code: 'CAF\u00c9-\u{1f37d}' });
+        const bom = await form({ type: 'application/json; charset=utf-8', json: Buffer.from(`\ufeff${dish({ code: 'BOM-DECLARED' })}`, 'utf8') });
+        expect({ status: bom.status, code: bom.body.data?.dish.code }).toEqual({ status: 200, code: 'BOM-DECLARED' });
         const plain = await form({ json: Buffer.from(dish({ code: 'NA\u00cfVE' }), 'utf8') });
         expect({ status: plain.status, code: plain.body.data?.dish.code }).toEqual({ status: 200, code: 'NA\u00cfVE' });
       });

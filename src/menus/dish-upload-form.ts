@@ -48,7 +48,11 @@ function jsonPart(parts: UploadParts, errors: string[]): unknown {
   }
   // JSON is UTF-8 (RFC 8259 §8.1): bytes that are not would be stored as U+FFFD, not as sent.
   if (text === null) {
-    errors.push("The 'json' part is not valid UTF-8.");
+    errors.push(
+      typeof asField === 'string' && !BASE64.test(asField)
+        ? "The 'json' part is not valid UTF-8, or holds U+FFFD in a part that names its charset: send U+FFFD in a part without a charset parameter."
+        : "The 'json' part is not valid UTF-8.",
+    );
     return undefined;
   }
   if (typeof text !== 'string') {
@@ -84,5 +88,7 @@ const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
  */
 function fieldText(value: string): string | null {
   if (BASE64.test(value)) return strictUtf8(Buffer.from(value, 'base64'));
-  return value.includes('\uFFFD') ? null : value;
+  if (value.includes('\uFFFD')) return null;
+  // A byte-order mark is no part of the text, as strict decoding above drops it too.
+  return value.startsWith('\uFEFF') ? value.slice(1) : value;
 }

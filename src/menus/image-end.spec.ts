@@ -7,6 +7,7 @@ import {
   pngOfSize,
   pngWith,
   pngWithExtraPixelData,
+  pngWithinInflatedData,
   pngWithinPixelData,
   webpWith,
   webpWithinFrame,
@@ -99,6 +100,18 @@ describe('pngPixelDataEnds', () => {
       .toBuffer();
     expect(noisy.length).toBeGreaterThan(200_000);
     for (const png of [plain, interlaced, deep, noisy]) expect(await pngPixelDataEnds(png)).toBe(true);
+  });
+
+  it('holds for palette and 1-bit images, whose rows are shorter than their pixels', async () => {
+    const palette = await sharp(await makeImage('png', 37, 23)).png({ palette: true, colours: 4 }).toBuffer();
+    const oneBit = await sharp({ create: { width: 13, height: 7, channels: 3, background: '#000' } }).greyscale().png({ palette: true, colours: 2 }).toBuffer();
+    for (const png of [palette, oneBit]) expect(await pngPixelDataEnds(png)).toBe(true);
+  });
+
+  it('fails for bytes inside the zlib stream after the last row, and stops inflating a stream far longer than the picture', async () => {
+    const png = await makeImage('png', 37, 23);
+    expect(await pngPixelDataEnds(pngWithinInflatedData(png, HTML))).toBe(false);
+    expect(await pngPixelDataEnds(pngWithinInflatedData(png, Buffer.alloc(64 * 1024 * 1024)))).toBe(false);
   });
 
   it('fails for bytes after the zlib stream, in its IDAT chunk or in one more', async () => {

@@ -75,13 +75,18 @@ function webpChunks(b: Buffer, from: number, to: number, allowed: (type: string,
 }
 
 /**
- * Whether a PNG's pixel data ends where its IDAT chunks do: the chunks' data, one zlib stream,
- * is inflated (and dropped as it comes) to learn how much of it the stream takes. A decoder
- * stops at the stream's end, so bytes after it, in the last IDAT or in one more, are no part
- * of the picture: a script or another file could ride there. False when the data is no
- * stream at all.
+ * Whether a PNG's pixel data is the picture's and nothing more: the IDAT chunks' data, one
+ * zlib stream, is inflated (its output counted and dropped as it comes) and must end where the
+ * chunks do, having given exactly the bytes the header's size, colour type, bit depth and
+ * interlacing make (a filter byte and the samples of each row of each pass). A decoder stops
+ * at the picture's last row and at the stream's end, so bytes after either, in the stream or
+ * after it, are no part of the picture: a script or another file could ride there. Inflating
+ * stops as soon as the output is longer than the picture (a stream of gigabytes of zeros is
+ * not inflated to its end). False when the data is no such stream.
  */
 export async function pngPixelDataEnds(b: Buffer): Promise<boolean> {
+  const expected = pngRawBytes(b);
+  if (expected === null) return false;
   const data: Buffer[] = [];
   for (let at = 8; at + 12 <= b.length; ) {
     const length = b.readUInt32BE(at);
@@ -92,9 +97,16 @@ export async function pngPixelDataEnds(b: Buffer): Promise<boolean> {
   }
   const stream = Buffer.concat(data);
   const inflate = createInflate();
-  inflate.resume();
+  let inflated = 0;
   try {
     await new Promise<void>((resolve, reject) => {
+      inflate.on('data', (chunk: Buffer) => {
+        inflated += chunk.length;
+        if (inflated > expected) {
+          inflate.destroy();
+          resolve();
+        }
+      });
       inflate.once('end', resolve);
       inflate.once('error', reject);
       inflate.end(stream);
@@ -103,7 +115,36 @@ export async function pngPixelDataEnds(b: Buffer): Promise<boolean> {
     return false;
   }
   // bytesWritten: the input the stream took, which stops at its end.
-  return inflate.bytesWritten === stream.length;
+  return inflated === expected && inflate.bytesWritten === stream.length;
+}
+
+/** Samples per pixel by PNG colour type: grey, RGB, palette, grey and alpha, RGBA. */
+const PNG_CHANNELS: Readonly<Record<number, number>> = { 0: 1, 2: 3, 3: 1, 4: 2, 6: 4 };
+
+/** The Adam7 passes: where each starts and how far apart its pixels are, across and down. */
+const ADAM7 = [
+  [0, 0, 8, 8],
+  [4, 0, 8, 8],
+  [0, 4, 4, 8],
+  [2, 0, 4, 4],
+  [0, 2, 2, 4],
+  [1, 0, 2, 2],
+  [0, 1, 1, 2],
+] as const;
+
+/** The bytes a PNG's pixel data inflates to, from its IHDR; null when it has no readable IHDR. */
+function pngRawBytes(b: Buffer): number | null {
+  if (b.length < 33 || b.toString('latin1', 12, 16) !== 'IHDR') return null;
+  const width = b.readUInt32BE(16);
+  const height = b.readUInt32BE(20);
+  const channels = PNG_CHANNELS[b[25]];
+  if (channels === undefined) return null;
+  const bits = b[24] * channels;
+  const rows = (w: number, h: number): number => (w === 0 || h === 0 ? 0 : h * (1 + Math.ceil((w * bits) / 8)));
+  if (b[28] === 0) return rows(width, height);
+  let total = 0;
+  for (const [x0, y0, dx, dy] of ADAM7) total += rows(Math.ceil(Math.max(0, width - x0) / dx), Math.ceil(Math.max(0, height - y0) / dy));
+  return total;
 }
 
 /** APPn segments of the picture: JFIF (APP0), the colour profile (APP2 ICC_PROFILE), Adobe's colour transform (APP14). */

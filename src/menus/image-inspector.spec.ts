@@ -1,15 +1,15 @@
 import sharp from 'sharp';
-import { animatedWebp, makeImage, pngWithExtraPixelData, pngWithinPixelData, webpWith, webpWithinFrame } from '../../test/helpers/images.js';
+import { animatedWebp, makeImage, pngWithExtraPixelData, pngWithinInflatedData, pngWithinPixelData, webpWith, webpWithinFrame } from '../../test/helpers/images.js';
 import { ImageRejected, prepareImage } from './image-inspector.js';
 
 const HTML = Buffer.from('<html><script>alert(document.domain)</script></html>', 'latin1');
 const limits = { maxBytes: 1_000_000, maxPixels: 1_000_000 };
 
 describe('prepareImage', () => {
-  it('re-encodes a PNG carrying bytes after its pixel data, in its IDAT chunk or in one more, to the same picture', async () => {
+  it('re-encodes a PNG carrying bytes after its pixel data, inside its zlib stream, after it or in one more IDAT, to the same picture', async () => {
     const png = await makeImage('png', 37, 23);
     const pixels = await sharp(png).raw().toBuffer();
-    for (const carrier of [pngWithinPixelData(png, HTML), pngWithExtraPixelData(png, HTML)]) {
+    for (const carrier of [pngWithinPixelData(png, HTML), pngWithExtraPixelData(png, HTML), pngWithinInflatedData(png, HTML)]) {
       const prepared = await prepareImage(carrier, limits);
       expect(prepared.data.includes(HTML)).toBe(false);
       expect(prepared).toMatchObject({ contentType: 'image/png', width: 37, height: 23 });
@@ -29,6 +29,12 @@ describe('prepareImage', () => {
     }
   });
 
+  it('refuses an animation of more frames than the limit, however small they are', async () => {
+    const animation = await animatedWebp(3, 4, 4);
+    await expect(prepareImage(animation, { ...limits, maxFrames: 2 })).rejects.toThrow(new ImageRejected('The image must have at most 2 frames.'));
+    expect((await prepareImage(animation, { ...limits, maxFrames: 3 })).width).toBe(4);
+  });
+
   it("counts every frame of an animation against the pixel limit", async () => {
     const animation = await animatedWebp(3);
     const tight = { maxBytes: 1_000_000, maxPixels: 32 * 32 * 3 - 1 };
@@ -41,6 +47,11 @@ describe('prepareImage', () => {
     for (const format of ['jpeg', 'png', 'webp'] as const) {
       const image = await makeImage(format, 37, 23);
       await expect(prepareImage(image.subarray(0, 20), limits)).rejects.toThrow(new ImageRejected('The image is truncated or corrupt.'));
+    }
+    // A PNG cut inside or before its IEND chunk: its pixels decode, its end is missing.
+    const png = await makeImage('png', 37, 23);
+    for (const cut of [1, 5, 12]) {
+      await expect(prepareImage(png.subarray(0, png.length - cut), limits)).rejects.toThrow(new ImageRejected('The image is truncated or corrupt.'));
     }
     await expect(prepareImage(HTML, limits)).rejects.toThrow(new ImageRejected('The image must be a JPEG, PNG or WebP file.'));
   });

@@ -9,7 +9,15 @@ export const IMAGE_TYPES = { jpeg: 'image/jpeg', png: 'image/png', webp: 'image/
 export interface ImageLimits {
   maxBytes: number;
   maxPixels: number;
+  /** Most frames of an animation (decoding time grows with them, whatever their size); IMAGE_MAX_FRAMES by default. */
+  maxFrames?: number;
 }
+
+/**
+ * Most frames an animated image may have. Decoding is one image at a time per process and its
+ * time grows with the frames: 100,000 frames of one pixel, 5 MB, held the decoder for 100 s.
+ */
+export const IMAGE_MAX_FRAMES = 1000;
 
 export interface PreparedImage {
   contentType: string;
@@ -61,6 +69,8 @@ export async function prepareImage(input: Buffer, limits: ImageLimits): Promise<
   // animation's frames count together: a WebP of 30 frames of 36 megapixels is 1 gigapixel.
   const sampleBytes = SAMPLE_BYTES[meta.depth ?? 'uchar'] ?? 1;
   const frames = meta.pages ?? 1;
+  const maxFrames = limits.maxFrames ?? IMAGE_MAX_FRAMES;
+  if (frames > maxFrames) throw new ImageRejected(`The image must have at most ${maxFrames} frames.`);
   if (width * height * frames * sampleBytes > limits.maxPixels) {
     const megapixels = (limits.maxPixels / 1_000_000).toFixed(0);
     throw new ImageRejected(
@@ -86,6 +96,8 @@ export async function prepareImage(input: Buffer, limits: ImageLimits): Promise<
     // chunks that are no part of the picture and that libvips does not report (a JPEG comment,
     // an unknown APPn, a private PNG chunk, a WebP EXIF chunk its header does not announce).
     const structure = imageStructure(input, format);
+    // A PNG whose chunks do not reach IEND was cut short, though its pixels may all be there.
+    if (format === 'png' && structure.end === null) throw new ImageRejected('The image is truncated or corrupt.');
     const carriesMore = structure.end !== input.length || structure.extras || (format === 'png' && !(await pngPixelDataEnds(input)));
     return carriesMetadata || carriesMore ? reencode(input, format, animated) : input;
   });

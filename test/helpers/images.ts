@@ -1,4 +1,4 @@
-import { crc32 } from 'node:zlib';
+import { crc32, deflateSync, inflateSync } from 'node:zlib';
 import sharp from 'sharp';
 
 /** Real encoded images, made here so the tests need no binary fixtures. */
@@ -121,4 +121,28 @@ export function webpWithinFrame(image: Buffer, type: string, data: Buffer): Buff
   out.writeUInt32LE(size + added.length, at + 4);
   out.writeUInt32LE(out.length - 8, 4);
   return out;
+}
+
+/** A PNG whose pixel data, one IDAT, inflates to the picture's rows and then `data`: bytes inside the zlib stream, after the last row. */
+export function pngWithinInflatedData(image: Buffer, data: Buffer): Buffer {
+  const idat: Buffer[] = [];
+  let at = 8;
+  let first = -1;
+  let afterLast = 0;
+  while (at + 12 <= image.length) {
+    const end = at + 12 + image.readUInt32BE(at);
+    if (image.toString('latin1', at + 4, at + 8) === 'IDAT') {
+      if (first < 0) first = at;
+      idat.push(image.subarray(at + 8, end - 4));
+      afterLast = end;
+    }
+    at = end;
+  }
+  const body = deflateSync(Buffer.concat([inflateSync(Buffer.concat(idat)), data]));
+  const head = Buffer.alloc(8);
+  head.writeUInt32BE(body.length);
+  head.write('IDAT', 4, 'latin1');
+  const crc = Buffer.alloc(4);
+  crc.writeUInt32BE(crc32(Buffer.concat([head.subarray(4), body])));
+  return Buffer.concat([image.subarray(0, first), head, body, crc, image.subarray(afterLast)]);
 }
