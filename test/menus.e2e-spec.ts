@@ -549,6 +549,15 @@ describe(`menus and dishes (${process.env.TEST_DATABASE})`, () => {
         expect([await count('dishes'), await count('dish_images')]).toEqual(before);
         const declared = await form({ type: 'application/json; charset=utf-8', json: Buffer.from(dish({ code: 'CAF\u00c9-\u{1f37d}' }), 'utf8') });
         expect({ status: declared.status, code: declared.body.data?.dish.code }).toEqual({ status: 200, code: 'CAF\u00c9-\u{1f37d}' });
+        // Text of base64 letters in a part that names its charset is that text, not bytes in base64.
+        const base64Dish = Buffer.from(Buffer.from(dish({ code: 'B64' })).toString('base64'));
+        for (const [json, error] of [
+          [base64Dish, "The 'json' part is not valid JSON."],
+          [Buffer.from('true'), "The 'json' part must be a JSON object."],
+        ] as const) {
+          const res = await form({ type: 'application/json; charset=utf-8', json });
+          expect({ status: res.status, errors: problem(res).errors }).toEqual({ status: 400, errors: [error] });
+        }
         const bom = await form({ type: 'application/json; charset=utf-8', json: Buffer.from(`\ufeff${dish({ code: 'BOM-DECLARED' })}`, 'utf8') });
         expect({ status: bom.status, code: bom.body.data?.dish.code }).toEqual({ status: 200, code: 'BOM-DECLARED' });
         const plain = await form({ json: Buffer.from(dish({ code: 'NA\u00cfVE' }), 'utf8') });

@@ -3,6 +3,8 @@ export interface UploadParts {
   files: { fieldname: string; originalname: string; buffer: Buffer }[];
   /** Text parts as the multipart reader gave them (see `fieldText`). */
   fields: Record<string, unknown>;
+  /** The same parts read with latin1 for a part that names no charset (see `fieldText`). */
+  fieldsAsLatin1: Record<string, unknown>;
 }
 
 /** What the multipart reader gives for a text part that declares no charset: its bytes, in base64. */
@@ -41,7 +43,8 @@ function jsonPart(parts: UploadParts, errors: string[]): unknown {
     errors.push("Send one 'json' part only.");
     return undefined;
   }
-  const text = asFile[0] ? strictUtf8(asFile[0].buffer) : typeof asField === 'string' ? fieldText(asField) : asField;
+  const declared = typeof asField === 'string' && asField === parts.fieldsAsLatin1.json;
+  const text = asFile[0] ? strictUtf8(asFile[0].buffer) : typeof asField === 'string' ? fieldText(asField, declared) : asField;
   if (text === undefined) {
     errors.push("The 'json' part is required: the dish as JSON.");
     return undefined;
@@ -49,7 +52,7 @@ function jsonPart(parts: UploadParts, errors: string[]): unknown {
   // JSON is UTF-8 (RFC 8259 §8.1): bytes that are not would be stored as U+FFFD, not as sent.
   if (text === null) {
     errors.push(
-      typeof asField === 'string' && !BASE64.test(asField)
+      declared
         ? "The 'json' part is not valid UTF-8, or holds U+FFFD in a part that names its charset: send U+FFFD in a part without a charset parameter."
         : "The 'json' part is not valid UTF-8.",
     );
@@ -76,19 +79,17 @@ function strictUtf8(bytes: Buffer): string | null {
   }
 }
 
-const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
-
 /**
- * A text part's text, or null when its bytes were not UTF-8. A part that declares no charset
- * (as browsers, curl and HTTP libraries send one) reaches the reader as its bytes in base64
+ * A text part's text, or null when its bytes were not UTF-8. A part that names no charset (as
+ * browsers, curl and HTTP libraries send one) reaches the reader as its bytes in base64
  * (UNDECLARED_CHARSET), read here strictly as UTF-8, so that no byte of it is lost or made up.
- * One that declares a charset arrives decoded by it; JSON text is never all letters, digits
- * and `+/=` (an object has braces), so the two are told apart. A U+FFFD in a decoded part may
- * stand for bytes its charset could not read: such a part is refused as well.
+ * One that names a charset arrives decoded by it (`declared`: the reader's second reading,
+ * with latin1 for undeclared parts, gave the same text). A U+FFFD in it may stand for bytes
+ * its charset could not read: such a part is refused.
  */
-function fieldText(value: string): string | null {
-  if (BASE64.test(value)) return strictUtf8(Buffer.from(value, 'base64'));
+function fieldText(value: string, declared: boolean): string | null {
+  if (!declared) return strictUtf8(Buffer.from(value, 'base64'));
   if (value.includes('\uFFFD')) return null;
-  // A byte-order mark is no part of the text, as strict decoding above drops it too.
+  // A byte-order mark is no part of the text, as strict decoding drops it too.
   return value.startsWith('\uFEFF') ? value.slice(1) : value;
 }

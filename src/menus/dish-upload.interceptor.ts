@@ -79,14 +79,16 @@ export class DishUploadInterceptor implements NestInterceptor {
 
   private read(request: Request): Promise<UploadParts> {
     return new Promise((resolve, reject) => {
-      const parts: UploadParts = { files: [], fields: {} };
+      const parts: UploadParts = { files: [], fields: {}, fieldsAsLatin1: {} };
       let failed = false;
       let received = 0;
       let parser: busboy.Busboy;
+      let twin: busboy.Busboy;
       const stop = (): boolean => {
         if (failed) return false;
         failed = true;
         request.unpipe(parser);
+        request.unpipe(twin);
         request.resume();
         return true;
       };
@@ -106,10 +108,33 @@ export class DishUploadInterceptor implements NestInterceptor {
           // Fields likewise: a json part of exactly DISH_JSON_PART_MAX_BYTES is taken.
           limits: { fileSize: this.config.IMAGE_MAX_BYTES + 1, files: 3, fields: 4, parts: 6, fieldSize: DISH_JSON_PART_MAX_BYTES + 1, fieldNameSize: 100 },
         });
+        // The same bytes read once more, only to tell the text parts that name a charset from
+        // those that do not: an undeclared part comes as latin1 here and as base64 above, a
+        // declared one alike in both (see fieldText). Errors and limits are the first reader's.
+        twin = busboy({
+          headers: request.headers,
+          defCharset: 'latin1',
+          limits: { fileSize: this.config.IMAGE_MAX_BYTES + 1, files: 3, fields: 4, parts: 6, fieldSize: DISH_JSON_PART_MAX_BYTES + 1, fieldNameSize: 100 },
+        });
       } catch {
         reject(new ValidationProblem(['The multipart body is malformed: its boundary is missing.']));
         return;
       }
+      twin.on('file', (_name: string | undefined, stream) => {
+        stream.on('error', () => undefined);
+        stream.resume();
+      });
+      twin.on('field', (name: string | undefined, value: string | undefined) => {
+        const key = name ?? '';
+        const previous = parts.fieldsAsLatin1[key];
+        parts.fieldsAsLatin1[key] = previous === undefined ? value : ([] as unknown[]).concat(previous, value);
+      });
+      twin.on('error', () => undefined);
+      let closed = 0;
+      const closeOne = (): void => {
+        if (++closed === 2 && !failed) resolve(parts);
+      };
+      twin.on('close', closeOne);
       parser.on('file', (name: string | undefined, stream, info) => {
         const chunks: Buffer[] = [];
         let size = 0;
@@ -145,14 +170,13 @@ export class DishUploadInterceptor implements NestInterceptor {
       parser.on('partsLimit', () => fail('The form has too many parts: send one image part and one json part.'));
       parser.on('fieldsLimit', () => fail('The form has too many fields: send one image part and one json part.'));
       parser.on('error', () => fail('The multipart body is malformed.'));
-      parser.on('close', () => {
-        if (!failed) resolve(parts);
-      });
+      parser.on('close', closeOne);
       request.on('aborted', () => fail('The upload was interrupted.'));
       request.on('data', (chunk: Buffer) => {
         received += chunk.length;
       });
       request.pipe(parser);
+      request.pipe(twin);
     });
   }
 }
