@@ -77,6 +77,14 @@ export class DishUploadInterceptor implements NestInterceptor {
     return new PayloadTooLargeProblem([imageTooLargeMessage(this.config.IMAGE_MAX_BYTES)]);
   }
 
+  /**
+   * busboy reports a limit once a file reaches it: one byte more, so that an image of exactly
+   * IMAGE_MAX_BYTES is taken. Fields likewise: a json part of exactly DISH_JSON_PART_MAX_BYTES is taken.
+   */
+  private limits(): busboy.Limits {
+    return { fileSize: this.config.IMAGE_MAX_BYTES + 1, files: 3, fields: 4, parts: 6, fieldSize: DISH_JSON_PART_MAX_BYTES + 1, fieldNameSize: 100 };
+  }
+
   private read(request: Request): Promise<UploadParts> {
     return new Promise((resolve, reject) => {
       const parts: UploadParts = { files: [], fields: {}, fieldsAsLatin1: {} };
@@ -104,32 +112,13 @@ export class DishUploadInterceptor implements NestInterceptor {
           headers: request.headers,
           // A text part that declares no charset is handed over as its bytes (see fieldText).
           defCharset: UNDECLARED_CHARSET,
-          // busboy reports the limit once a file reaches it: one byte more, so that an image of exactly IMAGE_MAX_BYTES is taken.
-          // Fields likewise: a json part of exactly DISH_JSON_PART_MAX_BYTES is taken.
-          limits: { fileSize: this.config.IMAGE_MAX_BYTES + 1, files: 3, fields: 4, parts: 6, fieldSize: DISH_JSON_PART_MAX_BYTES + 1, fieldNameSize: 100 },
+          limits: this.limits(),
         });
-        // The same bytes read once more, only to tell the text parts that name a charset from
-        // those that do not: an undeclared part comes as latin1 here and as base64 above, a
-        // declared one alike in both (see fieldText). Errors and limits are the first reader's.
-        twin = busboy({
-          headers: request.headers,
-          defCharset: 'latin1',
-          limits: { fileSize: this.config.IMAGE_MAX_BYTES + 1, files: 3, fields: 4, parts: 6, fieldSize: DISH_JSON_PART_MAX_BYTES + 1, fieldNameSize: 100 },
-        });
+        twin = latin1Reading(request, parts.fieldsAsLatin1, this.limits());
       } catch {
         reject(new ValidationProblem(['The multipart body is malformed: its boundary is missing.']));
         return;
       }
-      twin.on('file', (_name: string | undefined, stream) => {
-        stream.on('error', () => undefined);
-        stream.resume();
-      });
-      twin.on('field', (name: string | undefined, value: string | undefined) => {
-        const key = name ?? '';
-        const previous = parts.fieldsAsLatin1[key];
-        parts.fieldsAsLatin1[key] = previous === undefined ? value : ([] as unknown[]).concat(previous, value);
-      });
-      twin.on('error', () => undefined);
       let closed = 0;
       const closeOne = (): void => {
         if (++closed === 2 && !failed) resolve(parts);
@@ -179,4 +168,25 @@ export class DishUploadInterceptor implements NestInterceptor {
       request.pipe(twin);
     });
   }
+}
+
+/**
+ * The body read once more, only to tell the text parts that name a charset from those that do
+ * not: an undeclared part comes as latin1 here and as base64 in the first reading, a declared
+ * one alike in both (see fieldText). Its text parts go to `fields`; errors and limits are the
+ * first reading's to report. Throws as busboy does for a body without a boundary.
+ */
+function latin1Reading(request: Request, fields: Record<string, unknown>, limits: busboy.Limits): busboy.Busboy {
+  const reader = busboy({ headers: request.headers, defCharset: 'latin1', limits });
+  reader.on('file', (_name: string | undefined, stream) => {
+    stream.on('error', () => undefined);
+    stream.resume();
+  });
+  reader.on('field', (name: string | undefined, value: string | undefined) => {
+    const key = name ?? '';
+    const previous = fields[key];
+    fields[key] = previous === undefined ? value : ([] as unknown[]).concat(previous, value);
+  });
+  reader.on('error', () => undefined);
+  return reader;
 }
