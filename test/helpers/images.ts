@@ -52,12 +52,17 @@ export function jpegWith(image: Buffer, marker: number, data: Buffer): Buffer {
 
 /** A PNG with a chunk of `type` (and its CRC) just before IEND. */
 export function pngWith(image: Buffer, type: string, data: Buffer): Buffer {
+  return Buffer.concat([image.subarray(0, image.length - 12), pngChunk(type, data), image.subarray(image.length - 12)]);
+}
+
+/** A PNG chunk: its length, type, data and CRC. */
+function pngChunk(type: string, data: Buffer): Buffer {
   const head = Buffer.alloc(8);
   head.writeUInt32BE(data.length);
   head.write(type, 4, 'latin1');
   const crc = Buffer.alloc(4);
   crc.writeUInt32BE(crc32(Buffer.concat([head.subarray(4), data])));
-  return Buffer.concat([image.subarray(0, image.length - 12), head, data, crc, image.subarray(image.length - 12)]);
+  return Buffer.concat([head, data, crc]);
 }
 
 /** A WebP with a chunk of `type` added at its end, the RIFF size grown to hold it. */
@@ -76,12 +81,7 @@ export function pngWithinPixelData(image: Buffer, data: Buffer): Buffer {
   while (image.toString('latin1', at + 4, at + 8) !== 'IDAT') at += 12 + image.readUInt32BE(at);
   const length = image.readUInt32BE(at);
   const body = Buffer.concat([image.subarray(at + 8, at + 8 + length), data]);
-  const head = Buffer.alloc(8);
-  head.writeUInt32BE(body.length);
-  head.write('IDAT', 4, 'latin1');
-  const crc = Buffer.alloc(4);
-  crc.writeUInt32BE(crc32(Buffer.concat([head.subarray(4), body])));
-  return Buffer.concat([image.subarray(0, at), head, body, crc, image.subarray(at + 12 + length)]);
+  return Buffer.concat([image.subarray(0, at), pngChunk('IDAT', body), image.subarray(at + 12 + length)]);
 }
 
 /** A PNG with one more IDAT chunk, holding `data`, right after its last one. */
@@ -93,12 +93,7 @@ export function pngWithExtraPixelData(image: Buffer, data: Buffer): Buffer {
     if (image.toString('latin1', at + 4, at + 8) === 'IDAT') afterLast = end;
     at = end;
   }
-  const head = Buffer.alloc(8);
-  head.writeUInt32BE(data.length);
-  head.write('IDAT', 4, 'latin1');
-  const crc = Buffer.alloc(4);
-  crc.writeUInt32BE(crc32(Buffer.concat([head.subarray(4), data])));
-  return Buffer.concat([image.subarray(0, afterLast), head, data, crc, image.subarray(afterLast)]);
+  return Buffer.concat([image.subarray(0, afterLast), pngChunk('IDAT', data), image.subarray(afterLast)]);
 }
 
 /** An animated WebP of `frames` frames of width × height, in two colours by turns. */
@@ -139,10 +134,5 @@ export function pngWithinInflatedData(image: Buffer, data: Buffer): Buffer {
     at = end;
   }
   const body = deflateSync(Buffer.concat([inflateSync(Buffer.concat(idat)), data]));
-  const head = Buffer.alloc(8);
-  head.writeUInt32BE(body.length);
-  head.write('IDAT', 4, 'latin1');
-  const crc = Buffer.alloc(4);
-  crc.writeUInt32BE(crc32(Buffer.concat([head.subarray(4), body])));
-  return Buffer.concat([image.subarray(0, first), head, body, crc, image.subarray(afterLast)]);
+  return Buffer.concat([image.subarray(0, first), pngChunk('IDAT', body), image.subarray(afterLast)]);
 }
