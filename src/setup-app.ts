@@ -48,6 +48,17 @@ function allowedCors(origins: string): CorsOptions {
 }
 
 /**
+ * The CORS middleware, answering preflights only: an OPTIONS request that is no preflight (no
+ * Access-Control-Request-Method) gets the CORS headers and goes on to the routes, which answer
+ * it as any other method a path does not have (405 with Allow), as they do with CORS off.
+ */
+function preflightsOnly(options: CorsOptions): (req: Request, res: Response, next: NextFunction) => void {
+  const preflights = cors(options);
+  const others = cors({ ...options, preflightContinue: true });
+  return (req, res, next) => (req.headers['access-control-request-method'] === undefined ? others : preflights)(req, res, next);
+}
+
+/**
  * The global HTTP setup shared by the service and the HTTP tests, so the tests exercise
  * exactly what runs in production.
  */
@@ -76,7 +87,7 @@ export function setupApp(app: INestApplication): NestExpressApplication {
   express.use(keepingBodyErrors(json({ limit: '64kb' })));
   // CORS for the browser origins configured; the lane runs the same middleware on what it answers.
   const corsOptions = config.CORS_ORIGINS ? allowedCors(config.CORS_ORIGINS) : null;
-  if (corsOptions) express.enableCors(corsOptions);
+  if (corsOptions) express.use(preflightsOnly(corsOptions));
   // Responses are validated by their own headers (ETag on images); hashing every JSON
   // body for a weak ETag costs more than it saves on pages partners fetch once.
   express.set('etag', false);

@@ -222,6 +222,26 @@ describe(`CORS when origins are configured, no trusted proxy (${process.env.TEST
     expect(refused.headers['access-control-allow-origin']).toBeUndefined();
   });
 
+  it('answers an OPTIONS that is no preflight as the routes do without CORS: a 405 with Allow (OAuth JSON on the token endpoint)', async () => {
+    const visits = await request(t.http).options('/visits/standard');
+    expect({ status: visits.status, allow: visits.headers.allow, type: visits.headers['content-type'] }).toEqual({
+      status: 405,
+      allow: 'GET, HEAD',
+      type: 'application/problem+json; charset=utf-8',
+    });
+    const token = await request(t.http).options('/connect/token').set('Origin', 'https://bi.example.com');
+    expect({ status: token.status, allow: token.headers.allow, cache: token.headers['cache-control'], error: (JSON.parse(token.text) as { error?: string }).error }).toEqual({
+      status: 405,
+      allow: 'POST',
+      cache: 'no-store',
+      error: 'invalid_request',
+    });
+    // From an allowed origin the page can read it.
+    expect(token.headers['access-control-allow-origin']).toBe('https://bi.example.com');
+    const preflight = await request(t.http).options('/connect/token').set('Origin', 'https://bi.example.com').set('Access-Control-Request-Method', 'POST');
+    expect(preflight.status).toBe(204);
+  });
+
   it('lets a browser read the rate-limit, retry and challenge headers', async () => {
     const res = await request(t.http).get('/.well-known/jwks.json').set('Origin', 'https://bi.example.com');
     expect(res.status).toBe(200);
