@@ -67,6 +67,18 @@ describe(`health and errors (${process.env.TEST_DATABASE})`, () => {
     }
   });
 
+  it("GET /health/ready says a role without rights on the tables is that, not that migrations failed", async () => {
+    const denied = Object.assign(new Error('permission denied for table migrations'), { code: '42501' });
+    const refused = jest.spyOn(t.app.get(DataSource), 'showMigrations').mockRejectedValue(denied);
+    try {
+      const res = await request(t.http).get('/health/ready');
+      expect(res.status).toBe(503);
+      expect(JSON.parse(res.text)).toMatchObject({ status: 503, detail: "Not ready: the database role may not read the service's tables." });
+    } finally {
+      refused.mockRestore();
+    }
+  });
+
   it('GET /health/ready is a 503 problem with Retry-After when the database is gone', async () => {
     const db = t.app.get(DataSource);
     await db.destroy();

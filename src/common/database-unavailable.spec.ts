@@ -16,6 +16,7 @@ describe('isDatabaseUnavailable (a 503 with Retry-After, not a 500)', () => {
     ['a role gone (28000)', error({ code: '28000' })],
     ['a server name that does not resolve', error({ code: 'ENOTFOUND', message: 'getaddrinfo ENOTFOUND postgres' })],
     ['a name lookup that failed for now', error({ code: 'EAI_AGAIN' })],
+    ['a role without grants on the tables (42501)', error({ driverError: error({ code: '42501', message: 'permission denied for table api_keys' }) })],
   ])('%s', (_what, e) => {
     expect(isDatabaseUnavailable(e)).toBe(true);
   });

@@ -57,7 +57,9 @@ export function unavailableCause(error: unknown): 'database' | 'disk-full' | und
     // EAI_AGAIN: the server's name does not resolve (a Service being replaced). 3D000 and 28xxx:
     // the server refuses the login (its database dropped or being restored, the role's password
     // changed): a new connection cannot be had, which the service can do nothing about but wait.
-    ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', '57P01', '57P02', '57P03', '57014', '53300', '3D000', 'SQLITE_BUSY'].includes(code) ||
+    // 42501: the role may not read or write the service's tables (grants missing): an
+    // operator's to mend, as readiness says, not a fault of the request.
+    ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', '57P01', '57P02', '57P03', '57014', '53300', '3D000', '42501', 'SQLITE_BUSY'].includes(code) ||
     code.startsWith('08') ||
     code.startsWith('28') ||
     /Connection terminated|timeout exceeded when trying to connect|Query read timeout|connection timeout|Client has encountered a connection error|DataSource is not initialized|Driver not Connected/i.test(

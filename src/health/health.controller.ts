@@ -64,16 +64,28 @@ export class HealthController {
           this.indicators
             .check('migrations')
             .attempt(async () => {
-              if (await this.dataSource.showMigrations()) throw new Error('pending migrations');
+              let pending: boolean;
+              try {
+                pending = await this.dataSource.showMigrations();
+              } catch (error) {
+                // The migrations table readable by the owner but not by this role: say so, not "migrations failed".
+                if ((error as { code?: unknown }).code === '42501') throw new Error('permission denied', { cause: error });
+                throw error;
+              }
+              if (pending) throw new Error('pending migrations');
             })
             .withTimeout(CHECK_TIMEOUT_MS),
       ]);
     } catch (error) {
       if (!(error instanceof ServiceUnavailableException)) throw error;
       const result = error.getResponse() as { error?: Record<string, { message?: unknown } | undefined> };
-      // Each failing check by name; the one reason said is migrations that are only pending (nothing internal otherwise).
+      // Each failing check by name; the reasons said are migrations only pending and a role without rights (nothing internal otherwise).
       const failing = Object.entries(result.error ?? {}).map(([name, check]) =>
-        name === 'migrations' && check?.message === 'pending migrations' ? 'migrations pending' : `${name} failed`,
+        name === 'migrations' && check?.message === 'pending migrations'
+          ? 'migrations pending'
+          : name === 'migrations' && check?.message === 'permission denied'
+            ? "the database role may not read the service's tables"
+            : `${name} failed`,
       );
       throw new ProblemException(503, `Not ready: ${failing.join(', ') || 'a check failed'}.`, {
         headers: { 'Retry-After': '5' },
