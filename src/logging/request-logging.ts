@@ -56,7 +56,8 @@ export function requestLogger(root: Logger): (req: IncomingMessage, res: ServerR
       // A 503 says the service cannot answer for now (a database away, a replica not ready or
       // draining): a warning, as readiness probes see it every few seconds during a rollout. A
       // connection closed before the response was complete is no error of the service either.
-      const level: Level = res.statusCode >= 500 && res.statusCode !== 503 ? 'error' : aborted || res.statusCode === 503 ? 'warn' : 'info';
+      const unavailable = res.statusCode === 503;
+      const level: Level = res.statusCode >= 500 && !unavailable ? 'error' : aborted || unavailable ? 'warn' : 'info';
       if (!root.isLevelEnabled(level)) return;
       const locals = (res as { locals?: { clientId?: unknown; problemInstance?: unknown } }).locals ?? {};
       const line = {

@@ -27,21 +27,38 @@ const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0
 /** The chunks of the picture itself, its colour (iCCP, sRGB, gAMA, cHRM, sBIT) and its pixel size. */
 const PNG_PICTURE = new Set(['IHDR', 'PLTE', 'IDAT', 'IEND', 'tRNS', 'cHRM', 'gAMA', 'iCCP', 'sBIT', 'sRGB', 'bKGD', 'hIST', 'pHYs', 'sPLT']);
 
+/** The format whose signature the bytes start with, whether or not the rest of them is whole; null for none of the three. */
+export function signedFormat(b: Buffer): 'jpeg' | 'png' | 'webp' | null {
+  if (b.length >= 3 && b[0] === 0xff && b[1] === 0xd8 && b[2] === 0xff) return 'jpeg';
+  if (b.length >= 8 && b.subarray(0, 8).equals(PNG_SIGNATURE)) return 'png';
+  return isRiffWebp(b) ? 'webp' : null;
+}
+
+const isRiffWebp = (b: Buffer): boolean => b.length >= 12 && b.toString('latin1', 0, 4) === 'RIFF' && b.toString('latin1', 8, 12) === 'WEBP';
+
+/**
+ * A PNG's chunks after the signature, in order, up to and with IEND: each one's type and where
+ * its data starts and ends; `whole` is false when the bytes end before IEND does.
+ */
+function pngChunks(b: Buffer): { chunks: { type: string; data: number; dataEnd: number }[]; whole: boolean } {
+  const chunks: { type: string; data: number; dataEnd: number }[] = [];
+  for (let at = 8; at + 12 <= b.length; ) {
+    const dataEnd = at + 8 + b.readUInt32BE(at);
+    if (dataEnd + 4 > b.length) break;
+    const type = b.toString('latin1', at + 4, at + 8);
+    chunks.push({ type, data: at + 8, dataEnd });
+    if (type === 'IEND') return { chunks, whole: true };
+    at = dataEnd + 4;
+  }
+  return { chunks, whole: false };
+}
+
 /** The signature, then chunks (length, type, data, CRC) up to and with IEND. */
 function pngStructure(b: Buffer): ImageStructure {
-  let extras = false;
-  if (b.length < 8 || !b.subarray(0, 8).equals(PNG_SIGNATURE)) return { end: null, extras };
-  let at = 8;
-  while (at + 12 <= b.length) {
-    const length = b.readUInt32BE(at);
-    const end = at + 12 + length;
-    if (end > b.length) return { end: null, extras };
-    const type = b.toString('latin1', at + 4, at + 8);
-    if (!PNG_PICTURE.has(type)) extras = true;
-    if (type === 'IEND') return { end, extras };
-    at = end;
-  }
-  return { end: null, extras };
+  if (signedFormat(b) !== 'png') return { end: null, extras: false };
+  const { chunks, whole } = pngChunks(b);
+  const extras = chunks.some((c) => !PNG_PICTURE.has(c.type));
+  return { end: whole ? chunks[chunks.length - 1].dataEnd + 4 : null, extras };
 }
 
 /** The chunks of the picture (lossy, lossless, alpha, animation) and its colour profile. */
@@ -52,7 +69,7 @@ const WEBP_FRAME = new Set(['ALPH', 'VP8 ', 'VP8L']);
 
 /** A RIFF file: 'RIFF', the size of what follows the first eight bytes, 'WEBP', then chunks (type, size, data padded to even). */
 function webpStructure(b: Buffer): ImageStructure {
-  if (b.length < 12 || b.toString('latin1', 0, 4) !== 'RIFF' || b.toString('latin1', 8, 12) !== 'WEBP') return { end: null, extras: false };
+  if (!isRiffWebp(b)) return { end: null, extras: false };
   const end = 8 + b.readUInt32LE(4);
   if (end > b.length) return { end: null, extras: false };
   const extras = !webpChunks(b, 12, end, (type, data, dataEnd) => {
@@ -87,15 +104,7 @@ function webpChunks(b: Buffer, from: number, to: number, allowed: (type: string,
 export async function pngPixelDataEnds(b: Buffer): Promise<boolean> {
   const expected = pngRawBytes(b);
   if (expected === null) return false;
-  const data: Buffer[] = [];
-  for (let at = 8; at + 12 <= b.length; ) {
-    const length = b.readUInt32BE(at);
-    const type = b.toString('latin1', at + 4, at + 8);
-    if (type === 'IDAT') data.push(b.subarray(at + 8, Math.min(at + 8 + length, b.length)));
-    if (type === 'IEND') break;
-    at += 12 + length;
-  }
-  const stream = Buffer.concat(data);
+  const stream = Buffer.concat(pngChunks(b).chunks.filter((c) => c.type === 'IDAT').map((c) => b.subarray(c.data, c.dataEnd)));
   const inflate = createInflate();
   let inflated = 0;
   try {

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Metadata } from 'sharp';
 import { formatBytes } from '../common/byte-size.js';
 import { loadSharp } from '../common/sharp.js';
-import { imageStructure, pngPixelDataEnds } from './image-end.js';
+import { imageStructure, pngPixelDataEnds, signedFormat } from './image-end.js';
 
 export const IMAGE_TYPES = { jpeg: 'image/jpeg', png: 'image/png', webp: 'image/webp' } as const;
 
@@ -57,7 +57,7 @@ export async function prepareImage(input: Buffer, limits: ImageLimits): Promise<
     meta = await sharp(input, { limitInputPixels: false }).metadata();
   } catch {
     // A file that starts as one of the three but cannot be read is damaged, not of another kind.
-    throw new ImageRejected(signedAsAccepted(input) ? 'The image is truncated or corrupt.' : 'The image must be a JPEG, PNG or WebP file.');
+    throw new ImageRejected(signedFormat(input) !== null ? 'The image is truncated or corrupt.' : 'The image must be a JPEG, PNG or WebP file.');
   }
   const contentType = IMAGE_TYPES[meta.format as keyof typeof IMAGE_TYPES];
   if (!contentType) throw new ImageRejected('The image must be a JPEG, PNG or WebP file.');
@@ -102,13 +102,6 @@ export async function prepareImage(input: Buffer, limits: ImageLimits): Promise<
     return carriesMetadata || carriesMore ? reencode(input, format, animated) : input;
   });
   return { contentType, width, height, data, sha256: createHash('sha256').update(data).digest('hex') };
-}
-
-/** Whether the bytes start with a JPEG's, a PNG's or a WebP's signature. */
-function signedAsAccepted(b: Buffer): boolean {
-  if (b.length >= 3 && b[0] === 0xff && b[1] === 0xd8 && b[2] === 0xff) return true;
-  if (b.length >= 8 && b.readUInt32BE(0) === 0x89504e47 && b.readUInt32BE(4) === 0x0d0a1a0a) return true;
-  return b.length >= 12 && b.toString('latin1', 0, 4) === 'RIFF' && b.toString('latin1', 8, 12) === 'WEBP';
 }
 
 /** Bytes of one sample, by libvips' band format (sharp's `depth`). */

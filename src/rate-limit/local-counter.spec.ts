@@ -13,14 +13,14 @@ describe('LocalCounter', () => {
     expect(counter.increment('a', 60_000, 3)).toEqual({ totalHits: 1, windowEndsAt: 1_120_000, blockedUntil: 0 });
   });
 
-  it('refuses a key past its limit until its window ends, however late in the window, without counting the refused hits', () => {
+  it('refuses a key past its limit until its window ends, however late in the window, counting the refused hits too', () => {
     now = 2_000_000;
     expect(counter.increment('c', 60_000, 3).blockedUntil).toBe(0);
     now += 40_000;
     for (let i = 2; i <= 3; i++) expect(counter.increment('c', 60_000, 3).blockedUntil).toBe(0);
     expect(counter.increment('c', 60_000, 3)).toEqual({ totalHits: 4, windowEndsAt: 2_060_000, blockedUntil: 2_060_000 });
     now = 2_059_999;
-    expect(counter.increment('c', 60_000, 3)).toEqual({ totalHits: 4, windowEndsAt: 2_060_000, blockedUntil: 2_060_000 });
+    expect(counter.increment('c', 60_000, 3)).toEqual({ totalHits: 5, windowEndsAt: 2_060_000, blockedUntil: 2_060_000 });
     now = 2_060_000;
     expect(counter.increment('c', 60_000, 3)).toEqual({ totalHits: 1, windowEndsAt: 2_120_000, blockedUntil: 0 });
   });

@@ -1,13 +1,11 @@
 import type { LRUCache } from 'lru-cache';
 import { growingLru } from '../common/growing-lru.js';
 
-/** One key's window: hits counted since it started, and until when it is blocked. */
+/** One key's window: hits counted since it started, and when it ends. */
 interface Window {
   hits: number;
   /** Epoch ms at which the window ends and counting starts afresh. */
   endsAt: number;
-  /** Epoch ms until which the key is refused (the window's end); 0 when not blocked. */
-  blockedUntil: number;
 }
 
 /** What one count returns: as the Redis script does, so both stores behave alike. */
@@ -15,7 +13,7 @@ export interface LocalCount {
   totalHits: number;
   /** Epoch ms of the window's end. */
   windowEndsAt: number;
-  /** Epoch ms of the block's end; 0 when not blocked. */
+  /** Epoch ms until which the key is refused: the window's end once past the limit, else 0. */
   blockedUntil: number;
 }
 
@@ -26,10 +24,9 @@ const CAPACITY = 200_000;
  * Fixed-window counters in the process, used when Redis is not configured or cannot be
  * reached: the same rule as the Redis script (the window starts with its first hit; past the
  * limit the key is refused until the window ends, when counting starts afresh), in constant
- * time per request. A sliding
- * log of hit times (the throttler's own store) costs time in proportion to the limit on every
- * request. A window leaves when it has ended; at most CAPACITY keys are kept,
- * the least recently counted leaving first, so a flood of made-up API keys cannot grow the
+ * time per request. A sliding log of hit times (the throttler's own store) costs time in
+ * proportion to the limit on every request. A window leaves when it has ended; at most
+ * CAPACITY keys are kept, the least recently counted leaving first, so a flood of made-up API keys cannot grow the
  * memory (it can only give the keys it pushes out a fresh window).
  */
 export class LocalCounter {
@@ -46,15 +43,16 @@ export class LocalCounter {
   /** Counts a hit at `now` (by default the counter's clock): the caller reads seconds left against the same instant. */
   increment(key: string, windowMs: number, limit: number, now = this.now()): LocalCount {
     let window = this.windows.get(key);
-    if (window && window.blockedUntil > now) return { totalHits: window.hits, windowEndsAt: window.endsAt, blockedUntil: window.blockedUntil };
-    if (!window || window.endsAt <= now) window = { hits: 0, endsAt: now + windowMs, blockedUntil: 0 };
+    if (!window || window.endsAt <= now) {
+      window = { hits: 0, endsAt: now + windowMs };
+      this.windows.set(key, window, { ttl: windowMs });
+    }
+    // Every hit counts, a refused one too, as the Redis script's INCR does.
     window.hits++;
-    window.blockedUntil = window.hits > limit ? window.endsAt : 0;
-    this.windows.set(key, window, { ttl: window.endsAt - now });
-    return { totalHits: window.hits, windowEndsAt: window.endsAt, blockedUntil: window.blockedUntil };
+    return { totalHits: window.hits, windowEndsAt: window.endsAt, blockedUntil: window.hits > limit ? window.endsAt : 0 };
   }
 
-  /** Keys whose window or block has not ended. */
+  /** Keys whose window has not ended. */
   get size(): number {
     this.windows.purgeStale();
     return this.windows.size;

@@ -107,7 +107,7 @@ function setLegacyHeaders(res: ServerResponse, state: LimitState): void {
   res.setHeader('X-Rate-Limit-Reset', new Date(state.resetAt).toISOString());
 }
 
-/** A named limit: `limit` requests per `ttl` ms of each tracker (what it counts by), blocked for `ttl` once past it. */
+/** A named limit: `limit` requests per fixed window of `ttl` ms of each tracker (what it counts by), refused to the window's end once past it. */
 export interface NamedLimit {
   name: string;
   limit: number;
