@@ -11,16 +11,20 @@ export class BranchesRepository {
   constructor(@InjectDataSource() private readonly db: DataSource) {}
 
   /**
-   * The client's branches in id order: the GET /branches payload. With a list of brands, only
+   * The client's branches in the code point order of their ids: the GET /branches payload. With a list of brands, only
    * the branches of those brands (an empty list: none; a branch without a brand is in no list).
    */
   async list(clientId: number, brandIds: readonly number[] | null): Promise<Pick<Branch, 'id' | 'name' | 'branchCode'>[]> {
     if (brandIds?.length === 0) return [];
-    return this.db.getRepository(Branch).find({
-      select: { id: true, name: true, branchCode: true },
-      where: brandIds ? { clientId, brandId: In([...brandIds]) } : { clientId },
-      order: { id: 'ASC' },
-    });
+    const query = this.db
+      .getRepository(Branch)
+      .createQueryBuilder('b')
+      .select(['b.id', 'b.name', 'b.branchCode'])
+      .where('b.clientId = :clientId', { clientId });
+    if (brandIds) query.andWhere('b.brandId IN (:...brandIds)', { brandIds: [...brandIds] });
+    // Code point order on both databases: SQLite compares text by its bytes, and so does
+    // PostgreSQL's "C" collation, whatever collation the database was created with.
+    return query.orderBy(this.db.options.type === 'postgres' ? 'b.id COLLATE "C"' : 'b.id', 'ASC').getMany();
   }
 
   findByIds(ids: string[]): Promise<Branch[]> {
