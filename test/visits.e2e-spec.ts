@@ -332,6 +332,18 @@ describe(`GET /visits/standard and /visits/plus (${process.env.TEST_DATABASE})`,
       expect((await get(`/visits/standard?${valid({ FromDate: day(31), ToDate: day(1) })}`)).status).toBe(200);
     });
 
+    it('takes dates of the years 0001 to 0099 as written, and counts the range across the year 0100', async () => {
+      const early = await get(`/visits/standard?${valid({ FromDate: '0099-12-16', ToDate: '0100-01-15' })}`);
+      expect(early.status).toBe(200);
+      expect(early.body).toEqual({ data: { visits: [] } });
+      expect(await errorsOf(valid({ FromDate: '0001-01-01', ToDate: '0001-03-01' }))).toEqual([
+        "The range from 'FromDate' to 'ToDate' must not exceed 31 days.",
+      ]);
+      expect(await errorsOf(valid({ FromDate: '0000-12-31', ToDate: '0001-01-01' }))).toEqual([
+        "'FromDate' is not in the expected format yyyy-mm-dd: '0000-12-31'.",
+      ]);
+    });
+
     it('reports several violations together', async () => {
       expect(await errorsOf('svcclientid=x&FromDate=2024-13-45&ToDate=&skip=-2&take=5000&VisitTypes=M')).toEqual([
         "'SvcClientId' must be an integer: 'x'.",

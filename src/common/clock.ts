@@ -26,7 +26,8 @@ function formatFor(zone: string): Intl.DateTimeFormat {
 export function localDateTime(zone: string, at: Date = new Date()): string {
   const parts = formatFor(zone).formatToParts(at);
   const get = (type: string): string => parts.find((p) => p.type === type)?.value ?? '00';
-  return `${get('year')}-${get('month')}-${get('day')}T${get('hour')}:${get('minute')}:${get('second')}`;
+  // The formatter writes the years before 1000 with fewer digits (50, not 0050).
+  return `${get('year').padStart(4, '0')}-${get('month')}-${get('day')}T${get('hour')}:${get('minute')}:${get('second')}`;
 }
 
 let today: { zone: string; second: number; date: string } | undefined;

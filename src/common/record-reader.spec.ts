@@ -1,4 +1,4 @@
-import { RecordReader } from './record-reader.js';
+import { isCalendarDate, isLocalDateTime, RecordReader } from './record-reader.js';
 
 describe('RecordReader', () => {
   it.each([[[1, 2]], [null], ['text'], [7]])('says of %j only that it is no JSON object, not that each field is missing', (value) => {
@@ -41,5 +41,14 @@ describe('RecordReader', () => {
       "'order' must be an integer from -9007199254740991 to 9007199254740991: '100000000000000000000'.",
       "'big' must be an integer from -9007199254740991 to 9007199254740991: '9007199254740992'.",
     ]);
+  });
+
+  it('takes the dates of the years 0001 to 9999 that exist, the years before 0100 as written', () => {
+    for (const date of ['0001-01-01', '0099-12-31', '0004-02-29', '0100-01-01', '2024-02-29', '9999-12-31']) expect([date, isCalendarDate(date)]).toEqual([date, true]);
+    for (const date of ['0000-01-01', '0001-02-29', '0100-02-29', '2025-02-29', '2024-13-01', '2024-00-10', '2024-04-31', '24-01-01']) expect([date, isCalendarDate(date)]).toEqual([date, false]);
+    expect(isLocalDateTime('0001-01-01T00:00:00')).toBe(true);
+    const r = new RecordReader({ expiryDate: '0099-12-31', startDate: '0000-12-31' });
+    expect([r.date('expiryDate'), r.date('startDate')]).toEqual(['0099-12-31', null]);
+    expect(r.errors).toEqual(["'startDate' is not in the expected format yyyy-mm-dd: '0000-12-31'."]);
   });
 });

@@ -160,7 +160,7 @@ export class RecordReader {
     return null;
   }
 
-  /** A calendar date `yyyy-mm-dd` that exists. */
+  /** A calendar date `yyyy-mm-dd` that exists, in the years 0001 to 9999. */
   date(field: string, opts: { required?: boolean } = {}): string | null {
     const s = this.string(field, { required: opts.required ?? true });
     if (s === null) return null;
@@ -221,7 +221,10 @@ export function isCalendarDate(s: string): boolean {
   const m = /^(\d{4})-(\d{2})-(\d{2})$/.exec(s);
   if (!m) return false;
   const [y, mo, d] = [Number(m[1]), Number(m[2]), Number(m[3])];
-  const date = new Date(Date.UTC(y, mo - 1, d));
+  if (y === 0) return false;
+  // setUTCFullYear, not Date.UTC, which reads the years 0 to 99 as 1900 to 1999.
+  const date = new Date(0);
+  date.setUTCFullYear(y, mo - 1, d);
   return date.getUTCFullYear() === y && date.getUTCMonth() === mo - 1 && date.getUTCDate() === d;
 }
 

@@ -20,6 +20,12 @@ describe('Since of the change feed', () => {
     expect(sinceInstant('2026-01-15T12:00:00', 'America/New_York')?.toISOString()).toBe('2026-01-15T17:00:00.000Z');
   });
 
+  it('reads the years before 1000 too, as four digits', () => {
+    expect(localDateTime('UTC', new Date('0050-03-01T04:05:06Z'))).toBe('0050-03-01T04:05:06');
+    expect(sinceInstant('0999-12-31T23:00:00', 'UTC')?.toISOString()).toBe('0999-12-31T23:00:00.000Z');
+    expect(sinceInstant('0001-01-01T00:00:00Z', 'Europe/London')?.toISOString()).toBe('0001-01-01T00:00:00.000Z');
+  });
+
   it('refuses what is not a real date-time', () => {
     for (const text of ['2026-02-30T00:00:00Z', '2026-13-01T00:00:00', '2026-01-01T24:00:00Z', '2026-01-01', 'yesterday', '2026-01-01T00:00:00+2', ' 2026-01-01T00:00:00Z']) {
       expect([text, sinceInstant(text, 'Europe/London')]).toEqual([text, undefined]);
