@@ -230,6 +230,7 @@ describe(`operator CLI (${process.env.TEST_DATABASE})`, () => {
       JSON.stringify(visit({ visitId: 9004, visitType: 'OF', guestId: 'G-1', optIns: { contactByEmail: true, joinMarketing: null } })),
       JSON.stringify(visit({ visitId: 9005, branchId: 'BR-404' })),
       JSON.stringify(visit({ visitId: 9006, brandId: 6 })),
+      JSON.stringify(visit({ visitId: 9008, visitType: 'ta', guestId: 'G-2' })),
     ];
     await cliJson(['brands', 'add', '--client', '1001', '--id', '6', '--name', 'Acme Pizzeria'], env);
     const result = await cli(['--json', 'visits', 'import', file('visits.ndjson', lines.join('\n'))], env);
@@ -247,6 +248,7 @@ describe(`operator CLI (${process.env.TEST_DATABASE})`, () => {
       { line: 3, errors: [expect.stringMatching(/^not valid JSON/)] },
       { line: 5, errors: ["'branchId' 'BR-404' is not a known branch; import branches first."] },
       { line: 6, errors: ["'brandId' 6 is not the brand of branch 'BR-1' (5)."] },
+      { line: 7, errors: ["'guestId' is carried by OF visits only, not by a visit of type 'TA'."] },
     ]);
     expect(await count('visits')).toBe(2);
     const [of] = await db.query("SELECT guest_id, opt_in_contact_by_email AS email, opt_in_join_marketing AS marketing FROM visits WHERE id = 9004");

@@ -235,8 +235,9 @@ describe(`GET /visits/standard/changes and /visits/plus/changes (${process.env.T
   it('reports a removal only for the write that took a visit out of the selection, once, with brand and type filters together', async () => {
     const five = client1001().find((v) => v.brandId === 5)!;
     const six = client1001().find((v) => v.brandId === 6)!;
-    const x: VisitRecord = { ...six, visitId: 881_001, visitType: 'OF' };
-    const y: VisitRecord = { ...five, visitId: 881_002, visitType: 'MV' };
+    // No guest: their types change, and only an OF visit may carry one.
+    const x: VisitRecord = { ...six, visitId: 881_001, visitType: 'OF', guestId: null };
+    const y: VisitRecord = { ...five, visitId: 881_002, visitType: 'MV', guestId: null };
     await importVisits(t, [x, y]);
     const end = async (query: string): Promise<string> => (await follow(`/visits/standard/changes?SvcClientId=1001&${query}&Since=${hourAgo()}&Take=1000`, `&${query}&Take=1000`)).after;
     const removed = async (query: string, after: string): Promise<unknown> =>

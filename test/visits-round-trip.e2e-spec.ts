@@ -59,6 +59,7 @@ const RECORDS: Fields[] = [
   // Empty strings stay empty strings; zero scores stay zero; false stays false.
   visit(1, {
     branchId: 'B-E',
+    visitType: 'OF',
     visitScore: 0,
     recommendScore: 0,
     recommendComment: '',
@@ -84,7 +85,7 @@ const RECORDS: Fields[] = [
   }),
   // Unicode of every kind, unnormalised.
   visit(3, {
-    visitType: 'TA',
+    visitType: 'OF',
     questionnaireType: `Dîner – 夕食 ${UNICODE.astral}`,
     recommendComment: Object.values(UNICODE).join(' | '),
     visitSource: UNICODE.rtl,

@@ -58,6 +58,10 @@ export function readVisitRecord(value: unknown, textValues = false): { record?: 
   const sections = (r.array('sections') ?? []).map((s, i) => readSection(r, s, `sections[${i}].`));
   visit.sections = JSON.stringify(sections);
   visit.guestId = r.string('guestId', { max: 100, required: false });
+  // Only online feedback (OF) carries a guest: a mystery or third-party visit has none to show.
+  if (visit.guestId !== null && visit.visitType !== '' && visit.visitType !== 'OF') {
+    r.errors.push(`'guestId' is carried by OF visits only, not by a visit of type '${visit.visitType}'.`);
+  }
   const optIns = r.raw('optIns');
   if (optIns === undefined || optIns === null) {
     visit.optInContactByEmail = null;

@@ -67,6 +67,7 @@ export class VisitsImportService {
 
   private async importBatch(batch: FileRecord[], context: ImportContext, report: ImportReport): Promise<void> {
     if (batch.length === 0) return;
+    const firstRejected = report.rejected.length;
     const parsed: { line: number; visit: Visit; hasModificationDate: boolean }[] = [];
     for (const record of batch) {
       if (record.error !== undefined) {
@@ -114,6 +115,8 @@ export class VisitsImportService {
       visit.modificationDate = this.modificationDate(visit, hasModificationDate, previous, now);
       accepted.set(visit.id, unchanged ? null : visit);
     }
+    // Records refused when read, then those refused against the database: reported in line order.
+    report.rejected.push(...report.rejected.splice(firstRejected).sort((a, b) => a.line - b.line));
     await this.visits.upsertBatch([...accepted.values()].filter((v): v is Visit => v !== null));
     report.imported += accepted.size;
   }
