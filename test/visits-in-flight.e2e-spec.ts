@@ -1,6 +1,9 @@
+import { EventEmitter } from 'node:events';
+import type { ServerResponse } from 'node:http';
 import request from 'supertest';
 import { addDays } from '../src/common/clock.js';
 import { PageTokens } from '../src/common/page-token.js';
+import { PagesInFlight } from '../src/visits/pages-in-flight.js';
 import { expectedIds, startVisitsApp, type VisitsApp } from './helpers/visits-fixture.js';
 
 /**
@@ -45,5 +48,55 @@ describe(`visit pages under a tight in-flight budget (${process.env.TEST_DATABAS
       // Tokens are sealed afresh each time: the same position, not the same text.
       expect(position(res.body.paging.after as string)).toEqual(position(feedResponses[0].body.paging.after as string));
     }
+  });
+});
+
+/**
+ * With the budget held by another credential's page that is not being read, a partner's page
+ * request waits PAGES_WAIT_SECONDS for room, then gets a 503 to retry, on the visit pages
+ * (answered ahead of Express once the token is known) and on the change feed alike.
+ */
+describe(`visit pages when no room comes in time (${process.env.TEST_DATABASE})`, () => {
+  let app: VisitsApp;
+
+  beforeAll(async () => {
+    app = await startVisitsApp({ PAGES_IN_FLIGHT_MB: '1', PAGES_WAIT_SECONDS: '1', VISITS_CACHE_MB: '0' });
+  });
+  afterAll(async () => {
+    await app.t.close();
+  });
+
+  it('answers 503 with Retry-After in the problem shape, and serves again once the page holding the budget is gone', async () => {
+    const { t, today, partner, token } = app;
+    const get = (path: string) => request(t.http).get(path).set('svc-api-key', partner.apiKey).set('Authorization', `Bearer ${token}`);
+    const page = `/visits/standard?SvcClientId=1001&FromDate=${addDays(today, -31)}&ToDate=${addDays(today, -1)}&Skip=0&Take=50`;
+    const feed = `/visits/plus/changes?SvcClientId=1001&Since=${addDays(today, -60)}T00:00:00Z&Take=50`;
+    // The token is verified once: the next page request is answered ahead of Express.
+    expect((await get(page)).status).toBe(200);
+
+    // Another credential's 2 MB page, whose response never closes, holds the whole budget.
+    const holder = Object.assign(new EventEmitter(), { closed: false, destroyed: false, setTimeout: () => holder }) as unknown as ServerResponse;
+    await t.app.get(PagesInFlight).serve(holder, 1, 'another-credential', () => Promise.resolve({ body: Buffer.alloc(2 << 20), release: () => undefined }), (held, sending) => {
+      sending(held.body);
+      return Promise.resolve();
+    });
+    for (const path of [page, feed]) {
+      const started = Date.now();
+      const res = await get(path);
+      expect(Date.now() - started).toBeGreaterThanOrEqual(900);
+      expect(res.status).toBe(503);
+      expect(res.headers['content-type']).toBe('application/problem+json; charset=utf-8');
+      expect(res.headers['retry-after']).toBe('5');
+      expect(res.body).toEqual({
+        title: 'Service Unavailable',
+        status: 503,
+        detail: 'The service is writing as many visit pages as it holds and found no room for this one within 1 s; retry after the time in Retry-After.',
+        instance: expect.stringMatching(/^urn:svc:api:results:error:[0-9a-f-]{36}$/),
+      });
+    }
+
+    holder.emit('close');
+    expect((await get(page)).status).toBe(200);
+    expect((await get(feed)).status).toBe(200);
   });
 });

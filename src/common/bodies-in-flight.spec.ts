@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
 import type { Response } from 'express';
-import { BodiesInFlight } from './bodies-in-flight.js';
+import { BodiesInFlight, NoRoomInTime } from './bodies-in-flight.js';
 
 /** A response as the budget sees it: it emits 'close' once written out (or abandoned). */
 class FakeResponse extends EventEmitter {
@@ -86,5 +86,61 @@ describe('BodiesInFlight', () => {
     small.close();
     expect(budget.inFlight).toBe(0);
     expect(budget.carried).toBe(0);
+  });
+
+  it('keeps one owner to half of the budget, so that others still find room while its responses are not read', async () => {
+    const budget = new BodiesInFlight(100);
+    const stalled = [response(), response()];
+    (await budget.reserve(30, { owner: 'a' })).sending(stalled[0], Buffer.alloc(30));
+    (await budget.reserve(20, { owner: 'a' })).sending(stalled[1], Buffer.alloc(20));
+    expect(budget.heldBy('a')).toBe(50);
+    let third = false;
+    const more = budget.reserve(10, { owner: 'a' }).then((slot) => {
+      third = true;
+      return slot;
+    });
+    // Another owner is let in at once, up to the budget.
+    const other = await budget.reserve(45, { owner: 'b' });
+    await settled();
+    expect(third).toBe(false);
+    expect([budget.inFlight, budget.heldBy('b')]).toEqual([95, 45]);
+    other.cancel();
+    stalled[0].close();
+    const slot = await more;
+    expect(third).toBe(true);
+    expect(budget.heldBy('a')).toBe(30);
+    slot.cancel();
+    stalled[1].close();
+    expect([budget.inFlight, budget.heldBy('a'), budget.heldBy('b')]).toEqual([0, 0, 0]);
+  });
+
+  it("lets an owner's first page go whatever its size, and counts its bodies once per response", async () => {
+    const budget = new BodiesInFlight(100);
+    const shared = Buffer.alloc(40);
+    const [one, two] = [response(), response()];
+    (await budget.reserve(70, { owner: 'a' })).sending(one, shared);
+    expect(budget.heldBy('a')).toBe(40);
+    const second = await Promise.race([budget.reserve(10, { owner: 'a' }), new Promise<null>((done) => setTimeout(() => done(null), 20))]);
+    expect(second).not.toBeNull();
+    second!.sending(two, shared);
+    expect([budget.inFlight, budget.heldBy('a')]).toEqual([40, 80]);
+    one.close();
+    two.close();
+    expect([budget.inFlight, budget.heldBy('a')]).toEqual([0, 0]);
+  });
+
+  it('gives up a wait that outlasts its bound, and leaves the budget as it was', async () => {
+    const budget = new BodiesInFlight(100);
+    const res = response();
+    (await budget.reserve(90)).sending(res, Buffer.alloc(90));
+    const started = Date.now();
+    await expect(budget.reserve(20, { owner: 'b', waitMs: 50 })).rejects.toBeInstanceOf(NoRoomInTime);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(45);
+    expect([budget.inFlight, budget.heldBy('b')]).toEqual([90, 0]);
+    // A wait that room ends in time is admitted.
+    const waiting = budget.reserve(20, { owner: 'b', waitMs: 10_000 });
+    res.close();
+    (await waiting).cancel();
+    expect(budget.inFlight).toBe(0);
   });
 });

@@ -18,6 +18,13 @@ export interface InFlightSlot {
   cancel(): void;
 }
 
+/** No room came for a page within the wait allowed (see BodiesInFlight.reserve). */
+export class NoRoomInTime extends Error {
+  constructor() {
+    super('no room for the page body within the wait allowed');
+  }
+}
+
 /**
  * A memory budget for large response bodies while they are being written. Fifty partners
  * pulling different 1000-visit pages at once would otherwise hold fifty 4 MB bodies until
@@ -25,6 +32,10 @@ export interface InFlightSlot {
  * flight, and the estimates of pages being read, are over the budget. A body counts once
  * however many responses carry it (a cached page sent to many), until the last of them
  * closes. A page larger than the whole budget still goes when nothing else is in flight.
+ *
+ * One owner (a credential) may hold at most half of the budget: one whose clients stop
+ * reading their responses cannot keep every other partner's pages waiting. Within its
+ * half, an owner's bodies count once per response.
  */
 export class BodiesInFlight {
   /** Estimates of the pages being read. */
@@ -33,6 +44,8 @@ export class BodiesInFlight {
   private carriedBytes = 0;
   /** Each body in flight and the number of responses writing it. */
   private readonly writers = new Map<Buffer, number>();
+  /** What each owner's estimates and responses being written hold. */
+  private readonly owners = new Map<string, number>();
   private waiting: (() => void)[] = [];
 
   constructor(private readonly limit: number) {}
@@ -47,21 +60,43 @@ export class BodiesInFlight {
     return this.carriedBytes;
   }
 
-  /** Waits until `estimate` more bytes fit (or nothing is in flight), and reserves them. */
-  async reserve(estimate: number): Promise<InFlightSlot> {
-    while (this.inFlight > 0 && this.inFlight + estimate > this.limit) await new Promise<void>((wake) => this.waiting.push(wake));
+  /** What one owner holds now. */
+  heldBy(owner: string): number {
+    return this.owners.get(owner) ?? 0;
+  }
+
+  /**
+   * Waits until `estimate` more bytes fit, in the budget and in the owner's half of it (or
+   * nothing is in flight, or nothing of the owner's), and reserves them. Throws NoRoomInTime
+   * when they do not fit within `waitMs`.
+   */
+  async reserve(estimate: number, { owner, waitMs = Infinity }: { owner?: string; waitMs?: number } = {}): Promise<InFlightSlot> {
+    const deadline = Date.now() + waitMs;
+    while (!this.fits(estimate, owner)) {
+      const left = deadline - Date.now();
+      if (left <= 0) throw new NoRoomInTime();
+      await new Promise<void>((wake) => {
+        const timer = Number.isFinite(left) ? setTimeout(wake, left) : undefined;
+        this.waiting.push(() => {
+          clearTimeout(timer);
+          wake();
+        });
+      });
+    }
     this.estimates += estimate;
+    this.own(owner, estimate);
     let open = true;
     const giveBack = (): void => {
       if (!open) return;
       open = false;
       this.estimates -= estimate;
+      this.own(owner, -estimate);
     };
     return {
       sending: (res, body) => {
         if (!open) return;
         giveBack();
-        this.carry(res, body);
+        this.carry(res, body, owner);
         this.wake();
       },
       cancel: () => {
@@ -71,18 +106,34 @@ export class BodiesInFlight {
     };
   }
 
-  private carry(res: ServerResponse, body: Buffer): void {
+  private fits(estimate: number, owner: string | undefined): boolean {
+    const all = this.inFlight === 0 || this.inFlight + estimate <= this.limit;
+    const own = owner === undefined ? 0 : this.heldBy(owner);
+    return all && (own === 0 || own + estimate <= this.limit / 2);
+  }
+
+  private own(owner: string | undefined, bytes: number): void {
+    if (owner === undefined) return;
+    const held = this.heldBy(owner) + bytes;
+    if (held > 0) this.owners.set(owner, held);
+    else this.owners.delete(owner);
+  }
+
+  private carry(res: ServerResponse, body: Buffer, owner: string | undefined): void {
     // Gone already (its 'close' has been emitted): the body will not be written.
     if (res.destroyed) return;
     const writers = this.writers.get(body) ?? 0;
     this.writers.set(body, writers + 1);
     const held = heldBytes(body);
     if (writers === 0) this.carriedBytes += held;
+    this.own(owner, held);
     // 'close' comes once the response is written out, or when the connection went away first.
     res.once('close', () => {
+      this.own(owner, -held);
       const left = this.writers.get(body)! - 1;
       if (left > 0) {
         this.writers.set(body, left);
+        this.wake();
         return;
       }
       this.writers.delete(body);

@@ -206,6 +206,22 @@ export class AppConfig {
   @IntSetting(0, 4096)
   PAGES_IN_FLIGHT_MB = 64;
 
+  /**
+   * How long a page request waits for room among the page bodies in flight before it is
+   * answered 503 with Retry-After, in seconds.
+   */
+  @IntSetting(1, 300)
+  PAGES_WAIT_SECONDS = 10;
+
+  /**
+   * How long a visit or change-feed page may take no bytes at all from the connection it is
+   * written to before that connection is closed, in seconds: a client that stops reading
+   * would otherwise keep its page's body in flight (and its room in PAGES_IN_FLIGHT_MB) for
+   * as long as it keeps the connection.
+   */
+  @IntSetting(1, 3600)
+  PAGES_STALL_SECONDS = 30;
+
   /** Changes of one client within this many milliseconds go out as one webhook event. */
   @IntSetting(0, 600000)
   WEBHOOKS_COALESCE_MS = 5000;

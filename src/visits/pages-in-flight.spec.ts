@@ -1,11 +1,15 @@
 import { EventEmitter } from 'node:events';
-import type { ServerResponse } from 'node:http';
+import { createServer, type Server, type ServerResponse } from 'node:http';
+import { connect, type AddressInfo, type Socket } from 'node:net';
+import { ProblemException } from '../common/problem.js';
 import { loadConfig } from '../config/app-config.js';
 import { PagesInFlight } from './pages-in-flight.js';
 
 /** A response that closes when the test says so. */
 function response(): ServerResponse & { close(): void } {
-  const res = Object.assign(new EventEmitter(), { closed: false, destroyed: false }) as unknown as ServerResponse & { close(): void };
+  const res = Object.assign(new EventEmitter(), { closed: false, destroyed: false, setTimeout: () => res }) as unknown as ServerResponse & {
+    close(): void;
+  };
   res.close = () => {
     Object.assign(res, { closed: true });
     res.emit('close');
@@ -22,6 +26,7 @@ describe('PagesInFlight', () => {
     const serving = inFlight.serve(
       res,
       10,
+      'c1',
       () => Promise.resolve({ body: Buffer.alloc(1000), release: () => releases++ }),
       (page, sending) =>
         new Promise<void>((resolve) => {
@@ -46,6 +51,7 @@ describe('PagesInFlight', () => {
     await inFlight.serve(
       res,
       10,
+      'c1',
       () => {
         roomWhileRead = inFlight.room;
         return Promise.resolve({ body: Buffer.alloc(300_000), release: () => undefined });
@@ -69,6 +75,7 @@ describe('PagesInFlight', () => {
     await inFlight.serve(
       closed,
       10,
+      'c1',
       () => Promise.resolve({ body: Buffer.alloc(10), release: () => releases++ }),
       () => {
         closed.close();
@@ -80,6 +87,7 @@ describe('PagesInFlight', () => {
     const serving = inFlight.serve(
       failing,
       10,
+      'c1',
       () => Promise.resolve({ body: Buffer.alloc(10), release: () => releases++ }),
       () => Promise.reject(new Error('compression failed')),
     );
@@ -87,5 +95,93 @@ describe('PagesInFlight', () => {
     expect(releases).toBe(1);
     failing.close();
     expect(releases).toBe(2);
+  });
+
+  describe('over HTTP, with a client that stops reading', () => {
+    /** Larger than what the kernel's socket buffers on both ends of a loopback connection take in. */
+    const PAGE = 24 * 1024 * 1024;
+    let server: Server;
+    let inFlight: PagesInFlight;
+    let port: number;
+    const answers: (number | string)[] = [];
+
+    beforeAll(async () => {
+      inFlight = new PagesInFlight(loadConfig({ PAGES_IN_FLIGHT_MB: '40', PAGES_WAIT_SECONDS: '1', PAGES_STALL_SECONDS: '1' }));
+      const body = Buffer.alloc(PAGE, 0x61);
+      server = createServer((req, res) => {
+        const owner = String(req.headers['x-owner']);
+        inFlight
+          .serve(res, 1000, owner, () => Promise.resolve({ body, release: () => undefined }), (page, sending) => {
+            sending(page.body);
+            res.writeHead(200, { 'Content-Length': page.body.length });
+            res.end(page.body);
+            return Promise.resolve();
+          })
+          .catch((error: unknown) => {
+            answers.push(error instanceof ProblemException ? error.getStatus() : String(error));
+            res.writeHead(error instanceof ProblemException ? error.getStatus() : 500, { ...(error instanceof ProblemException ? error.headers : {}), 'Content-Length': 0 });
+            res.end();
+          });
+      });
+      await new Promise<void>((listening) => server.listen(0, '127.0.0.1', listening));
+      port = (server.address() as AddressInfo).port;
+    });
+    afterAll(() => new Promise<void>((closed) => server.close(() => closed())));
+
+    /** Sends a page request and never reads the answer. */
+    function stalled(owner: string): Promise<Socket> {
+      return new Promise((connected) => {
+        const socket = connect(port, '127.0.0.1', () => {
+          socket.pause();
+          socket.write(`GET /page HTTP/1.1\r\nHost: x\r\nX-Owner: ${owner}\r\n\r\n`);
+          connected(socket);
+        });
+        socket.on('error', () => undefined);
+      });
+    }
+
+    /** Sends a page request and reads the answer whole: its status and body length. */
+    function read(owner: string): Promise<{ status: number; bytes: number; retryAfter?: string }> {
+      return new Promise((answered, failed) => {
+        const socket = connect(port, '127.0.0.1', () => socket.write(`GET /page HTTP/1.1\r\nHost: x\r\nX-Owner: ${owner}\r\nConnection: close\r\n\r\n`));
+        const chunks: Buffer[] = [];
+        socket.on('data', (chunk) => chunks.push(chunk));
+        socket.on('error', failed);
+        socket.on('end', () => {
+          const all = Buffer.concat(chunks);
+          const head = all.subarray(0, all.indexOf('\r\n\r\n')).toString('latin1');
+          answered({
+            status: Number(head.split(' ')[1]),
+            bytes: all.length - head.length - 4,
+            retryAfter: /^retry-after: (.*)$/im.exec(head)?.[1],
+          });
+        });
+      });
+    }
+
+    it("lets another credential's page through while one's stalled page holds more than its half, refuses that one's next page in time, and drops the stalled connection", async () => {
+      // A stalled 24 MiB page of credential a: a first page goes whatever its size, and this
+      // one holds more than a's half of the budget (20 MiB).
+      const first = await stalled('a');
+      const stalledAt = Date.now();
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(inFlight.room).toBe(40 * 1024 * 1024 - PAGE);
+
+      // Credential b is not held back by a's stalled page.
+      expect(await read('b')).toEqual({ status: 200, bytes: PAGE, retryAfter: undefined });
+      // a's next page finds no room in a's half within the wait: a 503 to retry.
+      const started = Date.now();
+      expect(await read('a')).toEqual({ status: 503, bytes: 0, retryAfter: '5' });
+      expect(Date.now() - started).toBeGreaterThanOrEqual(900);
+      expect(answers).toEqual([503]);
+
+      // The stalled connection is closed once it has taken nothing for a second (the client,
+      // reading nothing, does not see it), and its body leaves the budget.
+      while (inFlight.room < 40 * 1024 * 1024 && Date.now() - stalledAt < 20_000) await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(inFlight.room).toBe(40 * 1024 * 1024);
+      first.resume();
+      await new Promise((resolve) => first.once('close', resolve));
+      expect(await read('a')).toEqual({ status: 200, bytes: PAGE, retryAfter: undefined });
+    }, 30_000);
   });
 });

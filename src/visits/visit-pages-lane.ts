@@ -130,6 +130,7 @@ export class VisitPagesLane {
       await this.inFlight.serve(
         res,
         query.Take,
+        principal.clientId,
         () => this.visits.page(selectionOf(query), query, route.variant),
         (page, sending) => {
           answering = true;

@@ -104,6 +104,7 @@ export class VisitsController {
     return this.inFlight.serve(
       res,
       query.Take,
+      ownerOf(res),
       () => this.visits.page(selectionOf(query), query, variant),
       (page, sending) => sendVisitsPage(req, res, page, this.compressed, sending),
     );
@@ -112,7 +113,7 @@ export class VisitsController {
   /** A feed page is never cached (the next call with the same token may hold more), nor its compressed forms. */
   private sendChanges(req: Request, res: Response, query: ChangesQueryDto, variant: VisitsVariant): Promise<void> {
     const take = changesTake(query, this.config.VISITS_TAKE_MAX);
-    return this.inFlight.serve(res, take, () => this.changes.page(query, variant, selectionOf(query)), (page, sending) =>
+    return this.inFlight.serve(res, take, ownerOf(res), () => this.changes.page(query, variant, selectionOf(query)), (page, sending) =>
       this.writeChanges(req, res, query, variant, page, sending),
     );
   }
@@ -135,4 +136,9 @@ export class VisitsController {
     res.status(200).setHeader('Content-Type', 'application/json; charset=utf-8');
     return sendBody(req, res, page.body, { sending });
   }
+}
+
+/** The credential a page is written for (the bearer guard names it), whose share of the pages in flight it takes. */
+function ownerOf(res: Response): string {
+  return String(res.locals.clientId);
 }
