@@ -4,7 +4,7 @@ import { decodeJwt, decodeProtectedHeader } from 'jose';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
 import { AuthCacheService } from '../src/auth/auth-cache.service.js';
-import type { IssuedCredential } from '../src/auth/credentials.service.js';
+import { CredentialsService, type IssuedCredential } from '../src/auth/credentials.service.js';
 import { Credential } from '../src/auth/entities/credential.entity.js';
 import { scryptSecretHash } from '../src/auth/secrets.js';
 import { issueCredential, seedClients } from './helpers/auth.js';
@@ -286,6 +286,26 @@ describe(`POST /connect/token (${process.env.TEST_DATABASE})`, () => {
     const res = await post(creds(victim), victim.apiKey);
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ token_type: 'Bearer' });
+  });
+
+  it("does not count the right secret of a disabled credential as a failure: once enabled again it gets a token at once", async () => {
+    const paused = await issueCredential(t, { clients: [1002], scopes: ['visits/standard.read'] });
+    const credentials = t.app.get(CredentialsService);
+    const cache = t.app.get(AuthCacheService);
+    await credentials.disable(paused.clientId);
+    cache.forgetCredential(paused.clientId);
+    // A partner's job retrying through an outage: more tries than the lockout allows.
+    for (let i = 0; i < 7; i++) expectOAuthError(await post(creds(paused), paused.apiKey), 401, 'invalid_client', 'Client authentication failed.');
+    await credentials.enable(paused.clientId);
+    cache.forgetCredential(paused.clientId);
+    const res = await post(creds(paused), paused.apiKey);
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ token_type: 'Bearer' });
+    // A wrong secret of a disabled credential still counts.
+    await credentials.disable(paused.clientId);
+    cache.forgetCredential(paused.clientId);
+    for (let i = 0; i < 5; i++) expect((await post({ ...creds(paused), client_secret: `guess-${i}` }, paused.apiKey)).status).toBe(401);
+    expectOAuthError(await post(creds(paused), paused.apiKey), 429, 'slow_down', /^Too many failed token requests for this client; retry after \d+ seconds\.$/);
   });
 
   it('answers a locked-out client id about the key first: without its key nobody learns of the lockout', async () => {

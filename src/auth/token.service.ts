@@ -177,7 +177,9 @@ export class TokenService {
     const stored = credential?.credential.secretHash ?? DUMMY_HASH;
     const matches = await verifySecret(secret, stored, this.secretKey);
     if (!credential || !matches || credential.disabled) {
-      await this.failures.recordFailure(clientId);
+      // The right secret of a disabled credential is no guess: a partner's job retrying while
+      // it is disabled must not find it locked out once it is enabled again.
+      if (!credential || !matches) await this.failures.recordFailure(clientId);
       throw new OAuthException('invalid_client', 'Client authentication failed.', 401, basic ? BASIC_CHALLENGE : {});
     }
     if (needsUpgrade(stored)) await this.upgradeSecretHash(clientId, stored, secret);
