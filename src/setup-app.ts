@@ -8,6 +8,7 @@ import { localDate } from './common/clock.js';
 import { keepingBodyErrors } from './common/body-errors.js';
 import { answerClientErrors } from './common/client-errors.js';
 import { repairPathEscapes } from './common/path-escapes.js';
+import { FORM_FIELDS_MAX } from './common/problem.filter.js';
 import { compressResponses } from './common/compression.js';
 import { cameOverTls, SecurityHeaders, type TrustProxy } from './common/security-headers.js';
 import { PageTokens } from './common/page-token.js';
@@ -82,7 +83,7 @@ export function setupApp(app: INestApplication): NestExpressApplication {
   express.use(compressResponses());
   // Small bodies only: the token form and JSON are tiny; uploads are read by their own limits.
   // A body that cannot be read is refused after the rate limit (see BodyErrorGuard).
-  const formParser = keepingBodyErrors(urlencoded({ limit: '16kb', extended: false }));
+  const formParser = keepingBodyErrors(urlencoded({ limit: '16kb', extended: false, parameterLimit: FORM_FIELDS_MAX }));
   express.use(formParser);
   express.use(keepingBodyErrors(json({ limit: '64kb' })));
   // CORS for the browser origins configured; the lane runs the same middleware on what it answers.

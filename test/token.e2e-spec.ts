@@ -219,6 +219,18 @@ describe(`POST /connect/token (${process.env.TEST_DATABASE})`, () => {
       .set('Content-Encoding', 'gzip')
       .send('grant_type=client_credentials');
     expectOAuthError(unreadable, 400, 'invalid_request', /^The request body is malformed\.$/);
+    // A small form of more fields than the service reads is no form too large.
+    const fields = await post(`${'&'.repeat(1200)}${new URLSearchParams(creds()).toString()}`);
+    expectOAuthError(fields, 400, 'invalid_request', /^The form has more fields than the service accepts \(1000\)\.$/);
+    expect((await post(`${'&'.repeat(900)}${new URLSearchParams(creds()).toString()}`)).status).toBe(200);
+    // A content coding the service does not read is said as such, not as a charset.
+    const zstd = await request(t.http)
+      .post('/connect/token')
+      .set('svc-api-key', partner.apiKey)
+      .set('Content-Type', 'application/x-www-form-urlencoded')
+      .set('Content-Encoding', 'zstd')
+      .send(new URLSearchParams(creds()).toString());
+    expectOAuthError(zstd, 415, 'invalid_request', "The request body's Content-Encoding is not one the service reads: send it as it is, or as gzip, deflate or br.");
   });
 
   it('refuses missing client authentication with invalid_client and a Basic challenge, after the svc-api-key', async () => {

@@ -1,6 +1,6 @@
 import { Catch, HttpException } from '@nestjs/common';
 import type { Request, Response } from 'express';
-import { ProblemFilter } from './problem.filter.js';
+import { isDefaultDetail, ProblemFilter } from './problem.filter.js';
 import type { ProblemBody, SelfRenderingError } from './problem.js';
 
 /** RFC 6749 §5.2 error codes, plus RFC 8628's `slow_down` for too many failed attempts. */
@@ -73,7 +73,9 @@ export class OAuthErrorFilter extends ProblemFilter {
 
 /** A problem said the OAuth way: its status and headers, an error code for the status, the description it gives. */
 function sendAsOAuth(response: Response, problem: ProblemBody, headers: Record<string, string>): void {
-  const description = (FORM_DESCRIPTIONS as Record<number, string | undefined>)[problem.status] ?? (problem.errors?.join(' ') || problem.detail);
+  // A form too large or in another charset: said as a form, unless the problem says more (a coding not supported).
+  const form = isDefaultDetail(problem.status, problem.detail) ? (FORM_DESCRIPTIONS as Record<number, string | undefined>)[problem.status] : undefined;
+  const description = form ?? (problem.errors?.join(' ') || problem.detail);
   const rendered = new OAuthException(codeFor(problem.status), description, problem.status, headers).renderResponse();
   for (const [name, value] of Object.entries(rendered.headers)) response.setHeader(name, value);
   response.status(rendered.status).type(rendered.contentType).send(JSON.stringify(rendered.body));

@@ -33,6 +33,16 @@ const DEFAULT_DETAILS: Record<number, string> = {
   503: 'The service is temporarily unavailable; retry after the time in Retry-After.',
 };
 
+/** The most fields a form may have (body-parser's `parameterLimit`, its default). */
+export const FORM_FIELDS_MAX = 1000;
+
+const UNSUPPORTED_CODING = "The request body's Content-Encoding is not one the service reads: send it as it is, or as gzip, deflate or br.";
+
+/** Whether a detail is the one a status gets when nothing more is known. */
+export function isDefaultDetail(status: number, detail: string): boolean {
+  return DEFAULT_DETAILS[status] === detail;
+}
+
 /** Errors meaning there is no room left on a disk: the operator must make some. */
 const DISK_FULL = ['53100', 'SQLITE_FULL', 'ENOSPC'];
 
@@ -112,6 +122,12 @@ function render(exception: unknown): RenderedError {
   // Body parser errors are plain errors with a status (e.g. malformed JSON, entity too large).
   if (typeof exception === 'object' && exception !== null && 'status' in exception) {
     const status = Number((exception).status);
+    const type = (exception as { type?: unknown }).type;
+    // body-parser answers too many fields with a 413, which would say the body is too large.
+    if (type === 'parameters.too.many') {
+      return { status: 400, detail: BAD_REQUEST_DETAIL, errors: [`The form has more fields than the service accepts (${FORM_FIELDS_MAX}).`], headers: {} };
+    }
+    if (type === 'encoding.unsupported') return { status: 415, detail: UNSUPPORTED_CODING, headers: {} };
     if (status >= 400 && status < 500) {
       const detail = DEFAULT_DETAILS[status] ?? statusTitle(status);
       return status === 400
