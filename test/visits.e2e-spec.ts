@@ -288,6 +288,10 @@ describe(`GET /visits/standard and /visits/plus (${process.env.TEST_DATABASE})`,
 
     it.each([
       [{ SvcClientId: 'abc' }, "'SvcClientId' must be an integer: 'abc'."],
+      // Spaces and control characters are no part of an integer (a '+' in a query is a space).
+      [{ SvcClientId: ' 1001' }, "'SvcClientId' must be an integer: ' 1001'."],
+      [{ Skip: '0\n' }, "'Skip' must be an integer: '0\n'."],
+      [{ Take: '\t5' }, "'Take' must be an integer: '\t5'."],
       [{ SvcClientId: '0' }, "'SvcClientId' must be greater than '0'."],
       [{ SvcClientId: '-4' }, "'SvcClientId' must be greater than '0'."],
       [{ SvcClientId: '1.5' }, "'SvcClientId' must be an integer: '1.5'."],

@@ -9,7 +9,7 @@ export const ID_MAX = 2_147_483_647;
 /** Largest integer a query value may have: 15 digits, all exact as a JavaScript number. */
 export const QUERY_INTEGER_MAX = 999_999_999_999_999;
 
-const INTEGER_TEXT = /^\s*([+-]?)0*(\d+?)\s*$/;
+const INTEGER_TEXT = /^([+-]?)0*(\d+?)$/;
 
 /**
  * Query strings are text: an integer-looking value becomes a number, an empty one is absent.
