@@ -293,6 +293,23 @@ describe(`operator CLI (${process.env.TEST_DATABASE})`, () => {
     await db.query('DELETE FROM visits WHERE id >= 20000 AND id < 20600');
   });
 
+  it('writes a visit given twice in a file as its later record says, within a batch of 500 and across two', async () => {
+    const records = Array.from({ length: 503 }, (_, i) => visit({ visitId: 30_000 + i, visitScore: 10 }));
+    // Visit 30000 again on line 3 (the same batch); visit 30001 again on line 502 (the next batch).
+    records[2] = visit({ visitId: 30_000, visitScore: 20 });
+    records[501] = visit({ visitId: 30_001, visitScore: 30 });
+    const report = await cliJson(['visits', 'import', file('twice.ndjson', records.map((r) => JSON.stringify(r)).join('\n'))], env);
+    expect(report).toMatchObject({ imported: 503, rejected: [] });
+    const scores = await db.query<{ id: number | string; s: number }[]>('SELECT id, visit_score AS s FROM visits WHERE id IN (30000, 30001, 30003) ORDER BY id');
+    expect(scores.map((r) => [Number(r.id), r.s])).toEqual([
+      [30_000, 20],
+      [30_001, 30],
+      [30_003, 10],
+    ]);
+    await db.query('DELETE FROM visit_documents WHERE visit_id >= 30000 AND visit_id < 30600');
+    await db.query('DELETE FROM visits WHERE id >= 30000 AND id < 30600');
+  });
+
   it('re-imports an MV visit: new scores, modificationDate moved forward', async () => {
     const before = (await db.query('SELECT modification_date AS m, visit_score AS s FROM visits WHERE id = 9001'))[0];
     expect(before).toEqual({ m: '2026-11-02T08:00:00', s: 81.5 });

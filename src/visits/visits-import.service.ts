@@ -86,6 +86,7 @@ export class VisitsImportService {
     const now = localDateTime(this.config.RESULTS_TIMEZONE);
     /** Accepted visits by id; null for those unchanged, which need no write. */
     const accepted = new Map<number, Visit | null>();
+    let acceptedRecords = 0;
 
     for (const { line, visit, hasModificationDate } of parsed) {
       const errors: string[] = [];
@@ -105,7 +106,6 @@ export class VisitsImportService {
       }
       const previous = stored.get(visit.id);
       if (previous && previous.clientId !== visit.clientId) errors.push(`visit ${visit.id} belongs to client ${previous.clientId}.`);
-      if (accepted.has(visit.id)) errors.push(`visit ${visit.id} appears more than once in this batch; the first was kept.`);
       if (errors.length > 0) {
         report.rejected.push({ line, errors });
         continue;
@@ -113,12 +113,15 @@ export class VisitsImportService {
       // A visit re-imported as it is stays as it is: no write, no new place in the change feed.
       const unchanged = previous !== undefined && visitFingerprint(visit) === previous.fingerprint;
       visit.modificationDate = this.modificationDate(visit, hasModificationDate, previous, now);
+      // A visit twice in a file is written as its later record says, as two imports in file
+      // order would leave it, wherever the batches of 500 happen to split the file.
       accepted.set(visit.id, unchanged ? null : visit);
+      acceptedRecords++;
     }
     // Records refused when read, then those refused against the database: reported in line order.
     report.rejected.push(...report.rejected.splice(firstRejected).sort((a, b) => a.line - b.line));
     await this.visits.upsertBatch([...accepted.values()].filter((v): v is Visit => v !== null));
-    report.imported += accepted.size;
+    report.imported += acceptedRecords;
   }
 
   /** New visits keep the date they carry; a changed re-import moves it forward, never back. */
