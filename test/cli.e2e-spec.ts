@@ -211,7 +211,7 @@ describe(`operator CLI (${process.env.TEST_DATABASE})`, () => {
       { name: '  Leeds  ', code: '\tLDS\u00a0' },
     ]);
     const menu = await cli(['--json', 'menus', 'import', '--client', '1001', file('big-menu.json', '[{"id":3000000000,"name":"big","startDate":"2026-01-01"}]')], env);
-    expect([menu.code, JSON.parse(menu.stdout).rejected]).toEqual([1, [{ line: 1, errors: ["'id' must be less than or equal to '2147483647'."] }]]);
+    expect([menu.code, JSON.parse(menu.stdout).rejected]).toEqual([1, [{ line: 1, element: 1, errors: ["'id' must be less than or equal to '2147483647'."] }]]);
     const visits = [JSON.stringify(visit({ visitId: 9101 })), JSON.stringify(visit({ visitId: 9102, brandId: 3000000000 }))];
     const big = await cli(['--json', 'visits', 'import', file('big-brand.ndjson', visits.join('\n'))], env);
     expect([big.code, big.stderr]).toEqual([1, '']);
@@ -291,6 +291,21 @@ describe(`operator CLI (${process.env.TEST_DATABASE})`, () => {
     expect(Number((await db.query<{ n: number | string }[]>('SELECT COUNT(*) AS n FROM visits WHERE id >= 20000 AND id < 20600'))[0].n)).toBe(520);
     await db.query('DELETE FROM visit_documents WHERE visit_id >= 20000 AND visit_id < 20600');
     await db.query('DELETE FROM visits WHERE id >= 20000 AND id < 20600');
+  });
+
+  it('tells apart the refused records of a JSON array written on one line by their place in it', async () => {
+    const records = [visit({ visitId: 31_001 }), visit({ visitId: 31_002, visitScore: 101 }), visit({ visitId: 31_003 }), visit({ visitId: 31_004, visitScore: -1 })];
+    const path = file('compact.json', JSON.stringify(records));
+    const text = await cli(['visits', 'import', path], env);
+    expect(text.code).toBe(1);
+    expect(text.stdout.split('\n').filter((line) => line.startsWith('  line '))).toEqual([
+      "  line 1 (record 2): 'visitScore' must be between '0' and '100'.",
+      "  line 1 (record 4): 'visitScore' must be between '0' and '100'.",
+    ]);
+    const json = await cli(['--json', 'visits', 'import', path], env);
+    expect(JSON.parse(json.stdout)).toMatchObject({ imported: 2, rejected: [{ line: 1, element: 2 }, { line: 1, element: 4 }] });
+    await db.query('DELETE FROM visit_documents WHERE visit_id > 31000 AND visit_id < 31010');
+    await db.query('DELETE FROM visits WHERE id > 31000 AND id < 31010');
   });
 
   it('writes a visit given twice in a file as its later record says, within a batch of 500 and across two', async () => {
@@ -398,6 +413,7 @@ describe(`operator CLI (${process.env.TEST_DATABASE})`, () => {
     expect(JSON.parse(bad.stdout).rejected).toEqual([
       {
         line: 1,
+        element: 1,
         errors: ["'dishes[1].code' must be at most 50 characters.", "'dishes[1].image' The image must be a JPEG, PNG or WebP file."],
       },
     ]);
@@ -430,7 +446,7 @@ describe(`operator CLI (${process.env.TEST_DATABASE})`, () => {
       { id: 110, name: 'Twice', startDate: '2026-09-01', dishes: [{ ...salad, code: 'B-1', image: undefined }] },
     ]));
     const duplicated = await cli(['--json', 'menus', 'import', '--client', '1001', twice], env);
-    expect([duplicated.code, JSON.parse(duplicated.stdout).rejected]).toEqual([1, [{ line: 1, errors: ['menu 110 appears more than once in the file.'] }]]);
+    expect([duplicated.code, JSON.parse(duplicated.stdout).rejected]).toEqual([1, [{ line: 1, element: 2, errors: ['menu 110 appears more than once in the file.'] }]]);
     expect(await db.query('SELECT id FROM menus WHERE id = 110')).toEqual([]);
   });
 

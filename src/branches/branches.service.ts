@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { EffectiveSelection } from '../auth/entitlements.js';
 import { ClientsService } from '../clients/clients.service.js';
-import type { ImportReport } from '../common/import-report.js';
+import { inFileOrder, rejectedAt, type ImportReport, type RecordPlace } from '../common/import-report.js';
 import { readAllRecords } from '../common/record-file.js';
 import { RecordReader } from '../common/record-reader.js';
 import { BranchesRepository } from './branches.repository.js';
@@ -34,10 +34,10 @@ export class BranchesService {
     const report: ImportReport = { file: path, imported: 0, rejected: [] };
     const records = await readAllRecords(path, { columns: ['id', 'name', 'branchCode', 'brandId'] });
     // Each record read first; only the ids of readable ones reach the database.
-    const read: { line: number; reader: RecordReader; branch: Branch | null }[] = [];
+    const read: { place: RecordPlace; reader: RecordReader; branch: Branch | null }[] = [];
     for (const record of records) {
       if (record.error !== undefined) {
-        report.rejected.push({ line: record.line, errors: [record.error] });
+        report.rejected.push(rejectedAt(record, [record.error]));
         continue;
       }
       const r = new RecordReader(record.value, { textValues: record.text });
@@ -47,13 +47,13 @@ export class BranchesService {
       const brandId = r.id('brandId', { required: false });
       if (brandId !== null && !brandIds.has(brandId)) r.errors.push(`'brandId' ${brandId} is not a brand of client ${clientId}.`);
       const branch = id === null || name === null ? null : Object.assign(new Branch(), { id, clientId, name, branchCode, brandId });
-      read.push({ line: record.line, reader: r, branch });
+      read.push({ place: record, reader: r, branch });
     }
     const existing = new Map<string, Branch>();
     for (const branch of await this.repo.findByIds(read.flatMap((e) => (e.branch ? [e.branch.id] : [])))) existing.set(branch.id, branch);
     const seen = new Set<string>();
     const valid: Branch[] = [];
-    for (const { line, reader: r, branch } of read) {
+    for (const { place, reader: r, branch } of read) {
       if (branch) {
         const other = existing.get(branch.id);
         if (other && other.clientId !== clientId) r.errors.push(`branch '${branch.id}' belongs to client ${other.clientId}.`);
@@ -61,12 +61,12 @@ export class BranchesService {
         seen.add(branch.id);
       }
       if (!r.ok || branch === null) {
-        report.rejected.push({ line, errors: r.errors });
+        report.rejected.push(rejectedAt(place, r.errors));
         continue;
       }
       valid.push(branch);
     }
-    report.rejected.sort((a, b) => a.line - b.line);
+    report.rejected.sort(inFileOrder);
     await this.repo.upsertMany(valid);
     report.imported = valid.length;
     return report;

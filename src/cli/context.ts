@@ -5,7 +5,7 @@ import { NestFactory } from '@nestjs/core';
 import { Redis } from 'ioredis';
 import { DataSource } from 'typeorm';
 import { AppModule } from '../app.module.js';
-import type { ImportReport } from '../common/import-report.js';
+import { inFileOrder, type ImportReport } from '../common/import-report.js';
 import { OperatorError } from '../common/operator-error.js';
 import { loadConfig, type AppConfig } from '../config/app-config.js';
 import { SQLITE_FILE } from '../database/data-source-options.js';
@@ -133,8 +133,8 @@ export function importOutput(report: ImportReport): Output {
   const lines = [`${report.file}: imported ${report.imported}, rejected ${report.rejected.length}`];
   // In line order; a message quotes the file's values, shown with their control characters escaped
   // (a value must not drive the operator's terminal, nor forge a line of the report).
-  const rejected = [...report.rejected].sort((a, b) => a.line - b.line);
-  for (const r of rejected) lines.push(`  line ${r.line}: ${visible(r.errors.join(' '))}`);
+  const rejected = [...report.rejected].sort(inFileOrder);
+  for (const r of rejected) lines.push(`  line ${r.line}${r.element === undefined ? '' : ` (record ${r.element})`}: ${visible(r.errors.join(' '))}`);
   return { json: report, text: lines.join('\n'), code: report.rejected.length > 0 ? 1 : 0 };
 }
 

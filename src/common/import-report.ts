@@ -7,7 +7,25 @@ export interface ImportReport {
 
 export interface RejectedRecord {
   line: number;
+  /** The record's place in a JSON array file (from 1): records on one line are told apart by it. */
+  element?: number;
   errors: string[];
+}
+
+/** Where a record of an import file is: its line, and its place in a JSON array file. */
+export interface RecordPlace {
+  line: number;
+  element?: number;
+}
+
+/** A refused record at its place in the file. */
+export function rejectedAt(place: RecordPlace, errors: string[]): RejectedRecord {
+  return place.element === undefined ? { line: place.line, errors } : { line: place.line, element: place.element, errors };
+}
+
+/** File order: by line, then by place in the array. */
+export function inFileOrder(a: RecordPlace, b: RecordPlace): number {
+  return a.line - b.line || (a.element ?? 0) - (b.element ?? 0);
 }
 
 /**

@@ -14,9 +14,9 @@ describe('readAllRecords', () => {
   it('reads a JSON array and reports the line each element starts on', async () => {
     const path = file('a.json', '[\n  {"id": 1},\n  {\n    "id": "x,]"\n  },\n  3\n]\n');
     expect(await readAllRecords(path)).toEqual([
-      { line: 2, value: { id: 1 } },
-      { line: 3, value: { id: 'x,]' } },
-      { line: 6, value: 3 },
+      { line: 2, element: 1, value: { id: 1 } },
+      { line: 3, element: 2, value: { id: 'x,]' } },
+      { line: 6, element: 3, value: 3 },
     ]);
   });
 
@@ -90,7 +90,7 @@ describe('readAllRecords', () => {
 
   it('reads a JSON or NDJSON file that starts with a byte order mark', async () => {
     const json = file('bom.json', '\uFEFF[{"id": "B1"}]');
-    expect(await readAllRecords(json)).toEqual([{ line: 1, value: { id: 'B1' } }]);
+    expect(await readAllRecords(json)).toEqual([{ line: 1, element: 1, value: { id: 'B1' } }]);
     const ndjson = file('bom.ndjson', '\uFEFF{"id": "B1"}\n{"id": "B2"}\n');
     expect(await readAllRecords(ndjson)).toEqual([
       { line: 1, value: { id: 'B1' } },

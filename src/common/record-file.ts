@@ -4,9 +4,12 @@ import { readFile, stat } from 'node:fs/promises';
 import { extname } from 'node:path';
 import { parse as parseCsv } from 'csv-parse';
 
-/** One record of an import file, or why it could not be read, with its line number. */
-/** A record of an import file, or why it could not be read; `text`: its values are all text (CSV). */
-export type FileRecord = { line: number; value: unknown; text?: boolean; error?: undefined } | { line: number; error: string };
+/**
+ * A record of an import file, or why it could not be read, with its line number; `text`: its
+ * values are all text (CSV); `element`: its place in a JSON array file (from 1), which tells
+ * apart records on one line.
+ */
+export type FileRecord = { line: number; element?: number; value: unknown; text?: boolean; error?: undefined } | { line: number; error: string };
 
 export type RecordFormat = 'json' | 'ndjson' | 'csv';
 
@@ -155,7 +158,7 @@ async function* jsonArray(path: string): AsyncGenerator<FileRecord> {
   }
   const items = Array.isArray(parsed) ? parsed : [parsed];
   const lines = Array.isArray(parsed) ? arrayElementLines(text) : [1];
-  for (let i = 0; i < items.length; i++) yield { line: lines[i] ?? i + 1, value: items[i] };
+  for (let i = 0; i < items.length; i++) yield { line: lines[i] ?? i + 1, ...(Array.isArray(parsed) ? { element: i + 1 } : {}), value: items[i] };
 }
 
 async function* ndjson(path: string): AsyncGenerator<FileRecord> {

@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { Injectable } from '@nestjs/common';
 import { ClientsService } from '../clients/clients.service.js';
-import type { ImportReport } from '../common/import-report.js';
+import { rejectedAt, type ImportReport } from '../common/import-report.js';
 import { readAllRecords } from '../common/record-file.js';
 import { RecordReader } from '../common/record-reader.js';
 import { AppConfig } from '../config/app-config.js';
@@ -32,7 +32,7 @@ export class MenusImportService {
     const menus: MenuWithDishes[] = [];
     for (const record of await readAllRecords(path)) {
       if (record.error !== undefined) {
-        report.rejected.push({ line: record.line, errors: [record.error] });
+        report.rejected.push(rejectedAt(record, [record.error]));
         continue;
       }
       const errors: string[] = [];
@@ -40,7 +40,7 @@ export class MenusImportService {
       // One menu twice in a file would be written as the two merged: which is meant is the operator's to say.
       if (menu && menus.some((m) => m.menu.id === menu.menu.id)) errors.push(`menu ${menu.menu.id} appears more than once in the file.`);
       if (menu && errors.length === 0) menus.push(menu);
-      else report.rejected.push({ line: record.line, errors });
+      else report.rejected.push(rejectedAt(record, errors));
     }
     if (report.rejected.length === 0) {
       await this.repo.saveMenus(menus);

@@ -3,7 +3,7 @@ import { VisitTypeCatalogue } from '../auth/visit-type-catalogue.js';
 import { BranchesService } from '../branches/branches.service.js';
 import { ClientsService } from '../clients/clients.service.js';
 import { localDateTime } from '../common/clock.js';
-import { ImportInterrupted, type ImportReport } from '../common/import-report.js';
+import { ImportInterrupted, inFileOrder, rejectedAt, type ImportReport, type RecordPlace } from '../common/import-report.js';
 import { readRecords, type FileRecord } from '../common/record-file.js';
 import { AppConfig } from '../config/app-config.js';
 import type { Visit } from './entities/visit.entity.js';
@@ -68,15 +68,15 @@ export class VisitsImportService {
   private async importBatch(batch: FileRecord[], context: ImportContext, report: ImportReport): Promise<void> {
     if (batch.length === 0) return;
     const firstRejected = report.rejected.length;
-    const parsed: { line: number; visit: Visit; hasModificationDate: boolean }[] = [];
+    const parsed: { place: RecordPlace; visit: Visit; hasModificationDate: boolean }[] = [];
     for (const record of batch) {
       if (record.error !== undefined) {
-        report.rejected.push({ line: record.line, errors: [record.error] });
+        report.rejected.push(rejectedAt(record, [record.error]));
         continue;
       }
       const { record: visit, errors } = readVisitRecord(record.value, record.text);
-      if (!visit) report.rejected.push({ line: record.line, errors });
-      else parsed.push({ line: record.line, ...visit });
+      if (!visit) report.rejected.push(rejectedAt(record, errors));
+      else parsed.push({ place: record, ...visit });
     }
 
     const branches = new Map(
@@ -88,7 +88,7 @@ export class VisitsImportService {
     const accepted = new Map<number, Visit | null>();
     let acceptedRecords = 0;
 
-    for (const { line, visit, hasModificationDate } of parsed) {
+    for (const { place, visit, hasModificationDate } of parsed) {
       const errors: string[] = [];
       if (!context.clients.has(visit.clientId)) errors.push(`'clientId' ${visit.clientId} is not a known client.`);
       if (!context.visitTypes.has(visit.visitType)) errors.push(`'visitType' '${visit.visitType}' is not a known visit type.`);
@@ -107,7 +107,7 @@ export class VisitsImportService {
       const previous = stored.get(visit.id);
       if (previous && previous.clientId !== visit.clientId) errors.push(`visit ${visit.id} belongs to client ${previous.clientId}.`);
       if (errors.length > 0) {
-        report.rejected.push({ line, errors });
+        report.rejected.push(rejectedAt(place, errors));
         continue;
       }
       // A visit re-imported as it is stays as it is: no write, no new place in the change feed.
@@ -119,7 +119,7 @@ export class VisitsImportService {
       acceptedRecords++;
     }
     // Records refused when read, then those refused against the database: reported in line order.
-    report.rejected.push(...report.rejected.splice(firstRejected).sort((a, b) => a.line - b.line));
+    report.rejected.push(...report.rejected.splice(firstRejected).sort(inFileOrder));
     await this.visits.upsertBatch([...accepted.values()].filter((v): v is Visit => v !== null));
     report.imported += acceptedRecords;
   }
