@@ -419,6 +419,22 @@ describe(`operator CLI (${process.env.TEST_DATABASE})`, () => {
     ]);
     expect(await count('menus')).toBe(0);
     expect(await count('dish_images')).toBe(0);
+    // A dish's own fields are named with its place too; a keyword of spaces is one, an empty image path none.
+    const odd = { code: 'OD-1', description: 'Odd', type: 'Main', expiryDate: '2026-02-30', keywords: [' ', ''], image: '' };
+    const named = await cli(['--json', 'menus', 'import', '--client', '1001', menu([odd])], env);
+    expect(JSON.parse(named.stdout).rejected).toEqual([
+      {
+        line: 1,
+        element: 1,
+        errors: [
+          "'dishes[0].expiryDate' is not in the expected format yyyy-mm-dd: '2026-02-30'.",
+          "'dishes[0].keywords[1]' must be a non-empty string.",
+          "'dishes[0].image' must be the path of an image file, or left out for none.",
+        ],
+      },
+    ]);
+    const unreadable = await cli(['--json', 'menus', 'import', '--client', '1001', menu([{ ...odd, expiryDate: null, keywords: [' '], image: '.' }])], env);
+    expect(JSON.parse(unreadable.stdout).rejected[0].errors).toEqual(["'dishes[0].image' cannot read '.'."]);
 
     const good = await cliJson<{ imported: number }>(['menus', 'import', '--client', '1001', menu([steak, salad])], env);
     expect(good.imported).toBe(1);

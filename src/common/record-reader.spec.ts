@@ -3,7 +3,7 @@ import { isCalendarDate, isLocalDateTime, RecordReader } from './record-reader.j
 describe('RecordReader', () => {
   it.each([[[1, 2]], [null], ['text'], [7]])('says of %j only that it is no JSON object, not that each field is missing', (value) => {
     const r = new RecordReader(value);
-    expect([r.int('visitId'), r.string('branchId'), r.string('guestId', { required: false })]).toEqual([null, null, null]);
+    expect([r.int('visitId'), r.string('branchId'), r.string('guestId', { required: false }), r.array('sections')]).toEqual([null, null, null, null]);
     expect(r.errors).toEqual(['the record must be a JSON object.']);
     expect(r.ok).toBe(false);
   });

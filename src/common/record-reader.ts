@@ -67,6 +67,11 @@ export class RecordReader {
     return this.data[field];
   }
 
+  /** Adds a message on `field`, named as the reader names it (with its prefix): `'dishes[0].keywords[1]' …`. */
+  fail(field: string, rule: string): void {
+    this.errors.push(`${this.name(field)} ${rule}`);
+  }
+
   private name(field: string): string {
     return `'${this.prefix}${field}'`;
   }
@@ -197,7 +202,8 @@ export class RecordReader {
   array(field: string, opts: { required?: boolean } = {}): unknown[] | null {
     const v = this.data[field];
     if (v === undefined || v === null) {
-      if (opts.required ?? true) this.errors.push(`${this.name(field)} must not be empty.`);
+      // A record that is no object was said to be none; its fields are not missing one by one.
+      if ((opts.required ?? true) && !this.notObject) this.errors.push(`${this.name(field)} must not be empty.`);
       return null;
     }
     if (!Array.isArray(v)) {

@@ -20,14 +20,15 @@ export function readDishFields(r: RecordReader, menuId: number): DishInput | nul
     // An ISO date, or an ISO 8601 date-time of which the date is kept.
     const date = ISO_DATE_TIME.exec(expiryRaw)?.[1];
     if (date !== undefined && isCalendarDate(date)) expiryDate = date;
-    else r.errors.push(`'expiryDate' is not in the expected format yyyy-mm-dd: '${expiryRaw}'.`);
+    else r.fail('expiryDate', `is not in the expected format yyyy-mm-dd: '${expiryRaw}'.`);
   }
   const keywords: string[] = [];
   const rawKeywords = r.array('keywords', { required: false }) ?? [];
   rawKeywords.forEach((k, i) => {
-    if (typeof k !== 'string' || k.trim() === '') r.errors.push(`'keywords[${i}]' must be a non-empty string.`);
-    else if (characters(k) > 50) r.errors.push(`'keywords[${i}]' must be at most 50 characters.`);
-    else if (!isStorableText(k)) r.errors.push(`'keywords[${i}]' must not contain NUL characters or unpaired UTF-16 surrogates.`);
+    // Kept as given, as every text is: a keyword of spaces is a keyword, an empty one none.
+    if (typeof k !== 'string' || k === '') r.fail(`keywords[${i}]`, 'must be a non-empty string.');
+    else if (characters(k) > 50) r.fail(`keywords[${i}]`, 'must be at most 50 characters.');
+    else if (!isStorableText(k)) r.fail(`keywords[${i}]`, 'must not contain NUL characters or unpaired UTF-16 surrogates.');
     else keywords.push(k);
   });
   if (!r.ok || code === null || description === null || type === null) return null;

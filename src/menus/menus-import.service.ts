@@ -70,11 +70,12 @@ export class MenusImportService {
       if (fields && codes.has(fields.code)) r.errors.push(`'dishes[${i}].code' '${fields.code}' appears twice on menu ${id}.`);
       if (fields) codes.add(fields.code);
       let image: PreparedImage | null = null;
-      if (imagePath) {
+      if (imagePath === '') r.errors.push(`'dishes[${i}].image' must be the path of an image file, or left out for none.`);
+      else if (imagePath !== null) {
         try {
           image = await prepareImage(await readFile(resolve(folder, imagePath)), imageLimits(this.config));
         } catch (error) {
-          const reason = error instanceof ImageRejected ? error.message : `cannot read ${imagePath}.`;
+          const reason = error instanceof ImageRejected ? error.message : `cannot read '${imagePath}'.`;
           r.errors.push(`'dishes[${i}].image' ${reason}`);
         }
       }
