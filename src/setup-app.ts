@@ -110,6 +110,7 @@ export function setupApp(app: INestApplication): NestExpressApplication {
   app.get(VisitPagesLane).install(express.getHttpServer(), lanes);
   app.get(TokenLane).install(express.getHttpServer(), lanes);
   // What Node's HTTP parser refuses gets a problem document too.
-  answerClientErrors(express.getHttpServer(), TOKEN_PATH);
+  const logger = app.get(AppLogger);
+  answerClientErrors(express.getHttpServer(), TOKEN_PATH, (fields, message) => logger.warnFields(fields, message));
   return express;
 }

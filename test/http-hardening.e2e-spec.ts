@@ -2,6 +2,8 @@ import { readFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import request from 'supertest';
+import { jest } from '@jest/globals';
+import { AppLogger } from '../src/logging/app-logger.js';
 import { startTestApp, type TestApp } from './helpers/test-app.js';
 
 const ORDER = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'];
@@ -37,10 +39,20 @@ describe(`HTTP hardening (${process.env.TEST_DATABASE})`, () => {
     ['an HTTP/1.1 request without Host', 'GET /health/live HTTP/1.1\r\n\r\n', 400, 'The request is not well-formed HTTP/1.1.'],
     ['two Host headers', 'GET /health/live HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n', 400, 'The request has more than one Host header; it must have one.'],
   ])('answers what the HTTP parser refuses (%s) with a problem document, and closes', async (_what, raw, status, detail) => {
+    const logged = jest.spyOn(t.app.get(AppLogger), 'warnFields');
     const answer = await rawExchange(raw);
     const [head, body] = answer.split('\r\n\r\n');
     const lines = head.split('\r\n');
     expect(lines[0]).toBe(`HTTP/1.1 ${status} ${status === 431 ? 'Request Header Fields Too Large' : 'Bad Request'}`);
+    // Logged with the ids a partner would quote: the request id and the problem instance.
+    const requestId = lines.find((l) => l.startsWith('X-Request-Id: '))?.slice('X-Request-Id: '.length);
+    expect(logged.mock.calls).toEqual([
+      [
+        expect.objectContaining({ problemInstance: JSON.parse(body).instance, req: expect.objectContaining({ id: requestId }), res: { statusCode: status }, detail }),
+        'request refused before the application',
+      ],
+    ]);
+    logged.mockRestore();
     expect(lines).toEqual(
       expect.arrayContaining(['Content-Type: application/problem+json; charset=utf-8', 'Connection: close', 'Cache-Control: no-store', `Content-Length: ${Buffer.byteLength(body)}`]),
     );

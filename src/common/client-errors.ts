@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import { ServerResponse, type IncomingMessage, type Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { putAhead } from './lane.js';
+import { loggableUrl } from './loggable-url.js';
 import { NO_STORE_HEADERS } from './oauth-error.js';
 import { authorizationCount, REPEATED_AUTHORIZATION } from './repeated-authorization.js';
 import { newInstance, PROBLEM_CONTENT_TYPE, statusTitle } from './problem.js';
@@ -25,8 +26,19 @@ function repeatedHost(raw: string[]): boolean {
   return host > 1;
 }
 
+/** An answer made before the application, with what its log line says of it. */
+interface EarlyAnswer {
+  body: string;
+  headers: Record<string, string>;
+  /** The problem's instance, when it is one. */
+  instance?: string;
+}
+
+/** Writes the line of an answer made before the application: its request id and instance, quoted by a partner, find it. */
+export type EarlyAnswerLog = (fields: object, message: string) => void;
+
 /** An answer made before the application: its body and headers; the connection closes after it (a body the request may carry is never read). */
-function earlyAnswer(json: object, contentType: string, cache: Readonly<Record<string, string>>): { body: string; headers: Record<string, string> } {
+function earlyAnswer(json: object, contentType: string, cache: Readonly<Record<string, string>>): EarlyAnswer {
   const body = JSON.stringify(json);
   const headers = {
     'Content-Type': `${contentType}; charset=utf-8`,
@@ -40,19 +52,31 @@ function earlyAnswer(json: object, contentType: string, cache: Readonly<Record<s
 }
 
 /** A problem answered before the application; a 400 lists what the request broke, as every 400 does. */
-function earlyProblem(status: number, detail: string): { body: string; headers: Record<string, string> } {
-  const problem = { title: statusTitle(status), status, detail, instance: newInstance(), ...(status === 400 ? { errors: [detail] } : {}) };
-  return earlyAnswer(problem, PROBLEM_CONTENT_TYPE, { 'Cache-Control': 'no-store' });
+function earlyProblem(status: number, detail: string): EarlyAnswer {
+  const instance = newInstance();
+  const problem = { title: statusTitle(status), status, detail, instance, ...(status === 400 ? { errors: [detail] } : {}) };
+  return { ...earlyAnswer(problem, PROBLEM_CONTENT_TYPE, { 'Cache-Control': 'no-store' }), instance };
 }
 
 /** The token endpoint's form of an early refusal: OAuth JSON, not cacheable. */
-function earlyOAuthError(description: string): { body: string; headers: Record<string, string> } {
+function earlyOAuthError(description: string): EarlyAnswer {
   return earlyAnswer({ error: 'invalid_request', error_description: description }, 'application/json', NO_STORE_HEADERS);
 }
 
-function answer(res: ServerResponse, status: number, problem: { body: string; headers: Record<string, string> }): void {
+function answer(res: ServerResponse, status: number, problem: EarlyAnswer, log: EarlyAnswerLog, req: IncomingMessage, detail: string): void {
   res.writeHead(status, problem.headers);
   res.end(problem.body);
+  log(lineOf(status, problem, detail, req), 'request refused before the application');
+}
+
+/** The log line of an early answer: its ids, its status and why, and the request as far as it was read. */
+function lineOf(status: number, problem: EarlyAnswer, detail: string, req?: IncomingMessage): object {
+  return {
+    problemInstance: problem.instance,
+    req: { id: problem.headers['X-Request-Id'], ...(req ? { method: req.method, url: loggableUrl(req.url ?? '') } : {}) },
+    res: { statusCode: status },
+    detail,
+  };
 }
 
 /**
@@ -60,10 +84,12 @@ function answer(res: ServerResponse, status: number, problem: { body: string; he
  * line, conflicting Content-Length and Transfer-Encoding, a request too slow to arrive) with
  * a problem document, as every other error is answered, instead of Node's bare status line;
  * then closes the connection, which can carry nothing more; the same for an HTTP/1.1 request
- * without Host or with two Host headers, and a 417 for an Expect it cannot meet. None of these requests reaches the
- * application, nor the logs.
+ * without Host or with two Host headers, and a 417 for an Expect it cannot meet. None of these
+ * requests reaches the application; each is logged (`log`, a warning) with its request id and
+ * problem instance, so that the ids a partner quotes find it. A request the application was
+ * already reading when the parser gave up on it (a body too slow) is logged by its own line.
  */
-export function answerClientErrors(server: Server, tokenPath: string): void {
+export function answerClientErrors(server: Server, tokenPath: string, log: EarlyAnswerLog): void {
   // An HTTP/1.1 request without Host (RFC 9112 §3.2): a 400 problem, not Node's empty 400.
   (server as Server & { requireHostHeader: boolean }).requireHostHeader = false;
   putAhead(
@@ -75,8 +101,8 @@ export function answerClientErrors(server: Server, tokenPath: string): void {
       if (req.headers.authorization !== undefined && authorizationCount(req.rawHeaders) > 1) req.headers.authorization = REPEATED_AUTHORIZATION;
       return undefined;
     },
-    (_req, res, detail) => {
-      answer(res, 400, earlyProblem(400, detail));
+    (req, res, detail) => {
+      answer(res, 400, earlyProblem(400, detail), log, req, detail);
       return Promise.resolve(true);
     },
   );
@@ -84,8 +110,8 @@ export function answerClientErrors(server: Server, tokenPath: string): void {
   server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
     const detail = `The expectation '${String(req.headers.expect).slice(0, 100)}' cannot be met; only 100-continue is supported.`;
     // The token endpoint answers every error in OAuth's form (RFC 6749 §5.2).
-    if ((req.url ?? '').split('?')[0] === tokenPath) answer(res, 417, earlyOAuthError(detail));
-    else answer(res, 417, earlyProblem(417, detail));
+    if ((req.url ?? '').split('?')[0] === tokenPath) answer(res, 417, earlyOAuthError(detail), log, req, detail);
+    else answer(res, 417, earlyProblem(417, detail), log, req, detail);
   });
   server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) => {
     const pending = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
@@ -100,8 +126,17 @@ export function answerClientErrors(server: Server, tokenPath: string): void {
       return;
     }
     const { status, detail } = refusal(error.code);
-    const { body, headers } = earlyProblem(status, detail);
-    const lines = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`);
-    socket.end(`HTTP/1.1 ${status} ${statusTitle(status)}\r\n${lines.join('')}\r\n${body}`);
+    const problem = earlyProblem(status, detail);
+    const lines = Object.entries(problem.headers).map(([name, value]) => `${name}: ${value}\r\n`);
+    socket.end(`HTTP/1.1 ${status} ${statusTitle(status)}\r\n${lines.join('')}\r\n${problem.body}`);
+    if (pending instanceof ServerResponse) {
+      // A request the application was reading (a body too slow to arrive): its own line says
+      // how it ended, with this status and instance rather than the 200 it had not yet changed.
+      pending.statusCode = status;
+      const locals = ((pending as ServerResponse & { locals?: Record<string, unknown> }).locals ??= {});
+      locals.problemInstance = problem.instance;
+    } else {
+      log(lineOf(status, problem, detail), 'request refused before the application');
+    }
   });
 }

@@ -13,6 +13,11 @@ const STACK = /\n\s*at /;
 export class AppLogger implements LoggerService {
   constructor(private readonly root: Logger) {}
 
+  /** A warning as a JSON line of its own fields (a request answered before the application). */
+  warnFields(fields: object, message: string): void {
+    this.root.warn(fields, message);
+  }
+
   verbose(message: unknown, ...params: unknown[]): void {
     this.write('trace', message, params);
   }
