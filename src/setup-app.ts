@@ -92,6 +92,10 @@ export function setupApp(app: INestApplication): NestExpressApplication {
   // Responses are validated by their own headers (ETag on images); hashing every JSON
   // body for a weak ETag costs more than it saves on pages partners fetch once.
   express.set('etag', false);
+  // Every 304 is answered by the routes that have a validator (answeredNotModified). Express's
+  // own freshness test would answer `If-None-Match: *` with a 304 on every other GET, with no
+  // ETag and nothing the client could hold: there it is never fresh.
+  Object.defineProperty(server.request, 'fresh', { configurable: true, get: () => false });
   express.set('query parser', 'simple');
   // Settings the query rules read (Take maximum, range, today's date in RESULTS_TIMEZONE).
   const context: QueryContext = {

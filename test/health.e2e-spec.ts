@@ -21,6 +21,14 @@ describe(`health and errors (${process.env.TEST_DATABASE})`, () => {
     expect(res.body).toEqual({ status: 'ok' });
   });
 
+  it("answers a GET with no validator in full whatever its If-None-Match says: there is nothing it could hold", async () => {
+    for (const path of ['/health/live', '/.well-known/jwks.json', '/.well-known/oauth-authorization-server']) {
+      const res = await request(t.http).get(path).set('If-None-Match', '*');
+      expect([path, res.status, res.headers.etag]).toEqual([path, 200, undefined]);
+      expect(Object.keys(res.body as object).length).toBeGreaterThan(0);
+    }
+  });
+
   it('GET /health/ready answers 200 with the database and migrations up', async () => {
     const res = await request(t.http).get('/health/ready');
     expect(res.status).toBe(200);
