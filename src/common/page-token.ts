@@ -7,6 +7,8 @@ export const PAGE_TOKEN_MAX_LENGTH = 2048;
 /** The shape of every page token: two base64url parts joined by a dot. */
 export const PAGE_TOKEN_PATTERN = '^[A-Za-z0-9_-]+\\.[A-Za-z0-9_-]+$';
 
+const TOKEN_SHAPE = new RegExp(PAGE_TOKEN_PATTERN);
+
 /** First byte of a sealed token's first part; a signed token's first part is JSON (`{`). */
 const SEALED = 1;
 const IV_BYTES = 12;
@@ -75,9 +77,12 @@ export class PageTokens {
    * this service issued under its key (edited, truncated, made up, or of another key).
    */
   open(token: string): OpenedToken | undefined {
-    const [first, second, extra] = token.split('.');
-    if (!first || !second || extra !== undefined || token.length > PAGE_TOKEN_MAX_LENGTH) return undefined;
+    if (token.length > PAGE_TOKEN_MAX_LENGTH || !TOKEN_SHAPE.test(token)) return undefined;
+    const [first, second] = token.split('.');
     const body = Buffer.from(first, 'base64url');
+    // Node's base64 decoding passes over characters it does not know, and bits past the last
+    // byte: only the text this service wrote for these bytes is its token.
+    if (body.toString('base64url') !== first) return undefined;
     const text = body[0] === SEALED ? this.unseal(body, second) : this.verified(first, second);
     let payload: Payload;
     try {
@@ -92,7 +97,7 @@ export class PageTokens {
   /** A sealed token's JSON, or undefined when it was not sealed under this key. */
   private unseal(body: Buffer, tag: string): string | undefined {
     const authTag = Buffer.from(tag, 'base64url');
-    if (body.length <= 1 + IV_BYTES || authTag.length !== TAG_BYTES) return undefined;
+    if (body.length <= 1 + IV_BYTES || authTag.length !== TAG_BYTES || authTag.toString('base64url') !== tag) return undefined;
     try {
       const decipher = createDecipheriv('aes-256-gcm', this.sealKey, body.subarray(1, 1 + IV_BYTES));
       decipher.setAuthTag(authTag);
