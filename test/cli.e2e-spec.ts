@@ -8,7 +8,7 @@ import { cli, cliJson, SPAWN_TIMEOUT_MS, spawnCli, spawnCliUnread } from './help
 import { isolatedConfig } from './helpers/test-config.js';
 
 const files = mkdtempSync(join(tmpdir(), 'cli-files-'));
-function file(name: string, text: string): string {
+function file(name: string, text: string | Buffer): string {
   const path = join(files, name);
   writeFileSync(path, text);
   return path;
@@ -434,7 +434,13 @@ describe(`operator CLI (${process.env.TEST_DATABASE})`, () => {
       },
     ]);
     const unreadable = await cli(['--json', 'menus', 'import', '--client', '1001', menu([{ ...odd, expiryDate: null, keywords: [' '], image: '.' }])], env);
-    expect(JSON.parse(unreadable.stdout).rejected[0].errors).toEqual(["'dishes[0].image' cannot read '.'."]);
+    expect(JSON.parse(unreadable.stdout).rejected[0].errors).toEqual(["'dishes[0].image' cannot read '.': it is not a file."]);
+    // A device is not read at all, a file past the size limit not whole.
+    const device = await cli(['--json', 'menus', 'import', '--client', '1001', menu([{ ...odd, expiryDate: null, keywords: [], image: '/dev/zero' }])], env);
+    expect(JSON.parse(device.stdout).rejected[0].errors).toEqual(["'dishes[0].image' cannot read '/dev/zero': it is not a file."]);
+    const large = file('large.png', Buffer.alloc(5000, 1));
+    const tooLarge = await cli(['--json', 'menus', 'import', '--client', '1001', menu([{ ...odd, expiryDate: null, keywords: [], image: large }])], { ...env, IMAGE_MAX_BYTES: '4096' });
+    expect(JSON.parse(tooLarge.stdout).rejected[0].errors).toEqual(["'dishes[0].image' The image must be at most 4096 bytes (4 KiB)."]);
 
     const good = await cliJson<{ imported: number }>(['menus', 'import', '--client', '1001', menu([steak, salad])], env);
     expect(good.imported).toBe(1);

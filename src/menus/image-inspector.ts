@@ -30,12 +30,12 @@ export interface PreparedImage {
 /** Why an image was refused; the message is shown to the caller as is. */
 export class ImageRejected extends Error {}
 
-/** The message for an image over the size limit, wherever it is found out. */
 /** The limits an image is held to, as configured (IMAGE_MAX_BYTES, IMAGE_MAX_PIXELS). */
 export function imageLimits(config: { IMAGE_MAX_BYTES: number; IMAGE_MAX_PIXELS: number }): ImageLimits {
   return { maxBytes: config.IMAGE_MAX_BYTES, maxPixels: config.IMAGE_MAX_PIXELS };
 }
 
+/** The message for an image over the size limit, wherever it is found out. */
 export function imageTooLargeMessage(maxBytes: number): string {
   return `The image must be at most ${maxBytes} bytes (${formatBytes(maxBytes)}).`;
 }

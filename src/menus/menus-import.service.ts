@@ -1,4 +1,5 @@
-import { readFile } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { open } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { Injectable } from '@nestjs/common';
 import { ClientsService } from '../clients/clients.service.js';
@@ -7,7 +8,7 @@ import { readAllRecords } from '../common/record-file.js';
 import { RecordReader } from '../common/record-reader.js';
 import { AppConfig } from '../config/app-config.js';
 import { Menu } from './entities/menu.entity.js';
-import { ImageRejected, imageLimits, prepareImage, type PreparedImage } from './image-inspector.js';
+import { ImageRejected, imageLimits, imageTooLargeMessage, prepareImage, type PreparedImage } from './image-inspector.js';
 import { type DishInput, MenusRepository } from './menus.repository.js';
 import { readDishFields } from './dish-fields.js';
 
@@ -73,7 +74,8 @@ export class MenusImportService {
       if (imagePath === '') r.errors.push(`'dishes[${i}].image' must be the path of an image file, or left out for none.`);
       else if (imagePath !== null) {
         try {
-          image = await prepareImage(await readFile(resolve(folder, imagePath)), imageLimits(this.config));
+          const limits = imageLimits(this.config);
+          image = await prepareImage(await readImageFile(resolve(folder, imagePath), imagePath, limits.maxBytes), limits);
         } catch (error) {
           const reason = error instanceof ImageRejected ? error.message : `cannot read '${imagePath}'.`;
           r.errors.push(`'dishes[${i}].image' ${reason}`);
@@ -84,5 +86,32 @@ export class MenusImportService {
     errors.push(...r.errors);
     if (!r.ok || id === null || name === null || startDate === null) return null;
     return { menu: Object.assign(new Menu(), { id, clientId, name, startDate, endDate }), dishes };
+  }
+}
+
+/**
+ * An image file's bytes, read no further than the size limit: a larger file is refused
+ * without being read whole, and what is no regular file (a device such as /dev/zero, a pipe,
+ * a folder) is refused before it is read at all. Opened without waiting, as a pipe would.
+ */
+async function readImageFile(path: string, named: string, maxBytes: number): Promise<Buffer> {
+  const handle = await open(path, constants.O_RDONLY | constants.O_NONBLOCK);
+  try {
+    const info = await handle.stat();
+    if (!info.isFile()) throw new ImageRejected(`cannot read '${named}': it is not a file.`);
+    if (info.size > maxBytes) throw new ImageRejected(imageTooLargeMessage(maxBytes));
+    // The file may have grown since: read to its end, or to one byte past the limit.
+    const bytes = Buffer.allocUnsafe(maxBytes + 1);
+    let length = 0;
+    for (;;) {
+      const { bytesRead } = await handle.read(bytes, length, bytes.length - length, length);
+      if (bytesRead === 0) break;
+      length += bytesRead;
+      if (length === bytes.length) break;
+    }
+    if (length > maxBytes) throw new ImageRejected(imageTooLargeMessage(maxBytes));
+    return bytes.subarray(0, length);
+  } finally {
+    await handle.close();
   }
 }
