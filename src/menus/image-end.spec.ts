@@ -28,6 +28,16 @@ describe('imageEnd', () => {
     expect(imageEnd(Buffer.concat([image, Buffer.alloc(1000)]), format)).toBe(image.length);
   });
 
+  it('gives null for a PNG with a chunk whose CRC fails, in its header, its pixel data or its end', async () => {
+    const image = await makeImage('png', 37, 23);
+    // IHDR's CRC sits at 29; the last chunk (IEND) ends the file with its CRC.
+    for (const at of [29, 8 + 8 + 2, image.length - 1, image.length - 20]) {
+      const broken = Buffer.from(image);
+      broken[at] ^= 0x01;
+      expect([at, imageEnd(broken, 'png')]).toEqual([at, null]);
+    }
+  });
+
   it.each(formats)('gives null for a truncated %s', async (format) => {
     const image = await makeImage(format, 37, 23);
     expect(imageEnd(image.subarray(0, image.length - 3), format)).toBeNull();

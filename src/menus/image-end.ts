@@ -1,4 +1,4 @@
-import { createInflate } from 'node:zlib';
+import { crc32, createInflate } from 'node:zlib';
 
 /** What an encoded image's own structure says of it. */
 export interface ImageStructure {
@@ -38,13 +38,17 @@ const isRiffWebp = (b: Buffer): boolean => b.length >= 12 && b.toString('latin1'
 
 /**
  * A PNG's chunks after the signature, in order, up to and with IEND: each one's type and where
- * its data starts and ends; `whole` is false when the bytes end before IEND does.
+ * its data starts and ends; `whole` is false when the bytes end before IEND does, or a chunk
+ * before it fails its CRC.
  */
 function pngChunks(b: Buffer): { chunks: { type: string; data: number; dataEnd: number }[]; whole: boolean } {
   const chunks: { type: string; data: number; dataEnd: number }[] = [];
   for (let at = 8; at + 12 <= b.length; ) {
     const dataEnd = at + 8 + b.readUInt32BE(at);
     if (dataEnd + 4 > b.length) break;
+    // A chunk whose CRC fails is corrupt (PNG §5.3): decoders refuse it in the header, and
+    // this service serves what it stored, so it is no whole PNG.
+    if (crc32(b.subarray(at + 4, dataEnd)) !== b.readUInt32BE(dataEnd)) break;
     const type = b.toString('latin1', at + 4, at + 8);
     chunks.push({ type, data: at + 8, dataEnd });
     if (type === 'IEND') return { chunks, whole: true };
