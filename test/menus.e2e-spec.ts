@@ -459,6 +459,16 @@ describe(`menus and dishes (${process.env.TEST_DATABASE})`, () => {
         expect(problem(res).errors).toEqual(['The request must be multipart/form-data with an image part and a json part.']);
       });
 
+      it('a body in a content coding, which would be read as its coded bytes', async () => {
+        const png = await makeImage('png', 4, 4);
+        for (const coding of ['gzip', 'x-unknown', 'identity, gzip']) {
+          const res = await post((r) => r.set('Content-Encoding', coding).attach('', png, 'a.png').field('json', dish({ code: `CODED-${coding}` })));
+          expect([coding, res.status, res.headers['content-type']]).toEqual([coding, 415, 'application/problem+json; charset=utf-8']);
+          expect(problem(res).detail).toBe(`The upload's Content-Encoding '${coding}' is not read: send the multipart body as it is, with no Content-Encoding.`);
+        }
+        expect((await post((r) => r.set('Content-Encoding', 'identity').attach('', png, 'a.png').field('json', dish({ code: 'CODED-identity' })))).status).toBe(200);
+      });
+
       it('a body that ends inside a file part, and the service answers on', async () => {
         const raw = (body: string) => post((r) => r.set('Content-Type', 'multipart/form-data; boundary=B').send(Buffer.from(body, 'latin1')));
         for (const name of ['file', '', 'json']) {

@@ -3,7 +3,7 @@ import busboy from 'busboy';
 import type { Request, Response } from 'express';
 import type { Observable } from 'rxjs';
 import { discardBody, lingerAfterResponse } from '../common/body-drain.js';
-import { PayloadTooLargeProblem, ValidationProblem } from '../common/problem.js';
+import { PayloadTooLargeProblem, ProblemException, ValidationProblem } from '../common/problem.js';
 import { AppConfig } from '../config/app-config.js';
 import { imageTooLargeMessage } from './image-inspector.js';
 import { DISH_JSON_PART_MAX_BYTES } from './dto/menu.dto.js';
@@ -56,6 +56,11 @@ export class DishUploadInterceptor implements NestInterceptor {
       return next.handle();
     }
     try {
+      // The form is read as it comes: one sent in a content coding would be read as the coded bytes.
+      const coding = request.headers['content-encoding'];
+      if (coding !== undefined && coding.trim().toLowerCase() !== 'identity') {
+        throw new ProblemException(415, `The upload's Content-Encoding '${coding.slice(0, 50)}' is not read: send the multipart body as it is, with no Content-Encoding.`);
+      }
       const declared = Number(request.headers['content-length']);
       if (Number.isFinite(declared) && declared > this.maxForm) {
         // Too large by its declared length: none of it is parsed.
