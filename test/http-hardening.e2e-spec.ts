@@ -67,6 +67,21 @@ describe(`HTTP hardening (${process.env.TEST_DATABASE})`, () => {
     });
   });
 
+  it('answers CONNECT, which asks for a tunnel, with a 501 problem instead of a closed connection', async () => {
+    for (const target of ['example.com:443', '/branches']) {
+      const answer = await rawExchange(`CONNECT ${target} HTTP/1.1\r\nHost: example.com\r\n\r\n`);
+      const [head, body] = answer.split('\r\n\r\n');
+      expect(head.split('\r\n')[0]).toBe('HTTP/1.1 501 Not Implemented');
+      expect(head).toContain('Content-Type: application/problem+json; charset=utf-8');
+      expect(JSON.parse(body)).toEqual({
+        title: 'Not Implemented',
+        status: 501,
+        detail: 'CONNECT is not supported: the service is no proxy.',
+        instance: expect.stringMatching(/^urn:svc:api:results:error:[0-9a-f-]{36}$/),
+      });
+    }
+  });
+
   it('answers a request that says Connection: close, and reads nothing sent after it on the connection (RFC 9112 §9.6)', async () => {
     const answer = await rawExchange(
       'GET /health/live HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\nGET /health/live HTTP/1.1\r\nHost: x\r\n\r\n',

@@ -69,6 +69,12 @@ function answer(res: ServerResponse, status: number, problem: EarlyAnswer, log: 
   log(lineOf(status, problem, detail, req), 'request refused before the application');
 }
 
+/** Writes an early answer straight to a connection no response object stands for, and ends it. */
+function writeRaw(socket: Duplex, status: number, answer: EarlyAnswer): void {
+  const lines = Object.entries(answer.headers).map(([name, value]) => `${name}: ${value}\r\n`);
+  socket.end(`HTTP/1.1 ${status} ${statusTitle(status)}\r\n${lines.join('')}\r\n${answer.body}`);
+}
+
 /** The log line of an early answer: its ids, its status and why, and the request as far as it was read. */
 function lineOf(status: number, problem: EarlyAnswer, detail: string, req?: IncomingMessage): object {
   return {
@@ -113,6 +119,14 @@ export function answerClientErrors(server: Server, tokenPath: string, log: Early
     if ((req.url ?? '').split('?')[0] === tokenPath) answer(res, 417, earlyOAuthError(detail), log, req, detail);
     else answer(res, 417, earlyProblem(417, detail), log, req, detail);
   });
+  // CONNECT asks for a tunnel, which no endpoint gives: Node would close the connection without a word.
+  server.on('connect', (req: IncomingMessage, socket: Duplex) => {
+    const detail = 'CONNECT is not supported: the service is no proxy.';
+    const problem = earlyProblem(501, detail);
+    socket.on('error', () => undefined);
+    writeRaw(socket, 501, problem);
+    log(lineOf(501, problem, detail, req), 'request refused before the application');
+  });
   server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) => {
     const pending = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
     if (error.code === 'HPE_CLOSED_CONNECTION') {
@@ -127,8 +141,7 @@ export function answerClientErrors(server: Server, tokenPath: string, log: Early
     }
     const { status, detail } = refusal(error.code);
     const problem = earlyProblem(status, detail);
-    const lines = Object.entries(problem.headers).map(([name, value]) => `${name}: ${value}\r\n`);
-    socket.end(`HTTP/1.1 ${status} ${statusTitle(status)}\r\n${lines.join('')}\r\n${problem.body}`);
+    writeRaw(socket, status, problem);
     if (pending instanceof ServerResponse) {
       // A request the application was reading (a body too slow to arrive): its own line says
       // how it ended, with this status and instance rather than the 200 it had not yet changed.
