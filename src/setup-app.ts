@@ -1,4 +1,3 @@
-import type { Server } from 'node:http';
 import type { INestApplication } from '@nestjs/common';
 import type { CorsOptions } from '@nestjs/common/interfaces/external/cors-options.interface.js';
 import cors from 'cors';
@@ -117,7 +116,7 @@ export function setupApp(app: INestApplication): NestExpressApplication {
   // What Node's HTTP parser refuses gets a problem document too.
   // Every header line is seen, so that a second Host or Authorization cannot hide behind 2000
   // others (Node's default count, past which it drops them); the 16 KiB header limit bounds them.
-  (express.getHttpServer() as Server).maxHeadersCount = 0;
+  express.getHttpServer().maxHeadersCount = 0;
   const logger = app.get(AppLogger);
   answerClientErrors(express.getHttpServer(), TOKEN_PATH, (fields, message) => logger.warnFields(fields, message));
   return express;
