@@ -21,7 +21,9 @@ export function sortKeys(value: unknown): unknown {
 /**
  * Writes the published contract, `openapi/openapi.json` and `openapi/openapi.yaml`, from
  * the controllers and DTOs, without a database or a listener (Nest's preview mode). The
- * output depends on the code only: default settings, sorted keys, no timestamps.
+ * output depends on the code only: default settings, sorted keys, no timestamps. The YAML
+ * quotes every text a YAML 1.1 reader would take for another type (`Yes`, `2026-12-31`), so
+ * that such readers (SnakeYAML, PyYAML) find the same document as the JSON.
  */
 async function main(): Promise<void> {
   const outDir = resolve(process.argv[2] ?? 'openapi');
@@ -31,7 +33,7 @@ async function main(): Promise<void> {
   await app.close();
   mkdirSync(outDir, { recursive: true });
   writeFileSync(join(outDir, 'openapi.json'), `${JSON.stringify(document, null, 2)}\n`);
-  writeFileSync(join(outDir, 'openapi.yaml'), stringify(document, { lineWidth: 0, aliasDuplicateObjects: false }));
+  writeFileSync(join(outDir, 'openapi.yaml'), stringify(document, { lineWidth: 0, aliasDuplicateObjects: false, version: '1.1' }));
   process.stdout.write(`wrote ${join(outDir, 'openapi.json')} and openapi.yaml\n`);
 }
 

@@ -7,6 +7,41 @@ import { AppConfig } from '../config/app-config.js';
 import { KeyringService } from './keyring.service.js';
 import { ALL_SCOPES } from './scopes.js';
 
+const TEXT = { type: 'string' } as const;
+const TEXTS = { type: 'array', items: TEXT } as const;
+
+/** An RFC 7517 key set of public EC keys (P-256); keys may carry members beyond these. */
+const JWKS_SCHEMA = {
+  type: 'object',
+  required: ['keys'],
+  properties: {
+    keys: {
+      type: 'array',
+      items: {
+        type: 'object',
+        required: ['kty', 'kid'],
+        properties: { kty: { type: 'string', example: 'EC' }, crv: { type: 'string', example: 'P-256' }, x: TEXT, y: TEXT, kid: TEXT, use: { type: 'string', example: 'sig' }, alg: { type: 'string', example: 'ES256' } },
+      },
+    },
+  },
+};
+
+/** RFC 8414 metadata as this service gives it. */
+const METADATA_SCHEMA = {
+  type: 'object',
+  required: ['issuer', 'token_endpoint', 'jwks_uri', 'grant_types_supported', 'token_endpoint_auth_methods_supported', 'response_types_supported', 'scopes_supported'],
+  properties: {
+    issuer: TEXT,
+    token_endpoint: TEXT,
+    jwks_uri: TEXT,
+    grant_types_supported: TEXTS,
+    token_endpoint_auth_methods_supported: TEXTS,
+    response_types_supported: TEXTS,
+    scopes_supported: TEXTS,
+    service_documentation: TEXT,
+  },
+};
+
 /** Discovery: RFC 8414 metadata and the public keys that verify access tokens. */
 @ApiTags('auth')
 @Public()
@@ -21,7 +56,7 @@ export class WellKnownController {
   @Get('jwks.json')
   @Header('Cache-Control', 'public, max-age=300')
   @ApiOperation({ operationId: 'getJwks', summary: 'The JSON Web Key Set that verifies access tokens.' })
-  @ApiOkResponse({ description: 'RFC 7517 key set; `kid` is the RFC 7638 thumbprint.' })
+  @ApiOkResponse({ description: 'RFC 7517 key set; `kid` is the RFC 7638 thumbprint.', schema: JWKS_SCHEMA })
   @ApiProblemResponse(429, 'Rate limit reached (per address); retry after `Retry-After` seconds.')
   jwks(): Promise<{ keys: JWK[] }> {
     return this.keyring.jwks();
@@ -30,7 +65,7 @@ export class WellKnownController {
   @Get('oauth-authorization-server')
   @Header('Cache-Control', 'public, max-age=300')
   @ApiOperation({ operationId: 'getAuthorizationServerMetadata', summary: 'RFC 8414 authorization server metadata.' })
-  @ApiOkResponse({ description: 'Issuer, token endpoint, JWKS address, grant types, authentication methods and scopes.' })
+  @ApiOkResponse({ description: 'Issuer, token endpoint, JWKS address, grant types, authentication methods and scopes.', schema: METADATA_SCHEMA })
   @ApiProblemResponse(429, 'Rate limit reached (per address); retry after `Retry-After` seconds.')
   metadata(): Record<string, unknown> {
     const base = this.config.baseUrl;

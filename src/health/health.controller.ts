@@ -13,6 +13,17 @@ import { LifecycleService } from './lifecycle.service.js';
 
 const CHECK_TIMEOUT_MS = 2000;
 
+/** One check of readiness: `up`, or `degraded` with why (Redis: rate limits counted per process). */
+const CHECK = { type: 'object', required: ['status'], properties: { status: { type: 'string', enum: ['up', 'degraded'] }, message: { type: 'string' } } };
+const CHECKS = { type: 'object', additionalProperties: CHECK, example: { database: { status: 'up' }, migrations: { status: 'up' } } };
+
+/** Readiness as the health checks report it. */
+const READINESS_SCHEMA = {
+  type: 'object',
+  required: ['status', 'info', 'error', 'details'],
+  properties: { status: { type: 'string', enum: ['ok'] }, info: CHECKS, error: CHECKS, details: CHECKS },
+};
+
 /** Liveness and readiness for the orchestrator; both public. */
 @ApiTags('health')
 @Public()
@@ -30,7 +41,7 @@ export class HealthController {
 
   @Get('live')
   @ApiOperation({ operationId: 'getLiveness', summary: 'The process answers.' })
-  @ApiOkResponse({ description: 'The process is alive.' })
+  @ApiOkResponse({ description: 'The process is alive.', schema: { type: 'object', required: ['status'], properties: { status: { type: 'string', enum: ['ok'] } } } })
   live(): { status: 'ok' } {
     return { status: 'ok' };
   }
@@ -40,7 +51,7 @@ export class HealthController {
     operationId: 'getReadiness',
     summary: 'The service can serve requests: the database answers, its migrations are current, Redis answers when configured.',
   })
-  @ApiOkResponse({ description: 'Ready.' })
+  @ApiOkResponse({ description: 'Ready: each check by name, `up`, or `degraded` for Redis (still ready).', schema: READINESS_SCHEMA })
   @ApiProblemResponse(503, 'Not ready: the detail names the failing checks.', 'Not ready: database failed.')
   async ready(): Promise<unknown> {
     if (this.lifecycle.shuttingDown) {

@@ -23,6 +23,11 @@ import { DishesPageDto, DishResponseDto, DishUploadDto, MenusPageDto, type DishD
 import { ClientQueryDto, DishesQueryDto, MenusQueryDto } from './dto/menus-query.dto.js';
 import { MenusService, type Page } from './menus.service.js';
 
+/** The header that carries the next page's address when there is one. */
+const NEXT_PAGE_LINK = {
+  Link: { required: false, description: 'Present when another page exists: `<...&after=TOKEN>; rel="next"`, the same token as `paging.after`.', schema: { type: 'string' } },
+};
+
 @ApiTags('menus')
 @ApiHeadersTooLarge()
 @Controller('menus')
@@ -40,7 +45,7 @@ export class MenusController {
     summary: "The client's active menus (no end date, or ending today or later), a page at a time.",
     description: 'When another page exists, `paging.after` and the `Link: <...>; rel="next"` header carry its token.',
   })
-  @ApiOkResponse({ type: MenusPageDto })
+  @ApiOkResponse({ type: MenusPageDto, headers: NEXT_PAGE_LINK })
   @ApiDataErrors()
   async list(@EntitledQuery() query: MenusQueryDto, @Res({ passthrough: true }) res: Response): Promise<MenusPageDto> {
     const page = await this.menus.menus(query.SvcClientId, positionOf(query));
@@ -54,7 +59,7 @@ export class MenusController {
     operationId: 'listDishes',
     summary: 'The dishes of one of the client menus, by display order then id, a page at a time.',
   })
-  @ApiOkResponse({ type: DishesPageDto })
+  @ApiOkResponse({ type: DishesPageDto, headers: NEXT_PAGE_LINK })
   @ApiProblemResponse(404, 'No menu has this id.', 'Menu 101 does not exist.')
   @ApiDataErrors()
   async dishes(@EntitledQuery() query: DishesQueryDto, @Res({ passthrough: true }) res: Response): Promise<DishesPageDto> {
@@ -83,6 +88,11 @@ export class MenusController {
     413,
     'The body is larger than the service accepts: the image is over its limit (5 MiB unless configured), which `errors` names. ' +
       'The connection closes after the response.',
+  )
+  @ApiProblemResponse(
+    415,
+    'The body has a `Content-Encoding`: the multipart body is read as it is sent, so send it with none.',
+    "The upload's Content-Encoding 'gzip' is not read: send the multipart body as it is, with no Content-Encoding.",
   )
   @ApiDataErrors()
   async upload(@QueryWithRules(ClientQueryDto) rules: QueryRules<ClientQueryDto>, @Req() req: UploadRequest & AuthenticatedRequest): Promise<DishResponseDto> {

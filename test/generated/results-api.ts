@@ -725,7 +725,23 @@ export interface operations {
                     "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        keys: {
+                            /** @example ES256 */
+                            alg?: string;
+                            /** @example P-256 */
+                            crv?: string;
+                            kid: string;
+                            /** @example EC */
+                            kty: string;
+                            /** @example sig */
+                            use?: string;
+                            x?: string;
+                            y?: string;
+                        }[];
+                    };
+                };
             };
             /** @description Rate limit reached (per address); retry after `Retry-After` seconds. */
             429: {
@@ -788,7 +804,18 @@ export interface operations {
                     "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        grant_types_supported: string[];
+                        issuer: string;
+                        jwks_uri: string;
+                        response_types_supported: string[];
+                        scopes_supported: string[];
+                        service_documentation?: string;
+                        token_endpoint: string;
+                        token_endpoint_auth_methods_supported: string[];
+                    };
+                };
             };
             /** @description Rate limit reached (per address); retry after `Retry-After` seconds. */
             429: {
@@ -1214,7 +1241,12 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        status: "ok";
+                    };
+                };
             };
             /** @description The request line and headers are larger than 16 KiB; the connection closes. */
             431: {
@@ -1244,12 +1276,68 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Ready. */
+            /** @description Ready: each check by name, `up`, or `degraded` for Redis (still ready). */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /**
+                         * @example {
+                         *       "database": {
+                         *         "status": "up"
+                         *       },
+                         *       "migrations": {
+                         *         "status": "up"
+                         *       }
+                         *     }
+                         */
+                        details: {
+                            [key: string]: {
+                                message?: string;
+                                /** @enum {string} */
+                                status: "up" | "degraded";
+                            };
+                        };
+                        /**
+                         * @example {
+                         *       "database": {
+                         *         "status": "up"
+                         *       },
+                         *       "migrations": {
+                         *         "status": "up"
+                         *       }
+                         *     }
+                         */
+                        error: {
+                            [key: string]: {
+                                message?: string;
+                                /** @enum {string} */
+                                status: "up" | "degraded";
+                            };
+                        };
+                        /**
+                         * @example {
+                         *       "database": {
+                         *         "status": "up"
+                         *       },
+                         *       "migrations": {
+                         *         "status": "up"
+                         *       }
+                         *     }
+                         */
+                        info: {
+                            [key: string]: {
+                                message?: string;
+                                /** @enum {string} */
+                                status: "up" | "degraded";
+                            };
+                        };
+                        /** @enum {string} */
+                        status: "ok";
+                    };
+                };
             };
             /** @description The request line and headers are larger than 16 KiB; the connection closes. */
             431: {
@@ -1304,6 +1392,8 @@ export interface operations {
         responses: {
             200: {
                 headers: {
+                    /** @description Present when another page exists: `<...&after=TOKEN>; rel="next"`, the same token as `paging.after`. */
+                    Link?: string;
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
@@ -1492,6 +1582,8 @@ export interface operations {
         responses: {
             200: {
                 headers: {
+                    /** @description Present when another page exists: `<...&after=TOKEN>; rel="next"`, the same token as `paging.after`. */
+                    Link?: string;
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
@@ -1802,6 +1894,28 @@ export interface operations {
                      *       "instance": "urn:svc:api:results:error:3f1c2a9e-8b7d-4c55-9a10-2f4e6d8b1c07",
                      *       "status": 413,
                      *       "title": "Payload Too Large"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            /** @description The body has a `Content-Encoding`: the multipart body is read as it is sent, so send it with none. */
+            415: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
+                    "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
+                    "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The upload's Content-Encoding 'gzip' is not read: send the multipart body as it is, with no Content-Encoding.",
+                     *       "instance": "urn:svc:api:results:error:3f1c2a9e-8b7d-4c55-9a10-2f4e6d8b1c07",
+                     *       "status": 415,
+                     *       "title": "Unsupported Media Type"
                      *     }
                      */
                     "application/problem+json": components["schemas"]["ProblemDto"];
