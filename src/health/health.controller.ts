@@ -21,7 +21,8 @@ const CHECKS = { type: 'object', additionalProperties: CHECK, example: { databas
 const READINESS_SCHEMA = {
   type: 'object',
   required: ['status', 'info', 'error', 'details'],
-  properties: { status: { type: 'string', enum: ['ok'] }, info: CHECKS, error: CHECKS, details: CHECKS },
+  // `degraded` when a check is (Redis away): still ready.
+  properties: { status: { type: 'string', enum: ['ok', 'degraded'] }, info: CHECKS, error: CHECKS, details: CHECKS },
 };
 
 /** Liveness and readiness for the orchestrator; both public. */

@@ -1335,7 +1335,7 @@ export interface operations {
                             };
                         };
                         /** @enum {string} */
-                        status: "ok";
+                        status: "ok" | "degraded";
                     };
                 };
             };
