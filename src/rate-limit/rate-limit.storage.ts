@@ -17,15 +17,21 @@ export interface CountResult {
 /**
  * A fixed window in Redis, atomically: count the hit and start the window on the first one.
  * Past the limit the key is refused until the window ends (a fixed window: a refusal never
- * moves the time a client was told it could come back).
+ * moves the time a client was told it could come back). Gives the window's end as an instant
+ * too: the key's expiry (PEXPIRETIME, Redis 7), or Redis's clock plus what is left of it.
  */
 const COUNT_SCRIPT = `
 local hits = redis.call('INCR', KEYS[1])
 if hits == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
 local ttl = redis.call('PTTL', KEYS[1])
 if ttl < 0 then redis.call('PEXPIRE', KEYS[1], ARGV[1]); ttl = tonumber(ARGV[1]) end
-if hits > tonumber(ARGV[2]) then return {hits, ttl, 1, ttl} end
-return {hits, ttl, 0, 0}
+local ends = redis.pcall('PEXPIRETIME', KEYS[1])
+if type(ends) ~= 'number' then
+  local now = redis.call('TIME')
+  ends = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000) + ttl
+end
+if hits > tonumber(ARGV[2]) then return {hits, ttl, 1, ttl, ends} end
+return {hits, ttl, 0, 0, ends}
 `;
 
 /**
@@ -49,14 +55,15 @@ export class RateLimitStorage implements ThrottlerStorage {
       const full = `${this.prefix}rl:${key}`;
       const answer = await this.redis.run((redis) => redis.eval(COUNT_SCRIPT, 1, full, ttl, limit));
       if (answer.ok) {
-        const [hits, windowMs, blocked, blockMs] = answer.value as [number, number, number, number];
-        const now = Date.now();
+        const [hits, windowMs, blocked, blockMs, endsAt] = answer.value as [number, number, number, number, number];
         return {
           totalHits: hits,
           timeToExpire: Math.max(1, Math.ceil(windowMs / 1000)),
           isBlocked: blocked === 1,
           timeToBlockExpire: Math.max(0, Math.ceil(blockMs / 1000)),
-          resetAt: now + Math.max(0, blocked === 1 ? blockMs : windowMs),
+          // The window's end as Redis keeps it (its key's expiry): one instant for every
+          // response of the window on every replica, whatever the round trip or a replica's clock.
+          resetAt: endsAt,
         };
       }
       this.metrics.rateLimitStoreFallbacks.inc();
