@@ -48,7 +48,7 @@ const RATE_LIMIT_HEADERS = {
 const INSUFFICIENT_SCOPE = {
   required: false,
   description: 'With a token that lacks the endpoint\'s scope (RFC 6750 §3.1): `error="insufficient_scope"` and the `scope` the endpoint needs. Absent when the query asks for data outside the credential\'s entitlements.',
-  schema: { type: 'string', example: bearerChallenge({ error: 'insufficient_scope', description: "The access token lacks the scope 'visits/plus.read' this endpoint needs.", scope: 'visits/plus.read' }) },
+  schema: { type: 'string', example: bearerChallenge({ error: 'insufficient_scope', scope: 'visits/plus.read' }) },
 };
 
 const WWW_AUTHENTICATE = {

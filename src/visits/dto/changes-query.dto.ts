@@ -94,11 +94,13 @@ export class ChangesQueryDto {
   @ApiProperty({
     name: 'Since',
     type: 'string',
-    format: 'date-time',
+    // No `format: date-time`: that is RFC 3339's, with an offset always, and a validating
+    // client would refuse the local form (and the one without seconds) this parameter takes.
     required: false,
     description:
       'First call only: changes written at or after this point (a few minutes before it may be included). ' +
-      "An ISO 8601 date-time with an offset (2026-11-01T00:00:00Z), or without one in the service's time zone. " +
+      "An ISO 8601 date-time with an offset (2026-11-01T00:00:00Z), or without one in the service's time zone; " +
+      'seconds and a fraction of them are optional, T and Z may be lower case. ' +
       'At most CHANGES_RETENTION_DAYS (90) days ago. Exactly one of Since and after.',
     // No example: Swagger UI would fill it in beside a pasted `after` (one of the two only), and a date goes stale.
     maxLength: 40,
