@@ -51,4 +51,17 @@ describe('RecordReader', () => {
     expect([r.date('expiryDate'), r.date('startDate')]).toEqual(['0099-12-31', null]);
     expect(r.errors).toEqual(["'startDate' is not in the expected format yyyy-mm-dd: '0000-12-31'."]);
   });
+
+  it('quotes a value that is no text as JSON, and names a nested value that is no object by its place', () => {
+    const r = new RecordReader({ order: { a: 1 }, score: [1, 2], visitId: true, sections: [7] });
+    expect([r.int('order'), r.number('score'), r.int('visitId')]).toEqual([null, null, null]);
+    const section = r.nested((r.array('sections') ?? [])[0], 'sections[0].');
+    r.adopt(section);
+    expect(r.errors).toEqual([
+      `'order' must be an integer: '{"a":1}'.`,
+      "'score' must be a number: '[1,2]'.",
+      "'visitId' must be an integer: 'true'.",
+      "'sections[0]' must be a JSON object.",
+    ]);
+  });
 });

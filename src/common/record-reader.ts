@@ -50,7 +50,7 @@ export class RecordReader {
     this.textValues = options.textValues ?? false;
     this.notObject = typeof value !== 'object' || value === null || Array.isArray(value);
     this.data = this.notObject ? {} : (value as Record<string, unknown>);
-    if (this.notObject) this.errors.push(`${options.what ?? (this.prefix || 'the record')} must be a JSON object.`);
+    if (this.notObject) this.errors.push(`${options.what ?? (this.prefix ? `'${this.prefix.replace(/\.$/, '')}'` : 'the record')} must be a JSON object.`);
   }
 
   get ok(): boolean {
@@ -90,7 +90,7 @@ export class RecordReader {
     const v = this.data[field];
     const n = this.textValues && typeof v === 'string' && /^-?\d+$/.test(v.trim()) ? Number(v) : v;
     if (typeof n !== 'number' || !Number.isInteger(n)) {
-      this.errors.push(`${this.name(field)} must be an integer: '${String(v)}'.`);
+      this.errors.push(`${this.name(field)} must be an integer: '${shown(v)}'.`);
       return null;
     }
     // An integer past a bound breaks the bound, as the API says it, however many digits it has.
@@ -103,7 +103,7 @@ export class RecordReader {
       return null;
     }
     if (!Number.isSafeInteger(n)) {
-      this.errors.push(`${this.name(field)} must be an integer from -9007199254740991 to 9007199254740991: '${String(v)}'.`);
+      this.errors.push(`${this.name(field)} must be an integer from -9007199254740991 to 9007199254740991: '${shown(v)}'.`);
       return null;
     }
     return n;
@@ -121,7 +121,7 @@ export class RecordReader {
     const v = this.data[field];
     const n = this.textValues && typeof v === 'string' && DECIMAL.test(v.trim()) ? Number(v) : v;
     if (typeof n !== 'number' || !Number.isFinite(n)) {
-      this.errors.push(`${this.name(field)} must be a number: '${String(v)}'.`);
+      this.errors.push(`${this.name(field)} must be a number: '${shown(v)}'.`);
       return null;
     }
     if ((opts.min !== undefined && n < opts.min) || (opts.max !== undefined && n > opts.max)) {
@@ -221,6 +221,13 @@ export class RecordReader {
   adopt(other: RecordReader): void {
     this.errors.push(...other.errors);
   }
+}
+
+/** A value as a message quotes it: text as it is, anything else as JSON (an object is not `[object Object]`). */
+function shown(value: unknown): string {
+  if (typeof value === 'string') return value;
+  if (typeof value === 'number') return String(value);
+  return JSON.stringify(value) ?? String(value);
 }
 
 export function isCalendarDate(s: string): boolean {
