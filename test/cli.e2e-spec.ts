@@ -433,6 +433,8 @@ describe(`operator CLI (${process.env.TEST_DATABASE})`, () => {
         ],
       },
     ]);
+    const ended = await cli(['--json', 'menus', 'import', '--client', '1001', file('ended.json', JSON.stringify([{ id: 120, name: 'Backwards', startDate: '2026-11-01', endDate: '2026-10-01' }]))], env);
+    expect(JSON.parse(ended.stdout).rejected[0].errors).toEqual(["'endDate' must be on or after 'startDate' (2026-11-01): '2026-10-01'."]);
     const unreadable = await cli(['--json', 'menus', 'import', '--client', '1001', menu([{ ...odd, expiryDate: null, keywords: [' '], image: '.' }])], env);
     expect(JSON.parse(unreadable.stdout).rejected[0].errors).toEqual(["'dishes[0].image' cannot read '.': it is not a file."]);
     // A device is not read at all, a file past the size limit not whole.

@@ -107,6 +107,8 @@ describe('readAllRecords', () => {
     const headless = file('headless.csv', 'BR-3001-0023,No header,N1,301\n');
     await expect(readAllRecords(headless, { columns })).rejects.toThrow(/the CSV header names unknown columns \('BR-3001-0023', 'No header', 'N1', '301'\)/);
     expect(await readAllRecords(file('some.csv', 'name,id\nLeeds,B1\n'), { columns })).toEqual([{ line: 2, value: { name: 'Leeds', id: 'B1' }, text: true }]);
+    const twice = file('twice.csv', 'id, id,name\nB1,B2,Leeds\n');
+    await expect(readAllRecords(twice, { columns })).rejects.toEqual(new RecordFileError(`${twice}: the CSV header names a column more than once ('id').`));
   });
 
   it('says in one line that a file does not exist or is no file', async () => {

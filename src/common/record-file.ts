@@ -190,6 +190,11 @@ async function* csv(path: string, known?: readonly string[]): AsyncGenerator<Fil
     // Names are trimmed (`id, name`); values are not: a cell is kept as written.
     const names = cells.map((name) => name.trim());
     const unknown = known ? names.filter((name) => !known.includes(name)) : [];
+    const twice = names.filter((name, i) => names.indexOf(name) !== i);
+    // Two columns of one name: which is meant is the operator's to say (the last would win silently).
+    if (twice.length > 0) {
+      throw new RecordFileError(`${path}: the CSV header names a column more than once (${[...new Set(twice)].map((n) => `'${n}'`).join(', ')}).`);
+    }
     if (unknown.length > 0) {
       throw new RecordFileError(
         `${path}: the CSV header names unknown columns (${unknown.map((n) => `'${n}'`).join(', ')}); its first row must name the columns, of ${known!.join(', ')}.`,

@@ -56,6 +56,7 @@ export class MenusImportService {
     const name = r.string('name', { max: 200 });
     const startDate = r.date('startDate');
     const endDate = r.date('endDate', { required: false });
+    if (startDate !== null && endDate !== null && endDate < startDate) r.fail('endDate', `must be on or after 'startDate' (${startDate}): '${endDate}'.`);
     const dishValues = r.array('dishes', { required: false }) ?? [];
     if (id !== null) {
       const existing = await this.repo.findMenu(id);
