@@ -64,4 +64,10 @@ describe('RecordReader', () => {
       "'sections[0]' must be a JSON object.",
     ]);
   });
+
+  it("says an id below 1 must be greater than '0', as the API's parameters say it", () => {
+    const r = new RecordReader({ menuId: 0, visitId: -3, order: -1 });
+    expect([r.id('menuId'), r.int('visitId', { min: 1 }), r.int('order', { min: 0 })]).toEqual([null, null, null]);
+    expect(r.errors).toEqual(["'menuId' must be greater than '0'.", "'visitId' must be greater than '0'.", "'order' must be greater than or equal to '0'."]);
+  });
 });

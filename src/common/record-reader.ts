@@ -95,7 +95,8 @@ export class RecordReader {
     }
     // An integer past a bound breaks the bound, as the API says it, however many digits it has.
     if (opts.min !== undefined && n < opts.min) {
-      this.errors.push(`${this.name(field)} must be greater than or equal to '${opts.min}'.`);
+      // Ids say it as the API's parameters do: 'menuId' must be greater than '0'.
+      this.errors.push(`${this.name(field)} must be ${opts.min === 1 ? "greater than '0'" : `greater than or equal to '${opts.min}'`}.`);
       return null;
     }
     if (opts.max !== undefined && n > opts.max) {
