@@ -4,6 +4,7 @@ import cors from 'cors';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { json, urlencoded, type Express, type NextFunction, type Request, type Response } from 'express';
 import { AppLogger } from './logging/app-logger.js';
+import { REQUEST_LOGGER, type RequestLogger } from './logging/logging.module.js';
 import { localDate } from './common/clock.js';
 import { keepingBodyErrors } from './common/body-errors.js';
 import { answerClientErrors } from './common/client-errors.js';
@@ -73,6 +74,9 @@ export function setupApp(app: INestApplication): NestExpressApplication {
   const securityHeaders = new SecurityHeaders();
   const server: Express = express.getHttpAdapter().getInstance();
   const trust = server.get('trust proxy fn') as TrustProxy;
+  // The request line and X-Request-Id for every request, Swagger UI's too, which no Nest route
+  // serves (Nest's own run of the middleware passes a request already started).
+  express.use(app.get<RequestLogger>(REQUEST_LOGGER));
   express.use((req: Request, res: Response, next: NextFunction) => {
     securityHeaders.set(res, cameOverTls(req, trust));
     next();

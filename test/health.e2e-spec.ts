@@ -51,7 +51,8 @@ describe(`health and errors (${process.env.TEST_DATABASE})`, () => {
   });
 
   it('serves Swagger UI at /docs and the contract at /docs/openapi.json', async () => {
-    const ui = await request(t.http).get('/docs/');
+    const ui = await request(t.http).get('/docs/').set('X-Request-Id', 'docs-check-1');
+    expect(ui.headers['x-request-id']).toBe('docs-check-1');
     expect(ui.status).toBe(200);
     expect(ui.text).toContain('swagger-ui');
     const contract = await request(t.http).get('/docs/openapi.json');
