@@ -1,7 +1,7 @@
 import request from 'supertest';
 import type { IssuedCredential } from '../src/auth/credentials.service.js';
 import { MetricsService } from '../src/metrics/metrics.service.js';
-import { issueCredential, seedClients } from './helpers/auth.js';
+import { issueCredential, seedClients, tokenFor } from './helpers/auth.js';
 import { startTestApp, type TestApp } from './helpers/test-app.js';
 
 const POLICY = /^"default";q=5;w=60$/;
@@ -192,5 +192,18 @@ describe(`rate limits (${process.env.TEST_DATABASE}, counters in the process)`, 
       .send({ grant_type: 'client_credentials', client_id: fresh.clientId, client_secret: fresh.clientSecret });
     expect(ok.status).toBe(200);
     expect(ok.headers.ratelimit).toMatch(/^"default";r=4;t=\d+, "token";r=2;t=\d+$/);
+  });
+
+  it("names the token limit on a token request refused by the key's limit, as on every token response", async () => {
+    const fifth = await issueCredential(t);
+    const token = await tokenFor(t.http, fifth);
+    // The token request and four data requests use the key's five.
+    for (let i = 0; i < 4; i++) expect((await request(t.http).get('/branches?SvcClientId=1001').set('svc-api-key', fifth.apiKey).set('Authorization', `Bearer ${token}`)).status).toBe(200);
+    const refused = await request(t.http).post('/connect/token').set('svc-api-key', fifth.apiKey).type('form')
+      .send({ grant_type: 'client_credentials', client_id: fifth.clientId, client_secret: fifth.clientSecret });
+    expect(refused.status).toBe(429);
+    expect(refused.body).toEqual({ error: 'slow_down', error_description: expect.stringMatching(/^Too many token requests for this client; retry after \d+ seconds\.$/) });
+    expect(refused.headers['ratelimit-policy']).toBe('"default";q=5;w=60, "token";q=3;w=60');
+    expect(refused.headers.ratelimit).toMatch(/^"default";r=0;t=\d+, "token";r=1;t=\d+$/);
   });
 });

@@ -165,6 +165,9 @@ export function handOnCount(req: IncomingMessage, limit: NamedLimit, count: Coun
   else counts.set(limit.name, count);
 }
 
+/** A request's first refusal by a limit, thrown once every limit has counted it. */
+const refusals = new WeakMap<object, Error>();
+
 /**
  * The first global guard, so failed requests count too. Fixed windows per API key over the
  * whole API ("default") and per client id on the token endpoint ("token"). Every response
@@ -199,17 +202,34 @@ export class RateLimitGuard extends ThrottlerGuard {
     setLimitHeaders(res, { name, limit, ttl }, count);
     if (!count.isBlocked) return true;
 
+    // The first limit refused is the answer, once every limit that applies has counted the
+    // request and set its headers (a 429 of the token endpoint names its "token" limit too).
+    if (refusals.has(req)) return true;
     this.metrics.rateLimited.inc({ limit: name });
     const retryAfter = String(Math.max(1, count.timeToBlockExpire));
     if (isTokenRequest(req)) {
       this.metrics.tokenFailures.inc({ error: 'slow_down' });
-      throw new OAuthException('slow_down', `Too many token requests for this client; retry after ${retryAfter} seconds.`, 429, {
-        'Retry-After': retryAfter,
-      });
+      refusals.set(req, new OAuthException('slow_down', `Too many token requests for this client; retry after ${retryAfter} seconds.`, 429, { 'Retry-After': retryAfter }));
+    } else {
+      refusals.set(
+        req,
+        new ProblemException(429, `The rate limit of ${limit} requests a minute is reached; retry after ${retryAfter} seconds.`, {
+          headers: { 'Retry-After': retryAfter },
+        }),
+      );
     }
-    throw new ProblemException(429, `The rate limit of ${limit} requests a minute is reached; retry after ${retryAfter} seconds.`, {
-      headers: { 'Retry-After': retryAfter },
-    });
+    return true;
+  }
+
+  override async canActivate(context: ExecutionContext): Promise<boolean> {
+    const allowed = await super.canActivate(context);
+    const req = context.switchToHttp().getRequest<Request>();
+    const refusal = refusals.get(req);
+    if (refusal !== undefined) {
+      refusals.delete(req);
+      throw refusal;
+    }
+    return allowed;
   }
 
   /** One bucket per tracker for the whole API, not one per route. */
