@@ -35,7 +35,7 @@ export class NoRoomInTime extends Error {
  *
  * One owner (a credential) may hold at most half of the budget: one whose clients stop
  * reading their responses cannot keep every other partner's pages waiting. Within its
- * half, an owner's bodies count once per response.
+ * half too, a body counts once however many of the owner's responses carry it.
  */
 export class BodiesInFlight {
   /** Estimates of the pages being read. */
@@ -44,8 +44,10 @@ export class BodiesInFlight {
   private carriedBytes = 0;
   /** Each body in flight and the number of responses writing it. */
   private readonly writers = new Map<Buffer, number>();
-  /** What each owner's estimates and responses being written hold. */
+  /** What each owner's estimates and bodies being written hold (a body once, however many of its responses carry it). */
   private readonly owners = new Map<string, number>();
+  /** Each owner's bodies in flight and the number of its responses writing each. */
+  private readonly ownerWriters = new Map<string, Map<Buffer, number>>();
   private waiting: (() => void)[] = [];
 
   constructor(private readonly limit: number) {}
@@ -126,10 +128,10 @@ export class BodiesInFlight {
     this.writers.set(body, writers + 1);
     const held = heldBytes(body);
     if (writers === 0) this.carriedBytes += held;
-    this.own(owner, held);
+    const release = this.ownBody(owner, body, held);
     // 'close' comes once the response is written out, or when the connection went away first.
     res.once('close', () => {
-      this.own(owner, -held);
+      release();
       const left = this.writers.get(body)! - 1;
       if (left > 0) {
         this.writers.set(body, left);
@@ -140,6 +142,26 @@ export class BodiesInFlight {
       this.carriedBytes -= held;
       this.wake();
     });
+  }
+
+  /** Counts `body` for `owner` once however many of its responses carry it; gives the function that lets one of them go. */
+  private ownBody(owner: string | undefined, body: Buffer, held: number): () => void {
+    if (owner === undefined) return () => undefined;
+    let bodies = this.ownerWriters.get(owner);
+    if (bodies === undefined) this.ownerWriters.set(owner, (bodies = new Map()));
+    const writers = bodies.get(body) ?? 0;
+    bodies.set(body, writers + 1);
+    if (writers === 0) this.own(owner, held);
+    return () => {
+      const left = bodies.get(body)! - 1;
+      if (left > 0) {
+        bodies.set(body, left);
+        return;
+      }
+      bodies.delete(body);
+      if (bodies.size === 0) this.ownerWriters.delete(owner);
+      this.own(owner, -held);
+    };
   }
 
   /** Every waiting request looks again; those that still do not fit wait on. */
