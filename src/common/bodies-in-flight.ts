@@ -148,7 +148,7 @@ export class BodiesInFlight {
   private ownBody(owner: string | undefined, body: Buffer, held: number): () => void {
     if (owner === undefined) return () => undefined;
     let bodies = this.ownerWriters.get(owner);
-    if (bodies === undefined) this.ownerWriters.set(owner, (bodies = new Map()));
+    if (bodies === undefined) this.ownerWriters.set(owner, (bodies = new Map<Buffer, number>()));
     const writers = bodies.get(body) ?? 0;
     bodies.set(body, writers + 1);
     if (writers === 0) this.own(owner, held);
