@@ -38,6 +38,8 @@ describe(`HTTP hardening (${process.env.TEST_DATABASE})`, () => {
     ['two Content-Length headers', 'POST /connect/token HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab', 400, 'The request is not well-formed HTTP/1.1.'],
     ['an HTTP/1.1 request without Host', 'GET /health/live HTTP/1.1\r\n\r\n', 400, 'The request is not well-formed HTTP/1.1.'],
     ['two Host headers', 'GET /health/live HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n', 400, 'The request has more than one Host header; it must have one.'],
+    ['a Transfer-Encoding that does not end in chunked', 'GET /branches HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n', 400, 'The request is not well-formed HTTP/1.1.'],
+    ['Transfer-Encoding: identity on a token request', 'POST /connect/token HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: identity\r\nContent-Type: application/x-www-form-urlencoded\r\n\r\ngrant_type=client_credentials', 400, 'The request is not well-formed HTTP/1.1.'],
     ['a second Host after 2000 other headers', `GET /health/live HTTP/1.1\r\nHost: a\r\n${'a: 1\r\n'.repeat(2000)}Host: b\r\n\r\n`, 400, 'The request has more than one Host header; it must have one.'],
   ])('answers what the HTTP parser refuses (%s) with a problem document, and closes', async (_what, raw, status, detail) => {
     const logged = jest.spyOn(t.app.get(AppLogger), 'warnFields');

@@ -103,6 +103,11 @@ export function answerClientErrors(server: Server, tokenPath: string, log: Early
     (req) => {
       if (req.httpVersionMajor === 1 && req.httpVersionMinor === 1 && req.headers.host === undefined) return refusal(undefined).detail;
       if (repeatedHost(req.rawHeaders)) return 'The request has more than one Host header; it must have one.';
+      // A request's Transfer-Encoding must end in chunked (RFC 9112 §6.3): its body has no
+      // framing otherwise. Node's parser finds that out only when the body comes, by which time
+      // the application has the request: it is refused here, before the application sees it.
+      const coding = req.headers['transfer-encoding'];
+      if (coding !== undefined && !/(?:^|,)[ \t]*chunked[ \t]*$/i.test(coding)) return refusal(undefined).detail;
       // Checked where every credential is (see REPEATED_AUTHORIZATION), not answered here.
       if (req.headers.authorization !== undefined && authorizationCount(req.rawHeaders) > 1) req.headers.authorization = REPEATED_AUTHORIZATION;
       return undefined;
