@@ -8,7 +8,7 @@ import { AppConfig } from '../config/app-config.js';
 const FIRST_BYTES_PER_VISIT = 4096;
 
 /** The answer to a page request that found no room in time: the service is busy, not broken. */
-export function pagesBusy(waitSeconds: number): ProblemException {
+function pagesBusy(waitSeconds: number): ProblemException {
   return new ProblemException(
     503,
     `The service is writing as many visit pages as it holds and found no room for this one within ${waitSeconds} s; retry after the time in Retry-After.`,
