@@ -26,6 +26,41 @@ export class NoRoomInTime extends Error {
 }
 
 /**
+ * What one party holds of the budget: estimates of pages being read, and bodies being
+ * written, each body once however many responses carry it, until the last of them closes.
+ */
+class Holding {
+  estimates = 0;
+  carried = 0;
+  /** Each body in flight and the number of responses writing it. */
+  private readonly writers = new Map<Buffer, number>();
+
+  get total(): number {
+    return this.estimates + this.carried;
+  }
+
+  get empty(): boolean {
+    return this.estimates === 0 && this.writers.size === 0;
+  }
+
+  /** Counts a response writing `body` (holding `held` bytes); gives the function that lets it go. */
+  carry(body: Buffer, held: number): () => void {
+    const writers = this.writers.get(body) ?? 0;
+    this.writers.set(body, writers + 1);
+    if (writers === 0) this.carried += held;
+    return () => {
+      const left = this.writers.get(body)! - 1;
+      if (left > 0) {
+        this.writers.set(body, left);
+        return;
+      }
+      this.writers.delete(body);
+      this.carried -= held;
+    };
+  }
+}
+
+/**
  * A memory budget for large response bodies while they are being written. Fifty partners
  * pulling different 1000-visit pages at once would otherwise hold fifty 4 MB bodies until
  * their sockets took them; here a request waits before its page is read while the bodies in
@@ -33,38 +68,31 @@ export class NoRoomInTime extends Error {
  * however many responses carry it (a cached page sent to many), until the last of them
  * closes. A page larger than the whole budget still goes when nothing else is in flight.
  *
- * One owner (a credential) may hold at most half of the budget: one whose clients stop
- * reading their responses cannot keep every other partner's pages waiting. Within its
- * half too, a body counts once however many of the owner's responses carry it.
+ * One owner (a credential) may hold at most half of the budget, counted the same way: one
+ * whose clients stop reading their responses cannot keep every other partner's pages waiting.
  */
 export class BodiesInFlight {
-  /** Estimates of the pages being read. */
-  private estimates = 0;
-  /** What the bodies being written hold (see heldBytes). */
-  private carriedBytes = 0;
-  /** Each body in flight and the number of responses writing it. */
-  private readonly writers = new Map<Buffer, number>();
-  /** What each owner's estimates and bodies being written hold (a body once, however many of its responses carry it). */
-  private readonly owners = new Map<string, number>();
-  /** Each owner's bodies in flight and the number of its responses writing each. */
-  private readonly ownerWriters = new Map<string, Map<Buffer, number>>();
+  /** What every request holds. */
+  private readonly all = new Holding();
+  /** What each owner's requests hold. */
+  private readonly owners = new Map<string, Holding>();
   private waiting: (() => void)[] = [];
 
   constructor(private readonly limit: number) {}
 
   /** The bytes counted now: bodies being written plus estimates of pages being read. */
   get inFlight(): number {
-    return this.estimates + this.carriedBytes;
+    return this.all.total;
   }
 
   /** The bytes the bodies being written hold, without the estimates. */
   get carried(): number {
-    return this.carriedBytes;
+    return this.all.carried;
   }
 
   /** What one owner holds now. */
   heldBy(owner: string): number {
-    return this.owners.get(owner) ?? 0;
+    return this.owners.get(owner)?.total ?? 0;
   }
 
   /**
@@ -85,14 +113,14 @@ export class BodiesInFlight {
         });
       });
     }
-    this.estimates += estimate;
-    this.own(owner, estimate);
+    const holdings = this.holdingsOf(owner);
+    for (const holding of holdings) holding.estimates += estimate;
     let open = true;
     const giveBack = (): void => {
       if (!open) return;
       open = false;
-      this.estimates -= estimate;
-      this.own(owner, -estimate);
+      for (const holding of holdings) holding.estimates -= estimate;
+      this.forgetIfEmpty(owner);
     };
     return {
       sending: (res, body) => {
@@ -114,54 +142,29 @@ export class BodiesInFlight {
     return all && (own === 0 || own + estimate <= this.limit / 2);
   }
 
-  private own(owner: string | undefined, bytes: number): void {
-    if (owner === undefined) return;
-    const held = this.heldBy(owner) + bytes;
-    if (held > 0) this.owners.set(owner, held);
-    else this.owners.delete(owner);
+  /** The holdings a request counts in: the budget's, and its owner's when it names one. */
+  private holdingsOf(owner: string | undefined): Holding[] {
+    if (owner === undefined) return [this.all];
+    let holding = this.owners.get(owner);
+    if (holding === undefined) this.owners.set(owner, (holding = new Holding()));
+    return [this.all, holding];
+  }
+
+  private forgetIfEmpty(owner: string | undefined): void {
+    if (owner !== undefined && this.owners.get(owner)?.empty) this.owners.delete(owner);
   }
 
   private carry(res: ServerResponse, body: Buffer, owner: string | undefined): void {
     // Gone already (its 'close' has been emitted): the body will not be written.
     if (res.destroyed) return;
-    const writers = this.writers.get(body) ?? 0;
-    this.writers.set(body, writers + 1);
     const held = heldBytes(body);
-    if (writers === 0) this.carriedBytes += held;
-    const release = this.ownBody(owner, body, held);
+    const releases = this.holdingsOf(owner).map((holding) => holding.carry(body, held));
     // 'close' comes once the response is written out, or when the connection went away first.
     res.once('close', () => {
-      release();
-      const left = this.writers.get(body)! - 1;
-      if (left > 0) {
-        this.writers.set(body, left);
-        this.wake();
-        return;
-      }
-      this.writers.delete(body);
-      this.carriedBytes -= held;
+      for (const release of releases) release();
+      this.forgetIfEmpty(owner);
       this.wake();
     });
-  }
-
-  /** Counts `body` for `owner` once however many of its responses carry it; gives the function that lets one of them go. */
-  private ownBody(owner: string | undefined, body: Buffer, held: number): () => void {
-    if (owner === undefined) return () => undefined;
-    let bodies = this.ownerWriters.get(owner);
-    if (bodies === undefined) this.ownerWriters.set(owner, (bodies = new Map<Buffer, number>()));
-    const writers = bodies.get(body) ?? 0;
-    bodies.set(body, writers + 1);
-    if (writers === 0) this.own(owner, held);
-    return () => {
-      const left = bodies.get(body)! - 1;
-      if (left > 0) {
-        bodies.set(body, left);
-        return;
-      }
-      bodies.delete(body);
-      if (bodies.size === 0) this.ownerWriters.delete(owner);
-      this.own(owner, -held);
-    };
   }
 
   /** Every waiting request looks again; those that still do not fit wait on. */
