@@ -8,6 +8,7 @@ import { REQUEST_LOGGER, type RequestLogger } from './logging/logging.module.js'
 import { localDate } from './common/clock.js';
 import { keepingBodyErrors } from './common/body-errors.js';
 import { answerClientErrors } from './common/client-errors.js';
+import { continueOnRead } from './common/expect-continue.js';
 import { repairPathEscapes } from './common/path-escapes.js';
 import { FORM_FIELDS_MAX } from './common/problem.filter.js';
 import { compressResponses } from './common/compression.js';
@@ -123,5 +124,7 @@ export function setupApp(app: INestApplication): NestExpressApplication {
   express.getHttpServer().maxHeadersCount = 0;
   const logger = app.get(AppLogger);
   answerClientErrors(express.getHttpServer(), TOKEN_PATH, (fields, message) => logger.warnFields(fields, message));
+  // `Expect: 100-continue` is answered when the body is read: a request refused before then is not sent its body.
+  continueOnRead(express.getHttpServer());
   return express;
 }

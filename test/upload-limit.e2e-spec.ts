@@ -1,5 +1,6 @@
 import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
+import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -153,5 +154,87 @@ describe(`an upload over the size limit, over a real connection (${process.env.T
     const fields = Object.fromEntries(lines.slice(1).map((line) => [line.slice(0, line.indexOf(':')).toLowerCase(), line.slice(line.indexOf(':') + 1).trim()]));
     expectTooLarge({ status: Number(lines[0].split(' ')[1]), headers: fields, body });
     await expectNothingStoredThenServing(before);
+  });
+
+  /**
+   * One upload sent as curl sends a large one, `Expect: 100-continue`: the body goes only once
+   * a 100 Continue comes, and is never sent when the final answer comes first.
+   */
+  function expectingContinue(over: { headers?: Record<string, string>; body: Buffer; declared?: number }): Promise<{
+    continued: boolean;
+    status: number;
+    headers: IncomingHttpHeaders;
+    body: string;
+  }> {
+    return new Promise((resolve, reject) => {
+      let continued = false;
+      const req = httpRequest(
+        {
+          host: '127.0.0.1',
+          port,
+          method: 'POST',
+          path: '/menus/dishes?SvcClientId=1001',
+          headers: {
+            ...(over.headers ?? headers),
+            'Content-Type': 'multipart/form-data; boundary=b',
+            'Content-Length': String(over.declared ?? over.body.length),
+            Expect: '100-continue',
+          },
+        },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (chunk: Buffer) => chunks.push(chunk));
+          res.on('end', () => {
+            req.destroy();
+            resolve({ continued, status: res.statusCode!, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') });
+          });
+        },
+      );
+      req.on('continue', () => {
+        continued = true;
+        req.end(over.body);
+      });
+      req.on('error', reject);
+      req.flushHeaders();
+    });
+  }
+
+  const form = (json: string, image: Buffer): Buffer =>
+    Buffer.concat([
+      Buffer.from(`--b\r\nContent-Disposition: form-data; name="json"\r\n\r\n${json}\r\n--b\r\nContent-Disposition: form-data; filename="d.png"\r\nContent-Type: image/png\r\n\r\n`),
+      image,
+      Buffer.from('\r\n--b--\r\n'),
+    ]);
+
+  describe('Expect: 100-continue', () => {
+    it('asks for the body of an upload that passes the checks, and stores it', async () => {
+      const before = await stored();
+      const image = await pngOfSize(MiB / 4);
+      const answer = await expectingContinue({ body: form(dish('CONTINUE-1'), image) });
+      expect(answer.continued).toBe(true);
+      expect(answer.status).toBe(200);
+      expect(JSON.parse(answer.body)).toMatchObject({ data: { dish: { code: 'CONTINUE-1', image: { contentType: 'image/png', bytes: MiB / 4 } } } });
+      expect(await stored()).toEqual({ dishes: before.dishes + 1, images: before.images + 1, files: before.files + 1 });
+    });
+
+    it('refuses a wrong API key without asking for the body, then closes the connection', async () => {
+      const before = await stored();
+      const answer = await expectingContinue({ headers: { ...headers, 'svc-api-key': 'not-a-key' }, body: Buffer.alloc(0), declared: 4 * MiB });
+      expect(answer.continued).toBe(false);
+      expect(answer.status).toBe(401);
+      expect(answer.headers['content-type']).toBe('application/problem+json; charset=utf-8');
+      expect(answer.headers.connection).toBe('close');
+      expect(JSON.parse(answer.body)).toMatchObject({ status: 401 });
+      expect(await stored()).toEqual(before);
+    });
+
+    it('refuses a body declared over the limit at once, without asking for it, then closes the connection', async () => {
+      const before = await stored();
+      // 8 MiB is within the drain bound: without the expectation, it would be read and dropped first.
+      const answer = await expectingContinue({ body: Buffer.alloc(0), declared: 8 * MiB });
+      expect(answer.continued).toBe(false);
+      expectTooLarge({ status: answer.status, headers: answer.headers as Record<string, string>, body: answer.body });
+      await expectNothingStoredThenServing(before);
+    });
   });
 });

@@ -3,6 +3,7 @@ import busboy from 'busboy';
 import type { Request, Response } from 'express';
 import type { Observable } from 'rxjs';
 import { discardBody, lingerAfterResponse } from '../common/body-drain.js';
+import { awaitsContinue, declineContinue } from '../common/expect-continue.js';
 import { PayloadTooLargeProblem, ProblemException, ValidationProblem } from '../common/problem.js';
 import { AppConfig } from '../config/app-config.js';
 import { imageTooLargeMessage } from './image-inspector.js';
@@ -63,13 +64,16 @@ export class DishUploadInterceptor implements NestInterceptor {
       }
       const declared = Number(request.headers['content-length']);
       if (Number.isFinite(declared) && declared > this.maxForm) {
-        // Too large by its declared length: none of it is parsed.
-        if (declared <= this.drainBytes) await discardBody(request, { maxBytes: this.drainBytes, maxMs: DRAIN_MS });
+        // Too large by its declared length: none of it is parsed, nor asked for when the client
+        // waits for a 100 Continue; a body on its way is read and dropped, up to the drain bound.
+        if (declared <= this.drainBytes && !awaitsContinue(response)) await discardBody(request, { maxBytes: this.drainBytes, maxMs: DRAIN_MS });
         throw this.tooLarge();
       }
       request.uploadParts = await this.read(request);
     } catch (error) {
       response.setHeader('Connection', 'close');
+      // The rest of a refused body is not asked for: a client still waiting for its 100 gets the answer instead.
+      declineContinue(request);
       if (!request.complete) lingerAfterResponse(request, LINGER_MS);
       // A body over the limit is refused as it arrives (413), before any other rule is weighed.
       if (!(error instanceof ValidationProblem)) throw error;

@@ -1,0 +1,44 @@
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+
+/** Node's response fields for `Expect: 100-continue`: whether the client asked, and whether the 100 went out. */
+interface ContinueState {
+  _expect_continue?: boolean;
+  _sent100?: boolean;
+}
+
+/** Requests whose body will not be asked for, whatever reads it later (a drain after the refusal). */
+const declined = new WeakSet<IncomingMessage>();
+
+/**
+ * Answers `Expect: 100-continue` (RFC 9110 §10.1.1) when the request's body is first read, not
+ * when its head arrives, as Node does by default. A request refused before its body is read (a
+ * wrong API key, an expired token, a rate limit, a declared length over the limit) then gets
+ * its final answer without a 100, and the client does not send a body that would be thrown
+ * away; Node closes the connection after such an answer, since the client may still send it.
+ *
+ * Every reader of a body (the body parsers, the upload's multipart reader, a drain) reads
+ * through the stream's `_read`, which asks the socket for more: the 100 is written on its
+ * first call, unless the answer has begun or the body was declined.
+ */
+export function continueOnRead(server: Server): void {
+  server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
+    req._read = (size: number): void => {
+      // Node's own _read from now on.
+      delete (req as Partial<IncomingMessage>)._read;
+      if (awaitsContinue(res) && !declined.has(req)) res.writeContinue();
+      req._read(size);
+    };
+    server.emit('request', req, res);
+  });
+}
+
+/** Whether the client is waiting for a 100 Continue before it sends the body: then the body is not coming unless it is asked for. */
+export function awaitsContinue(res: ServerResponse): boolean {
+  const state = res as ServerResponse & ContinueState;
+  return state._expect_continue === true && state._sent100 !== true && !res.headersSent;
+}
+
+/** The request's body will not be asked for: what reads it from now on (a drain after a refusal) sends no 100. */
+export function declineContinue(req: IncomingMessage): void {
+  declined.add(req);
+}
