@@ -339,9 +339,13 @@ export interface components {
              *     ]
              */
             keywords: string[];
-            /** @example 101 */
+            /**
+             * Format: int32
+             * @example 101
+             */
             menuId: number;
             /**
+             * Format: int32
              * @description Display order on the menu.
              * @example 1
              */
@@ -395,6 +399,7 @@ export interface components {
              */
             endDate: string | null;
             /**
+             * Format: int32
              * @description Use as `menuId`.
              * @example 101
              */

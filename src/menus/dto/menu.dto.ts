@@ -1,7 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 
 export class MenuDto {
-  @ApiProperty({ type: 'integer', example: 101, description: 'Use as `menuId`.' })
+  @ApiProperty({ type: 'integer', format: 'int32', example: 101, description: 'Use as `menuId`.' })
   id!: number;
 
   @ApiProperty({ example: 'Acme Grill Autumn Menu' })
@@ -39,7 +39,7 @@ export class DishDto {
   @ApiProperty({ type: 'integer', example: 12 })
   id!: number;
 
-  @ApiProperty({ type: 'integer', example: 101 })
+  @ApiProperty({ type: 'integer', format: 'int32', example: 101 })
   menuId!: number;
 
   @ApiProperty({ maxLength: 50, example: 'AG-STK-01' })
@@ -51,7 +51,7 @@ export class DishDto {
   @ApiProperty({ maxLength: 50, example: 'Main' })
   type!: string;
 
-  @ApiProperty({ type: 'integer', nullable: true, example: 1, description: 'Display order on the menu.' })
+  @ApiProperty({ type: 'integer', format: 'int32', nullable: true, example: 1, description: 'Display order on the menu.' })
   order!: number | null;
 
   @ApiProperty({ type: String, format: 'date', nullable: true, example: '2026-12-31' })
