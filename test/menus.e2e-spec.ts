@@ -570,6 +570,17 @@ describe(`menus and dishes (${process.env.TEST_DATABASE})`, () => {
         }
         const bom = await form({ type: 'application/json; charset=utf-8', json: Buffer.from(`\ufeff${dish({ code: 'BOM-DECLARED' })}`, 'utf8') });
         expect({ status: bom.status, code: bom.body.data?.dish.code }).toEqual({ status: 200, code: 'BOM-DECLARED' });
+        // windows-1252 is read as ISO-8859-1: its € and quotes would be stored as C1 controls, so they are refused.
+        const c1 = "The 'json' part holds a C1 control character (U+0080 to U+009F) in a part that names its charset: send it as UTF-8, without a charset parameter.";
+        for (const charset of ['windows-1252', 'iso-8859-1', 'utf-8']) {
+          const json = charset === 'utf-8' ? Buffer.from(dish({ code: 'NEL-\u0085' }), 'utf8') : Buffer.from(dish({ code: 'EUR-\u0080\u0093' }), 'latin1');
+          const res = await form({ type: `application/json; charset=${charset}`, json });
+          expect({ charset, status: res.status, errors: problem(res).errors }).toEqual({ charset, status: 400, errors: [c1] });
+        }
+        const cp1252Letters = await form({ type: 'application/json; charset=windows-1252', json: Buffer.from(dish({ code: 'CAF\u00c9' }), 'latin1') });
+        expect({ status: cp1252Letters.status, code: cp1252Letters.body.data?.dish.code }).toEqual({ status: 200, code: 'CAF\u00c9' });
+        const undeclared = await form({ json: Buffer.from(dish({ code: 'NEL-\u0085' }), 'utf8') });
+        expect({ status: undeclared.status, code: undeclared.body.data?.dish.code }).toEqual({ status: 200, code: 'NEL-\u0085' });
         const plain = await form({ json: Buffer.from(dish({ code: 'NA\u00cfVE' }), 'utf8') });
         expect({ status: plain.status, code: plain.body.data?.dish.code }).toEqual({ status: 200, code: 'NA\u00cfVE' });
       });

@@ -12,6 +12,8 @@ export const UNDECLARED_CHARSET = 'base64';
 
 const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true });
 
+const C1_CONTROL = /[\u0080-\u009f]/;
+
 /** What an upload form holds: the image's bytes and the dish as parsed JSON, or what is wrong with the form. */
 export interface UploadForm {
   image?: Buffer;
@@ -60,6 +62,12 @@ function jsonPart(parts: UploadParts, errors: string[]): unknown {
   }
   if (typeof text !== 'string') {
     errors.push("The 'json' part must be JSON text.");
+    return undefined;
+  }
+  // The multipart reader reads windows-1252 as ISO-8859-1: its 0x80–0x9F (€, –, “ …) would be
+  // stored as C1 control characters, which no text sent in a charset means.
+  if (declared && C1_CONTROL.test(text)) {
+    errors.push("The 'json' part holds a C1 control character (U+0080 to U+009F) in a part that names its charset: send it as UTF-8, without a charset parameter.");
     return undefined;
   }
   try {
