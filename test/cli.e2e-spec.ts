@@ -222,6 +222,18 @@ describe(`operator CLI (${process.env.TEST_DATABASE})`, () => {
     await db.query("DELETE FROM branches WHERE id IN ('BR-N', 'BR-S')");
   });
 
+  it('refuses a brand on a visit of a branch without one, which /branches would not list for that brand', async () => {
+    await cliJson(['branches', 'import', '--client', '1001', file('no-brand.json', '[{"id":"BR-NB","name":"No brand"}]')], env);
+    const lines = [JSON.stringify(visit({ visitId: 9201, branchId: 'BR-NB' })), JSON.stringify(visit({ visitId: 9202, branchId: 'BR-NB', brandId: null }))];
+    const result = await cli(['--json', 'visits', 'import', file('no-brand.ndjson', lines.join('\n'))], env);
+    expect([result.code, result.stderr]).toEqual([1, '']);
+    expect(JSON.parse(result.stdout)).toMatchObject({ imported: 1, rejected: [{ line: 1, errors: ["'brandId' 5 is not the brand of branch 'BR-NB' (it has none)."] }] });
+    expect(await db.query('SELECT id, brand_id AS brand FROM visits WHERE id IN (9201, 9202)')).toEqual([{ id: expect.anything(), brand: null }]);
+    await db.query('DELETE FROM visit_documents WHERE visit_id = 9202');
+    await db.query('DELETE FROM visits WHERE id = 9202');
+    await db.query("DELETE FROM branches WHERE id = 'BR-NB'");
+  });
+
   it('imports visits, refusing a malformed record by its line and writing nothing of it', async () => {
     const lines = [
       JSON.stringify(visit()),

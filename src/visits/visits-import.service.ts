@@ -100,8 +100,10 @@ export class VisitsImportService {
         const owner = await this.brandClient(context, visit.brandId);
         if (owner !== visit.clientId) errors.push(`'brandId' ${visit.brandId} is not a brand of client ${visit.clientId}.`);
         // A visit of another brand than its branch's would show that branch to credentials of that brand.
-        else if (branch && branch.clientId === visit.clientId && branch.brandId !== null && branch.brandId !== visit.brandId) {
-          errors.push(`'brandId' ${visit.brandId} is not the brand of branch '${visit.branchId}' (${branch.brandId}).`);
+        // A brand on a visit of a branch without one would show that branch to credentials of
+        // the brand, which /branches does not list for them.
+        else if (branch && branch.clientId === visit.clientId && branch.brandId !== visit.brandId) {
+          errors.push(`'brandId' ${visit.brandId} is not the brand of branch '${visit.branchId}' (${branch.brandId ?? 'it has none'}).`);
         }
       }
       const previous = stored.get(visit.id);
