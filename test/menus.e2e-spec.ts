@@ -187,7 +187,7 @@ describe(`menus and dishes (${process.env.TEST_DATABASE})`, () => {
       expect(problem(missing)).toMatchObject({ title: 'Not Found', status: 404, detail: 'Menu 999 does not exist.' });
       const foreign = await get('/menus/dishes?SvcClientId=1001&menuId=201');
       expect(foreign.status).toBe(403);
-      expect(problem(foreign).detail).toBe('The credential is not entitled to menu 201.');
+      expect(problem(foreign).detail).toBe('Menu 201 is not a menu of SvcClientId 1001.');
     });
 
     it('validates its parameters', async () => {
@@ -342,6 +342,28 @@ describe(`menus and dishes (${process.env.TEST_DATABASE})`, () => {
       expect(unnamed.headers['cache-control']).toBeUndefined();
     });
 
+    it("names the query's client when a credential of two clients asks for one's menu or image under the other", async () => {
+      const both = await issueCredential(t, { clients: [1001, 1002] });
+      const bearer = await tokenFor(t.http, both);
+      const as = <T extends request.Test>(req: T): T => req.set('svc-api-key', both.apiKey).set('Authorization', `Bearer ${bearer}`);
+      const upload = await as(request(t.http).post('/menus/dishes?SvcClientId=1001'))
+        .attach('', await makeImage('png'), 'a.png')
+        .field('json', dish({ code: 'TWO-CLIENTS' }));
+      expect(upload.status).toBe(200);
+      expect(upload.headers['cache-control']).toBe('no-store');
+      const imagePath = (upload.body.data.dish.image.url as string).slice(t.config.baseUrl.length);
+      expect((await as(request(t.http).get(imagePath))).status).toBe(200);
+      for (const [res, detail] of [
+        [await as(request(t.http).get('/menus/dishes?SvcClientId=1001&menuId=201')), 'Menu 201 is not a menu of SvcClientId 1001.'],
+        [await as(request(t.http).post('/menus/dishes?SvcClientId=1001')).attach('', await makeImage('png'), 'a.png').field('json', dish({ menuId: 201 })), 'Menu 201 is not a menu of SvcClientId 1001.'],
+        [await as(request(t.http).get(imagePath.replace('SvcClientId=1001', 'SvcClientId=1002'))), 'The image is not an image of a dish of SvcClientId 1002.'],
+      ] as const) {
+        expect({ status: res.status, detail: problem(res).detail }).toEqual({ status: 403, detail });
+      }
+      // Under its own client, the menu is read.
+      expect((await as(request(t.http).get('/menus/dishes?SvcClientId=1002&menuId=201'))).status).toBe(200);
+    });
+
     it('answers an image id that cannot be decoded after the credentials, as any id that is no image', async () => {
       for (const id of ['%zz', '%', '%FF', 'a%2']) {
         const anonymous = await request(t.http).get(`/menus/dishes/images/${id}?SvcClientId=1001`);
@@ -368,6 +390,16 @@ describe(`menus and dishes (${process.env.TEST_DATABASE})`, () => {
         ['a GIF', (r) => r.attach('', Buffer.from('R0lGODlhAQABAAAAACH5BAEKAAEALAAAAAABAAEAAAICTAEAOw==', 'base64'), 'x.gif').field('json', dish()), ['The image must be a JPEG, PNG or WebP file.']],
         ['an empty image part', (r) => r.attach('', Buffer.alloc(0), 'empty.png').field('json', dish()), ['The image is empty.']],
         ['no image part', (r) => r.field('json', dish()), ["The image part is required: a file part with an empty name or named 'file'."]],
+        [
+          'an image part without a filename',
+          (r) => r.field('', png.toString('latin1')).field('json', dish()),
+          ['The image part (\'\') has no filename: send it as a file, with Content-Disposition: form-data; name=""; filename="dish.jpg".'],
+        ],
+        [
+          "an image part named 'file' without a filename",
+          (r) => r.field('file', png.toString('latin1')).field('json', dish()),
+          ['The image part (\'file\') has no filename: send it as a file, with Content-Disposition: form-data; name="file"; filename="dish.jpg".'],
+        ],
         ['two image parts', (r) => r.attach('', png, 'a.png').attach('file', png, 'b.png').field('json', dish()), ['Send one image part only.']],
         ['no json part', (r) => r.attach('', png, 'a.png'), ["The 'json' part is required: the dish as JSON."]],
         ['json that does not parse', (r) => r.attach('', png, 'a.png').field('json', '{"menuId": 102,'), ["The 'json' part is not valid JSON."]],
@@ -599,7 +631,7 @@ describe(`menus and dishes (${process.env.TEST_DATABASE})`, () => {
       it('a menu of another client is a 403', async () => {
         const res = await post((r) => r.attach('', png, 'a.png').field('json', dish({ menuId: 201 })));
         expect(res.status).toBe(403);
-        expect(problem(res).detail).toBe('The credential is not entitled to menu 201.');
+        expect(problem(res).detail).toBe('Menu 201 is not a menu of SvcClientId 1001.');
       });
     });
 

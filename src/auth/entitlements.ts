@@ -49,7 +49,14 @@ export function effectiveSelection(principal: Principal | undefined, selection: 
   return { clientId, brandIds, visitTypes };
 }
 
-/** A 403 for a resource of another client than the query's (a menu, an image), in the same words. */
-export function notEntitled(what: string): ProblemException {
+function notEntitled(what: string): ProblemException {
   return new ProblemException(403, `The credential is not entitled to ${what}.`);
+}
+
+/**
+ * A 403 for a resource of another client than the query's SvcClientId (a menu, an image): it
+ * names the query's client, since a credential of several clients may read it under its own.
+ */
+export function ofAnotherClient(what: string, clientId: number): ProblemException {
+  return new ProblemException(403, `${what} of SvcClientId ${clientId}.`);
 }

@@ -158,6 +158,8 @@ export class DishUploadInterceptor implements NestInterceptor {
       });
       parser.on('field', (name: string | undefined, value: string | undefined, info) => {
         const key = name ?? '';
+        // busboy takes a part without a filename for a text field: one named as the image part is meant as it.
+        if (key === '' || key === 'file') return fail(`The image part ('${key}') has no filename: send it as a file, with Content-Disposition: form-data; name="${key}"; filename="dish.jpg".`);
         if (info.valueTruncated) return fail(`The '${key}' part is larger than 64 KiB.`);
         // busboy gives no value for a part whose declared charset it cannot decode (UTF-16, say).
         if (value === undefined) return fail(`The '${key}' part is in a charset the service cannot read: send it as UTF-8.`);

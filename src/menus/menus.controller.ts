@@ -70,6 +70,7 @@ export class MenusController {
 
   @Post('dishes')
   @HttpCode(200)
+  @Header('Cache-Control', 'no-store')
   @RequiresScope(Scope.DishesWrite)
   @UseInterceptors(DishUploadInterceptor)
   @ApiOperation({

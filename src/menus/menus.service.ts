@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { notEntitled } from '../auth/entitlements.js';
+import { ofAnotherClient } from '../auth/entitlements.js';
 import { localDate } from '../common/clock.js';
 import { PageTokens } from '../common/page-token.js';
 import type { PagePosition } from '../common/page-token-param.js';
@@ -79,7 +79,7 @@ export class MenusService {
   private async requireMenu(clientId: number, menuId: number): Promise<void> {
     const menu = await this.repo.findMenu(menuId);
     if (!menu) throw new ProblemException(404, `Menu ${menuId} does not exist.`);
-    if (menu.clientId !== clientId) throw notEntitled(`menu ${menuId}`);
+    if (menu.clientId !== clientId) throw ofAnotherClient(`Menu ${menuId} is not a menu`, clientId);
   }
 
   /**
@@ -121,7 +121,7 @@ export class MenusService {
     const menuId = fields.menuId;
     const menu = await this.repo.findMenu(menuId);
     if (!menu) throw new ValidationProblem([`'menuId' ${menuId} is not a menu of client ${clientId}.`]);
-    if (menu.clientId !== clientId) throw notEntitled(`menu ${menuId}`);
+    if (menu.clientId !== clientId) throw ofAnotherClient(`Menu ${menuId} is not a menu`, clientId);
     // A menu as GET /menus lists them: one that has ended takes no new dishes.
     if (menu.endDate !== null && menu.endDate < localDate(this.config.RESULTS_TIMEZONE)) {
       throw new ValidationProblem([`'menuId' ${menuId} is a menu that ended on ${menu.endDate}: dishes are added to active menus (as GET /menus lists them).`]);
@@ -135,7 +135,7 @@ export class MenusService {
   async image(clientId: number, imageId: string): Promise<ImageDownload> {
     const owned = /^[0-9a-f-]{36}$/.test(imageId) ? await this.repo.ownedImage(imageId) : null;
     if (!owned) throw new ProblemException(404, 'No image has this id.');
-    if (owned.clientId !== clientId) throw notEntitled('this image');
+    if (owned.clientId !== clientId) throw ofAnotherClient('The image is not an image of a dish', clientId);
     return { contentType: owned.image.contentType, etag: `"${owned.image.sha256}"`, data: await this.repo.readImage(owned.image) };
   }
 
