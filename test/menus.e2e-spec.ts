@@ -694,6 +694,8 @@ describe(`menus and dishes (${process.env.TEST_DATABASE})`, () => {
       const rows = await db.query<{ id: number }[]>("SELECT id FROM dishes WHERE code = 'RACE'");
       expect(rows).toHaveLength(1);
       expect(new Set(results.map((r) => (r.body.data.dish as DishRecord).id))).toEqual(new Set([rows[0].id]));
+      // Each answer is the dish its own post wrote, with its own image: not one a later post replaced.
+      expect(results.map((r) => ({ order: r.body.data.dish.order, width: r.body.data.dish.image?.width }))).toEqual(bodies.map((_, i) => ({ order: i, width: 10 + i })));
       expect(await count('dish_images')).toBe(images + 1);
     });
   });

@@ -78,11 +78,12 @@ export class MenusRepository {
     return rows.map((dish) => ({ dish, image: dish.image ?? null }));
   }
 
-  async dishWithImage(id: number): Promise<DishWithImage | null> {
-    const dish = await this.db.getRepository(Dish).findOneBy({ id });
+  /** A dish with its image's record, read in `tx` when given (the transaction that wrote it, to answer with what it wrote). */
+  async dishWithImage(id: number, tx: EntityManager = this.db.manager): Promise<DishWithImage | null> {
+    const dish = await tx.getRepository(Dish).findOneBy({ id });
     if (!dish) return null;
     const image = dish.imageId
-      ? await this.db.getRepository(DishImage).findOne({
+      ? await tx.getRepository(DishImage).findOne({
           select: { id: true, contentType: true, bytes: true, width: true, height: true },
           where: { id: dish.imageId },
         })
@@ -122,9 +123,16 @@ export class MenusRepository {
     });
   }
 
-  /** Adds or updates one dish (by menu and code) with its image. */
-  saveDish(input: DishInput, image: PreparedImage | null): Promise<Dish> {
-    return this.withImages((tx, written, replaced) => this.writeDish(tx, input, image, written, replaced));
+  /**
+   * Adds or updates one dish (by menu and code) with its image, and gives it as written: read in
+   * its own transaction, since a concurrent post of the same code may replace it (and delete
+   * its image) as soon as it commits.
+   */
+  saveDish(input: DishInput, image: PreparedImage | null): Promise<DishWithImage> {
+    return this.withImages(async (tx, written, replaced) => {
+      const saved = await this.writeDish(tx, input, image, written, replaced);
+      return (await this.dishWithImage(saved.id, tx))!;
+    });
   }
 
   /**

@@ -126,9 +126,7 @@ export class MenusService {
     if (menu.endDate !== null && menu.endDate < localDate(this.config.RESULTS_TIMEZONE)) {
       throw new ValidationProblem([`'menuId' ${menuId} is a menu that ended on ${menu.endDate}: dishes are added to active menus (as GET /menus lists them).`]);
     }
-    const saved = await this.repo.saveDish(fields, image);
-    const row = await this.repo.dishWithImage(saved.id);
-    return this.dishDto(row!, clientId);
+    return this.dishDto(await this.repo.saveDish(fields, image), clientId);
   }
 
   /** An image of one of the client's dishes, with its validator. */
