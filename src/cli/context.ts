@@ -12,6 +12,9 @@ import { SQLITE_FILE } from '../database/data-source-options.js';
 import { openDataSource, prepareSchema } from '../database/migration-tools.js';
 import { ID_MAX } from '../common/query-fields.js';
 
+/** How long a command's statement may run, and on SQLite a write wait for the lock: 10 minutes, unless DATABASE_QUERY_TIMEOUT_MS is longer. */
+const BATCH_QUERY_TIMEOUT_MS = 600_000;
+
 /** A stream the CLI writes to: the process's own, or a test's buffer. */
 export interface CliStream {
   write(text: string): unknown;
@@ -51,7 +54,11 @@ export class CliContext {
   }
 
   config(): AppConfig {
-    return loadConfig(this.io.env);
+    const config = loadConfig(this.io.env);
+    // A command is batch work: an import's statement may take longer than a request may wait,
+    // and on SQLite its writes wait their turn behind other imports and the service.
+    config.DATABASE_QUERY_TIMEOUT_MS = Math.max(config.DATABASE_QUERY_TIMEOUT_MS, BATCH_QUERY_TIMEOUT_MS);
+    return config;
   }
 
   emit(output: Output): void {

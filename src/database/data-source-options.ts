@@ -46,7 +46,8 @@ export function dataSourceOptions(config: AppConfig): DataSourceOptions {
     // The addon's own path, so that no module loader has to guess it through `bindings`.
     nativeBinding: createRequire(import.meta.url).resolve('better-sqlite3/build/Release/better_sqlite3.node'),
     enableWAL: true,
-    timeout: 5000,
+    // How long a write waits for another process's (an import, the service) before it fails.
+    timeout: config.DATABASE_QUERY_TIMEOUT_MS,
     prepareDatabase: (db: { pragma(sql: string): unknown }) => {
       // Pages of 16 KB hold a visit's document (about 4 KB) without a chain of overflow pages:
       // reading a page of 1,000 visits took a third less time than with the default 4 KB. It
