@@ -323,16 +323,28 @@ describe(`operator CLI (${process.env.TEST_DATABASE})`, () => {
   it('writes a visit given twice in a file as its later record says, within a batch of 500 and across two', async () => {
     const records = Array.from({ length: 503 }, (_, i) => visit({ visitId: 30_000 + i, visitScore: 10 }));
     // Visit 30000 again on line 3 (the same batch); visit 30001 again on line 502 (the next batch).
+    // Visit 30010 again on line 503, refused: its first record stands.
     records[2] = visit({ visitId: 30_000, visitScore: 20 });
     records[501] = visit({ visitId: 30_001, visitScore: 30 });
-    const report = await cliJson(['visits', 'import', file('twice.ndjson', records.map((r) => JSON.stringify(r)).join('\n'))], env);
-    expect(report).toMatchObject({ imported: 503, rejected: [] });
-    const scores = await db.query<{ id: number | string; s: number }[]>('SELECT id, visit_score AS s FROM visits WHERE id IN (30000, 30001, 30003) ORDER BY id');
-    expect(scores.map((r) => [Number(r.id), r.s])).toEqual([
-      [30_000, 20],
-      [30_001, 30],
-      [30_003, 10],
+    records[502] = visit({ visitId: 30_010, visitScore: 'bad' });
+    const twice = file('twice.ndjson', records.map((r) => JSON.stringify(r)).join('\n'));
+    const report = await cli(['--json', 'visits', 'import', twice], env);
+    expect(JSON.parse(report.stdout)).toMatchObject({ imported: 502, rejected: [{ line: 503 }] });
+    const stored = async () =>
+      (await db.query<{ id: number | string; s: number; m: string; seq: number | string }[]>(
+        'SELECT id, visit_score AS s, modification_date AS m, change_seq AS seq FROM visits WHERE id IN (30000, 30001, 30003, 30010) ORDER BY id',
+      )).map((r) => ({ id: Number(r.id), s: r.s, m: r.m, seq: Number(r.seq) }));
+    const first = await stored();
+    // New visits keep the modificationDate they carry, wherever their records fall.
+    expect(first.map(({ id, s, m }) => [id, s, m])).toEqual([
+      [30_000, 20, '2026-11-02T08:00:00'],
+      [30_001, 30, '2026-11-02T08:00:00'],
+      [30_003, 10, '2026-11-02T08:00:00'],
+      [30_010, 10, '2026-11-02T08:00:00'],
     ]);
+    // The same file again changes nothing: no visit moves in the change feed.
+    await cli(['--json', 'visits', 'import', twice], env);
+    expect(await stored()).toEqual(first);
     await db.query('DELETE FROM visit_documents WHERE visit_id >= 30000 AND visit_id < 30600');
     await db.query('DELETE FROM visits WHERE id >= 30000 AND id < 30600');
   });

@@ -29,7 +29,7 @@ export class VisitsImportService {
 
   async importFile(path: string): Promise<ImportReport> {
     const report: ImportReport = { file: path, imported: 0, rejected: [] };
-    const context = await this.loadContext();
+    const context = await this.loadContext(await repeatedVisits(path));
     let batch: FileRecord[] = [];
     // Each batch is a transaction of its own: one that fails after others were written says so.
     const write = async (): Promise<void> => {
@@ -49,11 +49,14 @@ export class VisitsImportService {
     return report;
   }
 
-  private async loadContext(): Promise<ImportContext> {
+  private async loadContext(lastRecords: Map<number, number>): Promise<ImportContext> {
     return {
       visitTypes: await this.visitTypes.codes(),
       clients: new Set((await this.clients.listClients()).map((c) => c.id)),
       brandClients: new Map<number, number | null>(),
+      lastRecords,
+      held: new Map<number, Visit | null>(),
+      nextRecord: 0,
     };
   }
 
@@ -68,15 +71,16 @@ export class VisitsImportService {
   private async importBatch(batch: FileRecord[], context: ImportContext, report: ImportReport): Promise<void> {
     if (batch.length === 0) return;
     const firstRejected = report.rejected.length;
-    const parsed: { place: RecordPlace; visit: Visit; hasModificationDate: boolean }[] = [];
+    const parsed: { place: RecordPlace; ordinal: number; visit: Visit; hasModificationDate: boolean }[] = [];
     for (const record of batch) {
+      const ordinal = context.nextRecord++;
       if (record.error !== undefined) {
         report.rejected.push(rejectedAt(record, [record.error]));
         continue;
       }
       const { record: visit, errors } = readVisitRecord(record.value, record.text);
       if (!visit) report.rejected.push(rejectedAt(record, errors));
-      else parsed.push({ place: record, ...visit });
+      else parsed.push({ place: record, ordinal, ...visit });
     }
 
     const branches = new Map(
@@ -88,7 +92,8 @@ export class VisitsImportService {
     const accepted = new Map<number, Visit | null>();
     let acceptedRecords = 0;
 
-    for (const { place, visit, hasModificationDate } of parsed) {
+    for (const { place, ordinal, visit, hasModificationDate } of parsed) {
+      const last = context.lastRecords.get(visit.id);
       const errors: string[] = [];
       if (!context.clients.has(visit.clientId)) errors.push(`'clientId' ${visit.clientId} is not a known client.`);
       if (!context.visitTypes.has(visit.visitType)) errors.push(`'visitType' '${visit.visitType}' is not a known visit type.`);
@@ -110,15 +115,23 @@ export class VisitsImportService {
       if (previous && previous.clientId !== visit.clientId) errors.push(`visit ${visit.id} belongs to client ${previous.clientId}.`);
       if (errors.length > 0) {
         report.rejected.push(rejectedAt(place, errors));
+        // The visit's last record refused: an earlier one accepted is what the file leaves.
+        if (ordinal === last && context.held.has(visit.id)) accepted.set(visit.id, context.held.get(visit.id)!);
         continue;
       }
       // A visit re-imported as it is stays as it is: no write, no new place in the change feed.
       const unchanged = previous !== undefined && visitFingerprint(visit) === previous.fingerprint;
       visit.modificationDate = this.modificationDate(visit, hasModificationDate, previous, now);
-      // A visit twice in a file is written as its later record says, as two imports in file
-      // order would leave it, wherever the batches of 500 happen to split the file.
-      accepted.set(visit.id, unchanged ? null : visit);
       acceptedRecords++;
+      // A visit twice in a file is written once, as its last accepted record says, compared with
+      // what was stored before the import, wherever the batches of 500 happen to split the
+      // file: an earlier record is held until the last one is read, never written first.
+      if (last !== undefined && ordinal < last) {
+        context.held.set(visit.id, unchanged ? null : visit);
+        continue;
+      }
+      context.held.delete(visit.id);
+      accepted.set(visit.id, unchanged ? null : visit);
     }
     // Records refused when read, then those refused against the database: reported in line order.
     report.rejected.push(...report.rejected.splice(firstRejected).sort(inFileOrder));
@@ -144,4 +157,30 @@ interface ImportContext {
   visitTypes: ReadonlySet<string>;
   clients: Set<number>;
   brandClients: Map<number, number | null>;
+  /** Of each visit given more than once in the file, the place (in record order) of its last record. */
+  lastRecords: Map<number, number>;
+  /** Earlier records of such visits, accepted and held until their last record is read (null: unchanged). */
+  held: Map<number, Visit | null>;
+  /** The place in record order of the next record read. */
+  nextRecord: number;
+}
+
+/**
+ * Of each visit the file gives more than once, the place of its last record (counting every
+ * record, as the import reads them): a first pass over the file, so that a visit's records in
+ * different batches are written once, as within one.
+ */
+async function repeatedVisits(path: string): Promise<Map<number, number>> {
+  const seen = new Set<number>();
+  const last = new Map<number, number>();
+  let ordinal = 0;
+  for await (const record of readRecords(path)) {
+    const at = ordinal++;
+    if (record.error !== undefined) continue;
+    const id = readVisitRecord(record.value, record.text).record?.visit.id;
+    if (id === undefined) continue;
+    if (seen.has(id)) last.set(id, at);
+    else seen.add(id);
+  }
+  return last;
 }
