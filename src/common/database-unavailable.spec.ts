@@ -17,12 +17,16 @@ describe('isDatabaseUnavailable (a 503 with Retry-After, not a 500)', () => {
     ['a server name that does not resolve', error({ code: 'ENOTFOUND', message: 'getaddrinfo ENOTFOUND postgres' })],
     ['a name lookup that failed for now', error({ code: 'EAI_AGAIN' })],
     ['a role without grants on the tables (42501)', error({ driverError: error({ code: '42501', message: 'permission denied for table api_keys' }) })],
+    ['a table the migrations have not made yet (42P01)', error({ driverError: error({ code: '42P01', message: 'relation "api_keys" does not exist' }) })],
+    ['a column they have not added yet (42703)', error({ driverError: error({ code: '42703', message: 'column "x" does not exist' }) })],
+    ['on SQLite, no such table', error({ driverError: error({ code: 'SQLITE_ERROR', message: 'no such table: api_keys' }) })],
   ])('%s', (_what, e) => {
     expect(isDatabaseUnavailable(e)).toBe(true);
   });
 
   it.each([
     ['a unique violation', error({ code: '23505' })],
+    ['another SQLite error', error({ driverError: error({ code: 'SQLITE_ERROR', message: 'near "x": syntax error' }) })],
     ['a plain error', new Error('boom')],
     ['nothing', undefined],
   ])('but not %s', (_what, e) => {
