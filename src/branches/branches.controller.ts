@@ -23,7 +23,7 @@ export class BranchesController {
     description: 'A credential restricted to brands gets the branches of those brands only.',
   })
   @ApiOkResponse({ type: BranchDto, isArray: true })
-  @ApiDataErrors()
+  @ApiDataErrors(["'SvcClientId' must not be empty."])
   list(@EntitledQuery() query: BranchesQueryDto): Promise<BranchDto[]> {
     return this.branches.list(selectionOf(query));
   }

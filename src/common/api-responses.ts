@@ -7,7 +7,7 @@ import {
   ApiPropertyOptional,
 } from '@nestjs/swagger';
 import { IF_MATCH_FAILED } from './conditional-get.js';
-import { BAD_REQUEST_DETAIL, statusTitle } from './problem.js';
+import { BAD_REQUEST_DETAIL, statusTitle, TOO_LARGE_DETAIL } from './problem.js';
 
 /** RFC 9457 problem document, as every error except the token endpoint's. */
 export class ProblemDto {
@@ -41,34 +41,38 @@ const EXAMPLE_DETAILS: Record<number, string> = {
   401: 'An access token is required: send Authorization: Bearer <token>.',
   403: 'The credential is not entitled to SvcClientId 1002.',
   404: 'No resource exists at this address.',
-  413: 'The request body is larger than the service accepts.',
+  413: TOO_LARGE_DETAIL,
   429: 'The rate limit of 60 requests a minute is reached; retry after 42 seconds.',
   500: 'An internal error occurred. Quote the instance id when reporting it.',
   503: 'The database is unavailable; retry after the time in Retry-After.',
 };
 
-/** An example problem body of the given status. */
-export function problemExample(status: number, detail = EXAMPLE_DETAILS[status] ?? statusTitle(status)): Record<string, unknown> {
+/** The broken rules of the visit endpoints' 400 example (each operation names its own, see ApiDataErrors). */
+const VISITS_BAD_REQUEST = ["'SvcClientId' must not be empty.", "'Take' must be greater than '0'."];
+
+/** An example problem body of the given status (`errors`: the list a 400 or 413 carries). */
+export function problemExample(status: number, detail = EXAMPLE_DETAILS[status] ?? statusTitle(status), errors?: string[]): Record<string, unknown> {
   return {
     title: statusTitle(status),
     status,
     detail,
     instance: 'urn:svc:api:results:error:3f1c2a9e-8b7d-4c55-9a10-2f4e6d8b1c07',
-    ...(status === 400 ? { errors: ["'SvcClientId' must not be empty.", "'Take' must be greater than '0'."] } : {}),
+    ...(errors ? { errors } : {}),
   };
 }
 
 /**
  * A problem+json response of the given status, with an example body of that status
- * (`detail`: the example's detail, when the status's usual one does not fit the operation).
+ * (`detail`: the example's detail, when the status's usual one does not fit the operation;
+ * `errors`: the example's list, which a 400 and a 413 carry).
  */
-export function ApiProblemResponse(status: number, description: string, detail?: string): MethodDecorator & ClassDecorator {
+export function ApiProblemResponse(status: number, description: string, detail?: string, errors?: string[]): MethodDecorator & ClassDecorator {
   return applyDecorators(
     ApiExtraModels(ProblemDto),
     ApiResponse({
       status,
       description,
-      content: { 'application/problem+json': { schema: { $ref: getSchemaPath(ProblemDto) }, example: problemExample(status, detail) } },
+      content: { 'application/problem+json': { schema: { $ref: getSchemaPath(ProblemDto) }, example: problemExample(status, detail, errors) } },
     }),
   );
 }
@@ -81,10 +85,10 @@ export function ApiConditionalResponses(): MethodDecorator & ClassDecorator {
   );
 }
 
-/** The error responses every data endpoint can give. */
-export function ApiDataErrors(): MethodDecorator & ClassDecorator {
+/** The error responses every data endpoint can give; `badRequest`: rules of the operation its 400 example breaks. */
+export function ApiDataErrors(badRequest: string[] = VISITS_BAD_REQUEST): MethodDecorator & ClassDecorator {
   return applyDecorators(
-    ApiProblemResponse(400, 'A parameter breaks a rule; `errors` lists each.'),
+    ApiProblemResponse(400, 'A parameter breaks a rule; `errors` lists each.', undefined, badRequest),
     ApiProblemResponse(401, 'svc-api-key or access token missing, invalid, expired or revoked; `WWW-Authenticate` says which.'),
     ApiProblemResponse(403, 'The token lacks the scope, or the query asks for data the credential is not entitled to.'),
     ApiProblemResponse(429, 'Rate limit reached; retry after `Retry-After` seconds.'),

@@ -19,6 +19,7 @@ import { ValidationProblem } from '../common/problem.js';
 import { ApiConditionalResponses, ApiDataErrors, ApiHeadersTooLarge, ApiProblemResponse } from '../common/api-responses.js';
 import { AppConfig } from '../config/app-config.js';
 import { DishUploadInterceptor, type UploadRequest } from './dish-upload.interceptor.js';
+import { imageTooLargeMessage } from './image-inspector.js';
 import { DishesPageDto, DishResponseDto, DishUploadDto, MenusPageDto, type DishDto, type MenuDto } from './dto/menu.dto.js';
 import { ClientQueryDto, DishesQueryDto, MenusQueryDto } from './dto/menus-query.dto.js';
 import { MenusService, type Page } from './menus.service.js';
@@ -46,7 +47,7 @@ export class MenusController {
     description: 'When another page exists, `paging.after` and the `Link: <...>; rel="next"` header carry its token.',
   })
   @ApiOkResponse({ type: MenusPageDto, headers: NEXT_PAGE_LINK })
-  @ApiDataErrors()
+  @ApiDataErrors(["'SvcClientId' must not be empty."])
   async list(@EntitledQuery() query: MenusQueryDto, @Res({ passthrough: true }) res: Response): Promise<MenusPageDto> {
     const page = await this.menus.menus(query.SvcClientId, positionOf(query));
     return { data: { menus: page.items }, paging: this.paging(res, page, `/menus?SvcClientId=${query.SvcClientId}`) };
@@ -61,7 +62,7 @@ export class MenusController {
   })
   @ApiOkResponse({ type: DishesPageDto, headers: NEXT_PAGE_LINK })
   @ApiProblemResponse(404, 'No menu has this id.', 'Menu 101 does not exist.')
-  @ApiDataErrors()
+  @ApiDataErrors(["'menuId' must not be empty."])
   async dishes(@EntitledQuery() query: DishesQueryDto, @Res({ passthrough: true }) res: Response): Promise<DishesPageDto> {
     const page = await this.menus.dishes(query.SvcClientId, query.menuId, positionOf(query));
     const next = `/menus/dishes?SvcClientId=${query.SvcClientId}&menuId=${query.menuId}`;
@@ -89,13 +90,15 @@ export class MenusController {
     413,
     'The body is larger than the service accepts: the image is over its limit (5 MiB unless configured), which `errors` names. ' +
       'The connection closes after the response.',
+    undefined,
+    [imageTooLargeMessage(5 * 1024 * 1024)],
   )
   @ApiProblemResponse(
     415,
     'The body has a `Content-Encoding`: the multipart body is read as it is sent, so send it with none.',
     "The upload's Content-Encoding 'gzip' is not read: send the multipart body as it is, with no Content-Encoding.",
   )
-  @ApiDataErrors()
+  @ApiDataErrors(["'code' must be at most 50 characters.", "The image part is required: a file part with an empty name or named 'file'."])
   async upload(@QueryWithRules(ClientQueryDto) rules: QueryRules<ClientQueryDto>, @Req() req: UploadRequest & AuthenticatedRequest): Promise<DishResponseDto> {
     // The query's rules and the form's are one request's: every broken one in one 400, before the entitlements.
     const form = await this.menus.readForm(req.uploadParts, req.uploadErrors);
@@ -117,7 +120,7 @@ export class MenusController {
   @ApiOkResponse({ description: 'The image bytes, with `ETag` and `Cache-Control`.', schema: { type: 'string', format: 'binary' } })
   @ApiConditionalResponses()
   @ApiProblemResponse(404, 'No image has this id.', 'No image has this id.')
-  @ApiDataErrors()
+  @ApiDataErrors(["'SvcClientId' must not be empty."])
   async image(
     @EntitledQuery() query: ClientQueryDto,
     @Param('imageId') imageId: string,

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { STATUS_CODES } from 'node:http';
 import { DishesQueryDto, MenusQueryDto } from '../../src/menus/dto/menus-query.dto.js';
 import { VisitsQueryDto } from '../../src/visits/dto/visits-query.dto.js';
-import { BAD_REQUEST_DETAIL, ValidationProblem } from '../../src/common/problem.js';
+import { BAD_REQUEST_DETAIL, TOO_LARGE_DETAIL, ValidationProblem } from '../../src/common/problem.js';
 import { parseQuery, type DtoClass } from '../../src/common/query-params.js';
 import { queryContext } from '../helpers/query-context.js';
 import { loadConfig } from '../../src/config/app-config.js';
@@ -105,6 +105,11 @@ describe('the committed contract (openapi/openapi.json) says what the API does',
           if (status === 400) {
             expect({ at, detail: example.detail }).toEqual({ at, detail: BAD_REQUEST_DETAIL });
             expect((example.errors as string[]).length).toBeGreaterThan(0);
+            // Rules of the operation's own parameters: no Take where the operation takes none.
+            if ((example.errors as string[]).some((e) => e.startsWith("'Take'"))) expect({ at, take: (operation.parameters ?? []).some((p) => p.name === 'Take') }).toEqual({ at, take: true });
+          } else if (status === 413) {
+            // The limit the body broke, as the service says it.
+            expect({ at, detail: example.detail, errors: example.errors }).toEqual({ at, detail: TOO_LARGE_DETAIL, errors: [expect.stringMatching(/^The image must be at most \d+ bytes/)] });
           } else {
             expect({ at, detail: example.detail, errors: example.errors }).toEqual({ at, detail: expect.any(String), errors: undefined });
             expect({ at, detail: example.detail }).not.toEqual({ at, detail: BAD_REQUEST_DETAIL });

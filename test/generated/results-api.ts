@@ -904,8 +904,7 @@ export interface operations {
                      * @example {
                      *       "detail": "The request could not be processed; see 'errors' for each rule it broke.",
                      *       "errors": [
-                     *         "'SvcClientId' must not be empty.",
-                     *         "'Take' must be greater than '0'."
+                     *         "'SvcClientId' must not be empty."
                      *       ],
                      *       "instance": "urn:svc:api:results:error:3f1c2a9e-8b7d-4c55-9a10-2f4e6d8b1c07",
                      *       "status": 400,
@@ -1425,8 +1424,7 @@ export interface operations {
                      * @example {
                      *       "detail": "The request could not be processed; see 'errors' for each rule it broke.",
                      *       "errors": [
-                     *         "'SvcClientId' must not be empty.",
-                     *         "'Take' must be greater than '0'."
+                     *         "'SvcClientId' must not be empty."
                      *       ],
                      *       "instance": "urn:svc:api:results:error:3f1c2a9e-8b7d-4c55-9a10-2f4e6d8b1c07",
                      *       "status": 400,
@@ -1615,8 +1613,7 @@ export interface operations {
                      * @example {
                      *       "detail": "The request could not be processed; see 'errors' for each rule it broke.",
                      *       "errors": [
-                     *         "'SvcClientId' must not be empty.",
-                     *         "'Take' must be greater than '0'."
+                     *         "'menuId' must not be empty."
                      *       ],
                      *       "instance": "urn:svc:api:results:error:3f1c2a9e-8b7d-4c55-9a10-2f4e6d8b1c07",
                      *       "status": 400,
@@ -1825,8 +1822,8 @@ export interface operations {
                      * @example {
                      *       "detail": "The request could not be processed; see 'errors' for each rule it broke.",
                      *       "errors": [
-                     *         "'SvcClientId' must not be empty.",
-                     *         "'Take' must be greater than '0'."
+                     *         "'code' must be at most 50 characters.",
+                     *         "The image part is required: a file part with an empty name or named 'file'."
                      *       ],
                      *       "instance": "urn:svc:api:results:error:3f1c2a9e-8b7d-4c55-9a10-2f4e6d8b1c07",
                      *       "status": 400,
@@ -1895,7 +1892,10 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "detail": "The request body is larger than the service accepts.",
+                     *       "detail": "The request body is larger than the service accepts; see 'errors' for the limit.",
+                     *       "errors": [
+                     *         "The image must be at most 5242880 bytes (5 MiB)."
+                     *       ],
                      *       "instance": "urn:svc:api:results:error:3f1c2a9e-8b7d-4c55-9a10-2f4e6d8b1c07",
                      *       "status": 413,
                      *       "title": "Payload Too Large"
@@ -2071,8 +2071,7 @@ export interface operations {
                      * @example {
                      *       "detail": "The request could not be processed; see 'errors' for each rule it broke.",
                      *       "errors": [
-                     *         "'SvcClientId' must not be empty.",
-                     *         "'Take' must be greater than '0'."
+                     *         "'SvcClientId' must not be empty."
                      *       ],
                      *       "instance": "urn:svc:api:results:error:3f1c2a9e-8b7d-4c55-9a10-2f4e6d8b1c07",
                      *       "status": 400,
