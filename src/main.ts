@@ -6,9 +6,11 @@ import { AppModule } from './app.module.js';
 import { BodyPool } from './common/body-pool.js';
 import { startIdleCollector } from './common/idle-collector.js';
 import { AppConfig, BUILT_IN_API_KEY_HASH_KEY, ConfigError, loadConfig } from './config/app-config.js';
+import { prepareDataDir } from './database/data-source-options.js';
 import { prepareSchema, SchemaMissingError } from './database/migration-tools.js';
 import { DemoService } from './demo/demo.service.js';
 import { LifecycleService } from './health/lifecycle.service.js';
+import { prepareImageFolder } from './menus/image-storage.js';
 import { startMetricsServer } from './metrics/metrics-server.js';
 import { MetricsService } from './metrics/metrics.service.js';
 import { setupApp } from './setup-app.js';
@@ -17,6 +19,9 @@ async function bootstrap(): Promise<void> {
   let config: AppConfig;
   try {
     config = loadConfig();
+    // The folders the settings name, before the application opens or writes anything in them.
+    prepareDataDir(config);
+    prepareImageFolder(config);
   } catch (error) {
     if (error instanceof ConfigError) {
       process.stderr.write(`${error.message}\n`);

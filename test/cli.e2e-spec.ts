@@ -628,4 +628,21 @@ describe(`operator CLI (${process.env.TEST_DATABASE})`, () => {
       expect(result).toEqual({ code: 1, stdout: '', stderr: "error: client 4242 does not exist; add it with 'clients add'\n" });
     }, LIMIT);
   });
+
+  it('says a folder it cannot make, DATA_DIR or IMAGE_STORAGE_DIR, in one line with exit 2, and ends its --json error with a newline', async () => {
+    const aFile = file('not-a-parent', 'a file where a folder should be');
+    const dataDir = join(aFile, 'data');
+    const noDataDir = await spawnCli(['--json', 'clients', 'list'], { ...env, DATABASE_URL: '', DATA_DIR: dataDir });
+    const refusal = `cannot use ${dataDir}: ENOTDIR: not a directory, mkdir '${dataDir}'`;
+    expect(noDataDir).toEqual({ code: 2, stdout: `${JSON.stringify({ error: refusal })}\n`, stderr: `error: ${refusal}\n` });
+    const images = join(aFile, 'img');
+    const noImages = await spawnCli(['clients', 'list'], { ...env, IMAGE_STORAGE: 'filesystem', IMAGE_STORAGE_DIR: images });
+    expect(noImages).toEqual({ code: 2, stdout: '', stderr: `error: cannot use ${images}: ENOTDIR: not a directory, mkdir '${images}'\n` });
+    // Every error said in JSON ends its line, so that the last line of stdout is a whole one.
+    for (const args of [['--json', 'keys', 'revoke', 'svck_none'], ['--json', 'clients', 'add', '--name', 'X'], ['--json']]) {
+      const failed = await cli(args, env);
+      expect(failed.code).toBe(1);
+      expect(failed.stdout).toMatch(/^\{"error":"[^\n]+"\}\n$/);
+    }
+  }, 2 * SPAWN_TIMEOUT_MS + 30_000);
 });

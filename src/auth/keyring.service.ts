@@ -23,8 +23,8 @@ export interface RingKey {
 
 const PEM_BLOCK = /-----BEGIN PRIVATE KEY-----[\s\S]+?-----END PRIVATE KEY-----/g;
 
-async function ringKey(privatePem: string, createdAt: Date, retiredAt: Date | null): Promise<RingKey> {
-  const privateKey = createPrivateKey(privatePem);
+async function ringKey(key: string | KeyObject, createdAt: Date, retiredAt: Date | null): Promise<RingKey> {
+  const privateKey = typeof key === 'string' ? createPrivateKey(key) : key;
   const publicKey = createPublicKey(privateKey);
   const publicJwk = await exportJWK(publicKey);
   const kid = await calculateJwkThumbprint(publicJwk);
@@ -77,8 +77,13 @@ export class KeyringService implements OnModuleInit {
     }
   }
 
+  /** The setting the keys come from (loadConfig refuses both at once). */
+  private get keysSetting(): string {
+    return this.config.JWT_SIGNING_KEYS !== undefined ? 'JWT_SIGNING_KEYS' : 'JWT_SIGNING_KEYS_FILE';
+  }
+
   private configuredPems(): string[] {
-    const setting = this.config.JWT_SIGNING_KEYS !== undefined ? 'JWT_SIGNING_KEYS' : 'JWT_SIGNING_KEYS_FILE';
+    const setting = this.keysSetting;
     let text: string;
     try {
       text = this.config.JWT_SIGNING_KEYS ?? readFileSync(this.config.JWT_SIGNING_KEYS_FILE!, 'utf8');
@@ -98,14 +103,22 @@ export class KeyringService implements OnModuleInit {
 
   /** The configured keys, the first signing (it gets the newest time). */
   private async configuredKeys(): Promise<RingKey[]> {
+    const setting = this.keysSetting;
     const pems = this.configuredPems();
-    const keys = await Promise.all(pems.map((pem, i) => ringKey(pem, new Date(Date.now() - i * 1000), null)));
-    for (const key of keys) {
-      if (key.publicJwk.kty !== 'EC' || key.publicJwk.crv !== 'P-256') {
-        throw new ConfigError([`${this.config.JWT_SIGNING_KEYS !== undefined ? 'JWT_SIGNING_KEYS' : 'JWT_SIGNING_KEYS_FILE'}: must hold P-256 (ES256) keys`]);
+    const privateKeys = pems.map((pem, i) => {
+      try {
+        return createPrivateKey(pem);
+      } catch (error) {
+        // A block whose contents are damaged (cut short, a line lost in copying); OpenSSL's reason shows nothing of the key.
+        const which = pems.length > 1 ? `key ${i + 1} of ${pems.length}` : 'its key';
+        throw new ConfigError([`${setting}: ${which} cannot be read as a PKCS#8 private key (${(error as Error).message})`]);
       }
+    });
+    // Checked before a JWK is made of them: a key of a type JWK has no form for would fail there with no setting named.
+    if (privateKeys.some((key) => key.asymmetricKeyType !== 'ec' || key.asymmetricKeyDetails?.namedCurve !== 'prime256v1')) {
+      throw new ConfigError([`${setting}: must hold P-256 (ES256) keys`]);
     }
-    return keys;
+    return Promise.all(privateKeys.map((key, i) => ringKey(key, new Date(Date.now() - i * 1000), null)));
   }
 
   private async reload(): Promise<void> {

@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import type { INestApplicationContext } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { Redis } from 'ioredis';
@@ -8,9 +8,10 @@ import { AppModule } from '../app.module.js';
 import { inFileOrder, type ImportReport } from '../common/import-report.js';
 import { OperatorError } from '../common/operator-error.js';
 import { loadConfig, type AppConfig } from '../config/app-config.js';
-import { SQLITE_FILE } from '../database/data-source-options.js';
+import { prepareDataDir, SQLITE_FILE } from '../database/data-source-options.js';
 import { openDataSource, prepareSchema } from '../database/migration-tools.js';
 import { ID_MAX } from '../common/query-fields.js';
+import { prepareImageFolder } from '../menus/image-storage.js';
 
 /** How long a command's statement may run, and on SQLite a write wait for the lock: 10 minutes, unless DATABASE_QUERY_TIMEOUT_MS is longer. */
 const BATCH_QUERY_TIMEOUT_MS = 600_000;
@@ -76,8 +77,11 @@ export class CliContext {
     const config = this.config();
     // The PostgreSQL schema exists, or is created when migrations run at start: else one line naming it.
     await prepareSchema(config);
+    // The folders the settings name, checked as the service checks them at start (before the application, which would log a stack).
+    const dataDir = prepareDataDir(config);
+    prepareImageFolder(config);
     // An embedded database is created where there is none, as the service does: said, since a wrong DATA_DIR is the likelier cause.
-    const sqlite = config.DATABASE_URL ? null : join(resolve(config.DATA_DIR), SQLITE_FILE);
+    const sqlite = dataDir === null ? null : join(dataDir, SQLITE_FILE);
     if (sqlite && !existsSync(sqlite)) this.io.stderr.write(`note: there was no database at ${sqlite}; a new, empty one is made (is DATA_DIR right?)\n`);
     // What the context created so far, to close it when the start itself fails (the context is not returned then).
     const created: unknown[] = [];

@@ -81,10 +81,13 @@ export async function runCli(args: readonly string[], io: CliIo): Promise<number
       io.stderr.write(`error: ${error.message}\n`);
       return 2;
     }
+    // A folder a setting names that cannot be made or written (DATA_DIR, IMAGE_STORAGE_DIR) is the environment's failure, as the README has it.
+    const folder = error instanceof ConfigError && error.cause !== undefined ? environmentFailure(error.cause) : undefined;
     const known =
-      error instanceof OperatorError || error instanceof ConfigError || error instanceof RecordFileError || error instanceof SchemaMissingError;
+      folder === undefined &&
+      (error instanceof OperatorError || error instanceof ConfigError || error instanceof RecordFileError || error instanceof SchemaMissingError);
     // What the environment did (a database out of reach, a folder that cannot be used): said in one line, still exit 2.
-    const environment = known ? undefined : environmentFailure(error);
+    const environment = known ? undefined : (folder ?? environmentFailure(error));
     const message = known ? error.message : (environment ?? `unexpected error: ${(error as Error)?.stack ?? String(error)}`);
     if (cli.json) io.stdout.write(`${JSON.stringify({ error: message })}\n`);
     io.stderr.write(`error: ${message}\n`);

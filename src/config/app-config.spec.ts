@@ -1,4 +1,7 @@
-import { ConfigError, databaseKindFromEnvironment, loadConfig } from './app-config.js';
+import { mkdtempSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ConfigError, databaseKindFromEnvironment, loadConfig, usableFolder } from './app-config.js';
 
 function problemsOf(env: Record<string, string>): string[] {
   try {
@@ -108,6 +111,67 @@ describe('loadConfig', () => {
 
   it('refuses an unknown log level', () => {
     expect(problemsOf({ LOG_LEVEL: 'loud' })[0]).toMatch(/^LOG_LEVEL="loud": expected one of fatal, error/);
+  });
+
+  it('refuses JWT_SIGNING_KEYS and JWT_SIGNING_KEYS_FILE set together, rather than passing over the file', () => {
+    const key = '-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n';
+    expect(problemsOf({ JWT_SIGNING_KEYS: key, JWT_SIGNING_KEYS_FILE: '/run/secrets/keys' })).toEqual([
+      'JWT_SIGNING_KEYS and JWT_SIGNING_KEYS_FILE are both set: set one of them',
+    ]);
+    expect(loadConfig({ JWT_SIGNING_KEYS: key, JWT_SIGNING_KEYS_FILE: ' ' }).JWT_SIGNING_KEYS).toBe(key);
+  });
+
+  it('refuses a PUBLIC_BASE_URL with a query or a fragment, which the token issuer and the links would carry', () => {
+    for (const value of ['https://x.com?a=1', 'https://x.com/api?a=1', 'https://x.com#top', 'https://x.com/api/#']) {
+      expect(problemsOf({ PUBLIC_BASE_URL: value })).toEqual([
+        `PUBLIC_BASE_URL=${JSON.stringify(value)}: expected an absolute http(s) URL without a query or fragment`,
+      ]);
+    }
+    expect(loadConfig({ PUBLIC_BASE_URL: 'https://x.com/api/' }).baseUrl).toBe('https://x.com/api');
+  });
+
+  it('never shows the value of a key, however short, nor of a URL that has or may have a password in it', () => {
+    expect(problemsOf({ API_KEY_HASH_KEY: 'hunter2pw', PAGE_TOKEN_KEY: 'short', JWT_SIGNING_KEYS: 'hunter2pw' })).toEqual([
+      'API_KEY_HASH_KEY=[hidden]: expected a string of at least 16 characters',
+      'JWT_SIGNING_KEYS=[hidden]: expected one or more PKCS#8 PEM private keys',
+      'PAGE_TOKEN_KEY=[hidden]: expected a string of at least 16 characters',
+    ]);
+    for (const value of ['redis://:hunter2pw@host', 'redis:/:hunter2pw', 'redis//:hunter2pw@host', 'http://u:hunter2pw@host']) {
+      expect(problemsOf({ REDIS_URL: `x${value}` })).toEqual(['REDIS_URL=[hidden]: expected a redis:// or rediss:// URL']);
+      expect(problemsOf({ DATABASE_URL: value })).toEqual(['DATABASE_URL=[hidden]: expected a postgres:// or postgresql:// URL']);
+    }
+    expect(problemsOf({ PUBLIC_BASE_URL: 'https://u:hunter2pw@x.com?a=1' })).toEqual([
+      'PUBLIC_BASE_URL=[hidden]: expected an absolute http(s) URL without a query or fragment',
+    ]);
+    // A URL with a host and no user or password is shown, so that a typo in it can be seen.
+    expect(problemsOf({ REDIS_URL: 'http://cache:6379' })).toEqual(['REDIS_URL="http://cache:6379": expected a redis:// or rediss:// URL']);
+  });
+});
+
+describe('usableFolder', () => {
+  it('makes the folder and those above it, and gives its absolute path', () => {
+    const root = mkdtempSync(join(tmpdir(), 'folder-'));
+    expect(usableFolder('DATA_DIR', join(root, 'a', 'b'))).toBe(join(root, 'a', 'b'));
+    expect(statSync(join(root, 'a', 'b')).isDirectory()).toBe(true);
+  });
+
+  it('refuses a folder that cannot be made, naming the setting, with the error of the file system as its cause', () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'folder-')), 'a-file');
+    writeFileSync(file, '');
+    for (const [folder, code] of [
+      [join(file, 'data'), 'ENOTDIR'],
+      [file, 'EEXIST'],
+    ]) {
+      let refusal: unknown;
+      try {
+        usableFolder('IMAGE_STORAGE_DIR', folder);
+      } catch (error) {
+        refusal = error;
+      }
+      expect(refusal).toBeInstanceOf(ConfigError);
+      expect((refusal as ConfigError).problems).toEqual([expect.stringMatching(new RegExp(`^IMAGE_STORAGE_DIR: cannot use ${folder}: ${code}: `))]);
+      expect((refusal as ConfigError).cause).toMatchObject({ code, path: folder });
+    }
   });
 });
 

@@ -1,4 +1,6 @@
 import 'reflect-metadata';
+import { accessSync, constants, mkdirSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { plainToInstance } from 'class-transformer';
 import { IsOptional, validateSync, type ValidationError } from 'class-validator';
 import { BooleanSetting, DecimalSetting, IntSetting, OneOfSetting, OriginsSetting, TextSetting, UrlSetting } from './setting-decorators.js';
@@ -83,9 +85,12 @@ export class AppConfig {
   @BooleanSetting()
   MIGRATIONS_RUN = true;
 
-  /** Public base URL of the service, used as token issuer and in links. Defaults to http://localhost:PORT. */
+  /**
+   * Public base URL of the service, used as token issuer and in links. Defaults to http://localhost:PORT.
+   * No query or fragment: the paths of the token endpoint and of the links are put after it.
+   */
   @IsOptional()
-  @UrlSetting(/^https?:\/\/[^\s/]+(\/[^\s]*)?$/, 'an absolute http(s) URL')
+  @UrlSetting(/^https?:\/\/[^\s/?#]+(\/[^\s?#]*)?$/, 'an absolute http(s) URL without a query or fragment')
   PUBLIC_BASE_URL?: string;
 
   /** Largest accepted dish image, in bytes. */
@@ -264,8 +269,12 @@ export class AppConfig {
 }
 
 export class ConfigError extends Error {
-  constructor(readonly problems: string[]) {
-    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+  /** `cause`: the file system's error, when a folder a setting names cannot be used (see {@link usableFolder}). */
+  constructor(
+    readonly problems: string[],
+    options?: { cause: unknown },
+  ) {
+    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`, options);
     this.name = 'ConfigError';
   }
 }
@@ -277,15 +286,32 @@ export class ConfigError extends Error {
  */
 const SETTINGS: readonly string[] = Object.keys(new AppConfig());
 
-/** Settings whose values never appear in a message. */
-const SECRETS = new Set(['JWT_SIGNING_KEYS', 'API_KEY_HASH_KEY', 'PAGE_TOKEN_KEY', 'DATABASE_URL', 'REDIS_URL']);
+/** Settings whose values never appear in a message: keys, however short or mistyped. */
+const SECRETS = new Set(['JWT_SIGNING_KEYS', 'API_KEY_HASH_KEY', 'PAGE_TOKEN_KEY']);
+
+/** URL settings: a value may hold a password, in its userinfo or wherever a typo put it. */
+const URLS = new Set(['DATABASE_URL', 'REDIS_URL', 'PUBLIC_BASE_URL']);
+
+/** Whether `value` reads as a URL with a host and no user name or password, which a message may show. */
+function isPlainUrl(value: string): boolean {
+  try {
+    const url = new URL(value);
+    return url.host !== '' && url.username === '' && url.password === '';
+  } catch {
+    return false;
+  }
+}
+
+/** A setting's value as a message shows it: secrets, and URLs that are not plainly one, as `[hidden]`. */
+function shown(setting: string, value: string): string {
+  if (SECRETS.has(setting) || (URLS.has(setting) && !isPlainUrl(value))) return '[hidden]';
+  return JSON.stringify(value);
+}
 
 function describe(errors: ValidationError[], env: Record<string, string | undefined>): string[] {
   return errors.map((error) => {
     const expected = Object.values(error.constraints ?? {})[0] ?? 'a valid value';
-    const value = env[error.property] ?? '';
-    const shown = SECRETS.has(error.property) && /@|PRIVATE|.{24,}/.test(value) ? '[hidden]' : JSON.stringify(value);
-    return `${error.property}=${shown}: expected ${expected}`;
+    return `${error.property}=${shown(error.property, env[error.property] ?? '')}: expected ${expected}`;
   });
 }
 
@@ -307,8 +333,28 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       `RESULTS_TIMEZONE=${JSON.stringify(env.RESULTS_TIMEZONE ?? '')}: expected an IANA time zone name such as Europe/London`,
     );
   }
+  // The file would be passed over without a word, and the keys an operator mounted in it never used.
+  if (raw.JWT_SIGNING_KEYS !== undefined && raw.JWT_SIGNING_KEYS_FILE !== undefined) {
+    problems.push('JWT_SIGNING_KEYS and JWT_SIGNING_KEYS_FILE are both set: set one of them');
+  }
   if (problems.length > 0) throw new ConfigError(problems);
   return config;
+}
+
+/**
+ * Makes the folder a setting names (and those above it) and checks that this process may
+ * write in it: done at start, so that a folder that cannot be used stops the process naming
+ * the setting, rather than failing every write afterwards. Gives the folder's absolute path.
+ */
+export function usableFolder(setting: string, folder: string): string {
+  const dir = resolve(folder);
+  try {
+    mkdirSync(dir, { recursive: true });
+    accessSync(dir, constants.W_OK | constants.X_OK);
+  } catch (error) {
+    throw new ConfigError([`${setting}: cannot use ${dir}: ${(error as Error).message}`], { cause: error });
+  }
+  return dir;
 }
 
 /**

@@ -1,12 +1,21 @@
-import { mkdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import type { DataSourceOptions } from 'typeorm';
-import type { AppConfig } from '../config/app-config.js';
+import { usableFolder, type AppConfig } from '../config/app-config.js';
 import { ENTITIES } from './entities.js';
 import { POSTGRES_MIGRATIONS, SQLITE_MIGRATIONS } from './migrations/index.js';
 
 export const SQLITE_FILE = 'results.sqlite';
+
+/**
+ * The embedded database's folder, made if it does not exist: a ConfigError naming DATA_DIR
+ * when it cannot be made or written. Called at start before anything opens the database (a
+ * DATA_DIR that is a file failed inside TypeORM's start, with a stack that named no setting).
+ * Null with PostgreSQL, where nothing is kept in DATA_DIR.
+ */
+export function prepareDataDir(config: AppConfig): string | null {
+  return config.DATABASE_URL ? null : usableFolder('DATA_DIR', config.DATA_DIR);
+}
 
 /**
  * The TypeORM options for the configured database. `synchronize` is never set here:
@@ -35,8 +44,7 @@ export function dataSourceOptions(config: AppConfig): DataSourceOptions {
       },
     };
   }
-  const dir = resolve(config.DATA_DIR);
-  mkdirSync(dir, { recursive: true });
+  const dir = usableFolder('DATA_DIR', config.DATA_DIR);
   return {
     type: 'better-sqlite3',
     database: join(dir, SQLITE_FILE),

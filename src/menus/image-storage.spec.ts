@@ -1,7 +1,8 @@
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { FileImageStorage } from './image-storage.js';
+import { ConfigError, loadConfig } from '../config/app-config.js';
+import { FileImageStorage, prepareImageFolder } from './image-storage.js';
 
 describe('FileImageStorage', () => {
   const id = '0b7f3c2e-58a1-4c55-9d0e-3f1f8b6a2c11';
@@ -22,5 +23,28 @@ describe('FileImageStorage', () => {
     writeFileSync(join(dir, id, 'x'), '');
     await expect(new FileImageStorage(dir).put(id, image)).rejects.toThrow();
     expect(readdirSync(dir)).toEqual([id]);
+  });
+});
+
+describe('prepareImageFolder, at start', () => {
+  it('makes the folder of IMAGE_STORAGE=filesystem, by default DATA_DIR/images', () => {
+    const dataDir = join(mkdtempSync(join(tmpdir(), 'images-')), 'data');
+    prepareImageFolder(loadConfig({ IMAGE_STORAGE: 'filesystem', DATA_DIR: dataDir }));
+    expect(statSync(join(dataDir, 'images')).isDirectory()).toBe(true);
+  });
+
+  it('refuses a folder that cannot be made, naming IMAGE_STORAGE_DIR, rather than let every upload fail', () => {
+    // A path under a regular file: no process can make it, root included.
+    const file = join(mkdtempSync(join(tmpdir(), 'images-')), 'a-file');
+    writeFileSync(file, '');
+    const config = loadConfig({ IMAGE_STORAGE: 'filesystem', IMAGE_STORAGE_DIR: join(file, 'img') });
+    expect(() => prepareImageFolder(config)).toThrow(ConfigError);
+    expect(() => prepareImageFolder(config)).toThrow(`IMAGE_STORAGE_DIR: cannot use ${join(file, 'img')}: ENOTDIR: not a directory`);
+  });
+
+  it('leaves the folder alone when images are kept in the database', () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'images-')), 'a-file');
+    writeFileSync(file, '');
+    expect(() => prepareImageFolder(loadConfig({ IMAGE_STORAGE: 'database', IMAGE_STORAGE_DIR: join(file, 'img') }))).not.toThrow();
   });
 });

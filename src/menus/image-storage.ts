@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { lstat, mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import type { AppConfig } from '../config/app-config.js';
+import { usableFolder, type AppConfig } from '../config/app-config.js';
 import type { PreparedImage } from './image-inspector.js';
 
 /** Where an image's bytes went: into its row (`data`) or into a file (`storageKey`). */
@@ -108,8 +108,20 @@ export class FileImageStorage implements ImageStorage {
   }
 }
 
+/** The folder of IMAGE_STORAGE=filesystem: IMAGE_STORAGE_DIR, else DATA_DIR/images. */
+function imageFolder(config: AppConfig): string {
+  return resolve(config.IMAGE_STORAGE_DIR ?? join(config.DATA_DIR, 'images'));
+}
+
 export function imageStorageFor(config: AppConfig): ImageStorage {
-  return config.IMAGE_STORAGE === 'filesystem'
-    ? new FileImageStorage(resolve(config.IMAGE_STORAGE_DIR ?? join(config.DATA_DIR, 'images')))
-    : new DatabaseImageStorage();
+  return config.IMAGE_STORAGE === 'filesystem' ? new FileImageStorage(imageFolder(config)) : new DatabaseImageStorage();
+}
+
+/**
+ * Makes the folder of IMAGE_STORAGE=filesystem and checks that this process may write in it:
+ * called at start, so that a folder it cannot use stops the start naming IMAGE_STORAGE_DIR
+ * (a ConfigError) instead of a ready service failing every upload.
+ */
+export function prepareImageFolder(config: AppConfig): void {
+  if (config.IMAGE_STORAGE === 'filesystem') usableFolder('IMAGE_STORAGE_DIR', imageFolder(config));
 }
