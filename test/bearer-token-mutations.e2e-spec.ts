@@ -205,17 +205,19 @@ describe(`a bearer token while the signing keys cannot be read (${process.env.TE
   const branches = (authorization: string) =>
     request(t.http).get('/branches?SvcClientId=1001').set('svc-api-key', partner.apiKey).set('Authorization', authorization);
 
-  it('keeps a failing keyring a server error, not a 401', async () => {
+  it('keeps a failing keyring the service unavailable, not a 401', async () => {
     const runner = t.app.get(DataSource).createQueryRunner();
+    // The signing keys' table gone (as before the migrations ran): the token is not judged at all.
     await runner.renameTable('signing_keys', 'signing_keys_away');
     try {
       const res = await branches(`Bearer ${token}`);
-      expect(res.status).toBe(500);
+      expect(res.status).toBe(503);
       expect(res.headers['www-authenticate']).toBeUndefined();
+      expect(res.headers['retry-after']).toBe('5');
       expect(JSON.parse(res.text)).toEqual({
-        title: 'Internal Server Error',
-        status: 500,
-        detail: 'An internal error occurred. Quote the instance id when reporting it.',
+        title: 'Service Unavailable',
+        status: 503,
+        detail: 'The database is unavailable; retry after the time in Retry-After.',
         instance: expect.stringMatching(INSTANCE),
       });
     } finally {
