@@ -22,6 +22,9 @@ import { TokenLane } from './auth/token-lane.js';
 import { TOKEN_PATH } from './rate-limit/rate-limit.guard.js';
 import type { LaneSetup } from './common/lane.js';
 
+/** How long an idle kept-alive connection is held open (see setupApp). */
+export const KEEP_ALIVE_MS = 65_000;
+
 function trustProxy(setting: string): boolean | number | string {
   if (setting === 'true' || setting === 'false') return setting === 'true';
   return /^\d+$/.test(setting) ? Number(setting) : setting;
@@ -122,6 +125,10 @@ export function setupApp(app: INestApplication): NestExpressApplication {
   // Every header line is seen, so that a second Host or Authorization cannot hide behind 2000
   // others (Node's default count, past which it drops them); the 16 KiB header limit bounds them.
   express.getHttpServer().maxHeadersCount = 0;
+  // An idle kept-alive connection stays open longer than the proxies in front keep theirs
+  // (load balancers and ingresses: 60 s): closed first by the service, a connection a proxy is
+  // reusing at that moment fails its request with a 502 (Node's default is 5 s).
+  express.getHttpServer().keepAliveTimeout = KEEP_ALIVE_MS;
   const logger = app.get(AppLogger);
   answerClientErrors(express.getHttpServer(), TOKEN_PATH, (fields, message) => logger.warnFields(fields, message));
   // `Expect: 100-continue` is answered when the body is read: a request refused before then is not sent its body.

@@ -29,6 +29,12 @@ describe(`health and errors (${process.env.TEST_DATABASE})`, () => {
     }
   });
 
+  it('keeps an idle connection open longer than the proxies in front keep theirs, and says so', async () => {
+    const res = await request(t.http).get('/health/live').set('Connection', 'keep-alive');
+    expect(res.status).toBe(200);
+    expect(res.headers['keep-alive']).toBe('timeout=65');
+  });
+
   it('GET /health/ready answers 200 with the database and migrations up', async () => {
     const res = await request(t.http).get('/health/ready');
     expect(res.status).toBe(200);
