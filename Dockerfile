@@ -27,9 +27,11 @@ ENV MALLOC_MMAP_THRESHOLD_=1048576
 # rates (README "Performance").
 ENV NODE_OPTIONS="--max-semi-space-size=4 --max-old-space-size=256"
 WORKDIR /app
-COPY --from=build --chown=node:node /app/package.json ./
-COPY --from=build --chown=node:node /app/node_modules ./node_modules
-COPY --from=build --chown=node:node /app/dist ./dist
+# Owned by root and only read by the user the service runs as: it cannot rewrite its own code,
+# also where the root filesystem is not mounted read-only.
+COPY --from=build /app/package.json ./
+COPY --from=build /app/node_modules ./node_modules
+COPY --from=build /app/dist ./dist
 USER node
 EXPOSE 3000 9464
 HEALTHCHECK --interval=15s --timeout=3s --start-period=20s --retries=3 \
