@@ -10,6 +10,7 @@ import { prepareDataDir } from './database/data-source-options.js';
 import { prepareSchema, SchemaMissingError } from './database/migration-tools.js';
 import { DemoService } from './demo/demo.service.js';
 import { LifecycleService } from './health/lifecycle.service.js';
+import { allRequestsLogged } from './logging/request-logging.js';
 import { prepareImageFolder } from './menus/image-storage.js';
 import { startMetricsServer } from './metrics/metrics-server.js';
 import { MetricsService } from './metrics/metrics.service.js';
@@ -73,6 +74,8 @@ async function bootstrap(): Promise<void> {
     }, config.SHUTDOWN_GRACE_SECONDS * 1000);
     await drained;
     clearTimeout(deadline);
+    // The requests whose connections the deadline closed end a moment later: their lines are written before the exit.
+    await allRequestsLogged(1000);
     idleCollector?.stop();
     metrics?.close();
     await app.close();

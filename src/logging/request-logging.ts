@@ -38,12 +38,33 @@ export function createRootLogger(config: Pick<AppConfig, 'LOG_LEVEL'>): Logger {
  * listener (a per-request child logger with its serializers, as pino-http makes one, cost a
  * tenth of the CPU of a cached page at LOG_LEVEL=warn).
  */
+/** Requests of this process whose line is not written yet, and what waits for them all to be. */
+let unlogged = 0;
+let waiting: (() => void)[] = [];
+
+/**
+ * Resolves once every request under way has its line, or after `maxMs`: at the end of the
+ * shutdown grace, the connections closed then end their requests a moment later, and their
+ * lines (`aborted`) would be lost to the process's exit.
+ */
+export function allRequestsLogged(maxMs: number): Promise<void> {
+  if (unlogged === 0) return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, maxMs);
+    waiting.push(() => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+}
+
 export function requestLogger(root: Logger): (req: IncomingMessage, res: ServerResponse, next: () => void) => void {
   // Requests whose line is under way: one started before Express (see VisitPagesLane) is not started again.
   const started = new WeakSet<IncomingMessage>();
   return (req, res, next) => {
     if (started.has(req)) return next();
     started.add(req);
+    unlogged++;
     const given = req.headers['x-request-id'];
     const id = typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
     (req as IncomingMessage & { id?: string }).id = id;
@@ -52,6 +73,7 @@ export function requestLogger(root: Logger): (req: IncomingMessage, res: ServerR
     const url = req.url ?? '';
     // 'close' follows 'finish' on every response, and comes alone when the client went away.
     res.once('close', () => {
+      logged();
       const aborted = !res.writableFinished;
       // A 503 says the service cannot answer for now (a database away, a replica not ready or
       // draining): a warning, as readiness probes see it every few seconds during a rollout. A
@@ -73,4 +95,12 @@ export function requestLogger(root: Logger): (req: IncomingMessage, res: ServerR
     });
     next();
   };
+}
+
+/** One request's line is written (or left out by the level). */
+function logged(): void {
+  if (--unlogged > 0 || waiting.length === 0) return;
+  const resolved = waiting;
+  waiting = [];
+  for (const resolve of resolved) resolve();
 }
