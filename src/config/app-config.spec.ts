@@ -113,6 +113,12 @@ describe('loadConfig', () => {
     expect(problemsOf({ LOG_LEVEL: 'loud' })[0]).toMatch(/^LOG_LEVEL="loud": expected one of fatal, error/);
   });
 
+  it('shows no password of an origin in CORS_ORIGINS, in the value or in the hint', () => {
+    const [problem] = problemsOf({ CORS_ORIGINS: 'https://partner:s3cret@app.example.com' });
+    expect(problem).toMatch(/^CORS_ORIGINS="https:\/\/\[hidden\]@app\.example\.com": expected comma-separated http\(s\) origins/);
+    expect(problem).not.toContain('s3cret');
+  });
+
   it('refuses JWT_SIGNING_KEYS and JWT_SIGNING_KEYS_FILE set together, rather than passing over the file', () => {
     const key = '-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n';
     expect(problemsOf({ JWT_SIGNING_KEYS: key, JWT_SIGNING_KEYS_FILE: '/run/secrets/keys' })).toEqual([

@@ -292,6 +292,9 @@ const SECRETS = new Set(['JWT_SIGNING_KEYS', 'API_KEY_HASH_KEY', 'PAGE_TOKEN_KEY
 /** URL settings: a value may hold a password, in its userinfo or wherever a typo put it. */
 const URLS = new Set(['DATABASE_URL', 'REDIS_URL', 'PUBLIC_BASE_URL']);
 
+/** The user name and password of a URL, wherever one stands in a message. */
+const USERINFO = /(:\/\/)[^\s/@'"]*@/g;
+
 /** Whether `value` reads as a URL with a host and no user name or password, which a message may show. */
 function isPlainUrl(value: string): boolean {
   try {
@@ -311,7 +314,8 @@ function shown(setting: string, value: string): string {
 function describe(errors: ValidationError[], env: Record<string, string | undefined>): string[] {
   return errors.map((error) => {
     const expected = Object.values(error.constraints ?? {})[0] ?? 'a valid value';
-    return `${error.property}=${shown(error.property, env[error.property] ?? '')}: expected ${expected}`;
+    // A user name and password in any URL of the value (CORS_ORIGINS, say) are not repeated, in the value or in the hint.
+    return `${error.property}=${shown(error.property, env[error.property] ?? '')}: expected ${expected}`.replace(USERINFO, '$1[hidden]@');
   });
 }
 
