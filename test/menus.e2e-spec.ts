@@ -262,6 +262,8 @@ describe(`menus and dishes (${process.env.TEST_DATABASE})`, () => {
       expect(image.status).toBe(200);
       expect(image.headers['content-type']).toBe(`image/${format}`);
       expect(image.headers['cache-control']).toBe('private, max-age=31536000, immutable');
+      // A browser's cache gives it to the same credentials only.
+      expect(image.headers.vary).toBe('Authorization, svc-api-key');
       expect(image.headers.etag).toMatch(/^"[0-9a-f]{64}"$/);
       expect(Buffer.compare(image.body as Buffer, bytes)).toBe(0);
       const again = await auth(request(t.http).get(record.image!.url.slice(t.config.baseUrl.length))).set('If-None-Match', image.headers.etag);

@@ -129,7 +129,9 @@ export class MenusController {
   ): Promise<void> {
     const image = await this.menus.image(query.SvcClientId, imageId);
     // Only the image is cached for a year: a refusal (400, 403, 404) must not outlive its cause.
+    // Kept for the credentials that fetched it: a browser asked with others (or none) asks the service.
     res.setHeader('Cache-Control', 'private, max-age=31536000, immutable');
+    res.vary('Authorization').vary('svc-api-key');
     res.setHeader('X-Content-Type-Options', 'nosniff');
     if (answeredNotModified(req, res, image.etag)) return;
     res.type(image.contentType).send(image.data);
