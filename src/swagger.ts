@@ -205,7 +205,8 @@ export function setupSwagger(app: INestApplication, config: AppConfig): void {
     customSiteTitle: 'Results service API',
     swaggerOptions: {
       persistAuthorization: true,
-      tryItOutEnabled: true,
+      // Not tryItOutEnabled: with it, swagger-ui opened GET forms with their inputs disabled
+      // and took a second click on "Try it out" to enable them.
       displayRequestDuration: true,
       // Highlighting a response body runs on the page's one thread: a 1000-visit page held the
       // page for a minute and then failed to show (Maximum call stack size exceeded).
