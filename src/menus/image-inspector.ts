@@ -1,6 +1,8 @@
 import { createHash } from 'node:crypto';
 import type { Metadata } from 'sharp';
 import { formatBytes } from '../common/byte-size.js';
+import { ProblemException } from '../common/problem.js';
+import { SerialQueue } from '../common/serial-queue.js';
 import { loadSharp } from '../common/sharp.js';
 import { imageStructure, pngPixelDataEnds, signedFormat } from './image-end.js';
 
@@ -84,7 +86,7 @@ export async function prepareImage(input: Buffer, limits: ImageLimits): Promise<
   const format = meta.format as keyof typeof IMAGE_TYPES;
   const animated = frames > 1;
   // One image is decoded at a time in a process, so that uploads at once do not add up their pixels in memory.
-  const data = await oneAtATime(async () => {
+  const data = await oneAtATime(input, async () => {
     // Decoding every pixel, of every frame, finds truncated or corrupt data that the header alone hides.
     try {
       await sharp(input, { failOn: 'truncated', limitInputPixels: limits.maxPixels, animated }).raw().toBuffer();
@@ -107,14 +109,16 @@ export async function prepareImage(input: Buffer, limits: ImageLimits): Promise<
 /** Bytes of one sample, by libvips' band format (sharp's `depth`). */
 const SAMPLE_BYTES: Readonly<Record<string, number>> = { uchar: 1, char: 1, ushort: 2, short: 2, uint: 4, int: 4, float: 4, double: 8, complex: 8, dpcomplex: 16 };
 
-/** The end of the decodes queued so far in this process. */
-let decoding: Promise<unknown> = Promise.resolve();
+/**
+ * Decodes run one at a time in this process (each holds up to IMAGE_MAX_PIXELS of raw pixels).
+ * Each waiting upload holds its body and its client: past 40 MiB of images waiting (eight of
+ * 5 MiB), a client is told to come back (503, Retry-After) rather than kept waiting minutes
+ * behind the others.
+ */
+const decodes = new SerialQueue(40 * 1024 * 1024, () => new ProblemException(503, 'The service is checking as many images as it can at once; retry after the time in Retry-After.', { headers: { 'Retry-After': '5' } }));
 
-/** Runs `work` after every decode queued before it has settled. */
-function oneAtATime<T>(work: () => Promise<T>): Promise<T> {
-  const run = decoding.then(work, work);
-  decoding = run.catch(() => undefined);
-  return run;
+function oneAtATime<T>(input: Buffer, work: () => Promise<T>): Promise<T> {
+  return decodes.run(work, input.length);
 }
 
 /** The image without what it carried beyond its picture; an animation keeps its frames. */
