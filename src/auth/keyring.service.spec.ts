@@ -41,6 +41,16 @@ describe('KeyringService with configured keys', () => {
     expect(problems[0]).not.toContain('AAAA');
   });
 
+  it('refuses a key whose private part was changed (it still parses, but signs nothing its public key verifies)', async () => {
+    const lines = pem('P-256').split('\n');
+    lines[1] = `${lines[1].slice(0, 58)}${lines[1][58] === 'A' ? 'B' : 'A'}${lines[1].slice(59)}`;
+    const flipped = lines.join('\n');
+    expect(await refusalOf({ JWT_SIGNING_KEYS: flipped })).toEqual(['JWT_SIGNING_KEYS: its key is damaged: its private part does not match its public key']);
+    expect(await refusalOf({ JWT_SIGNING_KEYS: pem('P-256') + flipped })).toEqual([
+      'JWT_SIGNING_KEYS: key 2 of 2 is damaged: its private part does not match its public key',
+    ]);
+  });
+
   it('refuses keys on another curve or of another type, as before', async () => {
     expect(await refusalOf({ JWT_SIGNING_KEYS: pem('P-384') })).toEqual(['JWT_SIGNING_KEYS: must hold P-256 (ES256) keys']);
     const ed25519 = generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }) as string;

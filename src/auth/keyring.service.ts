@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { ConfigError } from '../config/app-config.js';
 import { Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import { calculateJwkThumbprint, exportJWK, exportPKCS8, generateKeyPair, type JWK } from 'jose';
-import { createPrivateKey, createPublicKey, type KeyObject } from 'node:crypto';
+import { createPrivateKey, createPublicKey, sign, verify, type KeyObject } from 'node:crypto';
 import { OperatorError } from '../common/operator-error.js';
 import { AppConfig } from '../config/app-config.js';
 import { AuthRepository } from './auth.repository.js';
@@ -118,6 +118,14 @@ export class KeyringService implements OnModuleInit {
     if (privateKeys.some((key) => key.asymmetricKeyType !== 'ec' || key.asymmetricKeyDetails?.namedCurve !== 'prime256v1')) {
       throw new ConfigError([`${setting}: must hold P-256 (ES256) keys`]);
     }
+    // A key whose private part no longer matches its public one (a character changed) still
+    // parses, and every token request would fail: each must sign what its public key verifies.
+    privateKeys.forEach((key, i) => {
+      if (!signsForItsPublicKey(key)) {
+        const which = pems.length > 1 ? `key ${i + 1} of ${pems.length}` : 'its key';
+        throw new ConfigError([`${setting}: ${which} is damaged: its private part does not match its public key`]);
+      }
+    });
     return Promise.all(privateKeys.map((key, i) => ringKey(key, new Date(Date.now() - i * 1000), null)));
   }
 
@@ -245,3 +253,12 @@ export class KeyringService implements OnModuleInit {
   }
 }
 
+/** Whether a signature made with the key verifies with the public key it carries. */
+function signsForItsPublicKey(key: KeyObject): boolean {
+  const data = Buffer.from('results-service signing key check');
+  try {
+    return verify('sha256', data, createPublicKey(key), sign('sha256', data, key));
+  } catch {
+    return false;
+  }
+}
