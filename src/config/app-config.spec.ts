@@ -119,6 +119,21 @@ describe('loadConfig', () => {
     expect(problem).not.toContain('s3cret');
   });
 
+  it('refuses URLs a client library cannot read, and a public address with a password, showing neither', () => {
+    for (const [name, value] of [
+      ['DATABASE_URL', 'postgres://u:pw1@127.0.0.1:notaport/db'],
+      ['DATABASE_URL', 'postgres://u:pw1@[::1/db'],
+      ['REDIS_URL', 'redis://:pw1@127.0.0.1:notaport'],
+      ['PUBLIC_BASE_URL', 'https://user:pw1@x.example'],
+      ['PUBLIC_BASE_URL', 'https://x.example:99999/'],
+    ]) {
+      const problems = problemsOf({ [name]: value });
+      expect({ name, value, problems: problems.map((p) => p.split(': expected')[0]) }).toEqual({ name, value, problems: [`${name}=[hidden]`] });
+      expect(problems.join()).not.toContain('pw1');
+    }
+    expect(loadConfig({ DATABASE_URL: 'postgres://u:pw@127.0.0.1:5432/db', REDIS_URL: 'redis://:pw@127.0.0.1:6379' }).REDIS_URL).toBe('redis://:pw@127.0.0.1:6379');
+  });
+
   it('refuses JWT_SIGNING_KEYS and JWT_SIGNING_KEYS_FILE set together, rather than passing over the file', () => {
     const key = '-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n';
     expect(problemsOf({ JWT_SIGNING_KEYS: key, JWT_SIGNING_KEYS_FILE: '/run/secrets/keys' })).toEqual([
@@ -130,7 +145,7 @@ describe('loadConfig', () => {
   it('refuses a PUBLIC_BASE_URL with a query or a fragment, which the token issuer and the links would carry', () => {
     for (const value of ['https://x.com?a=1', 'https://x.com/api?a=1', 'https://x.com#top', 'https://x.com/api/#']) {
       expect(problemsOf({ PUBLIC_BASE_URL: value })).toEqual([
-        `PUBLIC_BASE_URL=${JSON.stringify(value)}: expected an absolute http(s) URL without a query or fragment`,
+        `PUBLIC_BASE_URL=${JSON.stringify(value)}: expected an absolute http(s) URL without a user name or password, a query or a fragment`,
       ]);
     }
     expect(loadConfig({ PUBLIC_BASE_URL: 'https://x.com/api/' }).baseUrl).toBe('https://x.com/api');
@@ -147,7 +162,7 @@ describe('loadConfig', () => {
       expect(problemsOf({ DATABASE_URL: value })).toEqual(['DATABASE_URL=[hidden]: expected a postgres:// or postgresql:// URL']);
     }
     expect(problemsOf({ PUBLIC_BASE_URL: 'https://u:hunter2pw@x.com?a=1' })).toEqual([
-      'PUBLIC_BASE_URL=[hidden]: expected an absolute http(s) URL without a query or fragment',
+      'PUBLIC_BASE_URL=[hidden]: expected an absolute http(s) URL without a user name or password, a query or a fragment',
     ]);
     // A URL with a host and no user or password is shown, so that a typo in it can be seen.
     expect(problemsOf({ REDIS_URL: 'http://cache:6379' })).toEqual(['REDIS_URL="http://cache:6379": expected a redis:// or rediss:// URL']);

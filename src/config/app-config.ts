@@ -90,7 +90,7 @@ export class AppConfig {
    * No query or fragment: the paths of the token endpoint and of the links are put after it.
    */
   @IsOptional()
-  @UrlSetting(/^https?:\/\/[^\s/?#]+(\/[^\s?#]*)?$/, 'an absolute http(s) URL without a query or fragment')
+  @UrlSetting(/^https?:\/\/[^\s/?#]+(\/[^\s?#]*)?$/, 'an absolute http(s) URL without a user name or password, a query or a fragment', { userinfo: false })
   PUBLIC_BASE_URL?: string;
 
   /** Largest accepted dish image, in bytes. */

@@ -56,8 +56,27 @@ export function TextSetting(message: string, pattern?: RegExp): PropertyDecorato
  * A URL, or a list of them, matching `pattern`, which names the schemes allowed. Kept apart
  * from {@link TextSetting} so that the URLs of a deployment are easy to find.
  */
-export function UrlSetting(pattern: RegExp, message: string): PropertyDecorator {
-  return Matches(pattern, { message });
+export function UrlSetting(pattern: RegExp, message: string, options: { userinfo?: boolean } = {}): PropertyDecorator {
+  const userinfo = options.userinfo ?? true;
+  return ValidateBy({
+    name: 'url',
+    validator: {
+      // Of the pattern's form, and a URL a client library can read (a port of digits, a closed
+      // IPv6 bracket): a value that is neither failed later with the library's stack.
+      validate: (value: unknown) => typeof value === 'string' && pattern.test(value) && isUrl(value, userinfo),
+      defaultMessage: () => message,
+    },
+  });
+}
+
+/** Whether `value` parses as a URL with a host (and, unless `userinfo`, no user name or password). */
+function isUrl(value: string, userinfo: boolean): boolean {
+  try {
+    const url = new URL(value);
+    return url.host !== '' && (userinfo || (url.username === '' && url.password === ''));
+  } catch {
+    return false;
+  }
 }
 
 /**
