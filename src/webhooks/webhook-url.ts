@@ -29,8 +29,12 @@ const INTERNAL = blockList([
   ['169.254.0.0', 16, 'ipv4'], // link-local, cloud metadata services
   ['172.16.0.0', 12, 'ipv4'],
   ['192.0.0.0', 24, 'ipv4'],
+  ['192.0.2.0', 24, 'ipv4'], // documentation (TEST-NET-1)
+  ['192.88.99.0', 24, 'ipv4'], // former 6to4 relays
   ['192.168.0.0', 16, 'ipv4'],
   ['198.18.0.0', 15, 'ipv4'],
+  ['198.51.100.0', 24, 'ipv4'], // documentation (TEST-NET-2)
+  ['203.0.113.0', 24, 'ipv4'], // documentation (TEST-NET-3)
   ['224.0.0.0', 3, 'ipv4'], // multicast and reserved, to 255.255.255.255
   ['::', 96, 'ipv6'], // unspecified, and IPv4-compatible (::7f00:1 is 127.0.0.1)
   ['::ffff:0:0:0', 96, 'ipv6'], // SIIT: an IPv4 address translated
@@ -38,6 +42,7 @@ const INTERNAL = blockList([
   ['64:ff9b:1::', 48, 'ipv6'], // local-use NAT64
   ['100::', 64, 'ipv6'], // discard-only
   ['2001::', 32, 'ipv6'], // Teredo: an IPv4 address inside
+  ['2001:db8::', 32, 'ipv6'], // documentation
   ['2002::', 16, 'ipv6'], // 6to4: an IPv4 address inside
   ['fec0::', 10, 'ipv6'], // site-local (deprecated, still routed in some networks)
   ['fc00::', 7, 'ipv6'], // unique local

@@ -82,6 +82,8 @@ describe('endpoint addresses', () => {
       '10.1.2.3', '172.16.0.1', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', 'fd00::1', 'fe80::1', '::ffff:10.0.0.1', '::',
       // IPv6 forms with an IPv4 address inside, and deprecated local ranges
       '::ffff:a00:1', '::7f00:1', '::ffff:0:7f00:1', '2002:7f00:1::', '64:ff9b:1::a00:1', '2001:0:4136:e378:8000:63bf:3fff:fdd2', 'fec0::1', '100::1',
+      // documentation ranges, which no receiver is at (a delivery to them hangs until its timeout)
+      '192.0.2.1', '198.51.100.1', '203.0.113.1', '2001:db8::1', '192.88.99.1',
     ]) {
       expect([address, addressRefusal(address, 'https:', strict)]).toEqual([address, expect.stringMatching(/private, link-local or reserved.*--allow-private/)]);
       expect([address, addressRefusal(address, 'https:', privateOk)]).toEqual([address, null]);
