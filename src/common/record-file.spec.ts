@@ -1,4 +1,4 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MAX_LINE_BYTES, readAllRecords, RecordFileError } from './record-file.js';
@@ -18,6 +18,14 @@ describe('readAllRecords', () => {
       { line: 3, element: 2, value: { id: 'x,]' } },
       { line: 6, element: 3, value: 3 },
     ]);
+  });
+
+  it('refuses a JSON array file over 32 MiB before reading it, as one the heap could not parse', async () => {
+    const path = file('big.json', '[');
+    truncateSync(path, 32 * 1024 * 1024 + 1);
+    await expect(readAllRecords(path)).rejects.toThrow(
+      new RecordFileError(`${path} is ${32 * 1024 * 1024 + 1} bytes: a JSON array file is read whole, up to ${32 * 1024 * 1024} bytes; send a larger one as NDJSON (a record per line).`),
+    );
   });
 
   it('refuses a JSON file that does not parse, naming the file', async () => {
