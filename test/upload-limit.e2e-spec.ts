@@ -9,7 +9,7 @@ import type { IssuedCredential } from '../src/auth/credentials.service.js';
 import { Menu } from '../src/menus/entities/menu.entity.js';
 import { MenusRepository } from '../src/menus/menus.repository.js';
 import { issueCredential, seedClients, tokenFor } from './helpers/auth.js';
-import { pngOfSize } from './helpers/images.js';
+import { makeImage, pngOfSize } from './helpers/images.js';
 import { startTestApp, type TestApp } from './helpers/test-app.js';
 import { curlUpload, fetchUpload, pythonRequestsAvailable, pythonUpload, type ClientResult, type UploadSpec } from './helpers/upload-clients.js';
 
@@ -215,6 +215,29 @@ describe(`an upload over the size limit, over a real connection (${process.env.T
       expect(answer.status).toBe(200);
       expect(JSON.parse(answer.body)).toMatchObject({ data: { dish: { code: 'CONTINUE-1', image: { contentType: 'image/png', bytes: MiB / 4 } } } });
       expect(await stored()).toEqual({ dishes: before.dishes + 1, images: before.images + 1, files: before.files + 1 });
+    });
+
+    it('keeps the connection for the next request when the body came without waiting for the 100', async () => {
+      // A small body: the whole request arrives in one read, before anything reads the body.
+      const body = form(dish('CONTINUE-2'), await makeImage('png'));
+      const head =
+        'POST /menus/dishes?SvcClientId=1001 HTTP/1.1\r\nHost: 127.0.0.1\r\n' +
+        Object.entries(headers)
+          .map(([name, value]) => `${name}: ${value}\r\n`)
+          .join('') +
+        `Content-Type: multipart/form-data; boundary=b\r\nContent-Length: ${body.length}\r\nExpect: 100-continue\r\n\r\n`;
+      const answer = await new Promise<string>((resolve, reject) => {
+        const socket = connect(port, '127.0.0.1');
+        const chunks: Buffer[] = [];
+        socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+        socket.on('end', () => resolve(Buffer.concat(chunks).toString('latin1')));
+        socket.on('error', reject);
+        socket.write(Buffer.concat([Buffer.from(head), body, Buffer.from('GET /health/live HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n')]));
+      });
+      // Each answer's status line (the second follows the first one's body directly).
+      const statuses = [...answer.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((m) => m[1]).filter((status) => status !== '100');
+      expect(statuses).toEqual(['200', '200']);
+      expect(answer.split('\r\n\r\n')[0]).not.toMatch(/^Connection: close$/im);
     });
 
     it('refuses a wrong API key without asking for the body, then closes the connection', async () => {
