@@ -59,6 +59,26 @@ describe(`an upload over the size limit, over a real connection (${process.env.T
     Number((await db.query<{ n: string | number }[]>(`SELECT COUNT(*) AS n FROM ${table}`))[0]?.n);
   const stored = async () => ({ dishes: await count('dishes'), images: await count('dish_images'), files: readdirSync(storage).length });
 
+  /** The head of an upload with the partner's credentials, and `more` header lines. */
+  const uploadHead = (more: string): string =>
+    'POST /menus/dishes?SvcClientId=1001 HTTP/1.1\r\nHost: 127.0.0.1\r\n' +
+    Object.entries(headers)
+      .map(([name, value]) => `${name}: ${value}\r\n`)
+      .join('') +
+    `Content-Type: multipart/form-data; boundary=b\r\n${more}\r\n`;
+
+  /** Writes `bytes` on a new connection and gives everything that came back until the service closed it. */
+  function rawExchange(bytes: Buffer): Promise<string> {
+    return new Promise((resolve, reject) => {
+      const socket = connect(port, '127.0.0.1');
+      const chunks: Buffer[] = [];
+      socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+      socket.on('end', () => resolve(Buffer.concat(chunks).toString('latin1')));
+      socket.on('error', reject);
+      socket.write(bytes);
+    });
+  }
+
   function expectTooLarge(result: ClientResult): void {
     expect(result.error).toBeUndefined();
     expect(result.status).toBe(413);
@@ -135,20 +155,7 @@ describe(`an upload over the size limit, over a real connection (${process.env.T
   it('answers a body declared larger than the drain bound at once, before any of it is sent, then closes', async () => {
     const before = await stored();
     // Only the head of the request: the answer must not wait for a body that never comes.
-    const answer = await new Promise<string>((resolve, reject) => {
-      const socket = connect(port, '127.0.0.1');
-      const chunks: Buffer[] = [];
-      socket.on('data', (chunk: Buffer) => chunks.push(chunk));
-      socket.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-      socket.on('error', reject);
-      socket.write(
-        'POST /menus/dishes?SvcClientId=1001 HTTP/1.1\r\nHost: 127.0.0.1\r\n' +
-          Object.entries(headers)
-            .map(([name, value]) => `${name}: ${value}\r\n`)
-            .join('') +
-          `Content-Type: multipart/form-data; boundary=b\r\nContent-Length: ${64 * MiB}\r\n\r\n`,
-      );
-    });
+    const answer = await rawExchange(Buffer.from(uploadHead(`Content-Length: ${64 * MiB}\r\n`)));
     const [head, body] = answer.split('\r\n\r\n');
     const lines = head.split('\r\n');
     const fields = Object.fromEntries(lines.slice(1).map((line) => [line.slice(0, line.indexOf(':')).toLowerCase(), line.slice(line.indexOf(':') + 1).trim()]));
@@ -220,20 +227,8 @@ describe(`an upload over the size limit, over a real connection (${process.env.T
     it('keeps the connection for the next request when the body came without waiting for the 100', async () => {
       // A small body: the whole request arrives in one read, before anything reads the body.
       const body = form(dish('CONTINUE-2'), await makeImage('png'));
-      const head =
-        'POST /menus/dishes?SvcClientId=1001 HTTP/1.1\r\nHost: 127.0.0.1\r\n' +
-        Object.entries(headers)
-          .map(([name, value]) => `${name}: ${value}\r\n`)
-          .join('') +
-        `Content-Type: multipart/form-data; boundary=b\r\nContent-Length: ${body.length}\r\nExpect: 100-continue\r\n\r\n`;
-      const answer = await new Promise<string>((resolve, reject) => {
-        const socket = connect(port, '127.0.0.1');
-        const chunks: Buffer[] = [];
-        socket.on('data', (chunk: Buffer) => chunks.push(chunk));
-        socket.on('end', () => resolve(Buffer.concat(chunks).toString('latin1')));
-        socket.on('error', reject);
-        socket.write(Buffer.concat([Buffer.from(head), body, Buffer.from('GET /health/live HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n')]));
-      });
+      const head = uploadHead(`Content-Length: ${body.length}\r\nExpect: 100-continue\r\n`);
+      const answer = await rawExchange(Buffer.concat([Buffer.from(head), body, Buffer.from('GET /health/live HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n')]));
       // Each answer's status line (the second follows the first one's body directly).
       const statuses = [...answer.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((m) => m[1]).filter((status) => status !== '100');
       expect(statuses).toEqual(['200', '200']);

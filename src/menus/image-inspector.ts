@@ -86,7 +86,7 @@ export async function prepareImage(input: Buffer, limits: ImageLimits): Promise<
   const format = meta.format as keyof typeof IMAGE_TYPES;
   const animated = frames > 1;
   // One image is decoded at a time in a process, so that uploads at once do not add up their pixels in memory.
-  const data = await oneAtATime(input, async () => {
+  const data = await decodes.run(async () => {
     // Decoding every pixel, of every frame, finds truncated or corrupt data that the header alone hides.
     try {
       await sharp(input, { failOn: 'truncated', limitInputPixels: limits.maxPixels, animated }).raw().toBuffer();
@@ -102,7 +102,8 @@ export async function prepareImage(input: Buffer, limits: ImageLimits): Promise<
     if (format === 'png' && structure.end === null) throw new ImageRejected('The image is truncated or corrupt.');
     const carriesMore = structure.end !== input.length || structure.extras || (format === 'png' && !(await pngPixelDataEnds(input)));
     return carriesMetadata || carriesMore ? reencode(input, format, animated) : input;
-  });
+    // Weighed by the bytes the waiting upload holds (see `decodes`).
+  }, input.length);
   return { contentType, width, height, data, sha256: createHash('sha256').update(data).digest('hex') };
 }
 
@@ -116,10 +117,6 @@ const SAMPLE_BYTES: Readonly<Record<string, number>> = { uchar: 1, char: 1, usho
  * behind the others.
  */
 const decodes = new SerialQueue(40 * 1024 * 1024, () => new ProblemException(503, 'The service is checking as many images as it can at once; retry after the time in Retry-After.', { headers: { 'Retry-After': '5' } }));
-
-function oneAtATime<T>(input: Buffer, work: () => Promise<T>): Promise<T> {
-  return decodes.run(work, input.length);
-}
 
 /** The image without what it carried beyond its picture; an animation keeps its frames. */
 async function reencode(input: Buffer, format: keyof typeof IMAGE_TYPES, animated: boolean): Promise<Buffer> {
