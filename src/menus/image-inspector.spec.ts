@@ -57,7 +57,7 @@ describe('prepareImage', () => {
   });
 
   it('refuses an image cut inside its pixel data, which is decoded to its end', async () => {
-    const noise = sharp({ create: { width: 400, height: 300, channels: 3, noise: { type: 'gaussian', mean: 128, sigma: 40 } } });
+    const noise = sharp({ create: { width: 400, height: 300, channels: 3, background: '#808080', noise: { type: 'gaussian', mean: 128, sigma: 40 } } });
     for (const image of [await noise.clone().jpeg().toBuffer(), await noise.clone().png().toBuffer(), await noise.clone().webp().toBuffer(), await noise.clone().jpeg({ progressive: true }).toBuffer()]) {
       expect((await prepareImage(image, limits)).data).toBe(image);
       await expect(prepareImage(image.subarray(0, Math.floor(image.length * 0.7)), limits)).rejects.toThrow(new ImageRejected('The image is truncated or corrupt.'));
@@ -65,7 +65,7 @@ describe('prepareImage', () => {
   });
 
   it('refuses a JPEG whose scan ends early with an end marker: a large picture claimed over a few bytes', async () => {
-    const jpeg = await sharp({ create: { width: 2000, height: 1500, channels: 3, noise: { type: 'gaussian', mean: 128, sigma: 40 } } }).jpeg().toBuffer();
+    const jpeg = await sharp({ create: { width: 2000, height: 1500, channels: 3, background: '#808080', noise: { type: 'gaussian', mean: 128, sigma: 40 } } }).jpeg().toBuffer();
     const scan = jpeg.indexOf(Buffer.from([0xff, 0xda]));
     const scanData = scan + 2 + jpeg.readUInt16BE(scan + 2);
     const claimed = Buffer.concat([jpeg.subarray(0, scanData + 40), Buffer.from([0xff, 0xd9])]);
