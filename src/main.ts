@@ -1,5 +1,6 @@
 import 'reflect-metadata';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { AppModule } from './app.module.js';
@@ -50,6 +51,7 @@ async function bootstrap(): Promise<void> {
       ? startIdleCollector(config.IDLE_GC_SECONDS, { collected: () => idleCollections.inc(), letGo: () => pageBodies.letGo() })
       : null;
   const logger = new Logger('Shutdown');
+  const connections = openConnections(app.getHttpServer() as Server);
 
   // SIGTERM (a rolling update) or SIGINT: fail readiness, stop accepting connections, let
   // in-flight requests finish for up to SHUTDOWN_GRACE_SECONDS, close the database and
@@ -63,6 +65,11 @@ async function bootstrap(): Promise<void> {
     const server = app.getHttpServer() as Server;
     const drained = new Promise<void>((resolve) => server.close(() => resolve()));
     server.closeIdleConnections();
+    // Node counts a connection that has not sent a byte (a proxy's connection opened ahead of
+    // need) as busy, and the grace period waited for it: it carries no request, so it goes now.
+    for (const socket of connections) {
+      if (socket.bytesRead === 0) socket.destroy();
+    }
     // A request that still comes on a kept-alive connection is answered with Connection: close,
     // and its connection ends after the answer instead of at the end of the grace period.
     server.prependListener('request', (_req: IncomingMessage, res: ServerResponse) => {
@@ -103,3 +110,13 @@ bootstrap().catch((error: unknown) => {
   process.stderr.write(`results-service failed to start: ${text}\n`);
   process.exit(1);
 });
+
+/** The server's open connections, kept up to date as they come and close. */
+function openConnections(server: Server): ReadonlySet<Socket> {
+  const open = new Set<Socket>();
+  server.on('connection', (socket: Socket) => {
+    open.add(socket);
+    socket.once('close', () => open.delete(socket));
+  });
+  return open;
+}

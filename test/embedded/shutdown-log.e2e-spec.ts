@@ -43,3 +43,35 @@ describe('a request cut off at the end of the shutdown grace', () => {
     expect(service.output()).toContain('grace period over: closing the remaining connections');
   });
 });
+
+/**
+ * A connection opened and never spoken on (a proxy's, opened ahead of need) carries no request:
+ * the shutdown closes it at once instead of waiting the whole grace period for it.
+ */
+describe('a connection that has not sent a byte at shutdown', () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'shutdown-silent-'));
+  afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+
+  it('is closed at once, and the process exits 0 without waiting out the grace', async () => {
+    // A grace longer than the test's own timeout: waiting it out fails the test.
+    const service = await startService({ DATA_DIR: dataDir, SEED_DEMO: 'false', LOG_LEVEL: 'info', SHUTDOWN_GRACE_SECONDS: '600', METRICS_PORT: '0' });
+    const { port } = new URL(service.url);
+    const silent = connect(Number(port), '127.0.0.1');
+    silent.on('error', () => undefined);
+    await new Promise<void>((resolve) => silent.once('connect', () => resolve()));
+    const closed = new Promise<string>((resolve) => silent.once('close', () => resolve('closed')));
+    const received: Buffer[] = [];
+    silent.on('data', (chunk: Buffer) => received.push(chunk));
+    // A kept-alive connection with a request answered is idle too, and closes as before.
+    const spoken = connect(Number(port), '127.0.0.1');
+    spoken.on('error', () => undefined);
+    const answered = new Promise<string>((resolve) => spoken.once('data', (chunk: Buffer) => resolve(chunk.toString('latin1').split('\r\n')[0])));
+    spoken.write('GET /health/live HTTP/1.1\r\nHost: x\r\n\r\n');
+    expect(await answered).toBe('HTTP/1.1 200 OK');
+    expect(await service.stop('SIGTERM')).toBe(0);
+    expect(await closed).toBe('closed');
+    expect(Buffer.concat(received).length).toBe(0);
+    expect(service.output()).toContain('SIGTERM: draining for up to 600 s');
+    expect(service.output()).not.toContain('grace period over');
+  }, 60_000);
+});
