@@ -167,35 +167,71 @@ function pictureSegment(marker: number, b: Buffer, data: number): boolean {
 }
 
 /**
+ * The JPEG without what is no part of its picture: comments, application segments other than
+ * the picture's own (EXIF with a location, XMP, IPTC), fill bytes between segments and
+ * anything after EOI; every other segment and the entropy-coded data byte for byte, so the
+ * pixels are the same without a re-encoding. Null when the structure cannot be followed to EOI.
+ */
+export function jpegPictureOnly(b: Buffer): Buffer | null {
+  const kept: Buffer[] = [b.subarray(0, 2)];
+  const end = walkJpeg(b, (start, marker, data, segmentEnd) => {
+    if (!isJpegExtra(marker, b, data)) kept.push(Buffer.from([0xff, marker]), b.subarray(start, segmentEnd));
+  });
+  if (end === null) return null;
+  kept.push(Buffer.from([0xff, 0xd9]));
+  return Buffer.concat(kept);
+}
+
+const isJpegExtra = (marker: number, b: Buffer, data: number): boolean => marker === 0xfe || (marker >= 0xe0 && marker <= 0xef && !pictureSegment(marker, b, data));
+
+/**
  * SOI, then marker segments; after each SOS the entropy-coded data runs to the next marker
  * that is neither a stuffed 0xFF00 nor a restart marker; EOI ends the image. Comments (COM)
  * and application segments other than the picture's own are extras.
  */
 function jpegStructure(b: Buffer): ImageStructure {
   let extras = false;
-  if (b.length < 4 || b[0] !== 0xff || b[1] !== 0xd8) return { end: null, extras };
+  const end = walkJpeg(b, (_start, marker, data) => {
+    if (isJpegExtra(marker, b, data)) extras = true;
+  });
+  return { end, extras };
+}
+
+/**
+ * Walks a JPEG's segments after SOI, calling `segment` with where each one's bytes start
+ * (after its marker), its marker, where its data starts (after the length) and where it ends
+ * (for SOS, with its entropy-coded data); returns where EOI ends, or null.
+ */
+function walkJpeg(b: Buffer, segment: (start: number, marker: number, data: number, end: number) => void): number | null {
+  if (b.length < 4 || b[0] !== 0xff || b[1] !== 0xd8) return null;
   let at = 2;
   while (at < b.length) {
-    if (b[at] !== 0xff) return { end: null, extras };
+    if (b[at] !== 0xff) return null;
     while (at < b.length && b[at] === 0xff) at++; // fill bytes
-    if (at >= b.length) return { end: null, extras };
+    if (at >= b.length) return null;
     const marker = b[at++];
-    if (marker === 0xd9) return { end: at, extras };
-    if (marker === 0x01 || (marker >= 0xd0 && marker <= 0xd7)) continue; // no length
-    if (at + 2 > b.length) return { end: null, extras };
-    const length = b.readUInt16BE(at);
-    if (length < 2) return { end: null, extras };
-    if (marker === 0xfe || (marker >= 0xe0 && marker <= 0xef && !pictureSegment(marker, b, at + 2))) extras = true;
-    at += length;
-    if (marker !== 0xda) continue;
-    for (;;) {
-      at = b.indexOf(0xff, at);
-      if (at < 0 || at + 1 >= b.length) return { end: null, extras };
-      const next = b[at + 1];
-      if (next === 0x00 || (next >= 0xd0 && next <= 0xd7)) at += 2;
-      else if (next === 0xff) at += 1;
-      else break;
+    if (marker === 0xd9) return at;
+    if (marker === 0x01 || (marker >= 0xd0 && marker <= 0xd7)) {
+      segment(at, marker, at, at);
+      continue; // no length
     }
+    if (at + 2 > b.length) return null;
+    const length = b.readUInt16BE(at);
+    if (length < 2) return null;
+    const start = at;
+    at += length;
+    if (marker === 0xda) {
+      for (;;) {
+        at = b.indexOf(0xff, at);
+        if (at < 0 || at + 1 >= b.length) return null;
+        const next = b[at + 1];
+        if (next === 0x00 || (next >= 0xd0 && next <= 0xd7)) at += 2;
+        else if (next === 0xff) at += 1;
+        else break;
+      }
+    }
+    if (at > b.length) return null;
+    segment(start, marker, start + 2, at);
   }
-  return { end: null, extras };
+  return null;
 }

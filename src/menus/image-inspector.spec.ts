@@ -1,5 +1,5 @@
 import sharp from 'sharp';
-import { animatedWebp, makeImage, pngWithExtraPixelData, pngWithinInflatedData, pngWithinPixelData, webpWith, webpWithinFrame } from '../../test/helpers/images.js';
+import { animatedWebp, jpegWith, jpegWithLocation, makeImage, pngWithExtraPixelData, pngWithinInflatedData, pngWithinPixelData, webpWith, webpWithinFrame } from '../../test/helpers/images.js';
 import { ImageRejected, prepareImage } from './image-inspector.js';
 
 const HTML = Buffer.from('<html><script>alert(document.domain)</script></html>', 'latin1');
@@ -54,6 +54,28 @@ describe('prepareImage', () => {
       await expect(prepareImage(png.subarray(0, png.length - cut), limits)).rejects.toThrow(new ImageRejected('The image is truncated or corrupt.'));
     }
     await expect(prepareImage(HTML, limits)).rejects.toThrow(new ImageRejected('The image must be a JPEG, PNG or WebP file.'));
+  });
+
+  it('takes EXIF, comments and bytes after the end out of a JPEG that needs no turning, keeping its pixels and every other byte', async () => {
+    const phone = await jpegWithLocation();
+    const script = Buffer.from('<script>alert(1)</script>', 'latin1');
+    const carrier = Buffer.concat([jpegWith(phone, 0xfe, script), script]);
+    const prepared = await prepareImage(carrier, limits);
+    const meta = await sharp(prepared.data).metadata();
+    expect([meta.format, meta.width, meta.height, meta.exif, meta.comments]).toEqual(['jpeg', 40, 30, undefined, undefined]);
+    expect(prepared.data.includes(script)).toBe(false);
+    expect((await sharp(prepared.data).raw().toBuffer()).equals(await sharp(phone).raw().toBuffer())).toBe(true);
+    // Not a re-encoding: the picture's segments and scan are the original's bytes.
+    const exifMarker = phone.indexOf(Buffer.from('Exif\0\0', 'latin1')) - 4;
+    const exifEnd = exifMarker + 2 + phone.readUInt16BE(exifMarker + 2);
+    expect(prepared.data.equals(Buffer.concat([phone.subarray(0, exifMarker), phone.subarray(exifEnd)]))).toBe(true);
+  });
+
+  it('re-encodes a JPEG with an orientation, turned', async () => {
+    const turned = await sharp({ create: { width: 40, height: 30, channels: 3, background: '#2980b9' } }).withMetadata({ orientation: 6 }).jpeg().toBuffer();
+    const prepared = await prepareImage(turned, limits);
+    const meta = await sharp(prepared.data).metadata();
+    expect([prepared.width, prepared.height, meta.width, meta.height, meta.orientation, meta.exif]).toEqual([30, 40, 30, 40, undefined, undefined]);
   });
 
   it('refuses an image cut inside its pixel data, which is decoded to its end', async () => {

@@ -4,7 +4,7 @@ import { formatBytes } from '../common/byte-size.js';
 import { ProblemException } from '../common/problem.js';
 import { SerialQueue } from '../common/serial-queue.js';
 import { loadSharp } from '../common/sharp.js';
-import { imageStructure, pngPixelDataEnds, signedFormat } from './image-end.js';
+import { imageStructure, jpegPictureOnly, pngPixelDataEnds, signedFormat } from './image-end.js';
 
 export const IMAGE_TYPES = { jpeg: 'image/jpeg', png: 'image/png', webp: 'image/webp' } as const;
 
@@ -97,7 +97,15 @@ export async function prepareImage(input: Buffer, limits: ImageLimits): Promise<
     // A PNG whose chunks do not reach IEND was cut short, though its pixels may all be there.
     if (format === 'png' && structure.end === null) throw new ImageRejected('The image is truncated or corrupt.');
     const carriesMore = structure.end !== input.length || structure.extras || (format === 'png' && !(await pngPixelDataEnds(input)));
-    return carriesMetadata || carriesMore ? reencode(input, format, animated) : input;
+    if (!carriesMetadata && !carriesMore) return input;
+    // A JPEG that needs no turning loses what is no part of its picture segment by segment:
+    // the same pixels, without a second decode of the whole picture (318 MB and 5 s for 36
+    // megapixels) or a generation of JPEG loss.
+    if (format === 'jpeg' && (meta.orientation ?? 1) === 1) {
+      const pictureOnly = jpegPictureOnly(input);
+      if (pictureOnly && (await holdsPictureOnly(pictureOnly, meta))) return pictureOnly;
+    }
+    return reencode(input, format, animated);
     // Weighed by the bytes the waiting upload holds (see `decodes`).
   }, input.length);
   return { contentType, width, height, data, sha256: createHash('sha256').update(data).digest('hex') };
@@ -136,6 +144,15 @@ const SAMPLE_BYTES: Readonly<Record<string, number>> = { uchar: 1, char: 1, usho
  * behind the others.
  */
 const decodes = new SerialQueue(40 * 1024 * 1024, () => new ProblemException(503, 'The service is checking as many images as it can at once; retry after the time in Retry-After.', { headers: { 'Retry-After': '5' } }));
+
+/** Whether a JPEG taken apart and put together again reads as the same picture and carries no metadata. */
+async function holdsPictureOnly(jpeg: Buffer, original: Metadata): Promise<boolean> {
+  const sharp = await loadSharp();
+  const meta = await sharp(jpeg)
+    .metadata()
+    .catch(() => null);
+  return meta !== null && meta.format === 'jpeg' && meta.width === original.width && meta.height === original.height && !meta.exif && !meta.xmp && !meta.iptc && !meta.comments?.length;
+}
 
 /** The image without what it carried beyond its picture; an animation keeps its frames. */
 async function reencode(input: Buffer, format: keyof typeof IMAGE_TYPES, animated: boolean): Promise<Buffer> {
