@@ -191,6 +191,21 @@ describe(`operator CLI (${process.env.TEST_DATABASE})`, () => {
     ]);
   });
 
+  it('refuses a CSV record of the wrong number of cells by its line and imports the rest; a CSV whose structure breaks is refused whole, nothing written', async () => {
+    const cells = file('cells.csv', 'id,name\nBR-C1,One\nBR-C2,Two,EXTRA\nBR-C3,Three\n');
+    const result = await cli(['--json', 'branches', 'import', '--client', '1001', cells], env);
+    expect([result.code, result.stderr]).toEqual([1, '']);
+    expect(JSON.parse(result.stdout)).toEqual({ file: cells, imported: 2, rejected: [{ line: 3, errors: ['not valid CSV: the record has 3 cells, the header names 2 columns'] }] });
+    const quote = file('quote.csv', 'id,name\nBR-Q1,One\nBR-Q2,"Two"x\nBR-Q3,Three\n');
+    const refused = await cli(['--json', 'branches', 'import', '--client', '1001', quote], env);
+    expect(refused.code).toBe(1);
+    expect(JSON.parse(refused.stdout)).toEqual({
+      error: `${quote}: the record after line 2 is not valid CSV (Invalid Closing Quote: got "x" at line 3 instead of delimiter, record delimiter, trimable character (if activated) or comment); the records after it cannot be told apart, so the file is refused whole and nothing of it was written.`,
+    });
+    expect(await db.query("SELECT id FROM branches WHERE id LIKE 'BR-C%' OR id LIKE 'BR-Q%' ORDER BY id")).toEqual([{ id: 'BR-C1' }, { id: 'BR-C3' }]);
+    await db.query("DELETE FROM branches WHERE id IN ('BR-C1', 'BR-C3')");
+  });
+
   it('refuses what no column keeps as given (NUL, an id past int4, a number for a text id) by line, on either database, and keeps CSV cells untrimmed', async () => {
     const nul = await cli(
       ['--json', 'branches', 'import', '--client', '1001', file('nul.json', '[{"id":"BR-N","name":"ok"},{"id":"a\\u0000b","name":"x"},{"id":1.5,"name":"n"}]')],

@@ -69,6 +69,34 @@ describe('readAllRecords', () => {
     }
   });
 
+  it('refuses a CSV record of the wrong number of cells by its line, and reads every record around it', async () => {
+    const rows = ['id,name', ...Array.from({ length: 3000 }, (_, i) => (i === 1500 ? `B${i},bad,EXTRA` : `B${i},${'n'.repeat(40)}`))];
+    const records = await readAllRecords(file('cells.csv', `${rows.join('\n')}\n`));
+    expect(records).toHaveLength(3000);
+    expect(records.filter((r) => r.error !== undefined)).toEqual([{ line: 1502, error: 'not valid CSV: the record has 3 cells, the header names 2 columns' }]);
+    expect(records.map((r) => r.line)).toEqual(Array.from({ length: 3000 }, (_, i) => i + 2));
+    expect(records[1501]).toEqual({ line: 1503, value: { id: 'B1501', name: 'n'.repeat(40) }, text: true });
+    const small = await readAllRecords(file('cells-small.csv', 'id,name\nA,a\nB,b,EXTRA\r\nC,"c\r\nd"\nD\nE,e\n'));
+    expect(small.map((r) => [r.line, r.error ?? (r.value as { id: string }).id])).toEqual([
+      [2, 'A'],
+      [3, 'not valid CSV: the record has 3 cells, the header names 2 columns'],
+      [5, 'C'],
+      [6, 'not valid CSV: the record has 1 cell, the header names 2 columns'],
+      [7, 'E'],
+    ]);
+  });
+
+  it('refuses a CSV file whole when a record breaks its structure (a quote, a record over the limit): what follows cannot be told apart', async () => {
+    for (const [name, text, line] of [
+      ['quote.csv', 'id,name\nA,a\nB,"b"x\nC,c\n', 2],
+      ['open.csv', 'id,name\r\nA,"a\r\nb"\r\nB,"b\r\nC,c\r\n', 3],
+      ['huge.csv', `id,name\nA,a\nB,b,c\nB,${'x'.repeat(MAX_LINE_BYTES + 1)}\nC,c\n`, 3],
+    ] as const) {
+      const path = file(name, text);
+      await expect(readAllRecords(path)).rejects.toThrow(new RegExp(`^${path.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}: the record after line ${line} is not valid CSV \\(.+\\); the records after it cannot be told apart, so the file is refused whole and nothing of it was written\\.$`));
+    }
+  });
+
   it('sniffs NDJSON in a file without the extension', async () => {
     const path = file('v.txt', '{"id":1}\n{"id":2}\n');
     expect((await readAllRecords(path)).map((r) => r.line)).toEqual([1, 2]);

@@ -207,24 +207,73 @@ async function* csv(path: string, known?: readonly string[]): AsyncGenerator<Fil
     return names;
   };
   await mustBeUtf8(path);
+  // A record of the wrong number of cells is refused by itself and the reading goes on; one
+  // that breaks the file's structure (a quote not closed, a record over MAX_LINE_BYTES) leaves
+  // the records after it unknowable, and refuses the file whole, before anything is written.
+  const found: { problem: CsvProblem; raw: string }[] = [];
+  let columns = 0;
   const parser = createReadStream(path).pipe(
-    parseCsv({ columns: header, bom: true, skip_empty_lines: true, info: true, raw: true, relax_column_count: false, max_record_size: MAX_LINE_BYTES }),
+    parseCsv({
+      columns: (cells: string[]) => {
+        const names = header(cells);
+        columns = names.length;
+        return names;
+      },
+      bom: true,
+      skip_empty_lines: true,
+      info: true,
+      raw: true,
+      relax_column_count: false,
+      max_record_size: MAX_LINE_BYTES,
+      skip_records_with_error: true,
+      on_skip: (problem, raw) => {
+        if (problem) found.push({ problem, raw: raw ?? '' });
+        return undefined;
+      },
+    }),
   );
-  // csv-parse counts a CRLF inside a quoted cell as two lines: taken off, so that a record's line is the file's.
+  // csv-parse counts a CRLF as two lines where it is not the record delimiter it found first
+  // (inside a quoted cell, or in a file of mixed line ends): taken off, so that a record's line is the file's.
   let overcount = 0;
+  const crlfs = (raw: string): number => raw.split('\r\n').length - 1;
+  // The file's line the last record read ended on: a record that breaks the structure starts after it.
+  let lastLine = 1;
+  const broken = (message: string): RecordFileError =>
+    new RecordFileError(`${path}: the record after line ${lastLine} is not valid CSV (${message}); the records after it cannot be told apart, so the file is refused whole and nothing of it was written.`);
+  // The problems found before the record that ends on `rawLine` (csv-parse's count), in the file's order.
+  function* before(rawLine: number): Generator<FileRecord> {
+    while (found.length > 0 && (found[0].problem.lines ?? 0) < rawLine) {
+      const { problem, raw } = found.shift()!;
+      if (!RECORD_LEVEL.has(problem.code ?? '')) {
+        parser.destroy();
+        throw broken(problem.message);
+      }
+      overcount += crlfs(raw);
+      lastLine = (problem.lines ?? 0) - overcount;
+      const cells = (problem as CsvProblem & { record?: unknown[] }).record?.length;
+      yield { line: lastLine, error: `not valid CSV: the record has ${cells === undefined ? 'another number of cells' : cells === 1 ? '1 cell' : `${cells} cells`}, the header names ${columns} columns` };
+    }
+  }
   try {
     for await (const row of parser as AsyncIterable<{ record: Record<string, string>; info: { lines: number }; raw: string }>) {
-      overcount += row.raw.split('\r\n').length - 1;
+      yield* before(row.info.lines);
+      overcount += crlfs(row.raw);
+      lastLine = row.info.lines - overcount;
       // CSV cannot tell an empty value from a missing one: an empty cell is a field not given.
       const value = Object.fromEntries(Object.entries(row.record).filter(([, cell]) => cell !== ''));
-      yield { line: row.info.lines - overcount, value, text: true };
+      yield { line: lastLine, value, text: true };
     }
   } catch (error) {
     if (error instanceof RecordFileError) throw error;
-    const err = error as Error & { lines?: number };
-    yield { line: err.lines === undefined ? 0 : err.lines - overcount, error: `not valid CSV: ${err.message}` };
+    throw broken((error as Error).message);
   }
+  yield* before(Infinity);
 }
+
+type CsvProblem = Error & { code?: string; lines?: number };
+
+/** csv-parse's errors that concern one record, after which the reading goes on at the next. */
+const RECORD_LEVEL: ReadonlySet<string> = new Set(['CSV_RECORD_INCONSISTENT_COLUMNS', 'CSV_RECORD_INCONSISTENT_FIELDS_LENGTH']);
 
 /**
  * Reads the records of an import file: a JSON array (or one object), NDJSON, or CSV with
