@@ -413,6 +413,20 @@ describe(`menus and dishes (${process.env.TEST_DATABASE})`, () => {
           ["'menuId' must be an integer: '102'.", "'order' must be an integer: '3'."],
         ],
         [
+          'names in another case beside the fields (one would be ignored)',
+          (r) => r.attach('', png, 'a.png').field('json', JSON.stringify({ ...(JSON.parse(dish()) as object), Keywords: ['lost'], Order: 3, expirydate: '2027-01-01' })),
+          [
+            "'Order' and 'order' are both given: field names are case-sensitive; give 'order' only.",
+            "'expirydate' and 'expiryDate' are both given: field names are case-sensitive; give 'expiryDate' only.",
+            "'Keywords' and 'keywords' are both given: field names are case-sensitive; give 'keywords' only.",
+          ],
+        ],
+        [
+          'names in another case than the fields (each would be read as absent)',
+          (r) => r.attach('', png, 'a.png').field('json', JSON.stringify({ menuId: 102, code: 'CASE', description: 'd', type: 't', Keywords: ['lost'], ORDER: 3 })),
+          ["'ORDER' is not a field: field names are case-sensitive; write 'order'.", "'Keywords' is not a field: field names are case-sensitive; write 'keywords'."],
+        ],
+        [
           'every broken dish rule',
           (r) =>
             r.attach('', png, 'a.png').field(

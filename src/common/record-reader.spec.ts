@@ -8,6 +8,24 @@ describe('RecordReader', () => {
     expect(r.ok).toBe(false);
   });
 
+  it('refuses a name that differs from a field in case only, given alone or beside the field, once per field, nested ones by their place', () => {
+    const r = new RecordReader({ EndDate: '2026-01-31', order: 2, Order: 3, ORDER: 4, name: 'ok', Dishes: [{ Keywords: ['x'] }] });
+    expect(r.date('endDate', { required: false })).toBeNull();
+    expect(r.has('endDate')).toBe(false);
+    expect(r.int('order', { required: false })).toBe(2);
+    expect(r.string('name')).toBe('ok');
+    expect(r.array('dishes', { required: false })).toBeNull();
+    const dish = r.nested((r.raw('Dishes') as unknown[])[0], 'dishes[0].');
+    expect(dish.array('keywords', { required: false })).toBeNull();
+    r.adopt(dish);
+    expect(r.errors).toEqual([
+      "'EndDate' is not a field: field names are case-sensitive; write 'endDate'.",
+      "'Order', 'ORDER' and 'order' are both given: field names are case-sensitive; give 'order' only.",
+      "'Dishes' is not a field: field names are case-sensitive; write 'dishes'.",
+      "'dishes[0].Keywords' is not a field: field names are case-sensitive; write 'dishes[0].keywords'.",
+    ]);
+  });
+
   it('names each required field missing from an object', () => {
     const r = new RecordReader({ guestId: 'g' });
     r.int('visitId');

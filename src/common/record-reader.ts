@@ -59,13 +59,47 @@ export class RecordReader {
 
   /** Whether the field has a value: anything but absent or null (`""` is a value). */
   has(field: string): boolean {
-    const v = this.data[field];
+    const v = this.value(field);
     return v !== undefined && v !== null;
   }
 
   raw(field: string): unknown {
+    return this.value(field);
+  }
+
+  /**
+   * The field's value. Names are case-sensitive, and a name that differs from the field's in
+   * case only (`Keywords`, `EndDate`) is refused rather than ignored: read as absent, it would
+   * store a dish without its keywords or a menu without its end, and say nothing.
+   */
+  private value(field: string): unknown {
+    const others = this.otherCases(field);
+    if (others.length > 0 && !this.caseChecked.has(field)) {
+      this.caseChecked.add(field);
+      const given = others.map((name) => `'${this.prefix}${name}'`).join(', ');
+      this.errors.push(
+        field in this.data
+          ? `${given} and ${this.name(field)} are both given: field names are case-sensitive; give ${this.name(field)} only.`
+          : `${given} is not a field: field names are case-sensitive; write ${this.name(field)}.`,
+      );
+    }
     return this.data[field];
   }
+
+  /** The record's names that are `field` in another case. */
+  private otherCases(field: string): string[] {
+    if (this.byLowerCase === undefined) {
+      this.byLowerCase = new Map();
+      for (const name of Object.keys(this.data)) {
+        const lower = name.toLowerCase();
+        this.byLowerCase.set(lower, [...(this.byLowerCase.get(lower) ?? []), name]);
+      }
+    }
+    return (this.byLowerCase.get(field.toLowerCase()) ?? []).filter((name) => name !== field);
+  }
+
+  private byLowerCase: Map<string, string[]> | undefined;
+  private readonly caseChecked = new Set<string>();
 
   /** Adds a message on `field`, named as the reader names it (with its prefix): `'dishes[0].keywords[1]' …`. */
   fail(field: string, rule: string): void {
@@ -78,7 +112,7 @@ export class RecordReader {
 
   /** True when the field has no value to read: absent or null, or `""` where a value is required. */
   private missing(field: string, required: boolean): boolean {
-    if (this.has(field) && !(required && this.data[field] === '')) return false;
+    if (this.has(field) && !(required && this.value(field) === '')) return false;
     if (required && !this.notObject) this.errors.push(`${this.name(field)} must not be empty.`);
     return true;
   }
@@ -87,7 +121,7 @@ export class RecordReader {
   int(field: string, opts: { min?: number; max?: number; required?: boolean } = {}): number | null {
     const required = opts.required ?? true;
     if (this.missing(field, required)) return null;
-    const v = this.data[field];
+    const v = this.value(field);
     const n = this.textValues && typeof v === 'string' && /^-?\d+$/.test(v.trim()) ? Number(v) : v;
     if (typeof n !== 'number' || !Number.isInteger(n)) {
       this.errors.push(`${this.name(field)} must be an integer: '${shown(v)}'.`);
@@ -119,7 +153,7 @@ export class RecordReader {
   number(field: string, opts: { required?: boolean; min?: number; max?: number } = {}): number | null {
     const required = opts.required ?? true;
     if (this.missing(field, required)) return null;
-    const v = this.data[field];
+    const v = this.value(field);
     const n = this.textValues && typeof v === 'string' && DECIMAL.test(v.trim()) ? Number(v) : v;
     if (typeof n !== 'number' || !Number.isFinite(n)) {
       this.errors.push(`${this.name(field)} must be a number: '${shown(v)}'.`);
@@ -135,7 +169,7 @@ export class RecordReader {
   /** Text, kept as given (`""` included, when the field is optional); `max` counts characters. */
   string(field: string, opts: { max?: number; required?: boolean; pattern?: RegExp; patternText?: string } = {}): string | null {
     const required = opts.required ?? true;
-    const v = this.data[field];
+    const v = this.value(field);
     if (v !== undefined && v !== null && typeof v !== 'string') {
       this.errors.push(`${this.name(field)} must be a string.`);
       return null;
@@ -159,7 +193,7 @@ export class RecordReader {
 
   boolean(field: string, opts: { required?: boolean } = {}): boolean | null {
     if (this.missing(field, opts.required ?? false)) return null;
-    const v = this.data[field];
+    const v = this.value(field);
     if (typeof v === 'boolean') return v;
     if (this.textValues && (v === 'true' || v === 'false')) return v === 'true';
     this.errors.push(`${this.name(field)} must be true, false or null.`);
@@ -201,7 +235,7 @@ export class RecordReader {
   }
 
   array(field: string, opts: { required?: boolean } = {}): unknown[] | null {
-    const v = this.data[field];
+    const v = this.value(field);
     if (v === undefined || v === null) {
       // A record that is no object was said to be none; its fields are not missing one by one.
       if ((opts.required ?? true) && !this.notObject) this.errors.push(`${this.name(field)} must not be empty.`);
