@@ -201,6 +201,30 @@ describe(`HTTP hardening (${process.env.TEST_DATABASE})`, () => {
     const unknown = await request(t.http).post('/visits/everything');
     expect(unknown.status).toBe(404);
     expect(unknown.headers.allow).toBeUndefined();
+    // A method whose name holds a hyphen, as any other; and the query of a 404 is not said back.
+    const search = await rawExchange('M-SEARCH /menus HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+    expect(search.split('\r\n')[0]).toBe('HTTP/1.1 405 Method Not Allowed');
+    expect(search).toContain('\r\nAllow: GET, HEAD\r\n');
+    const secret = await rawExchange('M-SEARCH /nowhere?client_secret=s3cr3t HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+    expect(secret.split('\r\n')[0]).toBe('HTTP/1.1 404 Not Found');
+    expect(JSON.parse(secret.split('\r\n\r\n')[1])).toMatchObject({ status: 404, detail: 'Cannot M-SEARCH /nowhere' });
+    expect(secret).not.toContain('s3cr3t');
+  });
+
+  it.each([
+    ['HTTP/2.0 in cleartext', 'GET /health/live HTTP/2.0\r\nHost: x\r\n\r\n'],
+    ['a request line without a version, as HTTP/0.9 wrote it', 'GET /health/live\r\n\r\n'],
+  ])('answers a request line of a version it does not speak (%s) with a 505 problem, and closes', async (_what, raw) => {
+    const answer = await rawExchange(raw);
+    const [head, body] = answer.split('\r\n\r\n');
+    expect(head.split('\r\n')[0]).toBe('HTTP/1.1 505 HTTP Version Not Supported');
+    expect(head).toContain('\r\nConnection: close\r\n');
+    expect(JSON.parse(body)).toMatchObject({ status: 505, detail: 'The HTTP version of the request is not supported: send HTTP/1.1.' });
+  });
+
+  it('serves HTTP/1.0', async () => {
+    const answer = await rawExchange('GET /health/live HTTP/1.0\r\n\r\n');
+    expect(answer.split('\r\n')[0]).toBe('HTTP/1.1 200 OK');
   });
 
   it('answers an Expect it cannot meet with a 417 problem', async () => {

@@ -38,7 +38,8 @@ export function allowedMethods(app: unknown, path: string): string[] {
  * (RFC 9110 §15.5.6) rather than a 404 that says the resource does not exist.
  */
 export function methodsOfUnroutedPath(exception: unknown, request: { method: string; path: string; app?: unknown }): string[] {
-  if (!(exception instanceof NotFoundException) || !/^Cannot [A-Z]+ /.test(exception.message)) return [];
+  // A method's name may hold a hyphen (M-SEARCH).
+  if (!(exception instanceof NotFoundException) || !/^Cannot [A-Z-]+ /.test(exception.message)) return [];
   const methods = allowedMethods(request.app, request.path);
   return methods.includes(request.method) ? [] : methods;
 }

@@ -16,6 +16,8 @@ function refusal(code: string | undefined): { status: number; detail: string } {
   return { status: 400, detail: 'The request is not well-formed HTTP/1.1.' };
 }
 
+const UNSUPPORTED_VERSION = 'The HTTP version of the request is not supported: send HTTP/1.1.';
+
 /** Whether the request repeats Host, which may appear once only (RFC 9112 §3.2). */
 function repeatedHost(raw: string[]): boolean {
   let host = 0;
@@ -101,6 +103,9 @@ export function answerClientErrors(server: Server, tokenPath: string, log: Early
   putAhead(
     server,
     (req) => {
+      // HTTP/1.0 and HTTP/1.1 are spoken; a request line of another version (HTTP/2.0 in
+      // cleartext, HTTP/0.9's line without one) is a 505 (RFC 9110 §15.6.6), not served.
+      if (req.httpVersionMajor !== 1 || req.httpVersionMinor > 1) return UNSUPPORTED_VERSION;
       if (req.httpVersionMajor === 1 && req.httpVersionMinor === 1 && req.headers.host === undefined) return refusal(undefined).detail;
       if (repeatedHost(req.rawHeaders)) return 'The request has more than one Host header; it must have one.';
       // A request's Transfer-Encoding must end in chunked (RFC 9112 §6.3): its body has no
@@ -113,7 +118,8 @@ export function answerClientErrors(server: Server, tokenPath: string, log: Early
       return undefined;
     },
     (req, res, detail) => {
-      answer(res, 400, earlyProblem(400, detail), log, req, detail);
+      const status = detail === UNSUPPORTED_VERSION ? 505 : 400;
+      answer(res, status, earlyProblem(status, detail), log, req, detail);
       return Promise.resolve(true);
     },
   );

@@ -118,7 +118,7 @@ function render(exception: unknown): RenderedError {
     const text = Array.isArray(message) ? message.join('; ') : typeof message === 'string' ? message : '';
     if (status === 400) return { status, detail: BAD_REQUEST_DETAIL, errors: [text || 'The request is malformed.'], headers: {} };
     // Express's router says `Cannot GET /path?query`: the query (which may hold anything the caller sent) is left out.
-    const said = status === 404 ? text.replace(/^(Cannot [A-Z]+ [^?]*)\?.*$/s, '$1') : text;
+    const said = status === 404 ? text.replace(/^(Cannot [A-Z-]+ [^?]*)\?.*$/s, '$1') : text;
     const detail = status >= 500 ? DEFAULT_DETAILS[500] : said || DEFAULT_DETAILS[status] || statusTitle(status);
     return { status, detail: detail ?? statusTitle(status), headers: {} };
   }
