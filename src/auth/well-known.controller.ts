@@ -58,6 +58,9 @@ export class WellKnownController {
   @ApiOperation({ operationId: 'getJwks', summary: 'The JSON Web Key Set that verifies access tokens.' })
   @ApiOkResponse({ description: 'RFC 7517 key set; `kid` is the RFC 7638 thumbprint.', schema: JWKS_SCHEMA })
   @ApiProblemResponse(429, 'Rate limit reached (per address); retry after `Retry-After` seconds.')
+  @ApiProblemResponse(500, 'Internal error; quote the instance.')
+  // The signing keys are kept in the database unless JWT_SIGNING_KEYS gives them.
+  @ApiProblemResponse(503, 'The signing keys cannot be read now (the database is unavailable); retry after `Retry-After` seconds.')
   jwks(): Promise<{ keys: JWK[] }> {
     return this.keyring.jwks();
   }
