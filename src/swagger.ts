@@ -4,7 +4,9 @@ import { apiKeyChallenge, basicChallenge, bearerChallenge } from './auth/challen
 import { SCOPE_DESCRIPTIONS } from './auth/scopes.js';
 import { API_KEY_SCHEME, OAUTH_SCHEME } from './common/openapi-names.js';
 import type { AppConfig } from './config/app-config.js';
+import { imageTooLargeMessage } from './menus/image-inspector.js';
 import { TOKEN_PATH } from './rate-limit/rate-limit.guard.js';
+import { CHANGES_DEFAULT_TAKE } from './visits/dto/changes-query.dto.js';
 import { WEBHOOK_EVENT_MODELS, WEBHOOKS_OPENAPI } from './webhooks/webhooks-openapi.js';
 
 const RETRY_AFTER = {
@@ -137,8 +139,29 @@ function complete(document: OpenAPIObject, config: AppConfig): OpenAPIObject {
   };
   const upload = (document.components?.schemas?.DishUploadDto as Schema | undefined)?.properties?.file;
   if (upload) upload.maxLength = config.IMAGE_MAX_BYTES;
-  return document;
+  return withConfiguredFigures(document, config);
 }
+
+/**
+ * The figures the contract's text gives as the default settings' (a range of 31 days, 90 days
+ * of changes, a Take of at most 1000 and 500 when omitted, the 413 example's 5242880 bytes),
+ * as this service is configured: a partner reading a deployment's contract reads its limits.
+ * With the defaults the text is the committed contract's, word for word.
+ */
+function withConfiguredFigures(document: OpenAPIObject, config: AppConfig): OpenAPIObject {
+  const figures: [string, string][] = [
+    ['The range is at most 31 days (configurable).', `The range is at most ${config.VISITS_MAX_RANGE_DAYS} days (configurable).`],
+    ['At most CHANGES_RETENTION_DAYS (90) days ago.', `At most CHANGES_RETENTION_DAYS (${config.CHANGES_RETENTION_DAYS}) days ago.`],
+    ['at most 1000 (configurable); 500 when omitted.', `at most ${config.VISITS_TAKE_MAX} (configurable); ${Math.min(CHANGES_DEFAULT_TAKE, config.VISITS_TAKE_MAX)} when omitted.`],
+    [imageTooLargeMessage(DEFAULT_IMAGE_MAX_BYTES), imageTooLargeMessage(config.IMAGE_MAX_BYTES)],
+  ];
+  let text = JSON.stringify(document);
+  for (const [committed, configured] of figures) text = text.split(JSON.stringify(committed).slice(1, -1)).join(JSON.stringify(configured).slice(1, -1));
+  return JSON.parse(text) as OpenAPIObject;
+}
+
+/** IMAGE_MAX_BYTES's default, which the decorators' examples are written with. */
+const DEFAULT_IMAGE_MAX_BYTES = 5 * 1024 * 1024;
 
 /**
  * Swagger UI sends the OAuth2 token request itself; this adds the svc-api-key the user

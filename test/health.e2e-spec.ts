@@ -115,3 +115,26 @@ describe(`health and errors (${process.env.TEST_DATABASE})`, () => {
     expect(after.status).toBe(200);
   });
 });
+
+describe(`the served contract of a service with its own limits (${process.env.TEST_DATABASE})`, () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startTestApp({ VISITS_TAKE_MAX: '50', VISITS_MAX_RANGE_DAYS: '10', CHANGES_RETENTION_DAYS: '30', IMAGE_MAX_BYTES: '2048' });
+  });
+  afterAll(async () => {
+    await t.close();
+  });
+
+  it('gives those limits in its text as in its schemas, not the defaults', async () => {
+    const res = await request(t.http).get('/docs/openapi.json');
+    expect(res.status).toBe(200);
+    const text = res.text;
+    for (const figure of ['at most 31 days', 'CHANGES_RETENTION_DAYS (90)', 'at most 1000 (configurable)', '500 when omitted', '5242880 bytes']) expect(text).not.toContain(figure);
+    const changes = (res.body as { paths: Record<string, { get: { parameters: { name: string; description: string; schema: { maximum?: number } }[] } }> }).paths['/visits/standard/changes'].get.parameters;
+    const take = changes.find((p) => p.name === 'Take')!;
+    expect([take.description, take.schema.maximum]).toEqual(['Changed visits to return, at most 50 (configurable); 50 when omitted.', 50]);
+    expect(changes.find((p) => p.name === 'Since')!.description).toContain('At most CHANGES_RETENTION_DAYS (30) days ago.');
+    expect(text).toContain('The range is at most 10 days (configurable).');
+    expect(text).toContain('The image must be at most 2048 bytes (2 KiB).');
+  });
+});
