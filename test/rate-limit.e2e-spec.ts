@@ -202,7 +202,11 @@ describe(`rate limits (${process.env.TEST_DATABASE}, counters in the process)`, 
     const refused = await request(t.http).post('/connect/token').set('svc-api-key', fifth.apiKey).type('form')
       .send({ grant_type: 'client_credentials', client_id: fifth.clientId, client_secret: fifth.clientSecret });
     expect(refused.status).toBe(429);
-    expect(refused.body).toEqual({ error: 'slow_down', error_description: expect.stringMatching(/^Too many token requests for this client; retry after \d+ seconds\.$/) });
+    // The key's limit refused it, not the client's token limit (which has one left): the description says which.
+    expect(refused.body).toEqual({
+      error: 'slow_down',
+      error_description: expect.stringMatching(/^The API key's rate limit of 5 requests a minute, token requests included, is reached; retry after \d+ seconds\.$/),
+    });
     expect(refused.headers['ratelimit-policy']).toBe('"default";q=5;w=60, "token";q=3;w=60');
     expect(refused.headers.ratelimit).toMatch(/^"default";r=0;t=\d+, "token";r=1;t=\d+$/);
   });

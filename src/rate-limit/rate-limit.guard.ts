@@ -209,7 +209,9 @@ export class RateLimitGuard extends ThrottlerGuard {
     const retryAfter = String(Math.max(1, count.timeToBlockExpire));
     if (isTokenRequest(req)) {
       this.metrics.tokenFailures.inc({ error: 'slow_down' });
-      refusals.set(req, new OAuthException('slow_down', `Too many token requests for this client; retry after ${retryAfter} seconds.`, 429, { 'Retry-After': retryAfter }));
+      // Which limit refused: the client's own on token requests, or its API key's on every request.
+      const which = name === 'token' ? 'Too many token requests for this client' : `The API key's rate limit of ${limit} requests a minute, token requests included, is reached`;
+      refusals.set(req, new OAuthException('slow_down', `${which}; retry after ${retryAfter} seconds.`, 429, { 'Retry-After': retryAfter }));
     } else {
       refusals.set(
         req,
