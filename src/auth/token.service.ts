@@ -205,6 +205,13 @@ export class TokenService {
   private grantedScopes(credential: CachedCredential, requested: string | undefined): string[] {
     const assigned = [...credential.scopes];
     if (requested === undefined) return assigned;
+    // RFC 6749 §3.3: scope tokens of printable ASCII but " and \, separated by spaces; a tab
+    // or a line end between them would make one unknown token that seems to lack the first.
+    const other = /[^\x21\x23-\x5b\x5d-\x7e ]/.exec(requested);
+    if (other) {
+      const code = other[0].codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0');
+      throw new OAuthException('invalid_scope', `The scope holds U+${code}, which no scope has: scopes are separated by spaces only.`);
+    }
     const asked = [...new Set(requested.split(' ').filter(Boolean))];
     if (!asked.includes(Scope.Api)) {
       throw new OAuthException('invalid_scope', `A requested scope must include '${Scope.Api}'.`);
