@@ -249,6 +249,14 @@ describe(`operator CLI (${process.env.TEST_DATABASE})`, () => {
     await db.query("DELETE FROM branches WHERE id = 'BR-NB'");
   });
 
+  it("refuses a visit of another client's branch for that alone, without naming that branch's brand", async () => {
+    const record = visit({ visitId: 9203, clientId: 1002 });
+    delete record.brandId;
+    const result = await cli(['--json', 'visits', 'import', file('foreign-branch.ndjson', JSON.stringify(record))], env);
+    expect([result.code, result.stderr]).toEqual([1, '']);
+    expect(JSON.parse(result.stdout)).toMatchObject({ imported: 0, rejected: [{ line: 1, errors: ["'branchId' 'BR-1' belongs to client 1001."] }] });
+  });
+
   it('imports visits, refusing a malformed record by its line and writing nothing of it', async () => {
     const lines = [
       JSON.stringify(visit()),

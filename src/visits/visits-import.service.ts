@@ -100,7 +100,9 @@ export class VisitsImportService {
       const branch = branches.get(visit.branchId);
       if (!branch) errors.push(`'branchId' '${visit.branchId}' is not a known branch; import branches first.`);
       else if (branch.clientId !== visit.clientId) errors.push(`'branchId' '${visit.branchId}' belongs to client ${branch.clientId}.`);
-      if (visit.brandId === null && branch) visit.brandId = branch.brandId;
+      // A visit without a brand takes its branch's; not from a branch of another client (its
+      // brand would be refused as if the record had named it, and named to this client).
+      if (visit.brandId === null && branch && branch.clientId === visit.clientId) visit.brandId = branch.brandId;
       if (visit.brandId !== null) {
         const owner = await this.brandClient(context, visit.brandId);
         if (owner !== visit.clientId) errors.push(`'brandId' ${visit.brandId} is not a brand of client ${visit.clientId}.`);
