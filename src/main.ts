@@ -5,6 +5,7 @@ import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { AppModule } from './app.module.js';
 import { BodyPool } from './common/body-pool.js';
+import { environmentFailure } from './common/environment-failure.js';
 import { startIdleCollector } from './common/idle-collector.js';
 import { AppConfig, BUILT_IN_API_KEY_HASH_KEY, ConfigError, loadConfig } from './config/app-config.js';
 import { prepareDataDir } from './database/data-source-options.js';
@@ -104,6 +105,13 @@ bootstrap().catch((error: unknown) => {
   if (error instanceof ConfigError) {
     process.stderr.write(`${error.message}\n`);
     process.exit(78); // EX_CONFIG
+  }
+  // A database out of reach or refusing the login, a full disk: the environment's, in one line
+  // (exit 69, EX_UNAVAILABLE); the orchestrator starts the process again after a pause.
+  const environment = environmentFailure(error);
+  if (environment !== undefined) {
+    process.stderr.write(`results-service cannot start: ${environment}\n`);
+    process.exit(69);
   }
   // An operator's mistake in one line; anything unexpected with its stack.
   const text = error instanceof SchemaMissingError ? error.message : error instanceof Error ? (error.stack ?? error.message) : String(error);

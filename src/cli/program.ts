@@ -1,6 +1,6 @@
 import { Command, CommanderError } from 'commander';
 import { ImportInterrupted } from '../common/import-report.js';
-import { unavailableCause } from '../common/problem.filter.js';
+import { environmentFailure } from '../common/environment-failure.js';
 import { OperatorError } from '../common/operator-error.js';
 import { RecordFileError } from '../common/record-file.js';
 import { ConfigError } from '../config/app-config.js';
@@ -93,20 +93,4 @@ export async function runCli(args: readonly string[], io: CliIo): Promise<number
     io.stderr.write(`error: ${message}\n`);
     return known ? 1 : 2;
   }
-}
-
-/** PostgreSQL's codes for a database that does not exist or a login it refuses. */
-const CONNECTION_REFUSED_CODES = new Set(['3D000', '28P01', '28000']);
-/** File system errors of a folder or file the configuration names. */
-const PATH_CODES = new Set(['EEXIST', 'ENOTDIR', 'EACCES', 'EPERM', 'EROFS', 'ENOENT', 'EISDIR']);
-
-/** A one-line message for an error of the command's environment, rather than of the command; undefined for any other. */
-function environmentFailure(error: unknown): string | undefined {
-  const e = error as { code?: unknown; message?: unknown; path?: unknown; driverError?: { code?: unknown } } | null;
-  if (!e || typeof e !== 'object' || typeof e.message !== 'string') return undefined;
-  const cause = unavailableCause(error);
-  if (cause === 'disk-full') return `no room left on the disk: ${e.message}`;
-  if (cause === 'database' || CONNECTION_REFUSED_CODES.has(String(e.code ?? e.driverError?.code))) return `the database cannot be used: ${e.message}`;
-  if (typeof e.path === 'string' && PATH_CODES.has(String(e.code))) return `cannot use ${e.path}: ${e.message}`;
-  return undefined;
 }

@@ -16,6 +16,8 @@ import { guardPoolClients } from './pool-errors.js';
         migrationsRun: config.MIGRATIONS_RUN,
         migrationsTransactionMode: 'each' as const,
         retryAttempts: 0,
+        // No "Retrying (1)..." line with a stack: the start fails in one line (main.ts).
+        toRetry: () => false,
       }),
       dataSourceFactory: async (options?: DataSourceOptions) => {
         // Migrations are run here, one process at a time, rather than by TypeORM at initialize.

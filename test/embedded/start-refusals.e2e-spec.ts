@@ -1,4 +1,5 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startService } from '../helpers/service-process.js';
@@ -36,5 +37,20 @@ describe('a start whose settings name what cannot be used stops with exit 78 and
       /^service exited with 78:\n(.*\n)*Invalid configuration:\n {2}- JWT_SIGNING_KEYS: its key cannot be read as a PKCS#8 private key \([^\n]+\)\n$/,
     );
     await expect(refusal).rejects.not.toThrow(/\n {4}at /);
+  });
+});
+
+describe('a start whose database is out of reach', () => {
+  it('stops with exit 69 and one line, without a stack or a word of retrying', async () => {
+    const server = createServer();
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as AddressInfo;
+    // A port nothing listens on: the listener is closed again before the start.
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+    const refusal = startService({ DATABASE_URL: `postgres://postgres@127.0.0.1:${port}/test`, LOG_LEVEL: 'info' });
+    await expect(refusal).rejects.toThrow(
+      new RegExp(`^service exited with 69:\n(.*\n)*results-service cannot start: the database cannot be used: connect ECONNREFUSED 127\\.0\\.0\\.1:${port}\n$`),
+    );
+    await expect(refusal).rejects.not.toThrow(/\n {4}at |Retrying/);
   });
 });

@@ -1,0 +1,21 @@
+import { unavailableCause } from './problem.filter.js';
+
+/** PostgreSQL's codes for a database that does not exist or a login it refuses. */
+const CONNECTION_REFUSED_CODES = new Set(['3D000', '28P01', '28000']);
+/** File system errors of a folder or file the configuration names. */
+const PATH_CODES = new Set(['EEXIST', 'ENOTDIR', 'EACCES', 'EPERM', 'EROFS', 'ENOENT', 'EISDIR']);
+
+/**
+ * A one-line message for an error of the environment (a database out of reach or refusing the
+ * login, a full disk, a folder that cannot be used) rather than of the command or the code;
+ * undefined for any other.
+ */
+export function environmentFailure(error: unknown): string | undefined {
+  const e = error as { code?: unknown; message?: unknown; path?: unknown; driverError?: { code?: unknown } } | null;
+  if (!e || typeof e !== 'object' || typeof e.message !== 'string') return undefined;
+  const cause = unavailableCause(error);
+  if (cause === 'disk-full') return `no room left on the disk: ${e.message}`;
+  if (cause === 'database' || CONNECTION_REFUSED_CODES.has(String(e.code ?? e.driverError?.code))) return `the database cannot be used: ${e.message}`;
+  if (typeof e.path === 'string' && PATH_CODES.has(String(e.code))) return `cannot use ${e.path}: ${e.message}`;
+  return undefined;
+}
