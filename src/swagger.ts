@@ -111,10 +111,9 @@ function complete(document: OpenAPIObject, config: AppConfig): OpenAPIObject {
       }
       for (const [status, response] of Object.entries(operation.responses)) {
         const headers = { ...response.headers };
-        // A form or JSON body too large is refused by the body parser, before the rate limiter
-        // runs; a multipart upload is read, and refused, after it. Headers over 16 KiB are
-        // refused by Node's parser, before any of the service runs.
-        const beforeLimiter = status === '431' || (status === '413' && !operation.requestBody?.content?.['multipart/form-data']);
+        // Headers over 16 KiB are refused by Node's parser, before any of the service runs; a
+        // body too large is refused after the rate limit has counted it (body-errors.ts).
+        const beforeLimiter = status === '431';
         if (!path.startsWith('/health/') && !beforeLimiter) {
           for (const name of Object.keys(RATE_LIMIT_HEADERS)) headers[name] = ref(name);
         }

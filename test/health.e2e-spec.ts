@@ -56,6 +56,20 @@ describe(`health and errors (${process.env.TEST_DATABASE})`, () => {
     expect(res.headers['x-powered-by']).toBeUndefined();
   });
 
+  it('refuses a JSON body over 64 KiB with a 413 naming the limit', async () => {
+    const res = await request(t.http)
+      .get('/health/live')
+      .set('Content-Type', 'application/json')
+      .send(JSON.stringify({ padding: 'x'.repeat(70 * 1024) }));
+    expect(res.status).toBe(413);
+    expect(res.headers['content-type']).toBe('application/problem+json; charset=utf-8');
+    expect(JSON.parse(res.text)).toMatchObject({
+      status: 413,
+      detail: "The request body is larger than the service accepts; see 'errors' for the limit.",
+      errors: ['The request body must be at most 65536 bytes (64 KiB).'],
+    });
+  });
+
   it('serves Swagger UI at /docs and the contract at /docs/openapi.json', async () => {
     const ui = await request(t.http).get('/docs/').set('X-Request-Id', 'docs-check-1');
     expect(ui.headers['x-request-id']).toBe('docs-check-1');

@@ -74,7 +74,8 @@ export class OAuthErrorFilter extends ProblemFilter {
 /** A problem said the OAuth way: its status and headers, an error code for the status, the description it gives. */
 function sendAsOAuth(response: Response, problem: ProblemBody, headers: Record<string, string>): void {
   // A form too large or in another charset: said as a form, unless the problem says more (a coding not supported).
-  const form = isDefaultDetail(problem.status, problem.detail) ? (FORM_DESCRIPTIONS as Record<number, string | undefined>)[problem.status] : undefined;
+  // (A 413 here is always the form too large: the endpoint reads nothing else.)
+  const form = problem.status === 413 || isDefaultDetail(problem.status, problem.detail) ? (FORM_DESCRIPTIONS as Record<number, string | undefined>)[problem.status] : undefined;
   const description = form ?? (problem.errors?.join(' ') || problem.detail);
   const rendered = new OAuthException(codeFor(problem.status), description, problem.status, headers).renderResponse();
   for (const [name, value] of Object.entries(rendered.headers)) response.setHeader(name, value);

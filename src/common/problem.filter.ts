@@ -1,6 +1,7 @@
 import { ArgumentsHost, Catch, HttpException, Logger, type ExceptionFilter } from '@nestjs/common';
 import type { Request, Response } from 'express';
 import { methodsOfUnroutedPath } from './allowed-methods.js';
+import { formatBytes } from './byte-size.js';
 import { loggableUrl } from './loggable-url.js';
 import {
   BAD_REQUEST_DETAIL,
@@ -9,6 +10,7 @@ import {
   PROBLEM_CONTENT_TYPE,
   ProblemException,
   statusTitle,
+  TOO_LARGE_DETAIL,
   type ProblemBody,
 } from './problem.js';
 
@@ -131,6 +133,11 @@ function render(exception: unknown): RenderedError {
       return { status: 400, detail: BAD_REQUEST_DETAIL, errors: [`The form has more fields than the service accepts (${FORM_FIELDS_MAX}).`], headers: {} };
     }
     if (type === 'encoding.unsupported') return { status: 415, detail: UNSUPPORTED_CODING, headers: {} };
+    // A 413 names the limit the body broke, as the upload's does.
+    const limit = (exception as { limit?: unknown }).limit;
+    if (type === 'entity.too.large' && typeof limit === 'number') {
+      return { status: 413, detail: TOO_LARGE_DETAIL, errors: [`The request body must be at most ${limit} bytes (${formatBytes(limit)}).`], headers: {} };
+    }
     if (status >= 400 && status < 500) {
       const detail = DEFAULT_DETAILS[status] ?? statusTitle(status);
       return status === 400
