@@ -222,6 +222,16 @@ describe(`HTTP hardening (${process.env.TEST_DATABASE})`, () => {
     expect(JSON.parse(body)).toMatchObject({ status: 505, detail: 'The HTTP version of the request is not supported: send HTTP/1.1.' });
   });
 
+  it('answers a transfer coding before chunked, which it does not apply, with a 501 problem', async () => {
+    const answer = await rawExchange('POST /connect/token HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\nContent-Type: application/x-www-form-urlencoded\r\n\r\n0\r\n\r\n');
+    const [head, body] = answer.split('\r\n\r\n');
+    expect(head.split('\r\n')[0]).toBe('HTTP/1.1 501 Not Implemented');
+    expect(JSON.parse(body)).toMatchObject({
+      status: 501,
+      detail: 'The request has a transfer coding the service does not apply: send its body with Transfer-Encoding: chunked alone, or with Content-Length.',
+    });
+  });
+
   it('serves HTTP/1.0', async () => {
     const answer = await rawExchange('GET /health/live HTTP/1.0\r\n\r\n');
     expect(answer.split('\r\n')[0]).toBe('HTTP/1.1 200 OK');

@@ -17,6 +17,7 @@ function refusal(code: string | undefined): { status: number; detail: string } {
 }
 
 const UNSUPPORTED_VERSION = 'The HTTP version of the request is not supported: send HTTP/1.1.';
+const UNSUPPORTED_CODING = 'The request has a transfer coding the service does not apply: send its body with Transfer-Encoding: chunked alone, or with Content-Length.';
 
 /** Whether the request repeats Host, which may appear once only (RFC 9112 §3.2). */
 function repeatedHost(raw: string[]): boolean {
@@ -113,12 +114,15 @@ export function answerClientErrors(server: Server, tokenPath: string, log: Early
       // the application has the request: it is refused here, before the application sees it.
       const coding = req.headers['transfer-encoding'];
       if (coding !== undefined && !/(?:^|,)[ \t]*chunked[ \t]*$/i.test(coding)) return refusal(undefined).detail;
+      // A coding before chunked (gzip, chunked) would have its bytes taken as the body: one
+      // the service does not apply is a 501 (RFC 9112 §6.1).
+      if (coding !== undefined && !/^[ \t]*chunked[ \t]*$/i.test(coding)) return UNSUPPORTED_CODING;
       // Checked where every credential is (see REPEATED_AUTHORIZATION), not answered here.
       if (req.headers.authorization !== undefined && authorizationCount(req.rawHeaders) > 1) req.headers.authorization = REPEATED_AUTHORIZATION;
       return undefined;
     },
     (req, res, detail) => {
-      const status = detail === UNSUPPORTED_VERSION ? 505 : 400;
+      const status = detail === UNSUPPORTED_VERSION ? 505 : detail === UNSUPPORTED_CODING ? 501 : 400;
       answer(res, status, earlyProblem(status, detail), log, req, detail);
       return Promise.resolve(true);
     },
