@@ -144,6 +144,15 @@ describe(`operator CLI (${process.env.TEST_DATABASE})`, () => {
     const foreignBrand = await cli(['--json', 'brands', 'add', '--client', '1002', '--id', '5', '--name', 'Steal'], env);
     expect(foreignBrand.code).toBe(1);
     expect(JSON.parse(foreignBrand.stdout)).toEqual({ error: 'brand 5 belongs to client 1001, not 1002' });
+    // Names are kept as given; blank, longer than 200 characters or holding NUL they are refused.
+    const names: [string[], string][] = [
+      [['clients', 'add', '--id', '4243', '--name', ' \t '], 'client name must not be blank'],
+      [['clients', 'add', '--id', '4243', '--name', '\u{1F37D}'.repeat(201)], 'client name must be at most 200 characters: it has 201'],
+      [['brands', 'add', '--client', '1001', '--id', '9', '--name', 'a\u0000b'], 'brand name must not contain NUL characters or unpaired UTF-16 surrogates'],
+    ];
+    for (const [args, error] of names) expect(JSON.parse((await cli(['--json', ...args], env)).stdout)).toEqual({ error });
+    expect(await cliJson(['clients', 'add', '--id', '4243', '--name', ` ${'n'.repeat(198)} `], env)).toEqual({ id: 4243, name: ` ${'n'.repeat(198)} ` });
+    await db.query('DELETE FROM clients WHERE id = 4243');
     const noClient = await cli(['brands', 'add', '--client', '4242', '--id', '9', '--name', 'X'], env);
     expect(noClient.stderr).toContain("client 4242 does not exist; add it with 'clients add'");
     // A DATA_DIR with no database (a typo): the embedded one is made, and said. In a process of its own: the entities' column types follow the database.

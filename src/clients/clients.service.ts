@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { OperatorError } from '../common/operator-error.js';
+import { characters, isStorableText } from '../common/record-reader.js';
 import { ClientsRepository } from './clients.repository.js';
 import type { Brand } from './entities/brand.entity.js';
 import type { Client } from './entities/client.entity.js';
@@ -14,8 +15,8 @@ export class ClientsService {
 
   async addClient(id: number, name: string): Promise<Client> {
     if (!Number.isSafeInteger(id) || id <= 0) throw new OperatorError(`client id must be an integer greater than 0: '${id}'`);
-    if (!name.trim() || [...name].length > 200) throw new OperatorError('client name must be 1 to 200 characters');
-    return this.repo.saveClient(id, name.trim());
+    checkName('client', name);
+    return this.repo.saveClient(id, name);
   }
 
   listClients(): Promise<Client[]> {
@@ -41,12 +42,12 @@ export class ClientsService {
   async addBrand(clientId: number, id: number, name: string): Promise<Brand> {
     await this.requireClient(clientId);
     if (!Number.isSafeInteger(id) || id <= 0) throw new OperatorError(`brand id must be an integer greater than 0: '${id}'`);
-    if (!name.trim() || [...name].length > 200) throw new OperatorError('brand name must be 1 to 200 characters');
+    checkName('brand', name);
     const existing = await this.repo.findBrand(id);
     if (existing && existing.clientId !== clientId) {
       throw new OperatorError(`brand ${id} belongs to client ${existing.clientId}, not ${clientId}`);
     }
-    return this.repo.saveBrand({ id, clientId, name: name.trim() });
+    return this.repo.saveBrand({ id, clientId, name });
   }
 
   /** The brand, or null when there is none with this id. */
@@ -57,4 +58,14 @@ export class ClientsService {
   listBrands(clientId: number): Promise<Brand[]> {
     return this.repo.listBrands(clientId);
   }
+}
+
+/**
+ * A client's or brand's name is kept as given, as every imported text is (pages serve it so):
+ * not blank, at most 200 characters (code points), nothing a column cannot keep as given.
+ */
+function checkName(what: 'client' | 'brand', name: string): void {
+  if (name.trim() === '') throw new OperatorError(`${what} name must not be blank`);
+  if (characters(name) > 200) throw new OperatorError(`${what} name must be at most 200 characters: it has ${characters(name)}`);
+  if (!isStorableText(name)) throw new OperatorError(`${what} name must not contain NUL characters or unpaired UTF-16 surrogates`);
 }
