@@ -179,6 +179,13 @@ describe(`authentication matrix over every protected endpoint (${process.env.TES
         'The svc-api-key is not valid.',
         /^ApiKey /,
       );
+      // Two svc-api-key headers reach the service joined with a comma, which no key holds; even two of one live key.
+      expectProblem(
+        await call(op, { 'svc-api-key': `${partner.apiKey}, ${partner.apiKey}`, Authorization: `Bearer ${token}` }),
+        401,
+        'The request has more than one svc-api-key (two headers, or a list); it must have one.',
+        /^ApiKey /,
+      );
     }
   });
 

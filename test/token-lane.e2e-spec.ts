@@ -149,6 +149,7 @@ describe(`token requests answered ahead of Express (${process.env.TEST_DATABASE}
       ['no API key', () => rawRequest(t.app.getHttpServer(), '/connect/token', FORM, 'POST', grant()), 401, /svc-api-key header is required/, []],
       // The lane looks the key up and hands the request on: Express's limits count it by address.
       ['an unknown API key', () => post(grant(), { 'svc-api-key': 'svck_unknown' }), 401, /svc-api-key is not valid/, [false]],
+      ['two API keys', () => post(grant(), { 'svc-api-key': 'svck_a, svck_b' }), 401, /more than one svc-api-key/, [false]],
     ];
     for (const [what, call, status, detail, lane] of cases) {
       watch.answered.length = 0;

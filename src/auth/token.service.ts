@@ -5,6 +5,7 @@ import { AppConfig } from '../config/app-config.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { decodeBasic } from '../common/basic-credentials.js';
 import { REPEATED_AUTHORIZATION, REPEATED_AUTHORIZATION_DETAIL } from '../common/repeated-authorization.js';
+import { apiKeyNotValid } from './guards/api-key.guard.js';
 import { TOKEN_FORM_MAX_LENGTH } from './dto/token.dto.js';
 import { AuthCacheService, type CachedCredential } from './auth-cache.service.js';
 import { AuthRepository } from './auth.repository.js';
@@ -167,7 +168,7 @@ export class TokenService {
     const reason = !apiKey
       ? 'The svc-api-key header is required.'
       : !key || key.revoked
-        ? 'The svc-api-key is not valid.'
+        ? apiKeyNotValid(apiKey)
         : 'The svc-api-key does not belong to this client.';
     throw new OAuthException('invalid_client', reason, 401, basic ? API_KEY_AND_BASIC_CHALLENGE : API_KEY_CHALLENGE);
   }

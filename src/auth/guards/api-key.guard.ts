@@ -31,7 +31,15 @@ export async function keyHolderOf(cache: AuthCacheService, headers: IncomingHttp
   }
   const key = await cache.apiKey(presented.trim());
   if (!key || key.revoked) {
-    throw new ProblemException(401, 'The svc-api-key is not valid.', { headers: { 'WWW-Authenticate': apiKeyChallenge() } });
+    throw new ProblemException(401, apiKeyNotValid(presented), { headers: { 'WWW-Authenticate': apiKeyChallenge() } });
   }
   return { credentialId: key.credentialId, keyPrefix: key.prefix };
+}
+
+/**
+ * Why a presented svc-api-key is refused. No key holds a comma; a value that does is two
+ * headers, which Node joins with one ("a, b"), or a list: said so, not that a key is wrong.
+ */
+export function apiKeyNotValid(presented: string): string {
+  return presented.includes(',') ? 'The request has more than one svc-api-key (two headers, or a list); it must have one.' : 'The svc-api-key is not valid.';
 }
