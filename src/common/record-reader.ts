@@ -12,6 +12,17 @@ export function isStorableText(s: string): boolean {
   return !UNSTORABLE.test(s);
 }
 
+/** A field name in lower case; the fields are few, so each is lowered once. */
+const lowered = new Map<string, string>();
+function lowerCase(field: string): string {
+  let lower = lowered.get(field);
+  if (lower === undefined) {
+    lower = field.toLowerCase();
+    if (lowered.size < 1000) lowered.set(field, lower);
+  }
+  return lower;
+}
+
 /** Length in characters (code points), as the databases count a varchar's length, not UTF-16 units. */
 export function characters(s: string): number {
   let n = 0;
@@ -74,8 +85,8 @@ export class RecordReader {
    */
   private value(field: string): unknown {
     const others = this.otherCases(field);
-    if (others.length > 0 && !this.caseChecked.has(field)) {
-      this.caseChecked.add(field);
+    if (others !== null && !this.caseChecked?.has(field)) {
+      (this.caseChecked ??= new Set()).add(field);
       const given = others.map((name) => `'${this.prefix}${name}'`).join(', ');
       this.errors.push(
         field in this.data
@@ -86,20 +97,22 @@ export class RecordReader {
     return this.data[field];
   }
 
-  /** The record's names that are `field` in another case. */
-  private otherCases(field: string): string[] {
-    if (this.byLowerCase === undefined) {
-      this.byLowerCase = new Map();
-      for (const name of Object.keys(this.data)) {
-        const lower = name.toLowerCase();
-        this.byLowerCase.set(lower, [...(this.byLowerCase.get(lower) ?? []), name]);
-      }
+  /**
+   * The record's names that are `field` in another case; null for none (as nearly always).
+   * Only names of the field's length are lowered: no allocation for a record without any.
+   */
+  private otherCases(field: string): string[] | null {
+    let others: string[] | null = null;
+    let lower: string | undefined;
+    for (const name in this.data) {
+      if (name.length !== field.length || name === field) continue;
+      lower ??= lowerCase(field);
+      if (name.toLowerCase() === lower) (others ??= []).push(name);
     }
-    return (this.byLowerCase.get(field.toLowerCase()) ?? []).filter((name) => name !== field);
+    return others;
   }
 
-  private byLowerCase: Map<string, string[]> | undefined;
-  private readonly caseChecked = new Set<string>();
+  private caseChecked: Set<string> | undefined;
 
   /** Adds a message on `field`, named as the reader names it (with its prefix): `'dishes[0].keywords[1]' …`. */
   fail(field: string, rule: string): void {
