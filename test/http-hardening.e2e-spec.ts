@@ -207,8 +207,11 @@ describe(`HTTP hardening (${process.env.TEST_DATABASE})`, () => {
     expect(search).toContain('\r\nAllow: GET, HEAD\r\n');
     const secret = await rawExchange('M-SEARCH /nowhere?client_secret=s3cr3t HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
     expect(secret.split('\r\n')[0]).toBe('HTTP/1.1 404 Not Found');
-    expect(JSON.parse(secret.split('\r\n\r\n')[1])).toMatchObject({ status: 404, detail: 'Cannot M-SEARCH /nowhere' });
+    expect(JSON.parse(secret.split('\r\n\r\n')[1])).toMatchObject({ status: 404, detail: 'No endpoint has the path /nowhere.' });
     expect(secret).not.toContain('s3cr3t');
+    // HEAD's answer is GET's, headers and all, without the body.
+    const [get, head] = [await request(t.http).get('/nowhere'), await request(t.http).head('/nowhere')];
+    expect([get.status, head.status, head.headers['content-length']]).toEqual([404, 404, get.headers['content-length']]);
   });
 
   it.each([

@@ -36,7 +36,7 @@ describe('request logs', () => {
       expect(queried.status).toBe(401);
       const unknown = await fetch(`${service.url}/no/such/route?client_secret=${c.clientSecret}`, { method: 'PUT' });
       expect(unknown.status).toBe(404);
-      expect(((await unknown.json()) as { detail: string }).detail).toBe('Cannot PUT /no/such/route');
+      expect(((await unknown.json()) as { detail: string }).detail).toBe('No endpoint has the path /no/such/route.');
       const ok = await fetch(`${service.url}/branches?SvcClientId=1001`, {
         headers: { 'svc-api-key': c.apiKey, authorization: `Bearer ${token}`, 'x-request-id': 'partner-req-42' },
       });
