@@ -79,6 +79,11 @@ describe('imageStructure', () => {
     expect(imageStructure(jpegWith(jpeg, 0xef, HTML), 'jpeg').extras).toBe(true);
     expect(imageStructure(jpegWith(jpeg, 0xe2, Buffer.from('not a profile')), 'jpeg').extras).toBe(true);
     expect(imageStructure(jpegWith(jpeg, 0xe2, Buffer.from('ICC_PROFILE\0\x01\x01')), 'jpeg').extras).toBe(false);
+    // APP0 and APP14 are the picture's only under their own identifiers: JFIF, Adobe.
+    expect(imageStructure(jpegWith(jpeg, 0xe0, HTML), 'jpeg').extras).toBe(true);
+    expect(imageStructure(jpegWith(jpeg, 0xe0, Buffer.from('JFXX\0\x10thumbnail')), 'jpeg').extras).toBe(true);
+    expect(imageStructure(jpegWith(jpeg, 0xee, HTML), 'jpeg').extras).toBe(true);
+    expect(imageStructure(jpegWith(jpeg, 0xee, Buffer.from('Adobe\0\x64\0\0\0\0\x01')), 'jpeg').extras).toBe(false);
   });
 
   it('finds a private PNG chunk and a WebP chunk that is no part of the picture', async () => {

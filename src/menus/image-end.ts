@@ -160,9 +160,15 @@ function pngRawBytes(b: Buffer): number | null {
   return total;
 }
 
-/** APPn segments of the picture: JFIF (APP0), the colour profile (APP2 ICC_PROFILE), Adobe's colour transform (APP14). */
+/**
+ * APPn segments of the picture, known by their identifiers: JFIF (APP0), the colour profile
+ * (APP2 ICC_PROFILE), Adobe's colour transform (APP14 Adobe). Another APP0 or APP14 (a JFXX
+ * thumbnail, which may show what the picture was cropped from, or anything at all under the
+ * marker) is an extra like any other application segment.
+ */
 function pictureSegment(marker: number, b: Buffer, data: number): boolean {
-  if (marker === 0xe0 || marker === 0xee) return true;
+  if (marker === 0xe0) return b.toString('latin1', data, data + 5) === 'JFIF\0';
+  if (marker === 0xee) return b.toString('latin1', data, data + 5) === 'Adobe';
   return marker === 0xe2 && b.toString('latin1', data, data + 12) === 'ICC_PROFILE\0';
 }
 

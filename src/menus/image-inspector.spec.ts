@@ -71,6 +71,22 @@ describe('prepareImage', () => {
     expect(prepared.data.equals(Buffer.concat([phone.subarray(0, exifMarker), phone.subarray(exifEnd)]))).toBe(true);
   });
 
+  it('refuses an image longer than 20000 pixels on a side, however few its pixels: its decoding time grows with its rows', async () => {
+    const tall = await sharp({ create: { width: 1, height: 20_001, channels: 3, background: '#808080' } }).png().toBuffer();
+    await expect(prepareImage(tall, { maxBytes: 1_000_000, maxPixels: 40_000_000 })).rejects.toThrow(new ImageRejected('The image must be at most 20000 pixels wide and 20000 high.'));
+    const wide = await sharp({ create: { width: 20_000, height: 1, channels: 3, background: '#808080' } }).png().toBuffer();
+    expect((await prepareImage(wide, { maxBytes: 1_000_000, maxPixels: 40_000_000 })).width).toBe(20_000);
+  });
+
+  it('keeps a lossless WebP lossless when its metadata is re-encoded away: the same pixels', async () => {
+    const noise = sharp({ create: { width: 60, height: 40, channels: 3, background: '#808080', noise: { type: 'gaussian', mean: 128, sigma: 40 } } });
+    const lossless = await noise.clone().webp({ lossless: true }).toBuffer();
+    const withExif = await sharp(lossless).withExif({ IFD0: { Make: 'PhoneCo' } }).webp({ lossless: true }).toBuffer();
+    const prepared = await prepareImage(withExif, limits);
+    expect((await sharp(prepared.data).metadata()).exif).toBeUndefined();
+    expect((await sharp(prepared.data).raw().toBuffer()).equals(await sharp(lossless).raw().toBuffer())).toBe(true);
+  });
+
   it('re-encodes a JPEG with an orientation, turned', async () => {
     const turned = await sharp({ create: { width: 40, height: 30, channels: 3, background: '#2980b9' } }).withMetadata({ orientation: 6 }).jpeg().toBuffer();
     const prepared = await prepareImage(turned, limits);
