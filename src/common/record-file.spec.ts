@@ -86,6 +86,18 @@ describe('readAllRecords', () => {
     ]);
   });
 
+  it('takes CRLF and LF as line ends in any mix: no CR is left in a cell, no two rows are joined', async () => {
+    const lf = await readAllRecords(file('mixed-lf.csv', 'id,branchCode\nA,A1\nB,B1\r\nC,C1\n'));
+    const crlf = await readAllRecords(file('mixed-crlf.csv', 'id,branchCode\r\nA,A1\r\nB,B1\nC,C1\r\n'));
+    for (const records of [lf, crlf]) {
+      expect(records).toEqual([
+        { line: 2, value: { id: 'A', branchCode: 'A1' }, text: true },
+        { line: 3, value: { id: 'B', branchCode: 'B1' }, text: true },
+        { line: 4, value: { id: 'C', branchCode: 'C1' }, text: true },
+      ]);
+    }
+  });
+
   it('refuses a CSV file whole when a record breaks its structure (a quote, a record over the limit): what follows cannot be told apart', async () => {
     for (const [name, text, line] of [
       ['quote.csv', 'id,name\nA,a\nB,"b"x\nC,c\n', 2],

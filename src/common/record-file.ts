@@ -224,6 +224,9 @@ async function* csv(path: string, known?: readonly string[]): AsyncGenerator<Fil
       info: true,
       raw: true,
       relax_column_count: false,
+      // Both line ends, in any mix: found from the first line only, a CRLF in an LF file left
+      // its CR in the row's last cell, and an LF in a CRLF file joined two rows.
+      record_delimiter: ['\r\n', '\n'],
       max_record_size: MAX_LINE_BYTES,
       skip_records_with_error: true,
       on_skip: (problem, raw) => {
