@@ -92,6 +92,10 @@ describe('TokenService on a real keyring and credential store', () => {
       error: 'invalid_scope',
       description: 'The scope holds U+0009, which no scope has: scopes are separated by spaces only.',
     });
+    expect(await refusal(tokens.issue(post(partner, { scope: `${Scope.Api},${Scope.Branches}` })))).toMatchObject({
+      error: 'invalid_scope',
+      description: 'The scope holds a comma, which no scope has: scopes are separated by spaces.',
+    });
     expect((await tokens.issue(post(partner, { scope: `  ${Scope.Api}  ${Scope.Branches} ` }))).scope).toBe('svc-results-api branches/standard.read');
     expect(await refusal(tokens.issue(post(partner, { scope: `${Scope.Api} admin` })))).toMatchObject({
       error: 'invalid_scope',

@@ -213,6 +213,8 @@ export class TokenService {
       const code = other[0].codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0');
       throw new OAuthException('invalid_scope', `The scope holds U+${code}, which no scope has: scopes are separated by spaces only.`);
     }
+    // A comma is a scope token's character, but no scope has one: a list written with commas.
+    if (requested.includes(',')) throw new OAuthException('invalid_scope', 'The scope holds a comma, which no scope has: scopes are separated by spaces.');
     const asked = [...new Set(requested.split(' ').filter(Boolean))];
     if (!asked.includes(Scope.Api)) {
       throw new OAuthException('invalid_scope', `A requested scope must include '${Scope.Api}'.`);
