@@ -8,7 +8,10 @@ export function formatBytes(bytes: number): string {
   for (const [unit, size] of UNITS) {
     if (bytes >= size) {
       const value = bytes / size;
-      return `${Number.isInteger(value) ? value : value.toFixed(1)} ${unit}`;
+      if (Number.isInteger(value)) return `${value} ${unit}`;
+      // A figure that rounds to a whole one is no whole one: 2,048,000 bytes is 1.95 MiB, not 2.0.
+      const shown = value.toFixed(1);
+      return `${Number(shown) === Math.round(value) ? value.toFixed(2) : shown} ${unit}`;
     }
   }
   return `${bytes} bytes`;
