@@ -9,6 +9,13 @@ import { TOKEN_PATH } from './rate-limit/rate-limit.guard.js';
 import { CHANGES_DEFAULT_TAKE } from './visits/dto/changes-query.dto.js';
 import { WEBHOOK_EVENT_MODELS, WEBHOOKS_OPENAPI } from './webhooks/webhooks-openapi.js';
 
+/** Every answer's id, which the logs keep: the caller's own X-Request-Id when it is a plain token, else a UUID. */
+const REQUEST_ID_HEADER = {
+  required: true,
+  description: "The request's id, as the service's logs keep it: the request's own `X-Request-Id` when that is 1 to 128 letters, digits and `-_.:` (it is echoed), else a UUID. Quote it with the problem's `instance` when reporting an error.",
+  schema: { type: 'string', maxLength: 128 },
+};
+
 const RETRY_AFTER = {
   required: true,
   description: 'Seconds to wait before retrying.',
@@ -79,6 +86,8 @@ const ref = (name: string) => ({ $ref: `#/components/headers/${name}` });
 
 interface Schema {
   maximum?: number;
+  default?: unknown;
+  'x-json-schema'?: { $ref: string };
   maxLength?: number;
   properties?: Record<string, Schema>;
 }
@@ -107,7 +116,11 @@ function complete(document: OpenAPIObject, config: AppConfig): OpenAPIObject {
       if (typeof operation !== 'object' || !operation.responses) continue;
       operation.security ??= [];
       for (const parameter of operation.parameters ?? []) {
-        if (parameter.in === 'query' && parameter.name === 'Take' && parameter.schema) parameter.schema.maximum = config.VISITS_TAKE_MAX;
+        if (parameter.in === 'query' && parameter.name === 'Take' && parameter.schema) {
+          parameter.schema.maximum = config.VISITS_TAKE_MAX;
+          // The feed's default Take is 500, or the largest Take when that is lower.
+          if (typeof parameter.schema.default === 'number') parameter.schema.default = Math.min(parameter.schema.default, config.VISITS_TAKE_MAX);
+        }
       }
       for (const [status, response] of Object.entries(operation.responses)) {
         const headers = { ...response.headers };
@@ -120,6 +133,7 @@ function complete(document: OpenAPIObject, config: AppConfig): OpenAPIObject {
         if (status === '401') headers['WWW-Authenticate'] = ref(path === TOKEN_PATH ? TOKEN_CHALLENGE : 'WWW-Authenticate');
         if (status === '403') headers['WWW-Authenticate'] = ref(INSUFFICIENT_SCOPE_HEADER);
         if (status === '429' || status === '503') headers['Retry-After'] = ref('Retry-After');
+        headers['X-Request-Id'] = ref('X-Request-Id');
         if (Object.keys(headers).length > 0) response.headers = headers;
       }
     }
@@ -131,13 +145,16 @@ function complete(document: OpenAPIObject, config: AppConfig): OpenAPIObject {
       ...document.components?.headers,
       ...RATE_LIMIT_HEADERS,
       'Retry-After': RETRY_AFTER,
+      'X-Request-Id': REQUEST_ID_HEADER,
       'WWW-Authenticate': WWW_AUTHENTICATE,
       [TOKEN_CHALLENGE]: TOKEN_WWW_AUTHENTICATE,
       [INSUFFICIENT_SCOPE_HEADER]: INSUFFICIENT_SCOPE,
     },
   };
-  const upload = (document.components?.schemas?.DishUploadDto as Schema | undefined)?.properties?.file;
-  if (upload) upload.maxLength = config.IMAGE_MAX_BYTES;
+  const form = (document.components?.schemas?.DishUploadDto as Schema | undefined)?.properties;
+  if (form?.file) form.file.maxLength = config.IMAGE_MAX_BYTES;
+  // What the json part's text holds, for tools that read it (OpenAPI 3.0 has no contentSchema).
+  if (form?.json) form.json['x-json-schema'] = { $ref: '#/components/schemas/DishInputDto' };
   return withConfiguredFigures(document, config);
 }
 

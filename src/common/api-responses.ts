@@ -1,6 +1,7 @@
 import { applyDecorators } from '@nestjs/common';
 import {
   ApiExtraModels,
+  ApiHeader,
   ApiResponse,
   getSchemaPath,
   ApiProperty,
@@ -80,7 +81,13 @@ export function ApiProblemResponse(status: number, description: string, detail?:
 /** The answers of a GET with a validator to its preconditions: If-None-Match and If-Match (RFC 9110 §13.1). */
 export function ApiConditionalResponses(): MethodDecorator & ClassDecorator {
   return applyDecorators(
-    ApiResponse({ status: 304, description: 'Not modified: the If-None-Match ETag is current.' }),
+    ApiHeader({ name: 'If-None-Match', required: false, description: 'ETags of representations the caller holds (or `*`): a 304 while one is current.', schema: { type: 'string', maxLength: 8192 } }),
+    ApiHeader({ name: 'If-Match', required: false, description: 'ETags the representation must have (or `*`): a 412 when it has none of them; a weak ETag never matches.', schema: { type: 'string', maxLength: 8192 } }),
+    ApiResponse({
+      status: 304,
+      description: 'Not modified: the If-None-Match ETag is current.',
+      headers: { ETag: { description: 'The current ETag, the one If-None-Match named.', schema: { type: 'string' } } },
+    }),
     ApiProblemResponse(412, 'If-Match was sent and names no current representation (a weak ETag never matches it).', IF_MATCH_FAILED),
   );
 }

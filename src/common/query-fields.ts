@@ -47,6 +47,8 @@ export interface IntegerParamOptions {
   description: string;
   /** Left out for optional parameters: Swagger UI would fill it in and filter by it. */
   example?: number;
+  /** What an absent optional parameter is taken as, stated in the contract. */
+  default?: number;
 }
 
 /**
@@ -65,6 +67,7 @@ export function IntegerParam(name: string, options: IntegerParamOptions): Proper
       required: options.required,
       description: options.description,
       example: options.example,
+      default: options.default,
     }),
     Transform(toInteger),
     // Listed in the order class-validator runs them; the parser reports the last one broken.

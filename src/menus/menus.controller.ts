@@ -1,6 +1,7 @@
 import { Controller, Get, Header, HttpCode, Param, Post, Req, Res, UseInterceptors } from '@nestjs/common';
 import {
   ApiBody,
+  ApiExtraModels,
   ApiConsumes,
   ApiOkResponse,
   ApiOperation,
@@ -20,7 +21,7 @@ import { ApiConditionalResponses, ApiDataErrors, ApiHeadersTooLarge, ApiProblemR
 import { AppConfig } from '../config/app-config.js';
 import { DishUploadInterceptor, type UploadRequest } from './dish-upload.interceptor.js';
 import { imageTooLargeMessage } from './image-inspector.js';
-import { DishesPageDto, DishResponseDto, DishUploadDto, MenusPageDto, type DishDto, type MenuDto } from './dto/menu.dto.js';
+import { DishesPageDto, DishInputDto, DishResponseDto, DishUploadDto, MenusPageDto, type DishDto, type MenuDto } from './dto/menu.dto.js';
 import { ClientQueryDto, DishesQueryDto, MenusQueryDto } from './dto/menus-query.dto.js';
 import { MenusService, type Page } from './menus.service.js';
 
@@ -81,10 +82,12 @@ export class MenusController {
       'multipart/form-data with the image (a file part with an empty name, or named `file`) and the dish as JSON ' +
       'in the part `json`. The image is judged by its bytes: JPEG, PNG or WebP, at most `IMAGE_MAX_BYTES` (5 MiB by default, ' +
       'the `maxLength` of the image part) and `IMAGE_MAX_PIXELS` (40 megapixels by default). ' +
-      'Metadata such as EXIF (with any location) is removed before the image is stored.',
+      'Metadata such as EXIF (with any location) is removed before the image is stored. ' +
+      'The dish of that code on the menu is replaced whole, its image too: a field the `json` part leaves out is stored as null, not kept.',
   })
   @ApiConsumes('multipart/form-data')
   @ApiBody({ type: DishUploadDto })
+  @ApiExtraModels(DishInputDto)
   @ApiOkResponse({ type: DishResponseDto })
   @ApiProblemResponse(
     413,
@@ -117,7 +120,15 @@ export class MenusController {
     schema: { type: 'string', format: 'uuid', minLength: 36, maxLength: 36, pattern: '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' },
   })
   @ApiProduces('image/jpeg', 'image/png', 'image/webp')
-  @ApiOkResponse({ description: 'The image bytes, with `ETag` and `Cache-Control`.', schema: { type: 'string', format: 'binary' } })
+  @ApiOkResponse({
+    description: 'The image bytes.',
+    schema: { type: 'string', format: 'binary' },
+    headers: {
+      ETag: { description: "Strong validator: the image's SHA-256; send it as If-None-Match to get a 304.", schema: { type: 'string' } },
+      'Cache-Control': { description: '`private, max-age=31536000, immutable`: an image id never names other bytes.', schema: { type: 'string' } },
+      Vary: { description: '`Authorization, svc-api-key`: a cached image is for the credentials that fetched it.', schema: { type: 'string' } },
+    },
+  })
   @ApiConditionalResponses()
   @ApiProblemResponse(404, 'No image has this id.', 'No image has this id.')
   @ApiDataErrors(["'SvcClientId' must not be empty."])

@@ -144,7 +144,7 @@ export interface paths {
         put?: never;
         /**
          * Add a dish with its image to a menu, or update the dish with the same code on that menu.
-         * @description multipart/form-data with the image (a file part with an empty name, or named `file`) and the dish as JSON in the part `json`. The image is judged by its bytes: JPEG, PNG or WebP, at most `IMAGE_MAX_BYTES` (5 MiB by default, the `maxLength` of the image part) and `IMAGE_MAX_PIXELS` (40 megapixels by default). Metadata such as EXIF (with any location) is removed before the image is stored.
+         * @description multipart/form-data with the image (a file part with an empty name, or named `file`) and the dish as JSON in the part `json`. The image is judged by its bytes: JPEG, PNG or WebP, at most `IMAGE_MAX_BYTES` (5 MiB by default, the `maxLength` of the image part) and `IMAGE_MAX_PIXELS` (40 megapixels by default). Metadata such as EXIF (with any location) is removed before the image is stored. The dish of that code on the menu is replaced whole, its image too: a field the `json` part leaves out is stored as null, not kept.
          */
         post: operations["upsertDish"];
         delete?: never;
@@ -369,6 +369,42 @@ export interface components {
             /** @example 400 */
             width: number;
         };
+        DishInputDto: {
+            /**
+             * @description The dish's key on its menu: a dish of this code on the menu is replaced.
+             * @example AG-STK-01
+             */
+            code: string;
+            /** @example Ribeye steak, 10oz */
+            description: string;
+            /**
+             * Format: date
+             * @description yyyy-mm-dd; absent or null: none.
+             * @example 2026-12-31
+             */
+            expiryDate?: string | null;
+            /**
+             * @description Absent or null: none.
+             * @example [
+             *       "beef"
+             *     ]
+             */
+            keywords?: string[] | null;
+            /**
+             * Format: int32
+             * @description A menu of the client, as GET /menus lists them (one that has ended is refused).
+             * @example 101
+             */
+            menuId: number;
+            /**
+             * Format: int32
+             * @description Display order on the menu; absent or null: none.
+             * @example 1
+             */
+            order?: number | null;
+            /** @example Main */
+            type: string;
+        };
         DishResponseDto: {
             data: components["schemas"]["DishData"];
         };
@@ -379,7 +415,7 @@ export interface components {
              */
             file: string;
             /**
-             * @description The dish as a JSON object, at most 64 KiB: `menuId` (integer, 1 to 2147483647, a menu of the client), `code` (text, 1 to 50 characters), `description` (1 to 250), `type` (1 to 50), `order` (optional 32-bit integer), `expiryDate` (optional, yyyy-mm-dd), `keywords` (optional array of non-empty texts of at most 50 characters).
+             * @description The JSON text of a `DishInputDto` object (its schema is in the components), at most 64 KiB of UTF-8: `menuId` (integer, 1 to 2147483647, a menu of the client), `code` (text, 1 to 50 characters), `description` (1 to 250), `type` (1 to 50), `order` (optional 32-bit integer), `expiryDate` (optional, yyyy-mm-dd), `keywords` (optional array of non-empty texts of at most 50 characters). Field names are case-sensitive. The dish of that `code` on the menu is replaced whole: a field left out is stored as null (`keywords` as none), not kept from before.
              * @example {"menuId":101,"code":"AG-STK-01","description":"Ribeye steak, 10oz","type":"Main","order":1,"expiryDate":"2026-12-31","keywords":["beef"]}
              */
             json: string;
@@ -706,6 +742,8 @@ export interface components {
         "X-Rate-Limit-Remaining": number;
         /** @description When that window ends and the count starts afresh, an ISO 8601 date-time in UTC (now plus the `t` of `RateLimit`). */
         "X-Rate-Limit-Reset": string;
+        /** @description The request's id, as the service's logs keep it: the request's own `X-Request-Id` when that is 1 to 128 letters, digits and `-_.:` (it is echoed), else a UUID. Quote it with the problem's `instance` when reporting an error. */
+        "X-Request-Id": string;
     };
     pathItems: never;
 }
@@ -728,6 +766,7 @@ export interface operations {
                     "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
                     "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
                     "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -757,6 +796,7 @@ export interface operations {
                     "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
                     "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
                     "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -774,6 +814,7 @@ export interface operations {
             /** @description The request line and headers are larger than 16 KiB; the connection closes. */
             431: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -796,6 +837,7 @@ export interface operations {
                     "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
                     "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
                     "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -819,6 +861,7 @@ export interface operations {
                     "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
                     "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
                     "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -852,6 +895,7 @@ export interface operations {
                     "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
                     "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
                     "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -876,6 +920,7 @@ export interface operations {
                     "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
                     "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
                     "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -893,6 +938,7 @@ export interface operations {
             /** @description The request line and headers are larger than 16 KiB; the connection closes. */
             431: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -928,6 +974,7 @@ export interface operations {
                     "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
                     "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
                     "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -942,6 +989,7 @@ export interface operations {
                     "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
                     "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
                     "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -968,6 +1016,7 @@ export interface operations {
                     "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
                     "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
                     "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -991,6 +1040,7 @@ export interface operations {
                     "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
                     "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
                     "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1014,6 +1064,7 @@ export interface operations {
                     "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
                     "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
                     "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1031,6 +1082,7 @@ export interface operations {
             /** @description The request line and headers are larger than 16 KiB; the connection closes. */
             431: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1053,6 +1105,7 @@ export interface operations {
                     "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
                     "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
                     "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1076,6 +1129,7 @@ export interface operations {
                     "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
                     "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
                     "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1113,6 +1167,7 @@ export interface operations {
                     "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
                     "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
                     "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1127,6 +1182,7 @@ export interface operations {
                     "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
                     "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
                     "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1148,6 +1204,7 @@ export interface operations {
                     "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
                     "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
                     "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1168,6 +1225,7 @@ export interface operations {
                     "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
                     "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
                     "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1188,6 +1246,7 @@ export interface operations {
                     "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
                     "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
                     "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1209,6 +1268,7 @@ export interface operations {
                     "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
                     "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
                     "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1224,6 +1284,7 @@ export interface operations {
             /** @description The request line and headers are larger than 16 KiB; the connection closes. */
             431: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1246,6 +1307,7 @@ export interface operations {
                     "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
                     "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
                     "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1267,6 +1329,7 @@ export interface operations {
                     "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
                     "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
                     "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1293,6 +1356,7 @@ export interface operations {
             /** @description The process is alive. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1305,6 +1369,7 @@ export interface operations {
             /** @description The request line and headers are larger than 16 KiB; the connection closes. */
             431: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1333,6 +1398,7 @@ export interface operations {
             /** @description Ready: each check by name, `up`, or `degraded` for Redis (still ready). */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1396,6 +1462,7 @@ export interface operations {
             /** @description The request line and headers are larger than 16 KiB; the connection closes. */
             431: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1414,6 +1481,7 @@ export interface operations {
             503: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1453,6 +1521,7 @@ export interface operations {
                     "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
                     "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
                     "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1467,6 +1536,7 @@ export interface operations {
                     "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
                     "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
                     "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1493,6 +1563,7 @@ export interface operations {
                     "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
                     "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
                     "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1516,6 +1587,7 @@ export interface operations {
                     "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
                     "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
                     "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1539,6 +1611,7 @@ export interface operations {
                     "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
                     "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
                     "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1556,6 +1629,7 @@ export interface operations {
             /** @description The request line and headers are larger than 16 KiB; the connection closes. */
             431: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1578,6 +1652,7 @@ export interface operations {
                     "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
                     "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
                     "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1601,6 +1676,7 @@ export interface operations {
                     "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
                     "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
                     "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1642,6 +1718,7 @@ export interface operations {
                     "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
                     "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
                     "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1656,6 +1733,7 @@ export interface operations {
                     "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
                     "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
                     "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1682,6 +1760,7 @@ export interface operations {
                     "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
                     "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
                     "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1705,6 +1784,7 @@ export interface operations {
                     "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
                     "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
                     "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1727,6 +1807,7 @@ export interface operations {
                     "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
                     "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
                     "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1750,6 +1831,7 @@ export interface operations {
                     "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
                     "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
                     "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1767,6 +1849,7 @@ export interface operations {
             /** @description The request line and headers are larger than 16 KiB; the connection closes. */
             431: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1789,6 +1872,7 @@ export interface operations {
                     "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
                     "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
                     "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1812,6 +1896,7 @@ export interface operations {
                     "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
                     "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
                     "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1851,6 +1936,7 @@ export interface operations {
                     "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
                     "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
                     "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1865,6 +1951,7 @@ export interface operations {
                     "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
                     "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
                     "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1892,6 +1979,7 @@ export interface operations {
                     "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
                     "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
                     "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1915,6 +2003,7 @@ export interface operations {
                     "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
                     "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
                     "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1937,6 +2026,7 @@ export interface operations {
                     "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
                     "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
                     "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1962,6 +2052,7 @@ export interface operations {
                     "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
                     "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
                     "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1985,6 +2076,7 @@ export interface operations {
                     "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
                     "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
                     "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2002,6 +2094,7 @@ export interface operations {
             /** @description The request line and headers are larger than 16 KiB; the connection closes. */
             431: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2024,6 +2117,7 @@ export interface operations {
                     "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
                     "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
                     "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2047,6 +2141,7 @@ export interface operations {
                     "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
                     "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
                     "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2069,7 +2164,12 @@ export interface operations {
                 /** @description The client the request is made for. Names of query parameters match case-insensitively. */
                 SvcClientId: number;
             };
-            header?: never;
+            header?: {
+                /** @description ETags of representations the caller holds (or `*`): a 304 while one is current. */
+                "If-None-Match"?: string;
+                /** @description ETags the representation must have (or `*`): a 412 when it has none of them; a weak ETag never matches. */
+                "If-Match"?: string;
+            };
             path: {
                 /** @description The id in the `image.url` of a dish record; any other id is a 404. */
                 imageId: string;
@@ -2078,14 +2178,21 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The image bytes, with `ETag` and `Cache-Control`. */
+            /** @description The image bytes. */
             200: {
                 headers: {
+                    /** @description `private, max-age=31536000, immutable`: an image id never names other bytes. */
+                    "Cache-Control"?: string;
+                    /** @description Strong validator: the image's SHA-256; send it as If-None-Match to get a 304. */
+                    ETag?: string;
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    /** @description `Authorization, svc-api-key`: a cached image is for the credentials that fetched it. */
+                    Vary?: string;
                     "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
                     "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
                     "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2097,11 +2204,14 @@ export interface operations {
             /** @description Not modified: the If-None-Match ETag is current. */
             304: {
                 headers: {
+                    /** @description The current ETag, the one If-None-Match named. */
+                    ETag?: string;
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
                     "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
                     "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2114,6 +2224,7 @@ export interface operations {
                     "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
                     "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
                     "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2140,6 +2251,7 @@ export interface operations {
                     "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
                     "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
                     "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2163,6 +2275,7 @@ export interface operations {
                     "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
                     "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
                     "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2185,6 +2298,7 @@ export interface operations {
                     "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
                     "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
                     "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2207,6 +2321,7 @@ export interface operations {
                     "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
                     "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
                     "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2230,6 +2345,7 @@ export interface operations {
                     "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
                     "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
                     "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2247,6 +2363,7 @@ export interface operations {
             /** @description The request line and headers are larger than 16 KiB; the connection closes. */
             431: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2269,6 +2386,7 @@ export interface operations {
                     "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
                     "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
                     "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2292,6 +2410,7 @@ export interface operations {
                     "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
                     "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
                     "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2326,7 +2445,12 @@ export interface operations {
                 /** @description Comma-separated 2-letter visit type codes, for example MV,OF (MV mystery visit, OF online feedback, TA third-party review). Omitted: every type the credential may read. */
                 VisitTypes?: string;
             };
-            header?: never;
+            header?: {
+                /** @description ETags of representations the caller holds (or `*`): a 304 while one is current. */
+                "If-None-Match"?: string;
+                /** @description ETags the representation must have (or `*`): a 412 when it has none of them; a weak ETag never matches. */
+                "If-Match"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -2341,6 +2465,7 @@ export interface operations {
                     "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
                     "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
                     "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2350,11 +2475,14 @@ export interface operations {
             /** @description Not modified: the If-None-Match ETag is current. */
             304: {
                 headers: {
+                    /** @description The current ETag, the one If-None-Match named. */
+                    ETag?: string;
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
                     "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
                     "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2367,6 +2495,7 @@ export interface operations {
                     "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
                     "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
                     "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2394,6 +2523,7 @@ export interface operations {
                     "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
                     "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
                     "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2417,6 +2547,7 @@ export interface operations {
                     "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
                     "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
                     "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2439,6 +2570,7 @@ export interface operations {
                     "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
                     "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
                     "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2462,6 +2594,7 @@ export interface operations {
                     "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
                     "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
                     "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2479,6 +2612,7 @@ export interface operations {
             /** @description The request line and headers are larger than 16 KiB; the connection closes. */
             431: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2501,6 +2635,7 @@ export interface operations {
                     "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
                     "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
                     "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2524,6 +2659,7 @@ export interface operations {
                     "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
                     "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
                     "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2571,6 +2707,7 @@ export interface operations {
                     "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
                     "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
                     "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2585,6 +2722,7 @@ export interface operations {
                     "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
                     "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
                     "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2612,6 +2750,7 @@ export interface operations {
                     "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
                     "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
                     "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2635,6 +2774,7 @@ export interface operations {
                     "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
                     "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
                     "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2658,6 +2798,7 @@ export interface operations {
                     "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
                     "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
                     "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2675,6 +2816,7 @@ export interface operations {
             /** @description The request line and headers are larger than 16 KiB; the connection closes. */
             431: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2697,6 +2839,7 @@ export interface operations {
                     "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
                     "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
                     "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2720,6 +2863,7 @@ export interface operations {
                     "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
                     "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
                     "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2754,7 +2898,12 @@ export interface operations {
                 /** @description Comma-separated 2-letter visit type codes, for example MV,OF (MV mystery visit, OF online feedback, TA third-party review). Omitted: every type the credential may read. */
                 VisitTypes?: string;
             };
-            header?: never;
+            header?: {
+                /** @description ETags of representations the caller holds (or `*`): a 304 while one is current. */
+                "If-None-Match"?: string;
+                /** @description ETags the representation must have (or `*`): a 412 when it has none of them; a weak ETag never matches. */
+                "If-Match"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -2769,6 +2918,7 @@ export interface operations {
                     "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
                     "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
                     "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2778,11 +2928,14 @@ export interface operations {
             /** @description Not modified: the If-None-Match ETag is current. */
             304: {
                 headers: {
+                    /** @description The current ETag, the one If-None-Match named. */
+                    ETag?: string;
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
                     "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
                     "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2795,6 +2948,7 @@ export interface operations {
                     "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
                     "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
                     "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2822,6 +2976,7 @@ export interface operations {
                     "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
                     "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
                     "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2845,6 +3000,7 @@ export interface operations {
                     "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
                     "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
                     "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2867,6 +3023,7 @@ export interface operations {
                     "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
                     "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
                     "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2890,6 +3047,7 @@ export interface operations {
                     "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
                     "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
                     "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2907,6 +3065,7 @@ export interface operations {
             /** @description The request line and headers are larger than 16 KiB; the connection closes. */
             431: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2929,6 +3088,7 @@ export interface operations {
                     "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
                     "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
                     "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2952,6 +3112,7 @@ export interface operations {
                     "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
                     "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
                     "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2999,6 +3160,7 @@ export interface operations {
                     "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
                     "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
                     "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3013,6 +3175,7 @@ export interface operations {
                     "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
                     "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
                     "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3040,6 +3203,7 @@ export interface operations {
                     "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
                     "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
                     "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3063,6 +3227,7 @@ export interface operations {
                     "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
                     "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
                     "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3086,6 +3251,7 @@ export interface operations {
                     "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
                     "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
                     "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3103,6 +3269,7 @@ export interface operations {
             /** @description The request line and headers are larger than 16 KiB; the connection closes. */
             431: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3125,6 +3292,7 @@ export interface operations {
                     "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
                     "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
                     "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3148,6 +3316,7 @@ export interface operations {
                     "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
                     "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
                     "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {

@@ -109,6 +109,33 @@ export class DishResponseDto {
 export const DISH_JSON_PART_MAX_BYTES = 64 * 1024;
 
 /**
+ * The dish a `json` part holds, for typed clients: they build it, then send its JSON text.
+ * The rules are readDishFields' (dish-fields.ts), which the service applies.
+ */
+export class DishInputDto {
+  @ApiProperty({ type: 'integer', format: 'int32', minimum: 1, maximum: 2147483647, description: 'A menu of the client, as GET /menus lists them (one that has ended is refused).', example: 101 })
+  menuId!: number;
+
+  @ApiProperty({ minLength: 1, maxLength: 50, description: "The dish's key on its menu: a dish of this code on the menu is replaced.", example: 'AG-STK-01' })
+  code!: string;
+
+  @ApiProperty({ minLength: 1, maxLength: 250, example: 'Ribeye steak, 10oz' })
+  description!: string;
+
+  @ApiProperty({ minLength: 1, maxLength: 50, example: 'Main' })
+  type!: string;
+
+  @ApiPropertyOptional({ type: 'integer', format: 'int32', nullable: true, minimum: -2147483648, maximum: 2147483647, description: 'Display order on the menu; absent or null: none.', example: 1 })
+  order?: number | null;
+
+  @ApiPropertyOptional({ type: 'string', format: 'date', nullable: true, maxLength: 10, description: 'yyyy-mm-dd; absent or null: none.', example: '2026-12-31' })
+  expiryDate?: string | null;
+
+  @ApiPropertyOptional({ type: 'string', isArray: true, nullable: true, items: { type: 'string', minLength: 1, maxLength: 50 }, description: 'Absent or null: none.', example: ['beef'] })
+  keywords?: string[] | null;
+}
+
+/**
  * The multipart form of POST /menus/dishes, for the contract and Swagger UI's file chooser.
  * The image part's `maxLength` (its bytes) is the configured IMAGE_MAX_BYTES, set when the
  * contract is built.
@@ -126,11 +153,14 @@ export class DishUploadDto {
   @ApiProperty({
     type: 'string',
     minLength: 2,
-    maxLength: DISH_JSON_PART_MAX_BYTES,
+    // The part may hold 64 KiB of UTF-8; a JSON Schema length counts characters, of which 16 KiB always fit.
+    maxLength: DISH_JSON_PART_MAX_BYTES / 4,
     description:
-      'The dish as a JSON object, at most 64 KiB: `menuId` (integer, 1 to 2147483647, a menu of the client), `code` ' +
-      '(text, 1 to 50 characters), `description` (1 to 250), `type` (1 to 50), `order` (optional 32-bit integer), ' +
-      '`expiryDate` (optional, yyyy-mm-dd), `keywords` (optional array of non-empty texts of at most 50 characters).',
+      'The JSON text of a `DishInputDto` object (its schema is in the components), at most 64 KiB of UTF-8: `menuId` ' +
+      '(integer, 1 to 2147483647, a menu of the client), `code` (text, 1 to 50 characters), `description` (1 to 250), ' +
+      '`type` (1 to 50), `order` (optional 32-bit integer), `expiryDate` (optional, yyyy-mm-dd), `keywords` (optional ' +
+      'array of non-empty texts of at most 50 characters). Field names are case-sensitive. The dish of that `code` on ' +
+      'the menu is replaced whole: a field left out is stored as null (`keywords` as none), not kept from before.',
     example: JSON.stringify({
       menuId: 101,
       code: 'AG-STK-01',

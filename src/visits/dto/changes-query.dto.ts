@@ -104,6 +104,8 @@ export class ChangesQueryDto {
       'At most CHANGES_RETENTION_DAYS (90) days ago. Exactly one of Since and after.',
     // No example: Swagger UI would fill it in beside a pasted `after` (one of the two only), and a date goes stale.
     maxLength: 40,
+    // SINCE_FORMAT, as a JSON Schema pattern (no flags: T and Z in either case spelt out).
+    pattern: '^\\d{4}-\\d{2}-\\d{2}[Tt]\\d{2}:\\d{2}(:\\d{2}(\\.\\d{1,9})?)?([Zz]|[+-]\\d{2}:\\d{2})?$',
   })
   @Transform(emptyIsAbsent)
   @IsOptional()
@@ -126,6 +128,7 @@ export class ChangesQueryDto {
     // The configured VISITS_TAKE_MAX is enforced by TakeMax and replaces this in the contract.
     maximum: QUERY_INTEGER_MAX,
     description: `Changed visits to return, at most 1000 (configurable); ${CHANGES_DEFAULT_TAKE} when omitted.`,
+    default: CHANGES_DEFAULT_TAKE,
     // What Swagger UI fills in: a page it can show at once (500 visits are megabytes it takes long to draw).
     example: 20,
   })
