@@ -40,7 +40,7 @@ async function bootstrap(): Promise<void> {
   await app.listen(config.PORT, config.HOST);
   if (config.API_KEY_HASH_KEY === BUILT_IN_API_KEY_HASH_KEY) {
     new Logger('Config').warn(
-      'API_KEY_HASH_KEY is the built-in value, which is public: page tokens can be opened and forged with it. Set a long random value (and keep it) outside a demo.',
+      'API_KEY_HASH_KEY is the built-in value, which is public: page tokens can be opened and forged, and page ETags reproduced, with it. Set a long random value (and keep it) outside a demo.',
     );
   }
   const metrics = config.METRICS_PORT > 0 ? await startMetricsServer(app.get(MetricsService), config.METRICS_PORT, config.HOST) : null;
