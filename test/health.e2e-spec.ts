@@ -56,9 +56,9 @@ describe(`health and errors (${process.env.TEST_DATABASE})`, () => {
     expect(res.headers['x-powered-by']).toBeUndefined();
   });
 
-  it('refuses a JSON body over 64 KiB with a 413 naming the limit', async () => {
+  it('refuses a JSON body over 64 KiB with a 413 naming the limit, before the credentials are looked at', async () => {
     const res = await request(t.http)
-      .get('/health/live')
+      .post('/menus/dishes?SvcClientId=1001')
       .set('Content-Type', 'application/json')
       .send(JSON.stringify({ padding: 'x'.repeat(70 * 1024) }));
     expect(res.status).toBe(413);

@@ -7,6 +7,8 @@ const limits = {
   'x-rate-limit-limit': '60',
   'x-rate-limit-remaining': '5',
   'x-rate-limit-reset': '2026-11-22T20:31:00.000Z',
+  // Not a limit's, but on every answer as well.
+  'x-request-id': 'b7e2c1d0-5f3a-4c8e-9d21-0a6b4e8f7c13',
 };
 const problem = { title: 'Bad Request', status: 400, detail: 'x', instance: 'urn:svc:api:results:error:00000000-0000-4000-8000-000000000000', errors: ['e'] };
 
@@ -47,6 +49,7 @@ describe('the contract checker', () => {
       'GET /branches -> 200: documented header X-Rate-Limit-Limit is missing',
       'GET /branches -> 200: documented header X-Rate-Limit-Remaining is missing',
       'GET /branches -> 200: documented header X-Rate-Limit-Reset is missing',
+      'GET /branches -> 200: documented header X-Request-Id is missing',
     ]);
   });
 });
