@@ -1,5 +1,5 @@
-import sharp from 'sharp';
-import { animatedWebp, jpegWith, jpegWithLocation, makeImage, pngWithExtraPixelData, pngWithinInflatedData, pngWithinPixelData, webpWith, webpWithinFrame } from '../../test/helpers/images.js';
+import sharp, { type CreateRaw } from 'sharp';
+import { animatedWebp, jpegWith, jpegWithLocation, makeImage, pngWith, pngWithExtraPixelData, pngWithinInflatedData, pngWithinPixelData, webpWith, webpWithinFrame } from '../../test/helpers/images.js';
 import { ImageRejected, prepareImage } from './image-inspector.js';
 
 const HTML = Buffer.from('<html><script>alert(document.domain)</script></html>', 'latin1');
@@ -85,6 +85,21 @@ describe('prepareImage', () => {
     const prepared = await prepareImage(withExif, limits);
     expect((await sharp(prepared.data).metadata()).exif).toBeUndefined();
     expect((await sharp(prepared.data).raw().toBuffer()).equals(await sharp(lossless).raw().toBuffer())).toBe(true);
+  });
+
+  it.each([
+    [3, 'rgb16'],
+    [1, 'grey16'],
+  ] as const)('keeps the 16-bit samples of a PNG (%d channels) whose text chunk is re-encoded away', async (channels, space) => {
+    const raw = Buffer.alloc(16 * 8 * channels * 2);
+    for (let i = 0; i < raw.length; i += 2) raw.writeUInt16LE((i * 7919) % 65536, i);
+    // 16-bit raw input: sharp reads `depth` though its types do not name it.
+    const png16 = await sharp(raw, { raw: { width: 16, height: 8, channels, depth: 'ushort' } as CreateRaw }).toColourspace(space).png().toBuffer();
+    const carrier = pngWith(png16, 'tEXt', Buffer.from('Comment\0hidden', 'latin1'));
+    const prepared = await prepareImage(carrier, limits);
+    expect(prepared.data.includes(Buffer.from('hidden'))).toBe(false);
+    expect(await sharp(prepared.data).metadata()).toMatchObject({ depth: 'ushort', channels });
+    expect((await sharp(prepared.data).raw({ depth: 'ushort' }).toBuffer()).equals(await sharp(png16).raw({ depth: 'ushort' }).toBuffer())).toBe(true);
   });
 
   it('re-encodes a JPEG with an orientation, turned', async () => {

@@ -111,7 +111,7 @@ export async function prepareImage(input: Buffer, limits: ImageLimits): Promise<
       const pictureOnly = jpegPictureOnly(input);
       if (pictureOnly && (await holdsPictureOnly(pictureOnly, meta))) return pictureOnly;
     }
-    return reencode(input, format, animated);
+    return reencode(input, format, animated, meta.depth === 'ushort' ? ((meta.channels ?? 3) <= 2 ? 'grey16' : 'rgb16') : undefined);
     // Weighed by the bytes the waiting upload holds (see `decodes`).
   }, input.length);
   return { contentType, width, height, data, sha256: createHash('sha256').update(data).digest('hex') };
@@ -161,11 +161,12 @@ async function holdsPictureOnly(jpeg: Buffer, original: Metadata): Promise<boole
 }
 
 /** The image without what it carried beyond its picture; an animation keeps its frames. */
-async function reencode(input: Buffer, format: keyof typeof IMAGE_TYPES, animated: boolean): Promise<Buffer> {
+async function reencode(input: Buffer, format: keyof typeof IMAGE_TYPES, animated: boolean, sixteenBits?: 'grey16' | 'rgb16'): Promise<Buffer> {
   const sharp = await loadSharp();
   const image = sharp(input, { failOn: 'truncated', animated }).autoOrient();
   if (format === 'jpeg') return image.jpeg({ quality: 92, mozjpeg: false }).toBuffer();
-  if (format === 'png') return image.png().toBuffer();
+  // A PNG of 16-bit samples keeps them (sharp writes 8 bits unless told the colour space).
+  if (format === 'png') return (sixteenBits ? image.toColourspace(sixteenBits) : image).png().toBuffer();
   // A lossless WebP (VP8L data, in a frame or alone) stays lossless: its pixels are not changed.
   return image.webp(input.includes('VP8L', 12, 'latin1') ? { lossless: true } : { quality: 92 }).toBuffer();
 }
