@@ -1,6 +1,6 @@
 import sharp, { type CreateRaw } from 'sharp';
 import { animatedWebp, jpegWith, jpegWithLocation, makeImage, pngWith, pngWithExtraPixelData, pngWithinInflatedData, pngWithinPixelData, webpWith, webpWithinFrame } from '../../test/helpers/images.js';
-import { ImageRejected, prepareImage } from './image-inspector.js';
+import { ABANDONED, ImageRejected, prepareImage } from './image-inspector.js';
 
 const HTML = Buffer.from('<html><script>alert(document.domain)</script></html>', 'latin1');
 const limits = { maxBytes: 1_000_000, maxPixels: 1_000_000 };
@@ -107,6 +107,15 @@ describe('prepareImage', () => {
     const prepared = await prepareImage(turned, limits);
     const meta = await sharp(prepared.data).metadata();
     expect([prepared.width, prepared.height, meta.width, meta.height, meta.orientation, meta.exif]).toEqual([30, 40, 30, 40, undefined, undefined]);
+  });
+
+  it("does not decode the image of a request abandoned while it waited for the decoder", async () => {
+    const png = await makeImage('png', 37, 23);
+    let asked = 0;
+    const gone = () => ++asked > 0;
+    await expect(prepareImage(png, limits, gone)).rejects.toThrow(new ImageRejected(ABANDONED));
+    expect(asked).toBe(1);
+    expect((await prepareImage(png, limits, () => false)).data).toBe(png);
   });
 
   it('refuses an image cut inside its pixel data, which is decoded to its end', async () => {

@@ -32,6 +32,9 @@ export interface PreparedImage {
   sha256: string;
 }
 
+/** Why the image of a request whose connection closed while it waited was not checked. */
+export const ABANDONED = 'The request was abandoned before its image was checked.';
+
 /** Why an image was refused; the message is shown to the caller as is. */
 export class ImageRejected extends Error {}
 
@@ -51,7 +54,7 @@ export function imageTooLargeMessage(maxBytes: number): string {
  * kept, nor bytes after the image's end: an image that carries any is re-encoded without
  * them, with its orientation applied.
  */
-export async function prepareImage(input: Buffer, limits: ImageLimits): Promise<PreparedImage> {
+export async function prepareImage(input: Buffer, limits: ImageLimits, abandoned: () => boolean = () => false): Promise<PreparedImage> {
   if (input.length === 0) throw new ImageRejected('The image is empty.');
   if (input.length > limits.maxBytes) {
     throw new ImageRejected(imageTooLargeMessage(limits.maxBytes));
@@ -93,6 +96,9 @@ export async function prepareImage(input: Buffer, limits: ImageLimits): Promise<
   const animated = frames > 1;
   // One image is decoded at a time in a process, so that uploads at once do not add up their pixels in memory.
   const data = await decodes.run(async () => {
+    // Its caller gone while it waited (the client closed, or the shutdown's grace ended): no
+    // answer can reach anyone, and the decoder is the queue's and the shutdown's to spare.
+    if (abandoned()) throw new ImageRejected(ABANDONED);
     // Decoding every pixel, of every frame, finds truncated or corrupt data that the header alone hides.
     await decodesToItsEnd(sharp, input, meta.width ?? width, meta.height ?? height, limits.maxPixels, animated);
     const carriesMetadata = Boolean(meta.exif || meta.xmp || meta.iptc || meta.comments?.length || (meta.orientation ?? 1) !== 1);

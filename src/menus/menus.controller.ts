@@ -104,7 +104,8 @@ export class MenusController {
   @ApiDataErrors(["'code' must be at most 50 characters.", "The image part is required: a file part with an empty name or named 'file'."])
   async upload(@QueryWithRules(ClientQueryDto) rules: QueryRules<ClientQueryDto>, @Req() req: UploadRequest & AuthenticatedRequest): Promise<DishResponseDto> {
     // The query's rules and the form's are one request's: every broken one in one 400, before the entitlements.
-    const form = await this.menus.readForm(req.uploadParts, req.uploadErrors);
+    // An image waiting for the decoder is not checked once its connection has closed.
+    const form = await this.menus.readForm(req.uploadParts, req.uploadErrors, () => req.socket.destroyed);
     const errors = [...rules.errors, ...form.errors];
     if (errors.length > 0 || !rules.query) throw new ValidationProblem(errors);
     const query = entitle(rules.query, req.principal);

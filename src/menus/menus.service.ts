@@ -87,13 +87,13 @@ export class MenusService {
    * the dish's fields. Every broken one is listed (with `framing`, why the body could not be
    * read as a form, when it could not).
    */
-  async readForm(parts: UploadParts | undefined, framing: readonly string[] = []): Promise<CheckedForm> {
+  async readForm(parts: UploadParts | undefined, framing: readonly string[] = [], abandoned?: () => boolean): Promise<CheckedForm> {
     if (framing.length > 0 || !parts) return { errors: framing.length > 0 ? [...framing] : ['The form is incomplete.'], fields: null, image: null };
     const { image: imageBytes, json, errors } = readUploadForm(parts);
     let image: PreparedImage | null = null;
     if (imageBytes) {
       try {
-        image = await prepareImage(imageBytes, this.imageLimits);
+        image = await prepareImage(imageBytes, this.imageLimits, abandoned);
       } catch (error) {
         if (!(error instanceof ImageRejected)) throw error;
         errors.push(error.message);
