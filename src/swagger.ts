@@ -3,7 +3,7 @@ import { DocumentBuilder, SwaggerModule, type OpenAPIObject } from '@nestjs/swag
 import { apiKeyChallenge, basicChallenge, bearerChallenge } from './auth/challenges.js';
 import { SCOPE_DESCRIPTIONS } from './auth/scopes.js';
 import { API_KEY_SCHEME, OAUTH_SCHEME } from './common/openapi-names.js';
-import type { AppConfig } from './config/app-config.js';
+import { AppConfig } from './config/app-config.js';
 import { imageTooLargeMessage } from './menus/image-inspector.js';
 import { TOKEN_PATH } from './rate-limit/rate-limit.guard.js';
 import { CHANGES_DEFAULT_TAKE } from './visits/dto/changes-query.dto.js';
@@ -177,7 +177,7 @@ function withConfiguredFigures(document: OpenAPIObject, config: AppConfig): Open
 }
 
 /** IMAGE_MAX_BYTES's default, which the decorators' examples are written with. */
-const DEFAULT_IMAGE_MAX_BYTES = 5 * 1024 * 1024;
+const DEFAULT_IMAGE_MAX_BYTES = new AppConfig().IMAGE_MAX_BYTES;
 
 /**
  * Swagger UI sends the OAuth2 token request itself; this adds the svc-api-key the user

@@ -16,9 +16,6 @@ function refusal(code: string | undefined): { status: number; detail: string } {
   return { status: 400, detail: 'The request is not well-formed HTTP/1.1.' };
 }
 
-const UNSUPPORTED_VERSION = 'The HTTP version of the request is not supported: send HTTP/1.1.';
-const UNSUPPORTED_CODING = 'The request has a transfer coding the service does not apply: send its body with Transfer-Encoding: chunked alone, or with Content-Length.';
-
 /** Whether the request repeats Host, which may appear once only (RFC 9112 §3.2). */
 function repeatedHost(raw: string[]): boolean {
   let host = 0;
@@ -106,23 +103,24 @@ export function answerClientErrors(server: Server, tokenPath: string, log: Early
     (req) => {
       // HTTP/1.0 and HTTP/1.1 are spoken; a request line of another version (HTTP/2.0 in
       // cleartext, HTTP/0.9's line without one) is a 505 (RFC 9110 §15.6.6), not served.
-      if (req.httpVersionMajor !== 1 || req.httpVersionMinor > 1) return UNSUPPORTED_VERSION;
-      if (req.httpVersionMajor === 1 && req.httpVersionMinor === 1 && req.headers.host === undefined) return refusal(undefined).detail;
-      if (repeatedHost(req.rawHeaders)) return 'The request has more than one Host header; it must have one.';
+      if (req.httpVersionMajor !== 1 || req.httpVersionMinor > 1) return { status: 505, detail: 'The HTTP version of the request is not supported: send HTTP/1.1.' };
+      if (req.httpVersionMajor === 1 && req.httpVersionMinor === 1 && req.headers.host === undefined) return refusal(undefined);
+      if (repeatedHost(req.rawHeaders)) return { status: 400, detail: 'The request has more than one Host header; it must have one.' };
       // A request's Transfer-Encoding must end in chunked (RFC 9112 §6.3): its body has no
       // framing otherwise. Node's parser finds that out only when the body comes, by which time
       // the application has the request: it is refused here, before the application sees it.
       const coding = req.headers['transfer-encoding'];
-      if (coding !== undefined && !/(?:^|,)[ \t]*chunked[ \t]*$/i.test(coding)) return refusal(undefined).detail;
+      if (coding !== undefined && !/(?:^|,)[ \t]*chunked[ \t]*$/i.test(coding)) return refusal(undefined);
       // A coding before chunked (gzip, chunked) would have its bytes taken as the body: one
       // the service does not apply is a 501 (RFC 9112 §6.1).
-      if (coding !== undefined && !/^[ \t]*chunked[ \t]*$/i.test(coding)) return UNSUPPORTED_CODING;
+      if (coding !== undefined && !/^[ \t]*chunked[ \t]*$/i.test(coding)) {
+        return { status: 501, detail: 'The request has a transfer coding the service does not apply: send its body with Transfer-Encoding: chunked alone, or with Content-Length.' };
+      }
       // Checked where every credential is (see REPEATED_AUTHORIZATION), not answered here.
       if (req.headers.authorization !== undefined && authorizationCount(req.rawHeaders) > 1) req.headers.authorization = REPEATED_AUTHORIZATION;
       return undefined;
     },
-    (req, res, detail) => {
-      const status = detail === UNSUPPORTED_VERSION ? 505 : detail === UNSUPPORTED_CODING ? 501 : 400;
+    (req, res, { status, detail }) => {
       answer(res, status, earlyProblem(status, detail), log, req, detail);
       return Promise.resolve(true);
     },

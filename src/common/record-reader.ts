@@ -12,17 +12,6 @@ export function isStorableText(s: string): boolean {
   return !UNSTORABLE.test(s);
 }
 
-/** A field name in lower case; the fields are few, so each is lowered once. */
-const lowered = new Map<string, string>();
-function lowerCase(field: string): string {
-  let lower = lowered.get(field);
-  if (lower === undefined) {
-    lower = field.toLowerCase();
-    if (lowered.size < 1000) lowered.set(field, lower);
-  }
-  return lower;
-}
-
 /** Length in characters (code points), as the databases count a varchar's length, not UTF-16 units. */
 export function characters(s: string): number {
   let n = 0;
@@ -106,7 +95,7 @@ export class RecordReader {
     let lower: string | undefined;
     for (const name in this.data) {
       if (name.length !== field.length || name === field) continue;
-      lower ??= lowerCase(field);
+      lower ??= field.toLowerCase();
       if (name.toLowerCase() === lower) (others ??= []).push(name);
     }
     return others;
@@ -124,8 +113,8 @@ export class RecordReader {
   }
 
   /** True when the field has no value to read: absent or null, or `""` where a value is required. */
-  private missing(field: string, required: boolean): boolean {
-    if (this.has(field) && !(required && this.value(field) === '')) return false;
+  private missing(field: string, required: boolean, v: unknown): boolean {
+    if (v !== undefined && v !== null && !(required && v === '')) return false;
     if (required && !this.notObject) this.errors.push(`${this.name(field)} must not be empty.`);
     return true;
   }
@@ -133,8 +122,8 @@ export class RecordReader {
   /** An integer; integer strings (CSV) are accepted. */
   int(field: string, opts: { min?: number; max?: number; required?: boolean } = {}): number | null {
     const required = opts.required ?? true;
-    if (this.missing(field, required)) return null;
     const v = this.value(field);
+    if (this.missing(field, required, v)) return null;
     const n = this.textValues && typeof v === 'string' && /^-?\d+$/.test(v.trim()) ? Number(v) : v;
     if (typeof n !== 'number' || !Number.isInteger(n)) {
       this.errors.push(`${this.name(field)} must be an integer: '${shown(v)}'.`);
@@ -165,8 +154,8 @@ export class RecordReader {
   /** A finite number; decimal strings (CSV) are accepted. */
   number(field: string, opts: { required?: boolean; min?: number; max?: number } = {}): number | null {
     const required = opts.required ?? true;
-    if (this.missing(field, required)) return null;
     const v = this.value(field);
+    if (this.missing(field, required, v)) return null;
     const n = this.textValues && typeof v === 'string' && DECIMAL.test(v.trim()) ? Number(v) : v;
     if (typeof n !== 'number' || !Number.isFinite(n)) {
       this.errors.push(`${this.name(field)} must be a number: '${shown(v)}'.`);
@@ -187,7 +176,7 @@ export class RecordReader {
       this.errors.push(`${this.name(field)} must be a string.`);
       return null;
     }
-    if (this.missing(field, required)) return null;
+    if (this.missing(field, required, v)) return null;
     const s = v as string;
     if (opts.max !== undefined && s.length > opts.max && characters(s) > opts.max) {
       this.errors.push(`${this.name(field)} must be at most ${opts.max} characters.`);
@@ -205,8 +194,8 @@ export class RecordReader {
   }
 
   boolean(field: string, opts: { required?: boolean } = {}): boolean | null {
-    if (this.missing(field, opts.required ?? false)) return null;
     const v = this.value(field);
+    if (this.missing(field, opts.required ?? false, v)) return null;
     if (typeof v === 'boolean') return v;
     if (this.textValues && (v === 'true' || v === 'false')) return v === 'true';
     this.errors.push(`${this.name(field)} must be true, false or null.`);

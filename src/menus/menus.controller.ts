@@ -94,7 +94,7 @@ export class MenusController {
     'The body is larger than the service accepts: the image is over its limit (5 MiB unless configured), which `errors` names. ' +
       'The connection closes after the response.',
     undefined,
-    [imageTooLargeMessage(5 * 1024 * 1024)],
+    [imageTooLargeMessage(new AppConfig().IMAGE_MAX_BYTES)],
   )
   @ApiProblemResponse(
     415,
