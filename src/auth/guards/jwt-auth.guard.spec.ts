@@ -63,7 +63,7 @@ describe('JwtAuthGuard with passport-jwt on a real keyring and credential store'
   }
 
   /** A token signed by the keyring's current key with the given claims: for tokens the service would not issue. */
-  async function signed(claims: Record<string, unknown>, header: Record<string, unknown> = {}): Promise<string> {
+  async function signed(claims: Record<string, unknown>, header: Record<string, unknown> = {}, understood: Record<string, boolean> = {}): Promise<string> {
     const key = await f.keyring.signingKey();
     const now = Math.floor(Date.now() / 1000);
     return new SignJWT({
@@ -76,7 +76,7 @@ describe('JwtAuthGuard with passport-jwt on a real keyring and credential store'
       ...claims,
     })
       .setProtectedHeader({ alg: 'ES256', typ: 'at+jwt', kid: key.kid, ...header })
-      .sign(key.privateKey);
+      .sign(key.privateKey, { crit: understood });
   }
 
   it('lets a @Public() route through without a token', async () => {
@@ -123,6 +123,8 @@ describe('JwtAuthGuard with passport-jwt on a real keyring and credential store'
     ['another algorithm', () => Promise.resolve(`${header('{"alg":"HS256","typ":"at+jwt","kid":"k"}')}.e30.c2ln`), 'The access token is not signed with ES256.'],
     ['another type', async () => signed({}, { typ: 'JWT' }), 'The access token is not an at+jwt access token.'],
     ['an unknown key', async () => signed({}, { kid: 'unknown' }), 'The access token is signed by an unknown key.'],
+    ['a critical header extension', async () => signed({}, { crit: ['foo'], foo: 1 }, { foo: true }), 'The access token names header parameters this service does not understand (crit).'],
+    ['an unencoded payload declared critical', async () => signed({}, { crit: ['b64'], b64: true }), 'The access token names header parameters this service does not understand (crit).'],
     ['an expiry passed', async () => signed({ exp: Math.floor(Date.now() / 1000) - 5 }), 'The access token has expired.'],
     ['another issuer', async () => signed({ iss: 'https://elsewhere.example.test' }), 'The access token is not valid.'],
     ['another audience', async () => signed({ aud: 'another-api' }), 'The access token is not valid.'],

@@ -40,6 +40,9 @@ function signingKeyId(rawJwt: string): string {
   const typ = typeof header.typ === 'string' ? header.typ.toLowerCase() : undefined;
   if (typ !== TOKEN_TYPE && typ !== `application/${TOKEN_TYPE}`) throw new TokenRejected('The access token is not an at+jwt access token.');
   if (typeof header.kid !== 'string' || !header.kid) throw new TokenRejected('The access token names no signing key.');
+  // RFC 7515 §4.1.11: a token whose header names extensions the recipient must understand is
+  // invalid where they are not understood; this service understands none (nor RFC 7797's b64).
+  if (header.crit !== undefined) throw new TokenRejected('The access token names header parameters this service does not understand (crit).');
   if (!hasCanonicalSignature(rawJwt)) throw new TokenRejected('The access token is malformed.');
   return header.kid;
 }
