@@ -31,4 +31,16 @@ describe('VerifiedTokens', () => {
     await new Promise((r) => setTimeout(r, 120));
     expect(cache.claimsOf('soon')).toBeUndefined();
   });
+
+  it('holds at most 8 MB of tokens, counted by their length: the least recently used go first', () => {
+    const cache = tokens(30);
+    const claims = { client_id: 'svc_1', exp: inSeconds(3600) };
+    // 2,000 tokens of 6 KB are 12 MB: the first ones make room for the last.
+    const long = (i: number): string => `${String(i).padStart(6, '0')}.${'x'.repeat(6000)}`;
+    for (let i = 0; i < 2000; i++) cache.remember(long(i), claims);
+    expect(cache.claimsOf(long(0))).toBeUndefined();
+    expect(cache.claimsOf(long(1999))).toBe(claims);
+    const kept = Array.from({ length: 2000 }, (_, i) => cache.claimsOf(long(i))).filter(Boolean).length;
+    expect(kept).toBe(Math.floor((8 * 1024 * 1024) / (long(0).length + 256)));
+  });
 });

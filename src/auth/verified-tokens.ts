@@ -12,8 +12,15 @@ export interface AccessTokenClaims {
   iat?: unknown;
 }
 
-/** Tokens remembered at once: a few MB at most (a token and its claims are well under 1 KB). */
-const MAX_TOKENS = 10_000;
+/**
+ * What the remembered tokens may hold, counted by their length and a fixed allowance for their
+ * claims: the tokens this service issues are well under 1 KB (some 8,000 of them), and a token
+ * as long as the request head allows counts for what it holds.
+ */
+const MAX_BYTES = 8 * 1024 * 1024;
+
+/** What a token's claims (four small fields) and its entry are counted as, beside its length. */
+const ENTRY_BYTES = 256;
 
 /**
  * Access tokens whose signature, issuer, audience and expiry were verified, with their
@@ -26,7 +33,7 @@ const MAX_TOKENS = 10_000;
  */
 @Injectable()
 export class VerifiedTokens {
-  private readonly tokens = new LRUCache<string, AccessTokenClaims>({ max: MAX_TOKENS });
+  private readonly tokens = new LRUCache<string, AccessTokenClaims>({ maxSize: MAX_BYTES, sizeCalculation: (_claims, token) => token.length + ENTRY_BYTES });
   private readonly keepMs: number;
 
   constructor(config: AppConfig) {
