@@ -229,7 +229,7 @@ export class RecordReader {
     const s = this.string(field, { required: opts.required ?? false });
     if (s === null) return null;
     const d = new Date(s);
-    if (!/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})$/.test(s) || Number.isNaN(d.getTime())) {
+    if (!isInstant(s) || Number.isNaN(d.getTime())) {
       this.errors.push(`${this.name(field)} must be an ISO 8601 date-time with a zone: '${s}'.`);
       return null;
     }
@@ -276,6 +276,17 @@ export function isCalendarDate(s: string): boolean {
   const date = new Date(0);
   date.setUTCFullYear(y, mo - 1, d);
   return date.getUTCFullYear() === y && date.getUTCMonth() === mo - 1 && date.getUTCDate() === d;
+}
+
+/**
+ * An ISO 8601 date-time with a zone whose every part exists: `new Date` alone rolls 02-30 over
+ * to March and reads 24:00 as the next day's midnight, a different instant from the one written.
+ */
+function isInstant(s: string): boolean {
+  const m = /^(\d{4}-\d{2}-\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.\d+)?)?(?:Z|[+-](\d{2}):?(\d{2}))$/.exec(s);
+  if (m === null || !isCalendarDate(m[1])) return false;
+  const [hour, minute, second, offsetHours, offsetMinutes] = [m[2], m[3], m[4] ?? '0', m[5] ?? '0', m[6] ?? '0'].map(Number);
+  return hour < 24 && minute < 60 && second < 60 && offsetHours < 24 && offsetMinutes < 60;
 }
 
 export function isLocalDateTime(s: string): boolean {

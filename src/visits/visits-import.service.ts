@@ -123,7 +123,7 @@ export class VisitsImportService {
       }
       // A visit re-imported as it is stays as it is: no write, no new place in the change feed.
       const unchanged = previous !== undefined && visitFingerprint(visit) === previous.fingerprint;
-      visit.modificationDate = this.modificationDate(visit, hasModificationDate, previous, now);
+      visit.modificationDate = modificationDateOf(visit, hasModificationDate, previous, now);
       acceptedRecords++;
       // A visit twice in a file is written once, as its last accepted record says, compared with
       // what was stored before the import, wherever the batches of 500 happen to split the
@@ -141,18 +141,31 @@ export class VisitsImportService {
     report.imported += acceptedRecords;
   }
 
-  /** New visits keep the date they carry; a changed re-import moves it forward, never back. */
-  private modificationDate(
-    visit: Visit,
-    given: boolean,
-    previous: { modificationDate: string; fingerprint: string } | undefined,
-    now: string,
-  ): string {
-    if (!previous) return given ? visit.modificationDate : now;
-    if (visitFingerprint(visit) === previous.fingerprint) return previous.modificationDate;
-    const candidate = given && visit.modificationDate > previous.modificationDate ? visit.modificationDate : now;
-    return candidate > previous.modificationDate ? candidate : previous.modificationDate;
-  }
+}
+
+/**
+ * A visit's modificationDate as written: a new visit keeps the one it carries (or now); a
+ * changed re-import moves it forward, to the record's own when that is later, else to now (wall
+ * clock in RESULTS_TIMEZONE), else a second past the stored one: in the hour clocks go back, now
+ * reads earlier than a date written in the hour's first pass, and a change must still show.
+ */
+export function modificationDateOf(
+  visit: Visit,
+  given: boolean,
+  previous: { modificationDate: string; fingerprint: string } | undefined,
+  now: string,
+): string {
+  if (!previous) return given ? visit.modificationDate : now;
+  if (visitFingerprint(visit) === previous.fingerprint) return previous.modificationDate;
+  const candidate = given && visit.modificationDate > previous.modificationDate ? visit.modificationDate : now;
+  return candidate > previous.modificationDate ? candidate : secondAfter(previous.modificationDate);
+}
+
+/** The wall-clock date-time a second after `local` (yyyy-mm-ddThh:mm:ss); the last second of 9999 stays. */
+function secondAfter(local: string): string {
+  const next = new Date(Date.parse(`${local}Z`) + 1000).toISOString();
+  // Past the year 9999 the form is +010000-…: no yyyy-mm-dd date.
+  return next.length === 24 ? next.slice(0, 19) : local;
 }
 
 interface ImportContext {
