@@ -1,8 +1,11 @@
 import { characters, isCalendarDate, isStorableText, type RecordReader } from '../common/record-reader.js';
 import type { DishInput } from './menus.repository.js';
 
-/** yyyy-mm-dd, alone or starting an ISO 8601 date-time (hours 00 to 23, an optional offset): the date is group 1. */
-const ISO_DATE_TIME = /^(\d{4}-\d{2}-\d{2})(?:T(?:[01]\d|2[0-3]):[0-5]\d(?::[0-5]\d(?:\.\d{1,9})?)?(?:Z|[+-](?:[01]\d|2[0-3]):?[0-5]\d)?)?$/;
+/**
+ * yyyy-mm-dd, alone or starting an ISO 8601 date-time (hours 00 to 23, an optional offset): the
+ * date is group 1. The contract gives it as the field's pattern; at most 35 characters.
+ */
+export const ISO_DATE_TIME = /^(\d{4}-\d{2}-\d{2})(?:T(?:[01]\d|2[0-3]):[0-5]\d(?::[0-5]\d(?:\.\d{1,9})?)?(?:Z|[+-](?:[01]\d|2[0-3]):?[0-5]\d)?)?$/;
 
 /**
  * The dish fields of the interface, with its rules: code (max 50), description (max 250),

@@ -1,4 +1,5 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { ISO_DATE_TIME } from '../dish-fields.js';
 
 export class MenuDto {
   @ApiProperty({ type: 'integer', format: 'int32', example: 101, description: 'Use as `menuId`.' })
@@ -128,7 +129,14 @@ export class DishInputDto {
   @ApiPropertyOptional({ type: 'integer', format: 'int32', nullable: true, minimum: -2147483648, maximum: 2147483647, description: 'Display order on the menu; absent or null: none.', example: 1 })
   order?: number | null;
 
-  @ApiPropertyOptional({ type: 'string', format: 'date', nullable: true, maxLength: 10, description: 'yyyy-mm-dd; absent or null: none.', example: '2026-12-31' })
+  @ApiPropertyOptional({
+    type: 'string',
+    nullable: true,
+    maxLength: 35,
+    pattern: ISO_DATE_TIME.source,
+    description: 'yyyy-mm-dd, or an ISO 8601 date-time of which the date (as written, whatever its offset) is kept; absent or null: none.',
+    example: '2026-12-31',
+  })
   expiryDate?: string | null;
 
   @ApiPropertyOptional({ type: 'string', isArray: true, nullable: true, items: { type: 'string', minLength: 1, maxLength: 50 }, description: 'Absent or null: none.', example: ['beef'] })
@@ -158,7 +166,7 @@ export class DishUploadDto {
     description:
       'The JSON text of a `DishInputDto` object (its schema is in the components), at most 64 KiB of UTF-8: `menuId` ' +
       '(integer, 1 to 2147483647, a menu of the client), `code` (text, 1 to 50 characters), `description` (1 to 250), ' +
-      '`type` (1 to 50), `order` (optional 32-bit integer), `expiryDate` (optional, yyyy-mm-dd), `keywords` (optional ' +
+      '`type` (1 to 50), `order` (optional 32-bit integer), `expiryDate` (optional, yyyy-mm-dd, or a date-time whose date is kept), `keywords` (optional ' +
       'array of non-empty texts of at most 50 characters). Field names are case-sensitive. The dish of that `code` on ' +
       'the menu is replaced whole: a field left out is stored as null (`keywords` as none), not kept from before.',
     example: JSON.stringify({
