@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import sharp from 'sharp';
 import { DataSource } from 'typeorm';
 import { dataSourceOptions } from '../src/database/data-source-options.js';
-import { cli, cliJson, SPAWN_TIMEOUT_MS, spawnCli, spawnCliUnread } from './helpers/cli.js';
+import { cli, cliJson, SPAWN_TIMEOUT_MS, spawnCli, spawnCliUnread, startCli } from './helpers/cli.js';
 import { isolatedConfig } from './helpers/test-config.js';
 
 const files = mkdtempSync(join(tmpdir(), 'cli-files-'));
@@ -653,6 +653,41 @@ describe(`operator CLI (${process.env.TEST_DATABASE})`, () => {
         code: 1,
         stderr: "error: client 4242 does not exist; add it with 'clients add'\n",
       });
+    }, LIMIT);
+
+    it('stops an import asked to stop (SIGTERM) after the batch being written, and says what was written and where it stopped', async () => {
+      // 40,000 visits of their own ids, 80 batches: the signal comes once the first are in.
+      const firstId = 700_000;
+      const records = Array.from({ length: 40_000 }, (_, i) => JSON.stringify(visit({ visitId: firstId + i, modificationDate: '2026-11-02T08:00:00' })));
+      const path = file('long.ndjson', `${records.join('\n')}\n`);
+      const written = async (): Promise<number> =>
+        Number((await db.query<{ n: string | number }[]>(`SELECT COUNT(*) AS n FROM visits WHERE id BETWEEN ${firstId} AND ${firstId + records.length - 1}`))[0]?.n);
+      expect(await written()).toBe(0);
+      const { child, result } = startCli(['--json', 'visits', 'import', path], env);
+      const deadline = Date.now() + SPAWN_TIMEOUT_MS;
+      while ((await written()) === 0 && child.exitCode === null && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      child.kill('SIGTERM');
+      const ended = await result;
+      const stored = await written();
+      try {
+        expect({ code: ended.code, signal: ended.signal }).toEqual({ code: 2, signal: null });
+        const report = JSON.parse(ended.stdout) as { error: string; imported: number; rejected: unknown[]; stoppedAtLine: number };
+        // Whole batches only, every one of them reported, and the line the next one starts at.
+        expect(stored % 500).toBe(0);
+        expect(stored).toBeGreaterThan(0);
+        expect(stored).toBeLessThan(records.length);
+        expect(report).toEqual({
+          error: `the import stopped at line ${stored + 1} (the process received SIGTERM); the ${stored} records before it were written and stay written. Importing the file again is safe: records already written are unchanged.`,
+          file: path,
+          imported: stored,
+          rejected: [],
+          stoppedAtLine: stored + 1,
+        });
+        expect(ended.stderr).toBe(`SIGTERM: stopping once the batch being written is committed; a second signal stops at once, rolling it back.\nerror: ${report.error}\n`);
+      } finally {
+        await db.query(`DELETE FROM visit_documents WHERE visit_id BETWEEN ${firstId} AND ${firstId + records.length - 1}`);
+        await db.query(`DELETE FROM visits WHERE id BETWEEN ${firstId} AND ${firstId + records.length - 1}`);
+      }
     }, LIMIT);
 
     it("exits 1 with the message on stderr on an operator's mistake", async () => {

@@ -2,6 +2,7 @@ import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { VisitsImportService } from '../visits/visits-import.service.js';
 import { importOutput, type CliContext } from './context.js';
+import { stopOnSignals } from './stop-signals.js';
 
 export function registerVisits(program: Command, cli: CliContext): void {
   program
@@ -15,7 +16,14 @@ export function registerVisits(program: Command, cli: CliContext): void {
     .argument('<file>', 'file to import')
     .action(
       cli.action(async (file: string) =>
-        cli.withApp(async (app) => importOutput(await app.get(VisitsImportService).importFile(resolve(file)))),
+        cli.withApp(async (app) => {
+          const stop = stopOnSignals(cli.io.stderr);
+          try {
+            return importOutput(await app.get(VisitsImportService).importFile(resolve(file), stop.requested));
+          } finally {
+            stop.dispose();
+          }
+        }),
       ),
     );
 }

@@ -27,7 +27,12 @@ export class VisitsImportService {
     private readonly visitTypes: VisitTypeCatalogue,
   ) {}
 
-  async importFile(path: string): Promise<ImportReport> {
+  /**
+   * Imports the file in batches of 500, each in a transaction of its own. `stopRequested` is
+   * asked between batches: when it gives a reason, the import stops there (ImportInterrupted,
+   * with what was written), as it does when a batch fails after others were written.
+   */
+  async importFile(path: string, stopRequested: () => string | null = () => null): Promise<ImportReport> {
     const report: ImportReport = { file: path, imported: 0, rejected: [] };
     const context = await this.loadContext(await repeatedVisits(path));
     let batch: FileRecord[] = [];
@@ -42,6 +47,8 @@ export class VisitsImportService {
       batch = [];
     };
     for await (const record of readRecords(path)) {
+      const reason = batch.length === 0 ? stopRequested() : null;
+      if (reason !== null) throw new ImportInterrupted(report, record.line, new Error(reason));
       batch.push(record);
       if (batch.length >= BATCH) await write();
     }

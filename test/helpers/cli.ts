@@ -1,4 +1,4 @@
-import { execFile, spawn } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import passport from 'passport';
 import { runCli } from '../../src/cli/program.js';
@@ -66,6 +66,24 @@ export function spawnCli(args: string[], env: Record<string, string>): Promise<C
       },
     );
   });
+}
+
+/** Starts dist/cli.js and gives its process (to signal it) and its result, once it ends (killed past SPAWN_TIMEOUT_MS). */
+export function startCli(args: string[], env: Record<string, string>): { child: ChildProcess; result: Promise<CliResult & { signal: NodeJS.Signals | null }> } {
+  const child = spawn(process.execPath, [CLI, ...args], { env: { ...commandEnv(env), NODE_OPTIONS: '' }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+  const result = new Promise<CliResult & { signal: NodeJS.Signals | null }>((done, fail) => {
+    const timer = setTimeout(() => child.kill('SIGKILL'), SPAWN_TIMEOUT_MS);
+    child.on('error', fail);
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      done({ code: code ?? -1, signal, stdout, stderr });
+    });
+  });
+  return { child, result };
 }
 
 /** Runs dist/cli.js with its stdout closed by the reader at once (`| true`): its exit code and what it wrote to stderr. */
