@@ -162,6 +162,16 @@ describe(`operator CLI (${process.env.TEST_DATABASE})`, () => {
     expect({ code: fresh.code, stdout: fresh.stdout }).toEqual({ code: 0, stdout: '(no clients)\n' });
     expect(fresh.stderr).toBe(`note: there was no database at ${join(elsewhere, 'results.sqlite')}; a new, empty one is made (is DATA_DIR right?)\n`);
     expect((await spawnCli(['clients', 'list'], embedded)).stderr).toBe('');
+    // A migrations check makes the database it finds none of too, and says so; a run, whose first is meant to, does not.
+    const unchecked = { ...embedded, DATA_DIR: join(elsewhere, 'unchecked') };
+    const checked = await spawnCli(['migrations', 'check'], unchecked);
+    expect(checked).toEqual({
+      code: 1,
+      stdout: 'migrations are pending\n',
+      stderr: `note: there was no database at ${join(unchecked.DATA_DIR, 'results.sqlite')}; a new, empty one is made (is DATA_DIR right?)\n`,
+    });
+    const firstRun = await spawnCli(['migrations', 'run'], { ...embedded, DATA_DIR: join(elsewhere, 'first') });
+    expect({ code: firstRun.code, stderr: firstRun.stderr }).toEqual({ code: 0, stderr: '' });
     const badConfig = await cli(['clients', 'list'], { ...env, VISITS_TAKE_MAX: 'lots' });
     expect(badConfig.code).toBe(1);
     expect(badConfig.stderr).toContain('VISITS_TAKE_MAX="lots": expected an integer from 1 to 100000');

@@ -47,7 +47,7 @@ describe(`migrations (${process.env.TEST_DATABASE})`, () => {
 });
 
 describe(`migrations run by several processes at once (${process.env.TEST_DATABASE})`, () => {
-  const { env, drop } = isolatedConfig();
+  const { config, env, drop } = isolatedConfig();
   afterAll(async () => {
     await drop();
   });
@@ -63,5 +63,20 @@ describe(`migrations run by several processes at once (${process.env.TEST_DATABA
     const all = (onPostgres() ? POSTGRES_MIGRATIONS : SQLITE_MIGRATIONS).map((m) => m.name);
     expect(applied.filter((names) => names.length > 0)).toEqual([all]);
     expect(await cli(['migrations', 'check'], env)).toEqual({ code: 0, stdout: 'schema is current\n', stderr: '' });
+  });
+
+  it('says when the database ran migrations this release does not know (a later release migrated it)', async () => {
+    const db = await openDataSource(config);
+    try {
+      await db.query(`INSERT INTO migrations (timestamp, name) VALUES (1899999999999, 'FutureThing1899999999999')`);
+    } finally {
+      await db.destroy();
+    }
+    const ahead =
+      'the database is ahead of this release: it ran migrations this release does not know (FutureThing1899999999999); ' +
+      'run the release that ran them, or restore the backup taken before them (README, "Upgrading and rolling back")';
+    expect(await cli(['migrations', 'check'], env)).toEqual({ code: 1, stdout: `${ahead}\n`, stderr: '' });
+    expect(JSON.parse((await cli(['--json', 'migrations', 'check'], env)).stdout)).toEqual({ pendingMigrations: false, drift: [], ahead: ['FutureThing1899999999999'] });
+    expect(await cli(['migrations', 'run'], env)).toEqual({ code: 0, stdout: `schema is current\nnote: ${ahead}\n`, stderr: '' });
   });
 });

@@ -80,9 +80,7 @@ export class CliContext {
     // The folders the settings name, checked as the service checks them at start (before the application, which would log a stack).
     const dataDir = prepareDataDir(config);
     prepareImageFolder(config);
-    // An embedded database is created where there is none, as the service does: said, since a wrong DATA_DIR is the likelier cause.
-    const sqlite = dataDir === null ? null : join(dataDir, SQLITE_FILE);
-    if (sqlite && !existsSync(sqlite)) this.io.stderr.write(`note: there was no database at ${sqlite}; a new, empty one is made (is DATA_DIR right?)\n`);
+    this.noteNewDatabase(dataDir);
     // What the context created so far, to close it when the start itself fails (the context is not returned then).
     const created: unknown[] = [];
     let app: INestApplicationContext;
@@ -104,9 +102,18 @@ export class CliContext {
     }
   }
 
+  /** An embedded database is made where there is none, as the service does: said, since a wrong DATA_DIR is the likelier cause. */
+  private noteNewDatabase(dataDir: string | null): void {
+    const sqlite = dataDir === null ? null : join(dataDir, SQLITE_FILE);
+    if (sqlite && !existsSync(sqlite)) this.io.stderr.write(`note: there was no database at ${sqlite}; a new, empty one is made (is DATA_DIR right?)\n`);
+  }
+
   /** Runs `use` with a data source for migration commands, destroyed afterwards in every case. */
-  async withDataSource<T>(use: (db: DataSource) => Promise<T>): Promise<T> {
-    const db = await openDataSource(this.config());
+  async withDataSource<T>(use: (db: DataSource) => Promise<T>, options: { noteNewDatabase?: boolean } = {}): Promise<T> {
+    const config = this.config();
+    const dataDir = prepareDataDir(config);
+    if (options.noteNewDatabase ?? true) this.noteNewDatabase(dataDir);
+    const db = await openDataSource(config);
     try {
       return await use(db);
     } finally {

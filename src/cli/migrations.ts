@@ -1,7 +1,7 @@
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { OperatorError } from '../common/operator-error.js';
-import { generateMigration, pendingSchemaChanges, prepareSchema, runMigrationsExclusively, SchemaMissingError } from '../database/migration-tools.js';
+import { generateMigration, migrationsAhead, pendingSchemaChanges, prepareSchema, runMigrationsExclusively, SchemaMissingError } from '../database/migration-tools.js';
 import type { CliContext } from './context.js';
 
 export function registerMigrations(program: Command, cli: CliContext): void {
@@ -11,11 +11,20 @@ export function registerMigrations(program: Command, cli: CliContext): void {
     .description('apply pending migrations (production runs this once per release, as a Job)')
     .action(
       cli.action(async () =>
-        cli.withDataSource(async (db) => {
-          const applied = await runMigrationsExclusively(db);
-          const names = applied.map((m) => m.name);
-          return { json: { applied: names }, text: names.length ? `applied: ${names.join(', ')}` : 'schema is current' };
-        }),
+        cli.withDataSource(
+          async (db) => {
+            const applied = await runMigrationsExclusively(db);
+            const names = applied.map((m) => m.name);
+            const ahead = await migrationsAhead(db);
+            const text = names.length ? `applied: ${names.join(', ')}` : 'schema is current';
+            return {
+              json: { applied: names, ...(ahead.length ? { ahead } : {}) },
+              text: ahead.length ? `${text}\nnote: ${aheadMessage(ahead)}` : text,
+            };
+          },
+          // Making the embedded database is what a first run is for: not said.
+          { noteNewDatabase: false },
+        ),
       ),
     );
   migrations
@@ -37,11 +46,12 @@ export function registerMigrations(program: Command, cli: CliContext): void {
         }
         return cli.withDataSource(async (db) => {
           const pending = await db.showMigrations();
-          const drift = pending ? [] : (await pendingSchemaChanges(db)).up;
-          const ok = !pending && drift.length === 0;
+          const ahead = await migrationsAhead(db);
+          const drift = pending || ahead.length ? [] : (await pendingSchemaChanges(db)).up;
+          const ok = !pending && drift.length === 0 && ahead.length === 0;
           return {
-            json: { pendingMigrations: pending, drift },
-            text: ok ? 'schema is current' : pending ? 'migrations are pending' : `schema drift:\n${drift.join('\n')}`,
+            json: { pendingMigrations: pending, drift, ...(ahead.length ? { ahead } : {}) },
+            text: ok ? 'schema is current' : ahead.length ? aheadMessage(ahead) : pending ? 'migrations are pending' : `schema drift:\n${drift.join('\n')}`,
             code: ok ? 0 : 1,
           };
         });
@@ -62,4 +72,12 @@ export function registerMigrations(program: Command, cli: CliContext): void {
         });
       }),
     );
+}
+
+/** What an operator is told of a database a later release migrated. */
+function aheadMessage(ahead: readonly string[]): string {
+  return (
+    `the database is ahead of this release: it ran migrations this release does not know (${ahead.join(', ')}); ` +
+    'run the release that ran them, or restore the backup taken before them (README, "Upgrading and rolling back")'
+  );
 }

@@ -182,6 +182,8 @@ describe('usableFolder', () => {
     for (const [folder, code] of [
       [join(file, 'data'), 'ENOTDIR'],
       [file, 'EEXIST'],
+      // mkdir says ENOENT under a parent that exists: Node's recursive mkdirSync never returned.
+      ['/proc/results-service-folder', 'ENOENT'],
     ]) {
       let refusal: unknown;
       try {

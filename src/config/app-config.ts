@@ -1,6 +1,6 @@
 import 'reflect-metadata';
-import { accessSync, constants, mkdirSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { accessSync, constants, existsSync, mkdirSync, statSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import { plainToInstance } from 'class-transformer';
 import { IsOptional, validateSync, type ValidationError } from 'class-validator';
 import { BooleanSetting, DecimalSetting, IntSetting, OneOfSetting, OriginsSetting, TextSetting, UrlSetting } from './setting-decorators.js';
@@ -353,12 +353,28 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
 export function usableFolder(setting: string, folder: string): string {
   const dir = resolve(folder);
   try {
-    mkdirSync(dir, { recursive: true });
+    makeFolders(dir);
     accessSync(dir, constants.W_OK | constants.X_OK);
   } catch (error) {
     throw new ConfigError([`${setting}: cannot use ${dir}: ${(error as Error).message}`], { cause: error });
   }
   return dir;
+}
+
+/**
+ * `mkdir -p`, a level at a time: Node's recursive mkdirSync tries again for ever where mkdir
+ * says ENOENT under a parent that exists (a folder in /proc), and the start hung.
+ */
+function makeFolders(dir: string): void {
+  const parent = dirname(dir);
+  if (parent !== dir && !existsSync(parent)) makeFolders(parent);
+  try {
+    mkdirSync(dir);
+  } catch (error) {
+    // Already there: fine when it is a folder (made before, or by another process meanwhile).
+    if ((error as NodeJS.ErrnoException).code === 'EEXIST' && statSync(dir).isDirectory()) return;
+    throw error;
+  }
 }
 
 /**

@@ -128,6 +128,23 @@ export function ensureSchema(config: AppConfig): Promise<void> {
   return prepareSchema(config, true);
 }
 
+/**
+ * Migrations the database ran that this release does not know: a later release ran them (its
+ * replicas may still serve on the schema while they only add; README, "Upgrading and rolling
+ * back"). None where there is no migrations table yet.
+ */
+export async function migrationsAhead(db: DataSource): Promise<string[]> {
+  const runner = db.createQueryRunner();
+  try {
+    if (!(await runner.hasTable('migrations'))) return [];
+    const known = new Set(db.migrations.map((m) => m.name));
+    const rows = (await runner.query('SELECT "name" FROM "migrations" ORDER BY "timestamp"')) as { name: string }[];
+    return rows.map((r) => r.name).filter((name) => !known.has(name));
+  } finally {
+    await runner.release();
+  }
+}
+
 /** The SQL the entities still need after every migration: empty when the schema is current. */
 export async function pendingSchemaChanges(db: DataSource): Promise<{ up: string[]; down: string[] }> {
   const log = await db.driver.createSchemaBuilder().log();
