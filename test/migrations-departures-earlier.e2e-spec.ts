@@ -31,8 +31,9 @@ describe(`AddVisitDepartures on a database that ran its earlier form (${process.
   beforeAll(async () => {
     db = await openDataSource(config);
     await db.runMigrations({ transaction: 'each' });
-    expect(db.migrations[db.migrations.length - 1]?.name).toMatch(/^AddVisitDepartures/);
-    await db.undoLastMigration({ transaction: 'each' });
+    const at = db.migrations.findIndex((m) => m.name?.startsWith('AddVisitDepartures'));
+    expect(at).toBeGreaterThan(0);
+    for (let i = db.migrations.length - 1; i >= at; i--) await db.undoLastMigration({ transaction: 'each' });
     for (const sql of EARLIER.sql) await db.query(sql);
     await db.query(`INSERT INTO migrations (timestamp, name) VALUES (${p(1)}, ${p(2)})`, [Number(EARLIER.name.slice(-13)), EARLIER.name]);
   });
@@ -56,7 +57,7 @@ describe(`AddVisitDepartures on a database that ran its earlier form (${process.
 
     const names = (await db.query<{ name: string }[]>('SELECT name FROM migrations')).map((m) => m.name);
     expect(names).not.toContain(EARLIER.name);
-    expect(names.filter((n) => n.startsWith('AddVisitDepartures'))).toEqual([db.migrations[db.migrations.length - 1]?.name]);
+    expect(names.filter((n) => n.startsWith('AddVisitDepartures'))).toEqual([db.migrations.find((m) => m.name?.startsWith('AddVisitDepartures'))?.name]);
     const rows = await db.query<Record<string, unknown>[]>(
       'SELECT client_id, change_seq, visit_id, brand_id, visit_type, new_brand_id, new_visit_type FROM visit_departures ORDER BY change_seq',
     );

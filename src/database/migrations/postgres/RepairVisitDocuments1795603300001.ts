@@ -1,0 +1,15 @@
+import type { MigrationInterface, QueryRunner } from 'typeorm';
+import { repairVisitDocuments } from '../visit-documents-repair.js';
+
+/** Visit documents that earlier releases wrote under the wrong visits, written again from the visits (see repairVisitDocuments). */
+export class RepairVisitDocuments1795603300001 implements MigrationInterface {
+  name = 'RepairVisitDocuments1795603300001';
+
+  async up(queryRunner: QueryRunner): Promise<void> {
+    await repairVisitDocuments(queryRunner, true);
+  }
+
+  async down(): Promise<void> {
+    // Nothing to undo: the documents written are those the visits render.
+  }
+}
