@@ -30,7 +30,7 @@ export default {
       comment:
         'common/, config/ and database/ sit below the features. Only the lists of every entity and migration ' +
         '(database/entities.ts, database/migrations/index.ts) name features, and the visit-documents backfill ' +
-        'renders documents with the code that renders them on write, so both agree.',
+        '(and its repair) renders documents with the code that renders them on write, so both agree.',
       from: {
         path: '^src/(common|config|database)/',
         pathNot: '^src/database/(entities\\.ts|migrations/index\\.ts|migrations/visit-documents-backfill\\.ts)$',

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { DataSource } from 'typeorm';
 import { openDataSource } from '../src/database/migration-tools.js';
-import { repairVisitDocuments } from '../src/database/migrations/visit-documents-repair.js';
+import { repairVisitDocuments } from '../src/database/migrations/visit-documents-backfill.js';
 import { renderStoredVisit, type VisitColumns } from '../src/visits/visit-json.js';
 import { cliJson } from './helpers/cli.js';
 import { isolatedConfig, onPostgres } from './helpers/test-config.js';

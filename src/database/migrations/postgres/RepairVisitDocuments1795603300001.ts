@@ -1,5 +1,5 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
-import { repairVisitDocuments } from '../visit-documents-repair.js';
+import { repairVisitDocuments } from '../visit-documents-backfill.js';
 
 /** Visit documents that earlier releases wrote under the wrong visits, written again from the visits (see repairVisitDocuments). */
 export class RepairVisitDocuments1795603300001 implements MigrationInterface {
