@@ -42,6 +42,9 @@ describe('visit documents kept uncompressed on PostgreSQL', () => {
     await db.runMigrations({ transaction: 'each' });
     await undoThroughDocumentsInline();
     expect(await options()).toBeNull();
+    // The migrations after DocumentsInline stay out: the documents repair would render these
+    // made-up documents again from their visits, which is its job, not this test's.
+    db.migrations.splice(db.migrations.findIndex((m) => m.name?.startsWith('DocumentsInline')) + 1);
     await db.query(`INSERT INTO clients (id, name) VALUES (1, 'One')`);
     await db.query(`INSERT INTO branches (id, client_id, name) VALUES ('B1', 1, 'b1')`);
     await db.query(
