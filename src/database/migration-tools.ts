@@ -4,6 +4,7 @@ import Database from 'better-sqlite3';
 import { DataSource, type Migration } from 'typeorm';
 import type { AppConfig } from '../config/app-config.js';
 import { dataSourceOptions } from './data-source-options.js';
+import { SUPERSEDED_MIGRATIONS } from './migrations/earlier-form.js';
 
 /** A data source for migration commands: never runs migrations by itself. */
 export async function openDataSource(config: AppConfig): Promise<DataSource> {
@@ -137,7 +138,7 @@ export async function migrationsAhead(db: DataSource): Promise<string[]> {
   const runner = db.createQueryRunner();
   try {
     if (!(await runner.hasTable('migrations'))) return [];
-    const known = new Set(db.migrations.map((m) => m.name));
+    const known = new Set([...db.migrations.map((m) => m.name), ...SUPERSEDED_MIGRATIONS]);
     const rows = (await runner.query('SELECT "name" FROM "migrations" ORDER BY "timestamp"')) as { name: string }[];
     return rows.map((r) => r.name).filter((name) => !known.has(name));
   } finally {
