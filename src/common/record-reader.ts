@@ -283,10 +283,8 @@ export function isCalendarDate(s: string): boolean {
  * to March and reads 24:00 as the next day's midnight, a different instant from the one written.
  */
 function isInstant(s: string): boolean {
-  const m = /^(\d{4}-\d{2}-\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.\d+)?)?(?:Z|[+-](\d{2}):?(\d{2}))$/.exec(s);
-  if (m === null || !isCalendarDate(m[1])) return false;
-  const [hour, minute, second, offsetHours, offsetMinutes] = [m[2], m[3], m[4] ?? '0', m[5] ?? '0', m[6] ?? '0'].map(Number);
-  return hour < 24 && minute < 60 && second < 60 && offsetHours < 24 && offsetMinutes < 60;
+  const m = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2})(?:(:\d{2})(?:\.\d+)?)?(?:Z|[+-](\d{2}):?(\d{2}))$/.exec(s);
+  return m !== null && isLocalDateTime(`${m[1]}${m[2] ?? ':00'}`) && Number(m[3] ?? 0) < 24 && Number(m[4] ?? 0) < 60;
 }
 
 export function isLocalDateTime(s: string): boolean {

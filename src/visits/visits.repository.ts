@@ -6,6 +6,7 @@ import { VisitDocument } from './entities/visit-document.entity.js';
 import { Visit } from './entities/visit.entity.js';
 import { PostgresRows } from '../database/postgres-rows.js';
 import { SqliteRows } from '../database/sqlite-rows.js';
+import { sqliteTimestamp } from '../database/sqlite-timestamp.js';
 import { inTransaction, movesDataVersion } from '../database/transaction.js';
 import { upsertRows } from '../database/upsert.js';
 import { renderVisitDocument, type ClientNames, type DocumentRow } from './visit-json.js';
@@ -93,11 +94,6 @@ export interface ChangesPageQuery {
 
 export interface ChangeRow extends DocumentRow {
   change_seq: number | string;
-}
-
-/** How the SQLite driver stores a Date (UTC, milliseconds), so that stored and given times compare as text. */
-function sqliteTimestamp(at: Date): string {
-  return at.toISOString().replace('T', ' ').replace('Z', '');
 }
 
 @Injectable()

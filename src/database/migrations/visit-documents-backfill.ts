@@ -1,5 +1,6 @@
 import type { QueryRunner } from 'typeorm';
 import { renderStoredVisit, type VisitColumns } from '../../visits/visit-json.js';
+import { sqliteTimestamp } from '../sqlite-timestamp.js';
 
 /** Visits rendered per round trip: a few MB of documents at most. */
 const BATCH = 500;
@@ -80,13 +81,15 @@ export async function repairVisitDocuments(runner: QueryRunner, postgres: boolea
         await runner.query(`UPDATE visit_documents SET branch_id = ${p(1)}, standard = ${p(2)}, plus = ${p(3)} WHERE visit_id = ${p(4)}`, [row.branch_id, standard, plus, row.id]);
       }
       const clientId = Number(row.client_id);
-      repaired.set(clientId, [...(repaired.get(clientId) ?? []), row.id]);
+      const ids = repaired.get(clientId) ?? [];
+      ids.push(row.id);
+      repaired.set(clientId, ids);
       count++;
     }
     last = rows[rows.length - 1].id;
   }
   // On the feed again, in id order, after everything the client's sequence holds.
-  const changedAt = postgres ? new Date() : new Date().toISOString().replace('T', ' ').replace('Z', '');
+  const changedAt = postgres ? new Date() : sqliteTimestamp(new Date());
   for (const [clientId, ids] of [...repaired].sort(([a], [b]) => a - b)) {
     await runner.query(`UPDATE clients SET change_seq = change_seq + ${p(1)}, data_version = data_version + 1 WHERE id = ${p(2)}`, [ids.length, clientId]);
     const [{ s }] = (await runner.query(`SELECT change_seq AS s FROM clients WHERE id = ${p(1)}`, [clientId])) as { s: number | string }[];
