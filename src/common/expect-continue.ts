@@ -19,9 +19,15 @@ const declined = new WeakSet<IncomingMessage>();
  * Every reader of a body (the body parsers, the upload's multipart reader, a drain) reads
  * through the stream's `_read`, which asks the socket for more: the 100 is written on its
  * first call, unless the answer has begun or the body was declined.
+ *
+ * A client may send the body without waiting for the 100 (RFC 9110 §10.1.1 allows it). Once the
+ * whole body has arrived, the expectation is over: no 100 is due, and the connection stays open
+ * for the next request. Node would close it, since its final answer came without a 100 (and a
+ * body that arrived whole with the head is never read through `_read`, so none was written).
  */
 export function continueOnRead(server: Server): void {
   server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
+    Object.defineProperty(res, '_expect_continue', { configurable: true, get: () => !req.complete });
     req._read = (size: number): void => {
       // Node's own _read from now on.
       delete (req as Partial<IncomingMessage>)._read;
