@@ -7,8 +7,15 @@ import { NO_STORE_HEADERS } from './oauth-error.js';
 import { authorizationCount, REPEATED_AUTHORIZATION } from './repeated-authorization.js';
 import { newInstance, PROBLEM_CONTENT_TYPE, statusTitle } from './problem.js';
 
-/** What Node's HTTP parser refuses, by its error code, and what the problem says of it. */
-function refusal(code: string | undefined): { status: number; detail: string } {
+/** The answer to a request line of an HTTP version the service does not speak (RFC 9110 §15.6.6). */
+const VERSION_NOT_SUPPORTED = { status: 505, detail: 'The HTTP version of the request is not supported: send HTTP/1.1.' };
+
+/** A request line that is well-formed but names a version Node's parser does not know (HTTP/1.2, HTTP/3.0). */
+const UNKNOWN_VERSION_LINE = /^[!-~]+ [!-~]+ HTTP\/\d\.\d\r?\n/;
+
+/** What Node's HTTP parser refuses, by its error code (and the bytes it refused), and what the problem says of it. */
+function refusal(code: string | undefined, raw?: Buffer): { status: number; detail: string } {
+  if (code === 'HPE_INVALID_VERSION' && raw !== undefined && UNKNOWN_VERSION_LINE.test(raw.subarray(0, 16 * 1024).toString('latin1'))) return VERSION_NOT_SUPPORTED;
   if (code === 'HPE_HEADER_OVERFLOW') {
     return { status: 431, detail: 'The request line and headers are larger than the service accepts (16 KiB).' };
   }
@@ -103,7 +110,7 @@ export function answerClientErrors(server: Server, tokenPath: string, log: Early
     (req) => {
       // HTTP/1.0 and HTTP/1.1 are spoken; a request line of another version (HTTP/2.0 in
       // cleartext, HTTP/0.9's line without one) is a 505 (RFC 9110 §15.6.6), not served.
-      if (req.httpVersionMajor !== 1 || req.httpVersionMinor > 1) return { status: 505, detail: 'The HTTP version of the request is not supported: send HTTP/1.1.' };
+      if (req.httpVersionMajor !== 1 || req.httpVersionMinor > 1) return VERSION_NOT_SUPPORTED;
       if (req.httpVersionMajor === 1 && req.httpVersionMinor === 1 && req.headers.host === undefined) return refusal(undefined);
       if (repeatedHost(req.rawHeaders)) return { status: 400, detail: 'The request has more than one Host header; it must have one.' };
       // A request's Transfer-Encoding must end in chunked (RFC 9112 §6.3): its body has no
@@ -140,7 +147,7 @@ export function answerClientErrors(server: Server, tokenPath: string, log: Early
     writeRaw(socket, 501, problem);
     log(lineOf(501, problem, detail, req), 'request refused before the application');
   });
-  server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) => {
+  server.on('clientError', (error: NodeJS.ErrnoException & { rawPacket?: Buffer }, socket: Duplex) => {
     const pending = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
     if (error.code === 'HPE_CLOSED_CONNECTION') {
       // Bytes after a request that said `Connection: close` (RFC 9112 §9.6): they are not read,
@@ -152,7 +159,7 @@ export function answerClientErrors(server: Server, tokenPath: string, log: Early
       socket.destroy();
       return;
     }
-    const { status, detail } = refusal(error.code);
+    const { status, detail } = refusal(error.code, error.rawPacket);
     const problem = earlyProblem(status, detail);
     writeRaw(socket, status, problem);
     if (pending instanceof ServerResponse) {
