@@ -2,13 +2,12 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
-import { BranchesService } from '../src/branches/branches.service.js';
 import { addDays } from '../src/common/clock.js';
 import { COMPRESS_MIN_BYTES } from '../src/common/compression.js';
 import { MetricsService } from '../src/metrics/metrics.service.js';
 import { CompressedPages } from '../src/visits/compressed-pages.js';
 import type { TestApp } from './helpers/test-app.js';
-import { startVisitsApp } from './helpers/visits-fixture.js';
+import { importBranches, startVisitsApp } from './helpers/visits-fixture.js';
 import { rawRequest, type RawResponse } from './helpers/raw-http.js';
 
 const JSON_TYPE = 'application/json; charset=utf-8';
@@ -33,7 +32,7 @@ describe(`compressed responses (${process.env.TEST_DATABASE})`, () => {
     // Enough branches that GET /branches is over 1 KB.
     const file = join(mkdtempSync(join(tmpdir(), 'compression-')), 'branches.json');
     writeFileSync(file, JSON.stringify(Array.from({ length: 40 }, (_, i) => ({ id: `C-${i}`, name: `Branch ${i}`, branchCode: `CODE-${i}` }))));
-    await t.app.get(BranchesService).importFile(1001, file);
+    await importBranches(t, 1001, file);
     await t.app.listen(0, '127.0.0.1');
   });
   afterAll(async () => {

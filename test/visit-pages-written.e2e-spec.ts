@@ -30,7 +30,7 @@ describe(`visit pages written by the repository (${process.env.TEST_DATABASE})`,
     await db.query(`INSERT INTO brands (id, client_id, name) VALUES (20, 2, ${p(1)}), (30, 3, 'Theirs')`, [`Brand ${odd}`]);
     await db.query(
       `INSERT INTO branches (id, client_id, brand_id, name, branch_code) VALUES
-        ('B1', 2, 20, ${p(1)}, ${p(2)}), ('B2', 2, NULL, 'two', NULL), ('B3', 2, 20, '', ''), ('X1', 3, 30, 'theirs', 'X')`,
+        ('B1', 2, NULL, ${p(1)}, ${p(2)}), ('B2', 2, 20, 'two', NULL), ('B3', 2, 20, '', ''), ('X1', 3, 30, 'theirs', 'X')`,
       [`Branch ${odd}`, `C-${odd}`],
     );
     const comments = ['', null, odd, 'plain'];
@@ -38,6 +38,7 @@ describe(`visit pages written by the repository (${process.env.TEST_DATABASE})`,
       Object.assign(new Visit(), {
         id: 1000 - i * 7,
         clientId: 2,
+        // Each branch's brand, as a write gives it.
         brandId: i % 3 === 0 ? null : 20,
         branchId: ['B1', 'B2', 'B3'][i % 3],
         visitType: ['MV', 'OF', 'TA'][i % 3],

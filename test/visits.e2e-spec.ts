@@ -3,7 +3,7 @@ import type { IssuedCredential } from '../src/auth/credentials.service.js';
 import { addDays } from '../src/common/clock.js';
 import { issueCredential, tokenFor } from './helpers/auth.js';
 import { startTestApp, type TestApp } from './helpers/test-app.js';
-import { expectedIds, importVisits, seedVisits, startVisitsApp, type VisitRecord } from './helpers/visits-fixture.js';
+import { expectedIds, importBranches, importVisits, seedVisits, startVisitsApp, type VisitRecord } from './helpers/visits-fixture.js';
 
 const STANDARD_FIELDS = [
   'visitId', 'clientId', 'clientName', 'brandName', 'branchId', 'branchCode', 'branchName', 'visitType',
@@ -251,13 +251,12 @@ describe(`GET /visits/standard and /visits/plus (${process.env.TEST_DATABASE})`,
     it('serves a changed branch code at once, never a page rendered before the change', async () => {
       const before = await get(range(6, 6));
       expect((before.body.data.visits as Visit[]).map((v) => v.branchCode)).toContain('LDS-01');
-      const { BranchesService } = await import('../src/branches/branches.service.js');
       const { writeFileSync, mkdtempSync } = await import('node:fs');
       const { join } = await import('node:path');
       const { tmpdir } = await import('node:os');
       const file = join(mkdtempSync(join(tmpdir(), 'branch-')), 'b.json');
       writeFileSync(file, JSON.stringify([{ id: 'B-1', name: 'Leeds Central', branchCode: 'LDS-99', brandId: 5 }]));
-      await t.app.get(BranchesService).importFile(1001, file);
+      await importBranches(t, 1001, file);
       const after = await get(range(6, 6)).set('If-None-Match', before.headers.etag);
       expect(after.status).toBe(200);
       const codes = (after.body.data.visits as Visit[]).map((v) => v.branchCode);
@@ -536,13 +535,12 @@ describe(`GET /branches (${process.env.TEST_DATABASE})`, () => {
     t = await startTestApp();
     await seedVisits(t);
     partner = await issueCredential(t);
-    const { BranchesService } = await import('../src/branches/branches.service.js');
     const { writeFileSync, mkdtempSync } = await import('node:fs');
     const { join } = await import('node:path');
     const { tmpdir } = await import('node:os');
     const file = join(mkdtempSync(join(tmpdir(), 'branch-')), 'b.json');
     writeFileSync(file, JSON.stringify([{ id: 'B-3', name: 'Pop-up', branchCode: 'POP' }]));
-    await t.app.get(BranchesService).importFile(1001, file);
+    await importBranches(t, 1001, file);
   });
   afterAll(async () => {
     await t.close();

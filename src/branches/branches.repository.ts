@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource, In } from 'typeorm';
+import { DataSource, In, type EntityManager } from 'typeorm';
 import { Branch } from './entities/branch.entity.js';
 import { bumpDataVersion } from '../clients/data-version.js';
 import { inTransaction } from '../database/transaction.js';
@@ -31,13 +31,14 @@ export class BranchesRepository {
     return ids.length === 0 ? Promise.resolve([]) : this.db.getRepository(Branch).findBy({ id: In(ids) });
   }
 
-  /** Inserts or updates the branches in one transaction. */
-  async upsertMany(branches: Branch[]): Promise<void> {
+  /** Inserts or updates the branches in one transaction, with what `then` writes after them in it (BranchesService: the visits of branches moved to another brand). */
+  async upsertMany(branches: Branch[], then: (tx: EntityManager) => Promise<void> = () => Promise.resolve()): Promise<void> {
     await inTransaction(this.db, async (tx) => {
       // The clients' rows first, as every writer takes them (a visits import waited for a branch
       // this import held while it waited for the client's row: a deadlock on PostgreSQL).
       await bumpDataVersion(tx, branches.map((b) => b.clientId));
       await upsertRows(tx, Branch, branches, ['id'], { sameOwner: 'clientId', statementRows: 500 });
+      await then(tx);
     });
   }
 }

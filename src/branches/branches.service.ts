@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import type { EntityManager } from 'typeorm';
 import type { EffectiveSelection } from '../auth/entitlements.js';
 import { ClientsService } from '../clients/clients.service.js';
 import { inFileOrder, rejectedAt, type ImportReport, type RecordPlace } from '../common/import-report.js';
@@ -6,6 +7,21 @@ import { readAllRecords } from '../common/record-file.js';
 import { RecordReader } from '../common/record-reader.js';
 import { BranchesRepository } from './branches.repository.js';
 import { Branch } from './entities/branch.entity.js';
+
+/** A stored branch that an import gives another brand (null: none). */
+export interface BranchMove {
+  clientId: number;
+  branchId: string;
+  brandId: number | null;
+}
+
+/**
+ * What follows branches an import moved to another brand, written in the import's transaction
+ * (the visits' own rules live with them: each of the branch's visits takes its new brand). A
+ * visit's brand is always its branch's: otherwise the branch's visits would stay with the
+ * credentials of its old brand, and those of the new brand would list the branch without them.
+ */
+export type FollowBranchMoves = (tx: EntityManager, moves: readonly BranchMove[]) => Promise<void>;
 
 @Injectable()
 export class BranchesService {
@@ -26,9 +42,11 @@ export class BranchesService {
 
   /**
    * Imports a client's branches (JSON array, NDJSON or CSV with id, name, branchCode,
-   * brandId). Valid records are written together; each invalid one is reported by line.
+   * brandId). Valid records are written together; each invalid one is reported by line. A
+   * stored branch given another brand takes its visits along (`followMoves`), in the same
+   * transaction.
    */
-  async importFile(clientId: number, path: string): Promise<ImportReport> {
+  async importFile(clientId: number, path: string, followMoves: FollowBranchMoves): Promise<ImportReport> {
     await this.clients.requireClient(clientId);
     const brandIds = new Set((await this.clients.listBrands(clientId)).map((b) => b.id));
     const report: ImportReport = { file: path, imported: 0, rejected: [] };
@@ -53,6 +71,7 @@ export class BranchesService {
     for (const branch of await this.repo.findByIds(read.flatMap((e) => (e.branch ? [e.branch.id] : [])))) existing.set(branch.id, branch);
     const seen = new Set<string>();
     const valid: Branch[] = [];
+    const moves: BranchMove[] = [];
     for (const { place, reader: r, branch } of read) {
       if (branch) {
         const other = existing.get(branch.id);
@@ -65,9 +84,11 @@ export class BranchesService {
         continue;
       }
       valid.push(branch);
+      const stored = existing.get(branch.id);
+      if (stored && stored.brandId !== branch.brandId) moves.push({ clientId, branchId: branch.id, brandId: branch.brandId });
     }
     report.rejected.sort(inFileOrder);
-    await this.repo.upsertMany(valid);
+    await this.repo.upsertMany(valid, (tx) => (moves.length === 0 ? Promise.resolve() : followMoves(tx, moves)));
     report.imported = valid.length;
     return report;
   }

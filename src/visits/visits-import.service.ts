@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { VisitTypeCatalogue } from '../auth/visit-type-catalogue.js';
-import { BranchesService } from '../branches/branches.service.js';
+import type { EntityManager } from 'typeorm';
+import { BranchesService, type BranchMove } from '../branches/branches.service.js';
 import { ClientsService } from '../clients/clients.service.js';
 import { localDateTime } from '../common/clock.js';
 import { ImportInterrupted, inFileOrder, rejectedAt, type ImportReport, type RecordPlace } from '../common/import-report.js';
@@ -54,6 +55,30 @@ export class VisitsImportService {
     }
     await write();
     return report;
+  }
+
+  /**
+   * Brings the visits of branches a branch import moved to another brand along, in that
+   * import's transaction: each takes its branch's new brand, a later modificationDate (its
+   * brandName changed) and a new place on the change feed, where a feed of its old brand reports
+   * it removed, as when a re-import moves a visit. Read and written in batches of BATCH visits.
+   */
+  async followBranchMoves(tx: EntityManager, moves: readonly BranchMove[]): Promise<void> {
+    const now = localDateTime(this.config.RESULTS_TIMEZONE);
+    for (const move of moves) {
+      for (let after = 0; ; ) {
+        const visits = await this.visits.branchVisits(tx, move.clientId, move.branchId, after, BATCH);
+        if (visits.length === 0) break;
+        after = visits[visits.length - 1].id;
+        const moving = visits.filter((visit) => visit.brandId !== move.brandId);
+        for (const visit of moving) {
+          const previous = { modificationDate: visit.modificationDate, fingerprint: visitFingerprint(visit) };
+          visit.brandId = move.brandId;
+          visit.modificationDate = modificationDateOf(visit, false, previous, now);
+        }
+        await this.visits.writeBatch(tx, moving);
+      }
+    }
   }
 
   private async loadContext(lastRecords: Map<number, number>): Promise<ImportContext> {

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource, In, type EntityManager } from 'typeorm';
+import { DataSource, In, MoreThan, type EntityManager } from 'typeorm';
 import { VisitDeparture } from './entities/visit-departure.entity.js';
 import { VisitDocument } from './entities/visit-document.entity.js';
 import { Visit } from './entities/visit.entity.js';
@@ -224,45 +224,74 @@ export class VisitsRepository {
    */
   async upsertBatch(visits: Visit[]): Promise<void> {
     if (visits.length === 0) return;
+    await inTransaction(this.db, (tx) => this.writeBatch(tx, visits));
+  }
+
+  /** Writes the visits of one batch as upsertBatch does, within a transaction the caller holds. */
+  async writeBatch(tx: EntityManager, visits: Visit[]): Promise<void> {
+    if (visits.length === 0) return;
     const byClient = new Map<number, Visit[]>();
     for (const visit of visits) byClient.set(visit.clientId, [...(byClient.get(visit.clientId) ?? []), visit]);
-    await inTransaction(this.db, async (tx) => {
-      const changedAt = new Date();
-      const departures: VisitDeparture[] = [];
-      const changed: ChangedVisit[] = [];
-      for (const clientId of [...byClient.keys()].sort((a, b) => a - b)) {
-        const written = byClient.get(clientId)!;
-        const last = await this.takeSequence(tx, clientId, written.length);
-        written.forEach((visit, i) => {
-          visit.changeSeq = last - written.length + 1 + i;
-          visit.changedAt = changedAt;
-        });
-        // Read under the client's lock: no other writer moves these visits meanwhile.
-        const before = await this.placesOf(tx, clientId, written);
-        for (const visit of written) {
-          const was = before.get(visit.id);
-          const moved = was !== undefined && (was.brandId !== visit.brandId || was.visitType !== visit.visitType);
-          if (moved) {
-            departures.push(
-              Object.assign(new VisitDeparture(), {
-                clientId,
-                changeSeq: visit.changeSeq,
-                visitId: visit.id,
-                ...was,
-                newBrandId: visit.brandId,
-                newVisitType: visit.visitType,
-              }),
-            );
-          }
-          changed.push({ clientId, brandId: visit.brandId, visitType: visit.visitType, before: moved ? was : undefined });
+    const changedAt = new Date();
+    const departures: VisitDeparture[] = [];
+    const changed: ChangedVisit[] = [];
+    for (const clientId of [...byClient.keys()].sort((a, b) => a - b)) {
+      const written = byClient.get(clientId)!;
+      const last = await this.takeSequence(tx, clientId, written.length);
+      written.forEach((visit, i) => {
+        visit.changeSeq = last - written.length + 1 + i;
+        visit.changedAt = changedAt;
+      });
+      // Read under the client's lock, which a branches import moving a branch to another brand
+      // takes first too: a visit takes its branch's brand as it is now, even when the import
+      // read the branch before such a move committed.
+      await this.takeBranchBrands(tx, written);
+      // Read under the client's lock: no other writer moves these visits meanwhile.
+      const before = await this.placesOf(tx, clientId, written);
+      for (const visit of written) {
+        const was = before.get(visit.id);
+        const moved = was !== undefined && (was.brandId !== visit.brandId || was.visitType !== visit.visitType);
+        if (moved) {
+          departures.push(
+            Object.assign(new VisitDeparture(), {
+              clientId,
+              changeSeq: visit.changeSeq,
+              visitId: visit.id,
+              ...was,
+              newBrandId: visit.brandId,
+              newVisitType: visit.visitType,
+            }),
+          );
         }
+        changed.push({ clientId, brandId: visit.brandId, visitType: visit.visitType, before: moved ? was : undefined });
       }
-      // The webhook events announcing this write commit, or roll back, with it.
-      await this.webhooks.recordVisitChanges(tx, changed, changedAt);
-      await upsertRows(tx, Visit, visits, ['id'], { sameOwner: 'clientId', statementRows: 200 });
-      await upsertRows(tx, VisitDocument, visits.map(visitDocument), ['visitId'], { statementRows: 200 });
-      for (let i = 0; i < departures.length; i += 200) await tx.getRepository(VisitDeparture).insert(departures.slice(i, i + 200));
-    });
+    }
+    // The webhook events announcing this write commit, or roll back, with it.
+    await this.webhooks.recordVisitChanges(tx, changed, changedAt);
+    await upsertRows(tx, Visit, visits, ['id'], { sameOwner: 'clientId', statementRows: 200 });
+    await upsertRows(tx, VisitDocument, visits.map(visitDocument), ['visitId'], { statementRows: 200 });
+    for (let i = 0; i < departures.length; i += 200) await tx.getRepository(VisitDeparture).insert(departures.slice(i, i + 200));
+  }
+
+  /** Up to `take` of a branch's visits, whole, in id order after `afterId`: those a move of the branch to another brand rewrites. */
+  branchVisits(tx: EntityManager, clientId: number, branchId: string, afterId: number, take: number): Promise<Visit[]> {
+    return tx.getRepository(Visit).find({ where: { clientId, branchId, id: MoreThan(afterId) }, order: { id: 'ASC' }, take });
+  }
+
+  /** Gives each visit its branch's brand as stored now (the branches' table is read as SQL: it is another feature's). */
+  private async takeBranchBrands(tx: EntityManager, visits: readonly Visit[]): Promise<void> {
+    const ids = [...new Set(visits.map((v) => v.branchId))];
+    const brands = new Map<string, number | null>();
+    for (let i = 0; i < ids.length; i += 500) {
+      const chunk = ids.slice(i, i + 500);
+      const list = chunk.map((_, n) => (this.postgres ? `$${n + 1}` : '?')).join(', ');
+      const rows = await tx.query<{ id: string; brand_id: number | null }[]>(`SELECT id, brand_id FROM branches WHERE id IN (${list})`, chunk);
+      for (const row of rows) brands.set(row.id, row.brand_id === null ? null : Number(row.brand_id));
+    }
+    for (const visit of visits) {
+      const brandId = brands.get(visit.branchId);
+      if (brandId !== undefined) visit.brandId = brandId;
+    }
   }
 
   /** The brand and visit type the client's stored visits among `visits` have now. */

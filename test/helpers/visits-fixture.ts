@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { BranchesService } from '../../src/branches/branches.service.js';
 import { addDays, localDate } from '../../src/common/clock.js';
+import type { ImportReport } from '../../src/common/import-report.js';
 import { VisitsImportService } from '../../src/visits/visits-import.service.js';
 import type { IssuedCredential } from '../../src/auth/credentials.service.js';
 import { issueCredential, seedClients, tokenFor } from './auth.js';
@@ -25,6 +26,12 @@ export async function importVisits(t: TestApp, records: unknown[]): Promise<void
   if (report.rejected.length > 0) throw new Error(`fixture rejected: ${JSON.stringify(report.rejected.slice(0, 2))}`);
 }
 
+/** Imports a client's branches as the operator's command does (visits follow a branch moved to another brand); the report. */
+export function importBranches(t: TestApp, clientId: number, file: string): Promise<ImportReport> {
+  const visits = t.app.get(VisitsImportService);
+  return t.app.get(BranchesService).importFile(clientId, file, (tx, moves) => visits.followBranchMoves(tx, moves));
+}
+
 /**
  * Clients 1001 (brands 5, 6) and 1002 (brand 21), branches, and visits on each of the
  * 40 days before today (in RESULTS_TIMEZONE), several at the same minute so the visitId
@@ -34,20 +41,20 @@ export async function seedVisits(t: TestApp): Promise<{ visits: VisitRecord[]; t
   await seedClients(t);
   const clients = (await import('../../src/clients/clients.service.js')).ClientsService;
   await t.app.get(clients).addBrand(1001, 6, 'Acme Pizzeria');
-  const branches = t.app.get(BranchesService);
   const branchFile = (rows: unknown[]): string => {
     const file = join(dir, `branches-${Math.random().toString(36).slice(2)}.json`);
     writeFileSync(file, JSON.stringify(rows));
     return file;
   };
-  await branches.importFile(
+  await importBranches(
+    t,
     1001,
     branchFile([
       { id: 'B-1', name: 'Leeds', branchCode: 'LDS-01', brandId: 5 },
       { id: 'B-2', name: 'York', branchCode: null, brandId: 6 },
     ]),
   );
-  await branches.importFile(1002, branchFile([{ id: 'B-9', name: 'Hull', branchCode: 'HUL', brandId: 21 }]));
+  await importBranches(t, 1002, branchFile([{ id: 'B-9', name: 'Hull', branchCode: 'HUL', brandId: 21 }]));
 
   const today = localDate(t.config.RESULTS_TIMEZONE);
   const types = ['MV', 'OF', 'TA'];

@@ -1,11 +1,11 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { BranchesService } from '../../src/branches/branches.service.js';
 import { ClientsService } from '../../src/clients/clients.service.js';
 import { addDays, localDate } from '../../src/common/clock.js';
 import { WebhooksRepository } from '../../src/webhooks/webhooks.repository.js';
 import { seedClients } from './auth.js';
+import { importBranches } from './visits-fixture.js';
 import type { TestApp } from './test-app.js';
 
 /** Settings that keep webhook tests short: quick polls, windows and retries, http to loopback. */
@@ -30,14 +30,13 @@ export const BRANCHES = {
 export async function seedWebhookClients(t: TestApp): Promise<void> {
   await seedClients(t);
   await t.app.get(ClientsService).addBrand(1001, 6, 'Acme Pizzeria');
-  const branches = t.app.get(BranchesService);
   for (const clientId of [1001, 1002]) {
     const rows = Object.entries(BRANCHES)
       .filter(([, b]) => b.clientId === clientId)
       .map(([id, b]) => ({ id, name: id, branchCode: null, brandId: b.brandId }));
     const file = join(dir, `branches-${clientId}-${Date.now()}.json`);
     writeFileSync(file, JSON.stringify(rows));
-    await branches.importFile(clientId, file);
+    await importBranches(t, clientId, file);
   }
 }
 

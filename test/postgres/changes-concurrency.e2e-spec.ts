@@ -6,7 +6,7 @@ import { addDays, localDate } from '../../src/common/clock.js';
 import { spawnCli } from '../helpers/cli.js';
 import { issueCredential, seedClients, tokenFor } from '../helpers/auth.js';
 import { startTestApp, type TestApp } from '../helpers/test-app.js';
-import { BranchesService } from '../../src/branches/branches.service.js';
+import { importBranches } from '../helpers/visits-fixture.js';
 
 interface Visit {
   visitId: number;
@@ -35,7 +35,7 @@ describe('change feed under concurrent imports (postgres, two processes)', () =>
     await seedClients(t);
     const branches = join(dir, 'branches.json');
     writeFileSync(branches, JSON.stringify([{ id: 'B-1', name: 'Leeds', branchCode: 'LDS-01', brandId: 5 }]));
-    await t.app.get(BranchesService).importFile(1001, branches);
+    await importBranches(t, 1001, branches);
   });
   afterAll(async () => {
     rmSync(dir, { recursive: true, force: true });
