@@ -147,7 +147,7 @@ describe(`a branch moved to another brand (${process.env.TEST_DATABASE})`, () =>
   it("writes a visit with its branch's brand as committed when written, whatever brand the import read before a move", async () => {
     // As a visits import that read branch B-7 in brand 5 just before the first test's move to 6 committed.
     const repo = t.app.get(DataSource).getRepository(VisitEntity);
-    const stale = (await repo.findOneByOrFail({ id: 890_001 })) as VisitEntity;
+    const stale = await repo.findOneByOrFail({ id: 890_001 });
     const end = await feedEnd('five');
     await t.app.get(VisitsRepository).upsertBatch([Object.assign(stale, { brandId: 5, visitScore: 33.5 })]);
     expect(await repo.findOneByOrFail({ id: 890_001 })).toMatchObject({ brandId: 6, visitScore: 33.5 });
