@@ -12,7 +12,8 @@ import {
   webpWith,
   webpWithinFrame,
 } from '../../test/helpers/images.js';
-import { imageStructure, pngPixelDataEnds } from './image-end.js';
+import { deflateSync } from 'node:zlib';
+import { iccProfileIsWhole, imageStructure, pngPixelDataEnds } from './image-end.js';
 
 const imageEnd = (bytes: Buffer, format: 'jpeg' | 'png' | 'webp'): number | null => imageStructure(bytes, format).end;
 
@@ -78,12 +79,87 @@ describe('imageStructure', () => {
     expect(imageStructure(jpegWith(jpeg, 0xe3, Buffer.from('Exif\0\0GPS')), 'jpeg').extras).toBe(true);
     expect(imageStructure(jpegWith(jpeg, 0xef, HTML), 'jpeg').extras).toBe(true);
     expect(imageStructure(jpegWith(jpeg, 0xe2, Buffer.from('not a profile')), 'jpeg').extras).toBe(true);
-    expect(imageStructure(jpegWith(jpeg, 0xe2, Buffer.from('ICC_PROFILE\0\x01\x01')), 'jpeg').extras).toBe(false);
+    // A profile's name over bytes that are no profile: an extra (see the colour profile tests).
+    expect(imageStructure(jpegWith(jpeg, 0xe2, Buffer.from('ICC_PROFILE\0\x01\x01')), 'jpeg').extras).toBe(true);
     // APP0 and APP14 are the picture's only under their own identifiers: JFIF, Adobe.
     expect(imageStructure(jpegWith(jpeg, 0xe0, HTML), 'jpeg').extras).toBe(true);
     expect(imageStructure(jpegWith(jpeg, 0xe0, Buffer.from('JFXX\0\x10thumbnail')), 'jpeg').extras).toBe(true);
     expect(imageStructure(jpegWith(jpeg, 0xee, HTML), 'jpeg').extras).toBe(true);
     expect(imageStructure(jpegWith(jpeg, 0xee, Buffer.from('Adobe\0\x64\0\0\0\0\x01')), 'jpeg').extras).toBe(false);
+  });
+
+  describe('colour profiles and the segments JPEG keeps', () => {
+    /** A real profile, as an encoder embeds it. */
+    let profile: Buffer;
+    beforeAll(async () => {
+      profile = (await sharp(await makeImage('jpeg', 8, 8)).withIccProfile('p3').jpeg().toBuffer().then((b) => sharp(b).metadata())).icc!;
+    });
+    const iccSegment = (n: number, count: number, data: Buffer): Buffer => Buffer.concat([Buffer.from('ICC_PROFILE\0', 'latin1'), Buffer.from([n, count]), data]);
+    /** The profile with bytes after its end, its size field counting them. */
+    const grown = (extra: Buffer): Buffer => {
+      const out = Buffer.concat([profile, extra]);
+      out.writeUInt32BE(out.length, 0);
+      return out;
+    };
+
+    it('takes an ICC profile as whole only when its header, tag table and tags account for every byte', () => {
+      expect(profile.length).toBeGreaterThan(132);
+      expect(iccProfileIsWhole(profile)).toBe(true);
+      // Up to three zeros align the end; more, or anything else, is no part of the profile.
+      expect(iccProfileIsWhole(grown(Buffer.alloc(3)))).toBe(true);
+      expect(iccProfileIsWhole(grown(Buffer.alloc(4)))).toBe(false);
+      expect(iccProfileIsWhole(grown(HTML))).toBe(false);
+      expect(iccProfileIsWhole(Buffer.concat([profile, HTML]))).toBe(false);
+      expect(iccProfileIsWhole(HTML)).toBe(false);
+      const unsigned = Buffer.from(profile);
+      unsigned.write('xxxx', 36, 'latin1');
+      expect(iccProfileIsWhole(unsigned)).toBe(false);
+      // A tag whose data runs past the end.
+      const overrun = Buffer.from(profile);
+      overrun.writeUInt32BE(profile.length, 132 + 8);
+      expect(iccProfileIsWhole(overrun)).toBe(false);
+    });
+
+    it('keeps a JPEG profile, whole in one segment or in numbered parts, and finds one that is none', async () => {
+      const jpeg = await makeImage('jpeg', 37, 23);
+      expect(imageStructure(jpegWith(jpeg, 0xe2, iccSegment(1, 1, profile)), 'jpeg').extras).toBe(false);
+      const half = profile.length >> 1;
+      const split = jpegWith(jpegWith(jpeg, 0xe2, iccSegment(2, 2, profile.subarray(half))), 0xe2, iccSegment(1, 2, profile.subarray(0, half)));
+      expect(imageStructure(split, 'jpeg').extras).toBe(false);
+      // Parts that do not make the profile: one missing, or numbered wrong.
+      expect(imageStructure(jpegWith(jpeg, 0xe2, iccSegment(1, 2, profile.subarray(0, half))), 'jpeg').extras).toBe(true);
+      expect(imageStructure(jpegWith(jpegWith(jpeg, 0xe2, iccSegment(1, 2, profile.subarray(half))), 0xe2, iccSegment(1, 2, profile.subarray(0, half))), 'jpeg').extras).toBe(true);
+      expect(imageStructure(jpegWith(jpeg, 0xe2, iccSegment(1, 1, HTML)), 'jpeg').extras).toBe(true);
+      expect(imageStructure(jpegWith(jpeg, 0xe2, iccSegment(1, 1, grown(HTML))), 'jpeg').extras).toBe(true);
+      // A profile as what sharp encodes in several segments (a CMYK profile is over 64 KB).
+      const cmyk = await sharp(jpeg).withIccProfile('cmyk').jpeg().toBuffer();
+      expect((await sharp(cmyk).metadata()).icc!.length).toBeGreaterThan(65_519);
+      expect(imageStructure(cmyk, 'jpeg').extras).toBe(false);
+    });
+
+    it('keeps JFIF without a thumbnail and Adobe at their sizes, and finds bytes after their fields or a thumbnail', async () => {
+      const jpeg = await makeImage('jpeg', 37, 23);
+      const jfif = Buffer.from('JFIF\0\x01\x01\0\0\x01\0\x01\0\0', 'latin1');
+      expect(imageStructure(jpegWith(jpeg, 0xe0, jfif), 'jpeg').extras).toBe(false);
+      expect(imageStructure(jpegWith(jpeg, 0xe0, Buffer.concat([jfif, HTML])), 'jpeg').extras).toBe(true);
+      const thumbnail = Buffer.concat([jfif.subarray(0, 12), Buffer.from([1, 1]), Buffer.from('abc')]);
+      expect(imageStructure(jpegWith(jpeg, 0xe0, thumbnail), 'jpeg').extras).toBe(true);
+      const adobe = Buffer.from('Adobe\0\x64\0\0\0\0\x01', 'latin1');
+      expect(imageStructure(jpegWith(jpeg, 0xee, Buffer.concat([adobe, HTML])), 'jpeg').extras).toBe(true);
+    });
+
+    it('keeps a PNG iCCP and a WebP ICCP chunk that hold a profile, and finds one that holds anything else', async () => {
+      const png = await makeImage('png', 37, 23);
+      const iccp = (data: Buffer): Buffer => Buffer.concat([Buffer.from('icc\0\0', 'latin1'), deflateSync(data)]);
+      expect(imageStructure(pngWith(png, 'iCCP', iccp(profile)), 'png').extras).toBe(false);
+      expect(imageStructure(pngWith(png, 'iCCP', iccp(HTML)), 'png').extras).toBe(true);
+      expect(imageStructure(pngWith(png, 'iCCP', Buffer.concat([iccp(profile), HTML])), 'png').extras).toBe(true);
+      // A few hundred KB that inflate to 200 MB of zeros: inflated no further than a profile may be.
+      expect(imageStructure(pngWith(png, 'iCCP', iccp(Buffer.alloc(200 * 1024 * 1024))), 'png').extras).toBe(true);
+      const webp = await makeImage('webp', 37, 23);
+      expect(imageStructure(webpWith(webp, 'ICCP', profile), 'webp').extras).toBe(false);
+      expect(imageStructure(webpWith(webp, 'ICCP', HTML), 'webp').extras).toBe(true);
+    });
   });
 
   it('finds a private PNG chunk and a WebP chunk that is no part of the picture', async () => {

@@ -1,4 +1,4 @@
-import { crc32, createInflate } from 'node:zlib';
+import { crc32, createInflate, inflateSync } from 'node:zlib';
 
 /** What an encoded image's own structure says of it. */
 export interface ImageStructure {
@@ -57,11 +57,11 @@ function pngChunks(b: Buffer): { chunks: { type: string; data: number; dataEnd: 
   return { chunks, whole: false };
 }
 
-/** The signature, then chunks (length, type, data, CRC) up to and with IEND. */
+/** The signature, then chunks (length, type, data, CRC) up to and with IEND; a colour profile that is none is an extra. */
 function pngStructure(b: Buffer): ImageStructure {
   if (signedFormat(b) !== 'png') return { end: null, extras: false };
   const { chunks, whole } = pngChunks(b);
-  const extras = chunks.some((c) => !PNG_PICTURE.has(c.type));
+  const extras = chunks.some((c) => !PNG_PICTURE.has(c.type) || (c.type === 'iCCP' && !pngProfileIsWhole(b.subarray(c.data, c.dataEnd))));
   return { end: whole ? chunks[chunks.length - 1].dataEnd + 4 : null, extras };
 }
 
@@ -78,6 +78,7 @@ function webpStructure(b: Buffer): ImageStructure {
   if (end > b.length) return { end: null, extras: false };
   const extras = !webpChunks(b, 12, end, (type, data, dataEnd) => {
     if (!WEBP_PICTURE.has(type)) return false;
+    if (type === 'ICCP') return iccProfileIsWhole(b.subarray(data, dataEnd));
     // A frame holds chunks of its own, where anything else may hide as well.
     return type !== 'ANMF' || webpChunks(b, data + 16, dataEnd, (inner) => WEBP_FRAME.has(inner));
   });
@@ -160,16 +161,87 @@ function pngRawBytes(b: Buffer): number | null {
   return total;
 }
 
+/** The largest colour profile kept: a PNG's compressed one is inflated no further (a few bytes may inflate to gigabytes). */
+export const ICC_MAX_BYTES = 4 * 1024 * 1024;
+
 /**
- * APPn segments of the picture, known by their identifiers: JFIF (APP0), the colour profile
- * (APP2 ICC_PROFILE), Adobe's colour transform (APP14 Adobe). Another APP0 or APP14 (a JFXX
- * thumbnail, which may show what the picture was cropped from, or anything at all under the
- * marker) is an extra like any other application segment.
+ * Whether the bytes are an ICC profile and nothing more (ICC.1:2022 §7): its header gives its
+ * own size and the `acsp` signature, its tag table lies after the header, every tag's data lies
+ * within the profile, and nothing is left between them but the zeros that align each to four
+ * bytes. Bytes that merely sit under a profile's name (a page of HTML in an APP2 segment
+ * labelled ICC_PROFILE) are no part of the picture, nor are bytes a profile does not account for.
  */
-function pictureSegment(marker: number, b: Buffer, data: number): boolean {
-  if (marker === 0xe0) return b.toString('latin1', data, data + 5) === 'JFIF\0';
-  if (marker === 0xee) return b.toString('latin1', data, data + 5) === 'Adobe';
-  return marker === 0xe2 && b.toString('latin1', data, data + 12) === 'ICC_PROFILE\0';
+export function iccProfileIsWhole(p: Buffer): boolean {
+  const size = p.length;
+  if (size < 132 || size > ICC_MAX_BYTES || p.readUInt32BE(0) !== size || p.toString('latin1', 36, 40) !== 'acsp') return false;
+  const count = p.readUInt32BE(128);
+  const tableEnd = 132 + 12 * count;
+  if (tableEnd > size) return false;
+  const ranges: [number, number][] = [[0, tableEnd]];
+  for (let i = 0; i < count; i++) {
+    const offset = p.readUInt32BE(132 + 12 * i + 4);
+    const length = p.readUInt32BE(132 + 12 * i + 8);
+    if (offset < tableEnd || offset + length > size) return false;
+    ranges.push([offset, offset + length]);
+  }
+  // Tags may share data; what lies between them is padding of zeros, less than four bytes.
+  ranges.sort((a, b) => a[0] - b[0]);
+  let covered = 0;
+  for (const [start, end] of ranges) {
+    if (start > covered && (start - covered > 3 || p.subarray(covered, start).some((byte) => byte !== 0))) return false;
+    covered = Math.max(covered, end);
+  }
+  return size - covered <= 3 && p.subarray(covered).every((byte) => byte === 0);
+}
+
+/** A PNG iCCP chunk: a name of 1 to 79 bytes, a zero, compression method 0, then the profile as a zlib stream that ends with the chunk. */
+function pngProfileIsWhole(chunk: Buffer): boolean {
+  const nul = chunk.indexOf(0);
+  if (nul < 1 || nul > 79 || chunk[nul + 1] !== 0) return false;
+  const stream = chunk.subarray(nul + 2);
+  try {
+    const { buffer, engine } = inflateSync(stream, { maxOutputLength: ICC_MAX_BYTES, info: true }) as unknown as { buffer: Buffer; engine: { bytesWritten: number } };
+    // bytesWritten: the input the stream took, which stops at its end; bytes after it are no part of the profile.
+    return engine.bytesWritten === stream.length && iccProfileIsWhole(buffer);
+  } catch {
+    // Not a zlib stream, bytes after its end, or more than a profile may be.
+    return false;
+  }
+}
+
+/**
+ * A JPEG's colour profile: the data of its APP2 ICC_PROFILE segments (after the name, the
+ * segment's number and the count), in the order their numbers give. Null when it has none;
+ * false when the segments do not make one whole profile.
+ */
+function jpegProfile(b: Buffer): Buffer | false | null {
+  const parts: { n: number; count: number; data: Buffer }[] = [];
+  walkJpeg(b, (_start, marker, data, end) => {
+    if (marker === 0xe2 && b.toString('latin1', data, data + 12) === 'ICC_PROFILE\0' && end >= data + 14) parts.push({ n: b[data + 12], count: b[data + 13], data: b.subarray(data + 14, end) });
+  });
+  if (parts.length === 0) return null;
+  parts.sort((x, y) => x.n - y.n);
+  const numbered = parts.every((part, i) => part.n === i + 1 && part.count === parts.length);
+  return numbered ? Buffer.concat(parts.map((part) => part.data)) : false;
+}
+
+/**
+ * APPn segments of the picture, known by their identifiers and shapes: JFIF (APP0) without a
+ * thumbnail, the colour profile (APP2 ICC_PROFILE) when its segments make a whole one, Adobe's
+ * colour transform (APP14 Adobe, twelve bytes). Anything else under those markers (a JFXX or
+ * JFIF thumbnail, which may show what the picture was cropped from, bytes after a segment's
+ * fields, a profile that is none) is an extra like any other application segment.
+ */
+function pictureSegment(marker: number, b: Buffer, data: number, end: number, profileIsWhole: boolean): boolean {
+  if (marker === 0xe0) return end - data === 14 && b.toString('latin1', data, data + 5) === 'JFIF\0' && b[data + 12] === 0 && b[data + 13] === 0;
+  if (marker === 0xee) return end - data === 12 && b.toString('latin1', data, data + 5) === 'Adobe';
+  return marker === 0xe2 && profileIsWhole && b.toString('latin1', data, data + 12) === 'ICC_PROFILE\0';
+}
+
+/** Whether the JPEG's colour profile, if it has one, is whole (see iccProfileIsWhole). */
+function jpegProfileIsWhole(b: Buffer): boolean {
+  const profile = jpegProfile(b);
+  return profile !== false && (profile === null || iccProfileIsWhole(profile));
 }
 
 /**
@@ -180,15 +252,17 @@ function pictureSegment(marker: number, b: Buffer, data: number): boolean {
  */
 export function jpegPictureOnly(b: Buffer): Buffer | null {
   const kept: Buffer[] = [b.subarray(0, 2)];
+  const profileIsWhole = jpegProfileIsWhole(b);
   const end = walkJpeg(b, (start, marker, data, segmentEnd) => {
-    if (!isJpegExtra(marker, b, data)) kept.push(Buffer.from([0xff, marker]), b.subarray(start, segmentEnd));
+    if (!isJpegExtra(marker, b, data, segmentEnd, profileIsWhole)) kept.push(Buffer.from([0xff, marker]), b.subarray(start, segmentEnd));
   });
   if (end === null) return null;
   kept.push(Buffer.from([0xff, 0xd9]));
   return Buffer.concat(kept);
 }
 
-const isJpegExtra = (marker: number, b: Buffer, data: number): boolean => marker === 0xfe || (marker >= 0xe0 && marker <= 0xef && !pictureSegment(marker, b, data));
+const isJpegExtra = (marker: number, b: Buffer, data: number, end: number, profileIsWhole: boolean): boolean =>
+  marker === 0xfe || (marker >= 0xe0 && marker <= 0xef && !pictureSegment(marker, b, data, end, profileIsWhole));
 
 /**
  * SOI, then marker segments; after each SOS the entropy-coded data runs to the next marker
@@ -197,8 +271,9 @@ const isJpegExtra = (marker: number, b: Buffer, data: number): boolean => marker
  */
 function jpegStructure(b: Buffer): ImageStructure {
   let extras = false;
-  const end = walkJpeg(b, (_start, marker, data) => {
-    if (isJpegExtra(marker, b, data)) extras = true;
+  const profileIsWhole = jpegProfileIsWhole(b);
+  const end = walkJpeg(b, (_start, marker, data, segmentEnd) => {
+    if (isJpegExtra(marker, b, data, segmentEnd, profileIsWhole)) extras = true;
   });
   return { end, extras };
 }

@@ -1,3 +1,4 @@
+import { deflateSync } from 'node:zlib';
 import sharp, { type CreateRaw } from 'sharp';
 import { animatedWebp, jpegWith, jpegWithLocation, makeImage, pngWith, pngWithExtraPixelData, pngWithinInflatedData, pngWithinPixelData, webpWith, webpWithinFrame } from '../../test/helpers/images.js';
 import { ABANDONED, ImageRejected, prepareImage } from './image-inspector.js';
@@ -27,6 +28,28 @@ describe('prepareImage', () => {
       expect(prepared).toMatchObject({ contentType: 'image/webp', width: 32, height: 32 });
       expect((await sharp(prepared.data).metadata()).pages).toBe(3);
     }
+  });
+
+  it('keeps a real colour profile byte for byte, and takes out bytes under a profile\'s name that are none, the pixels kept', async () => {
+    const jpeg = await makeImage('jpeg', 37, 23);
+    const profiled = await sharp(jpeg).withIccProfile('p3').jpeg().toBuffer();
+    expect((await prepareImage(profiled, limits)).data).toBe(profiled);
+    const iccNamed = Buffer.concat([Buffer.from('ICC_PROFILE\0\x01\x01', 'latin1'), HTML]);
+    const png = await makeImage('png', 37, 23);
+    const carriers = [
+      jpegWith(jpeg, 0xe2, iccNamed),
+      jpegWith(jpeg, 0xe0, Buffer.concat([Buffer.from('JFIF\0\x01\x01\0\0\x01\0\x01\0\0', 'latin1'), HTML])),
+      jpegWith(jpeg, 0xee, Buffer.concat([Buffer.from('Adobe\0\x64\0\0\0\0\x01', 'latin1'), HTML])),
+      pngWith(png, 'iCCP', Buffer.concat([Buffer.from('icc\0\0', 'latin1'), deflateSync(HTML)])),
+      webpWith(await makeImage('webp', 37, 23), 'ICCP', HTML),
+    ];
+    for (const carrier of carriers) {
+      const prepared = await prepareImage(carrier, limits);
+      expect(prepared.data.includes(HTML)).toBe(false);
+      expect(prepared).toMatchObject({ width: 37, height: 23 });
+    }
+    // A JPEG loses the segment alone: the rest of it byte for byte.
+    expect((await prepareImage(carriers[0], limits)).data.equals(jpeg)).toBe(true);
   });
 
   it('refuses an animation of more frames than the limit, however small they are', async () => {
