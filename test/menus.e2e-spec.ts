@@ -214,7 +214,7 @@ describe(`menus and dishes (${process.env.TEST_DATABASE})`, () => {
       expect(problem(both).errors).toEqual(["'SvcClientId' must be an integer: 'abc'.", "'menuId' must be an integer: 'x'."]);
       const malformed = await postTo('SvcClientId=abc', (r) => r.set('Content-Type', 'multipart/form-data; boundary=QQ').send('garbage'));
       expect(malformed.status).toBe(400);
-      expect(problem(malformed).errors).toEqual(["'SvcClientId' must be an integer: 'abc'.", 'The multipart body is malformed.']);
+      expect(problem(malformed).errors).toEqual(["'SvcClientId' must be an integer: 'abc'.", 'The multipart body is malformed: it ends before its closing boundary (CRLF, then -- and the boundary and --).']);
       const utf16 = await post((r) =>
         r.set('Content-Type', 'multipart/form-data; boundary=QQ').send(
           '--QQ\r\nContent-Disposition: form-data; name="json"\r\nContent-Type: application/json; charset=utf-16\r\n\r\n{}\r\n--QQ--\r\n',
@@ -521,7 +521,19 @@ describe(`menus and dishes (${process.env.TEST_DATABASE})`, () => {
         const raw = (body: string) => post((r) => r.set('Content-Type', 'multipart/form-data; boundary=B').send(Buffer.from(body, 'latin1')));
         for (const name of ['file', '', 'json']) {
           const res = await raw(`--B\r\nContent-Disposition: form-data; name="${name}"; filename="a.png"\r\nContent-Type: image/png\r\n\r\nxx`);
-          expect({ name, status: res.status, errors: problem(res).errors }).toEqual({ name, status: 400, errors: ['The multipart body is malformed.'] });
+          expect({ name, status: res.status, errors: problem(res).errors }).toEqual({
+            name,
+            status: 400,
+            errors: ['The multipart body is malformed: it ends before its closing boundary (CRLF, then -- and the boundary and --).'],
+          });
+        }
+        // A part whose headers are no headers, or larger than busboy reads (16 KiB): the reason, not just "malformed".
+        for (const head of ['not a header line', `Content-Disposition: form-data; name="file"; filename="${'a'.repeat(20_000)}.png"`]) {
+          const res = await raw(`--B\r\n${head}\r\n\r\nxx\r\n--B--\r\n`);
+          expect({ status: res.status, errors: problem(res).errors }).toEqual({
+            status: 400,
+            errors: ["The multipart body is malformed: a part's headers must be lines such as Content-Disposition and Content-Type, at most 16 KiB in all."],
+          });
         }
         const health = await request(t.http).get('/health/live');
         expect(health.status).toBe(200);

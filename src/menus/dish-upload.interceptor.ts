@@ -137,7 +137,7 @@ export class DishUploadInterceptor implements NestInterceptor {
         const chunks: Buffer[] = [];
         let size = 0;
         // A body that ends inside a file part fails the part's stream too: unheard, that error would end the process.
-        stream.on('error', () => fail('The multipart body is malformed.'));
+        stream.on('error', (error: Error) => fail(malformedBecause(error)));
         stream.on('data', (chunk: Buffer) => {
           size += chunk.length;
           // The json part sent as a file is held to the size of the json field, not to the image's.
@@ -169,7 +169,7 @@ export class DishUploadInterceptor implements NestInterceptor {
       parser.on('filesLimit', () => fail('Send one image part only.'));
       parser.on('partsLimit', () => fail('The form has too many parts: send one image part and one json part.'));
       parser.on('fieldsLimit', () => fail('The form has too many fields: send one image part and one json part.'));
-      parser.on('error', () => fail('The multipart body is malformed.'));
+      parser.on('error', (error: Error) => fail(malformedBecause(error)));
       parser.on('close', closeOne);
       request.on('aborted', () => fail('The upload was interrupted.'));
       request.on('data', (chunk: Buffer) => {
@@ -200,4 +200,11 @@ function latin1Reading(request: Request, fields: Record<string, unknown>, limits
   });
   reader.on('error', () => undefined);
   return reader;
+}
+
+/** What the multipart reader's error says of the body, in the partner's terms. */
+function malformedBecause(error: Error): string {
+  if (/part header/i.test(error.message)) return "The multipart body is malformed: a part's headers must be lines such as Content-Disposition and Content-Type, at most 16 KiB in all.";
+  if (/unexpected end/i.test(error.message)) return 'The multipart body is malformed: it ends before its closing boundary (CRLF, then -- and the boundary and --).';
+  return 'The multipart body is malformed.';
 }
