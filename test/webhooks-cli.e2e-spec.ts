@@ -91,7 +91,7 @@ describe(`webhooks operator commands (${process.env.TEST_DATABASE})`, () => {
     await refused(['add', credential, '--url', 'http://93.184.215.14/hook'], /^error: --url: the URL is refused: http is allowed only to a loopback address/);
     await refused(['add', credential, '--url', 'https://10.1.2.3/hook'], /^error: --url: the URL is refused: 10\.1\.2\.3 is a private, link-local or reserved address \(add the endpoint with --allow-private to allow it\)\n$/);
     await refused(['add', credential, '--url', 'https://169.254.169.254/latest'], /link-local/);
-    await refused(['add', credential, '--url', `${receiver.url}/x`], /^error: --url: the URL is refused: http is allowed only to a loopback address with WEBHOOKS_ALLOW_HTTP_LOOPBACK=true/, {
+    await refused(['add', credential, '--url', `${receiver.url}/x`], /^error: --url: the URL must be https \(http is allowed only to a loopback address with WEBHOOKS_ALLOW_HTTP_LOOPBACK=true\)/, {
       ...env,
       WEBHOOKS_ALLOW_HTTP_LOOPBACK: 'false',
     });

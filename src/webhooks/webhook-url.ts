@@ -99,6 +99,8 @@ export async function checkEndpointUrl(text: string, policy: AddressPolicy): Pro
   if (url.username || url.password) throw new Error('the URL must not carry a user name or password');
   if (url.hash) throw new Error('the URL must not have a fragment (#…)');
   if (url.href.length > 2048) throw new Error('the URL is longer than 2048 characters');
+  // http goes to loopback only, and only where allowed: without that, no address can make it right.
+  if (url.protocol === 'http:' && !policy.allowHttpLoopback) throw new Error(`the URL must be https (http is allowed only to a loopback address with WEBHOOKS_ALLOW_HTTP_LOOPBACK=true): '${text}'`);
   const host = hostOf(url);
   let addresses: string[];
   if (isIP(host)) addresses = [host];

@@ -113,6 +113,9 @@ describe('endpoint addresses', () => {
     await expect(checkEndpointUrl('https://[fe80::1]/hook', strict)).rejects.toThrow(/fe80::1 is a private, link-local/);
     await expect(checkEndpointUrl('https://nothing.invalid/hook', strict)).rejects.toThrow("the host 'nothing.invalid' does not resolve");
     await expect(checkEndpointUrl('http://localhost:8080/hook', strict)).rejects.toThrow(/http is allowed only/);
+    // A name that does not resolve over http: the rule that refuses it whatever it resolves to, not the lookup.
+    await expect(checkEndpointUrl('http://nothing.invalid/hook', strict)).rejects.toThrow("the URL must be https (http is allowed only to a loopback address with WEBHOOKS_ALLOW_HTTP_LOOPBACK=true): 'http://nothing.invalid/hook'");
+    await expect(checkEndpointUrl('http://nothing.invalid/hook', dev)).rejects.toThrow("the host 'nothing.invalid' does not resolve");
     expect((await checkEndpointUrl('http://localhost:8080/hook', dev)).href).toBe('http://localhost:8080/hook');
     expect((await checkEndpointUrl('https://10.0.0.5/hook', privateOk)).href).toBe('https://10.0.0.5/hook');
     expect((await checkEndpointUrl('HTTPS://93.184.215.14/a b', strict)).href).toBe('https://93.184.215.14/a%20b');
