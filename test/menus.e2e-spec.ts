@@ -406,6 +406,11 @@ describe(`menus and dishes (${process.env.TEST_DATABASE})`, () => {
         ['no json part', (r) => r.attach('', png, 'a.png'), ["The 'json' part is required: the dish as JSON."]],
         ['json that does not parse', (r) => r.attach('', png, 'a.png').field('json', '{"menuId": 102,'), ["The 'json' part is not valid JSON."]],
         ['json that is a list', (r) => r.attach('', png, 'a.png').field('json', '[]'), ["The 'json' part must be a JSON object."]],
+        [
+          'json that names a key twice',
+          (r) => r.attach('', png, 'a.png').field('json', dish().replace('{', '{"menuId": 101, ')),
+          ["The 'json' part names 'menuId' more than once."],
+        ],
         ['json that is a number', (r) => r.attach('', png, 'a.png').field('json', '7'), ["The 'json' part must be a JSON object."]],
         [
           'numbers given as strings',

@@ -20,6 +20,25 @@ describe('readAllRecords', () => {
     ]);
   });
 
+  it('refuses a record that names a key twice by its place, in a JSON array or NDJSON, and reads the others', async () => {
+    const array = file('twice.json', '[\n  {"id": 1, "b": {"x": 1}},\n  {"id": 2, "id": 3},\n  {"id": 4, "c": [{"y": 1, "y": 2}]}, {"id": 5, "\\u0069d": 6}\n, {"id": 7}]');
+    expect(await readAllRecords(array)).toEqual([
+      { line: 2, element: 1, value: { id: 1, b: { x: 1 } } },
+      { line: 3, element: 2, error: "the record names 'id' more than once" },
+      { line: 4, element: 3, error: "the record names 'y' more than once" },
+      { line: 4, element: 4, error: "the record names 'id' more than once" },
+      { line: 5, element: 5, value: { id: 7 } },
+    ]);
+    const single = file('twice-one.json', '{"id": 1, "id": 2}');
+    expect(await readAllRecords(single)).toEqual([{ line: 1, error: "the record names 'id' more than once" }]);
+    const lines = file('twice.ndjson', '{"id":1}\n{"id":2,"id":3}\n{"id":4}\n');
+    expect(await readAllRecords(lines)).toEqual([
+      { line: 1, value: { id: 1 } },
+      { line: 2, error: "the record names 'id' more than once" },
+      { line: 3, value: { id: 4 } },
+    ]);
+  });
+
   it('refuses a JSON array file over 32 MiB before reading it, as one the heap could not parse', async () => {
     const path = file('big.json', '[');
     truncateSync(path, 32 * 1024 * 1024 + 1);

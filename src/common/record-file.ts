@@ -3,13 +3,14 @@ import { createReadStream } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
 import { extname } from 'node:path';
 import { parse as parseCsv } from 'csv-parse';
+import { duplicateKey } from './json-duplicates.js';
 
 /**
  * A record of an import file, or why it could not be read, with its line number; `text`: its
  * values are all text (CSV); `element`: its place in a JSON array file (from 1), which tells
  * apart records on one line.
  */
-export type FileRecord = { line: number; element?: number; value: unknown; text?: boolean; error?: undefined } | { line: number; error: string };
+export type FileRecord = { line: number; element?: number; value: unknown; text?: boolean; error?: undefined } | { line: number; element?: number; error: string };
 
 export type RecordFormat = 'json' | 'ndjson' | 'csv';
 
@@ -47,11 +48,12 @@ async function readHead(path: string): Promise<string> {
 }
 
 /**
- * Finds where each element of a top-level JSON array starts, so a bad record can be
- * reported by its line. Only called on text JSON.parse already accepted.
+ * Finds where each element of a top-level JSON array starts (its line, and its offset in the
+ * text), so a bad record can be reported by its line. Only called on text JSON.parse already accepted.
  */
-function arrayElementLines(text: string): number[] {
+function arrayElementStarts(text: string): { lines: number[]; offsets: number[] } {
   const lines: number[] = [];
+  const offsets: number[] = [];
   let depth = 0;
   let line = 1;
   let inString = false;
@@ -67,6 +69,7 @@ function arrayElementLines(text: string): number[] {
     if (c === ' ' || c === '\t' || c === '\r' || c === '\n') continue;
     if (depth === 1 && expectValue && c !== ']') {
       lines.push(line);
+      offsets.push(i);
       expectValue = false;
     }
     if (c === '"') inString = true;
@@ -76,8 +79,11 @@ function arrayElementLines(text: string): number[] {
     } else if (c === ']' || c === '}') depth--;
     else if (c === ',' && depth === 1) expectValue = true;
   }
-  return lines;
+  return { lines, offsets };
 }
+
+/** Why a record whose JSON names a key twice is refused (JSON.parse would keep the last silently). */
+const twiceNamed = (key: string): string => `the record names '${key}' more than once`;
 
 /** A byte order mark, which editors on Windows write at the start of a UTF-8 file: not part of the JSON. */
 const BOM = /^\uFEFF/;
@@ -161,8 +167,14 @@ async function* jsonArray(path: string): AsyncGenerator<FileRecord> {
     throw new RecordFileError(`${path} is not valid JSON: ${(error as Error).message}`);
   }
   const items = Array.isArray(parsed) ? parsed : [parsed];
-  const lines = Array.isArray(parsed) ? arrayElementLines(text) : [1];
-  for (let i = 0; i < items.length; i++) yield { line: lines[i] ?? i + 1, ...(Array.isArray(parsed) ? { element: i + 1 } : {}), value: items[i] };
+  const { lines, offsets } = Array.isArray(parsed) ? arrayElementStarts(text) : { lines: [1], offsets: [0] };
+  for (let i = 0; i < items.length; i++) {
+    const line = lines[i] ?? i + 1;
+    // Each element's own text: from its start to the next one's (a comma and spaces after it are no key).
+    const twice = duplicateKey(text.slice(offsets[i] ?? 0, offsets[i + 1] ?? text.length));
+    if (twice !== null) yield { line, ...(Array.isArray(parsed) ? { element: i + 1 } : {}), error: twiceNamed(twice) };
+    else yield { line, ...(Array.isArray(parsed) ? { element: i + 1 } : {}), value: items[i] };
+  }
 }
 
 async function* ndjson(path: string): AsyncGenerator<FileRecord> {
@@ -180,11 +192,15 @@ async function* ndjson(path: string): AsyncGenerator<FileRecord> {
     const read = bytes.toString('utf8');
     const text = line === 1 ? read.replace(BOM, '') : read;
     if (text.trim() === '') continue;
+    let value: unknown;
     try {
-      yield { line, value: JSON.parse(text) as unknown };
+      value = JSON.parse(text);
     } catch (error) {
       yield { line, error: `not valid JSON: ${(error as Error).message}` };
+      continue;
     }
+    const twice = duplicateKey(text);
+    yield twice === null ? { line, value } : { line, error: twiceNamed(twice) };
   }
 }
 

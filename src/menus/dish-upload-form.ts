@@ -1,3 +1,5 @@
+import { duplicateKey } from '../common/json-duplicates.js';
+
 /** The parts of an upload as the multipart reader left them. */
 export interface UploadParts {
   files: { fieldname: string; originalname: string; buffer: Buffer }[];
@@ -70,12 +72,20 @@ function jsonPart(parts: UploadParts, errors: string[]): unknown {
     errors.push("The 'json' part holds a C1 control character (U+0080 to U+009F) in a part that names its charset: send it as UTF-8, without a charset parameter.");
     return undefined;
   }
+  let value: unknown;
   try {
-    return JSON.parse(text) as unknown;
+    value = JSON.parse(text);
   } catch {
     errors.push("The 'json' part is not valid JSON.");
     return undefined;
   }
+  // Which of two values is meant is the partner's to say: JSON.parse would keep the last silently.
+  const twice = duplicateKey(text);
+  if (twice !== null) {
+    errors.push(`The 'json' part names '${twice}' more than once.`);
+    return undefined;
+  }
+  return value;
 }
 
 /** The bytes as UTF-8 text, or null where they are not UTF-8. */
