@@ -40,7 +40,7 @@ export function duplicateKey(text: string): string | null {
       open.pop();
       expectingKey = false;
     } else if (c === COMMA) {
-      expectingKey = open[open.length - 1] != null;
+      expectingKey = open[open.length - 1] instanceof Set;
     }
   }
   return null;
