@@ -34,7 +34,10 @@ async function bootstrap(): Promise<void> {
   }
   // Before the application: its connections name the schema, and migrations run in it.
   await prepareSchema(config);
-  const app = await NestFactory.create(AppModule.forRoot(config), { bufferLogs: true });
+  // A failure while the application starts (a database that stops answering after the
+  // migrations) comes to the handler below, not to Nest's, which prints its stack and exits 1;
+  // what was logged until then stays buffered, so that such a start ends in the one line.
+  const app = await NestFactory.create(AppModule.forRoot(config), { bufferLogs: true, autoFlushLogs: false, abortOnError: false });
   setupApp(app);
   if (config.SEED_DEMO) await app.get(DemoService).seedIfEmpty();
   await app.listen(config.PORT, config.HOST);

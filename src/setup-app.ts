@@ -72,6 +72,9 @@ export function setupApp(app: INestApplication): NestExpressApplication {
   const express = app as NestExpressApplication;
   const config = app.get(AppConfig);
   express.useLogger(app.get(AppLogger));
+  // What was logged while the application was made, now through the service's logger (the
+  // service makes it with autoFlushLogs off: see main.ts).
+  express.flushLogs();
   express.disable('x-powered-by');
   express.set('trust proxy', trustProxy(config.TRUST_PROXY));
   // Security headers (see SecurityHeaders), over TLS or not as Express's req.secure decides it.

@@ -11,11 +11,13 @@ const PATH_CODES = new Set(['EEXIST', 'ENOTDIR', 'EACCES', 'EPERM', 'EROFS', 'EN
  * undefined for any other.
  */
 export function environmentFailure(error: unknown): string | undefined {
-  const e = error as { code?: unknown; message?: unknown; path?: unknown; driverError?: { code?: unknown } } | null;
+  const e = error as { code?: unknown; message?: unknown; path?: unknown; syscall?: unknown; driverError?: { code?: unknown } } | null;
   if (!e || typeof e !== 'object' || typeof e.message !== 'string') return undefined;
   const cause = unavailableCause(error);
   if (cause === 'disk-full') return `no room left on the disk: ${e.message}`;
   if (cause === 'database' || CONNECTION_REFUSED_CODES.has(String(e.code ?? e.driverError?.code))) return `the database cannot be used: ${e.message}`;
   if (typeof e.path === 'string' && PATH_CODES.has(String(e.code))) return `cannot use ${e.path}: ${e.message}`;
+  // A port another process holds (PORT or METRICS_PORT), or one below 1024 without the right to it.
+  if (e.syscall === 'listen') return `cannot listen: ${e.message}`;
   return undefined;
 }

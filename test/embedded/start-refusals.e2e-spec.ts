@@ -1,8 +1,11 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
-import { createServer, type AddressInfo } from 'node:net';
+import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import pg from 'pg';
 import { startService } from '../helpers/service-process.js';
+
+const { Client } = pg;
 
 const escaped = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
@@ -52,5 +55,53 @@ describe('a start whose database is out of reach', () => {
       new RegExp(`^service exited with 69:\n(.*\n)*results-service cannot start: the database cannot be used: connect ECONNREFUSED 127\\.0\\.0\\.1:${port}\n$`),
     );
     await expect(refusal).rejects.not.toThrow(/\n {4}at |Retrying/);
+  });
+
+  it('stops the same way when the database stops answering after the migrations, while the application starts', async () => {
+    // A proxy to PostgreSQL that forwards the first connection (the migrations') and then takes
+    // connections without ever answering them, as a server that hangs mid-start does.
+    let forwarded = false;
+    const held: Socket[] = [];
+    const proxy = createServer((client) => {
+      client.on('error', () => undefined);
+      if (forwarded) {
+        held.push(client);
+        return;
+      }
+      forwarded = true;
+      const server = connect(5432, '127.0.0.1');
+      server.on('error', () => client.destroy());
+      client.pipe(server).pipe(client);
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+    const { port } = proxy.address() as AddressInfo;
+    const schema = `start_hang_${process.pid}`;
+    try {
+      const refusal = startService({ DATABASE_URL: `postgres://postgres@127.0.0.1:${port}/test`, DATABASE_SCHEMA: schema, LOG_LEVEL: 'info', SEED_DEMO: 'false' });
+      await expect(refusal).rejects.toThrow(/^service exited with 69:\n(.*\n)*results-service cannot start: the database cannot be used: [^\n]*timeout[^\n]*\n$/);
+      await expect(refusal).rejects.not.toThrow(/\n {4}at |ExceptionHandler/);
+    } finally {
+      for (const socket of held) socket.destroy();
+      proxy.close();
+      const cleanup = new Client({ host: '127.0.0.1', port: 5432, user: 'postgres', database: 'test' });
+      await cleanup.connect();
+      await cleanup.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+      await cleanup.end();
+    }
+  });
+
+  it('stops with exit 69 and one line when its port is taken, naming the address', async () => {
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    const { port } = taken.address() as AddressInfo;
+    try {
+      const dataDir = mkdtempSync(join(tmpdir(), 'results-refusals-'));
+      const refusal = startService({ DATA_DIR: dataDir, SEED_DEMO: 'false', HOST: '127.0.0.1', PORT: String(port) });
+      // Nest's own line of the error may follow (its logger writes asynchronously); no stack does.
+      await expect(refusal).rejects.toThrow(new RegExp(`^service exited with 69:\n(.*\n)*results-service cannot start: cannot listen: listen EADDRINUSE: address already in use 127\\.0\\.0\\.1:${port}\n`));
+      await expect(refusal).rejects.not.toThrow(/\n {4}at /);
+    } finally {
+      taken.close();
+    }
   });
 });
