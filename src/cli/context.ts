@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import type { INestApplicationContext } from '@nestjs/common';
+import type { INestApplicationContext, LoggerService } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { Redis } from 'ioredis';
 import { DataSource } from 'typeorm';
@@ -86,7 +86,8 @@ export class CliContext {
     let app: INestApplicationContext;
     try {
       app = await NestFactory.createApplicationContext(AppModule.forRoot(config), {
-        logger: ['error', 'warn'],
+        // Warnings and errors as plain lines on stderr: stdout holds the command's output alone (`--json` is JSON only).
+        logger: new StderrLogger(this.io.stderr),
         // Rethrow instead of ending the process: the CLI reports the error and sets the exit code.
         abortOnError: false,
         instrument: { instanceDecorator: (instance: unknown) => (created.push(instance), instance) },
@@ -159,4 +160,30 @@ export function importOutput(report: ImportReport): Output {
 /** Text with its control and format characters written as escapes (`\u001b`, `\n`), for a terminal. */
 export function visible(text: string): string {
   return text.replace(/[\p{Cc}\p{Cf}]/gu, (c) => (c === '\n' ? '\\n' : c === '\t' ? '\\t' : `\\u{${c.codePointAt(0)!.toString(16)}}`));
+}
+
+/** The application's warnings and errors in a command, as `warning: [Context] message` lines on stderr; nothing else. */
+export class StderrLogger implements LoggerService {
+  constructor(private readonly stderr: CliStream) {}
+
+  log(): void {}
+
+  warn(message: unknown, ...rest: unknown[]): void {
+    this.write('warning', message, rest);
+  }
+
+  error(message: unknown, ...rest: unknown[]): void {
+    this.write('error', message, rest);
+  }
+
+  fatal(message: unknown, ...rest: unknown[]): void {
+    this.write('error', message, rest);
+  }
+
+  /** Nest passes the context last (after an error's stack): the stack is left out, the context named. */
+  private write(level: string, message: unknown, rest: unknown[]): void {
+    const context = rest.length > 0 && typeof rest[rest.length - 1] === 'string' && !String(rest[rest.length - 1]).includes('\n') ? String(rest[rest.length - 1]) : '';
+    const text = message instanceof Error ? message.message : typeof message === 'string' ? message : JSON.stringify(message);
+    this.stderr.write(`${level}: ${context ? `[${context}] ` : ''}${text}\n`);
+  }
 }
