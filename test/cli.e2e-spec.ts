@@ -337,6 +337,12 @@ describe(`operator CLI (${process.env.TEST_DATABASE})`, () => {
       );
       expect(JSON.parse(stopped.stdout)).toMatchObject({ imported: 500, stoppedAtLine: 501, rejected: [] });
       expect(Number((await db.query<{ n: number | string }[]>('SELECT COUNT(*) AS n FROM visits WHERE id >= 20000 AND id < 20600'))[0].n)).toBe(500);
+      // The first batch refused: the same report, saying that nothing was written.
+      const first = await cli(['--json', 'visits', 'import', file('first-batch.ndjson', [20_508, 20_509, 20_510].map((id) => JSON.stringify(visit({ visitId: id }))).join('\n'))], env);
+      expect(first.code).toBe(2);
+      expect(first.stderr).toMatch(/^error: the import stopped at line 1 \([^\n]*refused by a test trigger[^\n]*\); nothing of the file was written\. Importing it again is safe\.\n$/);
+      expect(JSON.parse(first.stdout)).toMatchObject({ imported: 0, stoppedAtLine: 1, rejected: [] });
+      expect(Number((await db.query<{ n: number | string }[]>('SELECT COUNT(*) AS n FROM visits WHERE id >= 20000 AND id < 20600'))[0].n)).toBe(500);
     } finally {
       await db.query(config.usesPostgres ? 'DROP TRIGGER refuse_visit ON visits' : 'DROP TRIGGER refuse_visit');
       if (config.usesPostgres) await db.query('DROP FUNCTION refuse_visit()');

@@ -41,8 +41,10 @@ export class ImportInterrupted extends Error {
   ) {
     const reason = cause instanceof Error ? cause.message : String(cause);
     super(
-      `the import stopped at line ${line} (${reason}); the ${report.imported} records before it were written and stay written. ` +
-        'Importing the file again is safe: records already written are unchanged.',
+      report.imported === 0
+        ? `the import stopped at line ${line} (${reason}); nothing of the file was written. Importing it again is safe.`
+        : `the import stopped at line ${line} (${reason}); the ${report.imported} records before it were written and stay written. ` +
+            'Importing the file again is safe: records already written are unchanged.',
     );
     this.name = 'ImportInterrupted';
   }

@@ -42,7 +42,7 @@ export class VisitsImportService {
       try {
         await this.importBatch(batch, context, report);
       } catch (error) {
-        if (report.imported === 0 || batch.length === 0) throw error;
+        if (batch.length === 0) throw error;
         throw new ImportInterrupted(report, batch[0].line, error);
       }
       batch = [];
