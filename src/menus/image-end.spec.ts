@@ -118,6 +118,20 @@ describe('imageStructure', () => {
       const overrun = Buffer.from(profile);
       overrun.writeUInt32BE(profile.length, 132 + 8);
       expect(iccProfileIsWhole(overrun)).toBe(false);
+      // A profile's layout around a tag that is no tag type: a page of HTML under a made-up tag.
+      const page = Buffer.from('<html><script>alert(1)</script></html>'.padEnd(64, ' '), 'latin1');
+      const forged = Buffer.alloc(144 + page.length);
+      forged.writeUInt32BE(forged.length, 0);
+      forged.write('acsp', 36, 'latin1');
+      forged.writeUInt32BE(1, 128);
+      forged.write('zzzz', 132, 'latin1');
+      forged.writeUInt32BE(144, 136);
+      forged.writeUInt32BE(page.length, 140);
+      page.copy(forged, 144);
+      expect(iccProfileIsWhole(forged)).toBe(false);
+      // The same with a text type before the page: text in a text tag, as any profile may hold.
+      Buffer.concat([Buffer.from('text\0\0\0\0', 'latin1'), page.subarray(8)]).copy(forged, 144);
+      expect(iccProfileIsWhole(forged)).toBe(true);
     });
 
     it('keeps a JPEG profile, whole in one segment or in numbered parts, and finds one that is none', async () => {
@@ -156,8 +170,11 @@ describe('imageStructure', () => {
       expect(imageStructure(pngWith(png, 'iCCP', Buffer.concat([iccp(profile), HTML])), 'png').extras).toBe(true);
       // A few hundred KB that inflate to 200 MB of zeros: inflated no further than a profile may be.
       expect(imageStructure(pngWith(png, 'iCCP', iccp(Buffer.alloc(200 * 1024 * 1024))), 'png').extras).toBe(true);
+      // One profile at most: each is inflated, and a thousand would hold the process for seconds.
+      expect(imageStructure(pngWith(pngWith(png, 'iCCP', iccp(profile)), 'iCCP', iccp(profile)), 'png').extras).toBe(true);
       const webp = await makeImage('webp', 37, 23);
       expect(imageStructure(webpWith(webp, 'ICCP', profile), 'webp').extras).toBe(false);
+      expect(imageStructure(webpWith(webpWith(webp, 'ICCP', profile), 'ICCP', profile), 'webp').extras).toBe(true);
       expect(imageStructure(webpWith(webp, 'ICCP', HTML), 'webp').extras).toBe(true);
     });
   });

@@ -61,7 +61,9 @@ function pngChunks(b: Buffer): { chunks: { type: string; data: number; dataEnd: 
 function pngStructure(b: Buffer): ImageStructure {
   if (signedFormat(b) !== 'png') return { end: null, extras: false };
   const { chunks, whole } = pngChunks(b);
-  const extras = chunks.some((c) => !PNG_PICTURE.has(c.type) || (c.type === 'iCCP' && !pngProfileIsWhole(b.subarray(c.data, c.dataEnd))));
+  // One profile at most (PNG §11.3.3.3): each one is inflated, up to ICC_MAX_BYTES.
+  const profiles = chunks.filter((c) => c.type === 'iCCP');
+  const extras = chunks.some((c) => !PNG_PICTURE.has(c.type)) || profiles.length > 1 || (profiles.length === 1 && !pngProfileIsWhole(b.subarray(profiles[0].data, profiles[0].dataEnd)));
   return { end: whole ? chunks[chunks.length - 1].dataEnd + 4 : null, extras };
 }
 
@@ -76,9 +78,10 @@ function webpStructure(b: Buffer): ImageStructure {
   if (!isRiffWebp(b)) return { end: null, extras: false };
   const end = 8 + b.readUInt32LE(4);
   if (end > b.length) return { end: null, extras: false };
+  let profiles = 0;
   const extras = !webpChunks(b, 12, end, (type, data, dataEnd) => {
     if (!WEBP_PICTURE.has(type)) return false;
-    if (type === 'ICCP') return iccProfileIsWhole(b.subarray(data, dataEnd));
+    if (type === 'ICCP') return ++profiles === 1 && iccProfileIsWhole(b.subarray(data, dataEnd));
     // A frame holds chunks of its own, where anything else may hide as well.
     return type !== 'ANMF' || webpChunks(b, data + 16, dataEnd, (inner) => WEBP_FRAME.has(inner));
   });
@@ -165,11 +168,22 @@ function pngRawBytes(b: Buffer): number | null {
 export const ICC_MAX_BYTES = 4 * 1024 * 1024;
 
 /**
+ * The tag types of ICC.1:2022 §10 and of version 2 profiles, and the private ones displays'
+ * profiles carry (vcgt, ndin, mmod, MHC2): a tag's data starts with its type and four zeros.
+ */
+const ICC_TYPES = new Set(
+  'chrm clro clrt curv data desc dict dtim fl16 fl32 fl64 gbd mAB mBA meas mft1 mft2 mluc mpet ncl2 ncol para rcs2 sf32 sig smat svcn tary text uf32 ui08 ui16 ui32 ui64 utf8 utf16 view XYZ zut8 zxml cicp bfd devs crdi scrn pseq psid vcgt ndin mmod MHC2'
+    .split(' ')
+    .map((type) => type.padEnd(4, ' ')),
+);
+
+/**
  * Whether the bytes are an ICC profile and nothing more (ICC.1:2022 §7): its header gives its
  * own size and the `acsp` signature, its tag table lies after the header, every tag's data lies
- * within the profile, and nothing is left between them but the zeros that align each to four
- * bytes. Bytes that merely sit under a profile's name (a page of HTML in an APP2 segment
- * labelled ICC_PROFILE) are no part of the picture, nor are bytes a profile does not account for.
+ * within the profile and starts with a tag type, and nothing is left between them but the zeros
+ * that align each to four bytes. Bytes that merely sit under a profile's name (a page of HTML in
+ * an APP2 segment labelled ICC_PROFILE) are no part of the picture, nor are bytes a profile does
+ * not account for. A text tag (a description, a copyright) holds text, whatever it says.
  */
 export function iccProfileIsWhole(p: Buffer): boolean {
   const size = p.length;
@@ -181,7 +195,8 @@ export function iccProfileIsWhole(p: Buffer): boolean {
   for (let i = 0; i < count; i++) {
     const offset = p.readUInt32BE(132 + 12 * i + 4);
     const length = p.readUInt32BE(132 + 12 * i + 8);
-    if (offset < tableEnd || offset + length > size) return false;
+    if (offset < tableEnd || length < 8 || offset + length > size) return false;
+    if (!ICC_TYPES.has(p.toString('latin1', offset, offset + 4)) || p.readUInt32BE(offset + 4) !== 0) return false;
     ranges.push([offset, offset + length]);
   }
   // Tags may share data; what lies between them is padding of zeros, less than four bytes.
