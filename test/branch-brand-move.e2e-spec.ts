@@ -156,4 +156,22 @@ describe(`a branch moved to another brand (${process.env.TEST_DATABASE})`, () =>
     const five = await feed(end, 'five');
     expect([five.data.visits, five.data.removed]).toEqual([[], []]);
   });
+
+  it("brings along visits left in another brand than their branch's (by an earlier release, or two imports at once) when the branch is imported again", async () => {
+    const template = visits.find((v) => v.brandId === 5)!;
+    await importBranches(t, 1001, branchFile([{ id: 'B-6', name: 'Ely', branchCode: 'ELY', brandId: 5 }]));
+    await importVisits(t, [{ ...template, visitId: 892_001, branchId: 'B-6', brandId: 5, visitDateTime: `${addDays(today, -3)}T08:00:00` }]);
+    // The branch moved to brand 6 without its visit, as a branches import of an earlier release left it.
+    const db = t.app.get(DataSource);
+    await db.query(`UPDATE branches SET brand_id = 6 WHERE id = ${t.config.usesPostgres ? '$1' : '?'}`, ['B-6']);
+    expect((await listed('five')).map((v) => v.visitId)).toContain(892_001);
+    const end = await feedEnd('five');
+    // The same file again: nothing about the branch changes, its visit follows it.
+    const report = await importBranches(t, 1001, branchFile([{ id: 'B-6', name: 'Ely', branchCode: 'ELY', brandId: 6 }]));
+    expect(report).toMatchObject({ imported: 1, rejected: [] });
+    expect((await listed('five')).map((v) => v.visitId)).not.toContain(892_001);
+    expect((await listed('six')).find((v) => v.visitId === 892_001)).toMatchObject({ brandName: 'Acme Pizzeria' });
+    const five = await feed(end, 'five');
+    expect([five.data.visits, five.data.removed]).toEqual([[], [{ visitId: 892_001 }]]);
+  });
 });

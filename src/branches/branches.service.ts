@@ -8,7 +8,7 @@ import { RecordReader } from '../common/record-reader.js';
 import { BranchesRepository } from './branches.repository.js';
 import { Branch } from './entities/branch.entity.js';
 
-/** A stored branch that an import gives another brand (null: none). */
+/** A branch as an import writes it: its visits are to have its brand (null: none). */
 export interface BranchMove {
   clientId: number;
   branchId: string;
@@ -16,10 +16,11 @@ export interface BranchMove {
 }
 
 /**
- * What follows branches an import moved to another brand, written in the import's transaction
- * (the visits' own rules live with them: each of the branch's visits takes its new brand). A
- * visit's brand is always its branch's: otherwise the branch's visits would stay with the
- * credentials of its old brand, and those of the new brand would list the branch without them.
+ * What follows the branches an import wrote, in the import's transaction, after the client's
+ * row is locked (the visits' own rules live with them: each visit of a branch whose brand is
+ * not the branch's takes it). A visit's brand is always its branch's: otherwise the visits of a
+ * branch moved to another brand would stay with the credentials of its old brand, and those of
+ * the new brand would list the branch without them.
  */
 export type FollowBranchMoves = (tx: EntityManager, moves: readonly BranchMove[]) => Promise<void>;
 
@@ -43,8 +44,10 @@ export class BranchesService {
   /**
    * Imports a client's branches (JSON array, NDJSON or CSV with id, name, branchCode,
    * brandId). Valid records are written together; each invalid one is reported by line. A
-   * stored branch given another brand takes its visits along (`followMoves`), in the same
-   * transaction.
+   * branch given another brand takes its visits along (`followMoves`), in the same transaction:
+   * the visits are compared with the branch as written, under the lock every writer of the
+   * client takes first, so two imports at once cannot leave them behind (nor can a branch
+   * moved by an earlier release, whose visits a re-import brings along).
    */
   async importFile(clientId: number, path: string, followMoves: FollowBranchMoves): Promise<ImportReport> {
     await this.clients.requireClient(clientId);
@@ -71,7 +74,6 @@ export class BranchesService {
     for (const branch of await this.repo.findByIds(read.flatMap((e) => (e.branch ? [e.branch.id] : [])))) existing.set(branch.id, branch);
     const seen = new Set<string>();
     const valid: Branch[] = [];
-    const moves: BranchMove[] = [];
     for (const { place, reader: r, branch } of read) {
       if (branch) {
         const other = existing.get(branch.id);
@@ -84,11 +86,9 @@ export class BranchesService {
         continue;
       }
       valid.push(branch);
-      const stored = existing.get(branch.id);
-      if (stored && stored.brandId !== branch.brandId) moves.push({ clientId, branchId: branch.id, brandId: branch.brandId });
     }
     report.rejected.sort(inFileOrder);
-    await this.repo.upsertMany(valid, (tx) => (moves.length === 0 ? Promise.resolve() : followMoves(tx, moves)));
+    await this.repo.upsertMany(valid, (tx) => followMoves(tx, valid.map((b) => ({ clientId, branchId: b.id, brandId: b.brandId }))));
     report.imported = valid.length;
     return report;
   }

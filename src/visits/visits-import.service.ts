@@ -58,19 +58,19 @@ export class VisitsImportService {
   }
 
   /**
-   * Brings the visits of branches a branch import moved to another brand along, in that
-   * import's transaction: each takes its branch's new brand, a later modificationDate (its
-   * brandName changed) and a new place on the change feed, where a feed of its old brand reports
-   * it removed, as when a re-import moves a visit. Read and written in batches of BATCH visits.
+   * Brings the visits of the branches a branch import wrote to their branch's brand, in that
+   * import's transaction: each visit of another brand takes the branch's, a later
+   * modificationDate (its brandName changed) and a new place on the change feed, where a feed
+   * of its old brand reports it removed, as when a re-import moves a visit. Read and written in
+   * batches of BATCH visits; a branch whose visits all have its brand costs one query.
    */
   async followBranchMoves(tx: EntityManager, moves: readonly BranchMove[]): Promise<void> {
     const now = localDateTime(this.config.RESULTS_TIMEZONE);
     for (const move of moves) {
       for (let after = 0; ; ) {
-        const visits = await this.visits.branchVisits(tx, move.clientId, move.branchId, after, BATCH);
-        if (visits.length === 0) break;
-        after = visits[visits.length - 1].id;
-        const moving = visits.filter((visit) => visit.brandId !== move.brandId);
+        const moving = await this.visits.branchVisitsOffBrand(tx, move, after, BATCH);
+        if (moving.length === 0) break;
+        after = moving[moving.length - 1].id;
         for (const visit of moving) {
           const previous = { modificationDate: visit.modificationDate, fingerprint: visitFingerprint(visit) };
           visit.brandId = move.brandId;

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource, In, MoreThan, type EntityManager } from 'typeorm';
+import { DataSource, In, type EntityManager } from 'typeorm';
 import { VisitDeparture } from './entities/visit-departure.entity.js';
 import { VisitDocument } from './entities/visit-document.entity.js';
 import { Visit } from './entities/visit.entity.js';
@@ -273,9 +273,19 @@ export class VisitsRepository {
     for (let i = 0; i < departures.length; i += 200) await tx.getRepository(VisitDeparture).insert(departures.slice(i, i + 200));
   }
 
-  /** Up to `take` of a branch's visits, whole, in id order after `afterId`: those a move of the branch to another brand rewrites. */
-  branchVisits(tx: EntityManager, clientId: number, branchId: string, afterId: number, take: number): Promise<Visit[]> {
-    return tx.getRepository(Visit).find({ where: { clientId, branchId, id: MoreThan(afterId) }, order: { id: 'ASC' }, take });
+  /** Up to `take` of a branch's visits whose brand is not `brandId`, whole, in id order after `afterId`: those a move of the branch to that brand rewrites. */
+  async branchVisitsOffBrand(
+    tx: EntityManager,
+    place: { clientId: number; branchId: string; brandId: number | null },
+    afterId: number,
+    take: number,
+  ): Promise<Visit[]> {
+    const sql = this.postgres
+      ? 'SELECT id FROM visits WHERE client_id = $1 AND branch_id = $2 AND brand_id IS DISTINCT FROM $3::integer AND id > $4 ORDER BY id LIMIT $5'
+      : 'SELECT id FROM visits WHERE client_id = ? AND branch_id = ? AND brand_id IS NOT ? AND id > ? ORDER BY id LIMIT ?';
+    const rows = await tx.query<{ id: number | string }[]>(sql, [place.clientId, place.branchId, place.brandId, afterId, take]);
+    if (rows.length === 0) return [];
+    return tx.getRepository(Visit).find({ where: { id: In(rows.map((row) => Number(row.id))) }, order: { id: 'ASC' } });
   }
 
   /** Gives each visit its branch's brand as stored now (the branches' table is read as SQL: it is another feature's). */
