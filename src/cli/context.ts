@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs';
+import { inspect } from 'node:util';
 import { join } from 'node:path';
 import type { INestApplicationContext, LoggerService } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
@@ -183,7 +184,7 @@ export class StderrLogger implements LoggerService {
   /** Nest passes the context last (after an error's stack): the stack is left out, the context named. */
   private write(level: string, message: unknown, rest: unknown[]): void {
     const context = rest.length > 0 && typeof rest[rest.length - 1] === 'string' && !String(rest[rest.length - 1]).includes('\n') ? String(rest[rest.length - 1]) : '';
-    const text = message instanceof Error ? message.message : typeof message === 'string' ? message : JSON.stringify(message);
+    const text = message instanceof Error ? message.message : typeof message === 'string' ? message : inspect(message, { breakLength: Infinity, depth: 3 });
     this.stderr.write(`${level}: ${context ? `[${context}] ` : ''}${text}\n`);
   }
 }

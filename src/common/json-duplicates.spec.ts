@@ -1,4 +1,4 @@
-import { duplicateKey } from './json-duplicates.js';
+import { duplicateKey, quotedKey } from './json-duplicates.js';
 
 describe('duplicateKey', () => {
   it('finds a key an object names twice, at any depth, however it is escaped', () => {
@@ -7,6 +7,13 @@ describe('duplicateKey', () => {
     expect(duplicateKey('{"a": 1, "\\u0061": 2}')).toBe('a');
     expect(duplicateKey('[{"x": 1}, {"y": 1, "y": 1}]')).toBe('y');
     expect(duplicateKey('{"k\\"q": 1, "k\\"q": 2}')).toBe('k"q');
+  });
+
+  it('quotes a long key by its first 100 characters', () => {
+    const key = 'k'.repeat(5000);
+    expect(duplicateKey(`{"${key}": 1, "${key}": 2}`)).toBe(key);
+    expect(quotedKey(key)).toBe(`${'k'.repeat(100)}…`);
+    expect(quotedKey('menuId')).toBe('menuId');
   });
 
   it('finds none where keys differ, repeat in other objects or appear as values', () => {

@@ -1,3 +1,8 @@
+/** A key as a message quotes it: at most 100 characters (a key may be megabytes long). */
+export function quotedKey(key: string): string {
+  return key.length > 100 ? `${key.slice(0, 100)}…` : key;
+}
+
 /**
  * The first key that an object of the JSON text names more than once, or null when none does.
  * JSON.parse keeps the last of such keys silently (RFC 8259 §4 leaves the meaning to the

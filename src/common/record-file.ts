@@ -3,7 +3,7 @@ import { createReadStream } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
 import { extname } from 'node:path';
 import { parse as parseCsv } from 'csv-parse';
-import { duplicateKey } from './json-duplicates.js';
+import { duplicateKey, quotedKey } from './json-duplicates.js';
 
 /**
  * A record of an import file, or why it could not be read, with its line number; `text`: its
@@ -83,7 +83,7 @@ function arrayElementStarts(text: string): { lines: number[]; offsets: number[] 
 }
 
 /** Why a record whose JSON names a key twice is refused (JSON.parse would keep the last silently). */
-const twiceNamed = (key: string): string => `the record names '${key}' more than once`;
+const twiceNamed = (key: string): string => `the record names '${quotedKey(key)}' more than once`;
 
 /** A byte order mark, which editors on Windows write at the start of a UTF-8 file: not part of the JSON. */
 const BOM = /^\uFEFF/;

@@ -1,4 +1,4 @@
-import { duplicateKey } from '../common/json-duplicates.js';
+import { duplicateKey, quotedKey } from '../common/json-duplicates.js';
 
 /** The parts of an upload as the multipart reader left them. */
 export interface UploadParts {
@@ -82,7 +82,7 @@ function jsonPart(parts: UploadParts, errors: string[]): unknown {
   // Which of two values is meant is the partner's to say: JSON.parse would keep the last silently.
   const twice = duplicateKey(text);
   if (twice !== null) {
-    errors.push(`The 'json' part names '${twice}' more than once.`);
+    errors.push(`The 'json' part names '${quotedKey(twice)}' more than once.`);
     return undefined;
   }
   return value;
