@@ -243,6 +243,11 @@ describe(`HTTP hardening (${process.env.TEST_DATABASE})`, () => {
     const [head, body] = answer.split('\r\n\r\n');
     expect(head.split('\r\n')[0]).toBe('HTTP/1.1 400 Bad Request');
     expect(JSON.parse(body)).toMatchObject({ status: 400, detail: 'The request is not well-formed HTTP/1.1.' });
+    // The refused request line is judged, not the first one of the bytes read with it.
+    const pipelined = await rawExchange('GET /health/live HTTP/1.1\r\nHost: x\r\n\r\nGET /health/live HTTP/1.10\r\nHost: x\r\n\r\n');
+    expect(pipelined.match(/HTTP\/1\.1 \d{3} /g)?.at(-1)).toBe('HTTP/1.1 400 ');
+    const third = await rawExchange('GET /health/live HTTP/1.1\r\nHost: x\r\n\r\nGET /health/live HTTP/3.0\r\nHost: x\r\n\r\n');
+    expect(third.match(/HTTP\/1\.1 \d{3} /g)?.at(-1)).toBe('HTTP/1.1 505 ');
   });
 
   it('serves HTTP/1.0', async () => {

@@ -10,12 +10,26 @@ import { newInstance, PROBLEM_CONTENT_TYPE, statusTitle } from './problem.js';
 /** The answer to a request line of an HTTP version the service does not speak (RFC 9110 §15.6.6). */
 const VERSION_NOT_SUPPORTED = { status: 505, detail: 'The HTTP version of the request is not supported: send HTTP/1.1.' };
 
-/** A request line that is well-formed but names a version Node's parser does not know (HTTP/1.2, HTTP/3.0). */
-const UNKNOWN_VERSION_LINE = /^[!-~]+ [!-~]+ HTTP\/\d\.\d\r?\n/;
+/** A request line, up to its version, that is well-formed but names a version Node's parser does not know (HTTP/1.2, HTTP/3.0). */
+const UNKNOWN_VERSION_LINE = /^[!-~]+ [!-~]+ HTTP\/\d\.\d$/;
 
-/** What Node's HTTP parser refuses, by its error code (and the bytes it refused), and what the problem says of it. */
-function refusal(code: string | undefined, raw?: Buffer): { status: number; detail: string } {
-  if (code === 'HPE_INVALID_VERSION' && raw !== undefined && UNKNOWN_VERSION_LINE.test(raw.subarray(0, 16 * 1024).toString('latin1'))) return VERSION_NOT_SUPPORTED;
+/**
+ * Whether the parser stopped at the end of a well-formed version it does not know: `raw` is
+ * the chunk it was reading (pipelined requests before the refused one included), `parsed` how
+ * far into it it got. The refused request line is the one `parsed` is in; the version must end
+ * there (HTTP/1.10 stops the parser at its last digit: no version, a 400).
+ */
+function unknownVersion(raw: Buffer | undefined, parsed: number | undefined): boolean {
+  if (raw === undefined || parsed === undefined || parsed < 1 || parsed > raw.length) return false;
+  const next = raw[parsed];
+  if (next !== undefined && next !== 0x0d && next !== 0x0a) return false;
+  const start = raw.lastIndexOf(0x0a, parsed - 1) + 1;
+  return parsed - start <= 16 * 1024 && UNKNOWN_VERSION_LINE.test(raw.toString('latin1', start, parsed));
+}
+
+/** What Node's HTTP parser refuses, by its error code (and where in the bytes it stopped), and what the problem says of it. */
+function refusal(code: string | undefined, raw?: Buffer, parsed?: number): { status: number; detail: string } {
+  if (code === 'HPE_INVALID_VERSION' && unknownVersion(raw, parsed)) return VERSION_NOT_SUPPORTED;
   if (code === 'HPE_HEADER_OVERFLOW') {
     return { status: 431, detail: 'The request line and headers are larger than the service accepts (16 KiB).' };
   }
@@ -147,7 +161,7 @@ export function answerClientErrors(server: Server, tokenPath: string, log: Early
     writeRaw(socket, 501, problem);
     log(lineOf(501, problem, detail, req), 'request refused before the application');
   });
-  server.on('clientError', (error: NodeJS.ErrnoException & { rawPacket?: Buffer }, socket: Duplex) => {
+  server.on('clientError', (error: NodeJS.ErrnoException & { rawPacket?: Buffer; bytesParsed?: number }, socket: Duplex) => {
     const pending = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
     if (error.code === 'HPE_CLOSED_CONNECTION') {
       // Bytes after a request that said `Connection: close` (RFC 9112 §9.6): they are not read,
@@ -159,7 +173,7 @@ export function answerClientErrors(server: Server, tokenPath: string, log: Early
       socket.destroy();
       return;
     }
-    const { status, detail } = refusal(error.code, error.rawPacket);
+    const { status, detail } = refusal(error.code, error.rawPacket, error.bytesParsed);
     const problem = earlyProblem(status, detail);
     writeRaw(socket, status, problem);
     if (pending instanceof ServerResponse) {
