@@ -27,7 +27,8 @@ const declined = new WeakSet<IncomingMessage>();
  */
 export function continueOnRead(server: Server): void {
   server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
-    Object.defineProperty(res, '_expect_continue', { configurable: true, get: () => !req.complete });
+    // A setter that keeps the rule: an assignment by Node (none in its versions so far) would otherwise throw.
+    Object.defineProperty(res, '_expect_continue', { configurable: true, get: () => !req.complete, set: () => undefined });
     req._read = (size: number): void => {
       // Node's own _read from now on.
       delete (req as Partial<IncomingMessage>)._read;
