@@ -61,16 +61,16 @@ export class VisitsImportService {
    * Brings the visits of the branches a branch import wrote to their branch's brand, in that
    * import's transaction: each visit of another brand takes the branch's, a later
    * modificationDate (its brandName changed) and a new place on the change feed, where a feed
-   * of its old brand reports it removed, as when a re-import moves a visit. Read and written in
-   * batches of BATCH visits; a branch whose visits all have its brand costs one query.
+   * of its old brand reports it removed, as when a re-import moves a visit. The ids are found
+   * in one query per branch (for a branch whose visits all have its brand, that is all), then
+   * the visits read and written in batches of BATCH.
    */
   async followBranchMoves(tx: EntityManager, moves: readonly BranchMove[]): Promise<void> {
     const now = localDateTime(this.config.RESULTS_TIMEZONE);
     for (const move of moves) {
-      for (let after = 0; ; ) {
-        const moving = await this.visits.branchVisitsOffBrand(tx, move, after, BATCH);
-        if (moving.length === 0) break;
-        after = moving[moving.length - 1].id;
+      const ids = await this.visits.branchVisitIdsOffBrand(tx, move);
+      for (let i = 0; i < ids.length; i += BATCH) {
+        const moving = await this.visits.visitsById(tx, ids.slice(i, i + BATCH));
         for (const visit of moving) {
           const previous = { modificationDate: visit.modificationDate, fingerprint: visitFingerprint(visit) };
           visit.brandId = move.brandId;

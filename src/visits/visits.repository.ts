@@ -273,19 +273,18 @@ export class VisitsRepository {
     for (let i = 0; i < departures.length; i += 200) await tx.getRepository(VisitDeparture).insert(departures.slice(i, i + 200));
   }
 
-  /** Up to `take` of a branch's visits whose brand is not `brandId`, whole, in id order after `afterId`: those a move of the branch to that brand rewrites. */
-  async branchVisitsOffBrand(
-    tx: EntityManager,
-    place: { clientId: number; branchId: string; brandId: number | null },
-    afterId: number,
-    take: number,
-  ): Promise<Visit[]> {
+  /** The ids of a branch's visits whose brand is not `brandId`, in id order: those a move of the branch to that brand rewrites (one pass over the branch's visits). */
+  async branchVisitIdsOffBrand(tx: EntityManager, place: { clientId: number; branchId: string; brandId: number | null }): Promise<number[]> {
     const sql = this.postgres
-      ? 'SELECT id FROM visits WHERE client_id = $1 AND branch_id = $2 AND brand_id IS DISTINCT FROM $3::integer AND id > $4 ORDER BY id LIMIT $5'
-      : 'SELECT id FROM visits WHERE client_id = ? AND branch_id = ? AND brand_id IS NOT ? AND id > ? ORDER BY id LIMIT ?';
-    const rows = await tx.query<{ id: number | string }[]>(sql, [place.clientId, place.branchId, place.brandId, afterId, take]);
-    if (rows.length === 0) return [];
-    return tx.getRepository(Visit).find({ where: { id: In(rows.map((row) => Number(row.id))) }, order: { id: 'ASC' } });
+      ? 'SELECT id FROM visits WHERE client_id = $1 AND branch_id = $2 AND brand_id IS DISTINCT FROM $3::integer ORDER BY id'
+      : 'SELECT id FROM visits WHERE client_id = ? AND branch_id = ? AND brand_id IS NOT ? ORDER BY id';
+    const rows = await tx.query<{ id: number | string }[]>(sql, [place.clientId, place.branchId, place.brandId]);
+    return rows.map((row) => Number(row.id));
+  }
+
+  /** The visits with these ids, whole, in id order. */
+  visitsById(tx: EntityManager, ids: readonly number[]): Promise<Visit[]> {
+    return ids.length === 0 ? Promise.resolve([]) : tx.getRepository(Visit).find({ where: { id: In([...ids]) }, order: { id: 'ASC' } });
   }
 
   /** Gives each visit its branch's brand as stored now (the branches' table is read as SQL: it is another feature's). */
