@@ -2,6 +2,23 @@ import { unavailableCause } from './problem.filter.js';
 
 /** PostgreSQL's codes for a database that does not exist or a login it refuses. */
 const CONNECTION_REFUSED_CODES = new Set(['3D000', '28P01', '28000']);
+/**
+ * Node's codes for a server certificate it does not trust (a private CA not given with
+ * `sslrootcert`, a self-signed one, an expired one, another name): the database's TLS, which
+ * `sslmode=require` checks as verify-full does in node-postgres.
+ */
+const CERTIFICATE_CODES = new Set([
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'CERT_HAS_EXPIRED',
+  'CERT_NOT_YET_VALID',
+  'CERT_UNTRUSTED',
+  'ERR_TLS_CERT_ALTNAME_INVALID',
+]);
+
 /** File system errors of a folder or file the configuration names. */
 const PATH_CODES = new Set(['EEXIST', 'ENOTDIR', 'EACCES', 'EPERM', 'EROFS', 'ENOENT', 'EISDIR']);
 
@@ -16,6 +33,9 @@ export function environmentFailure(error: unknown): string | undefined {
   const cause = unavailableCause(error);
   if (cause === 'disk-full') return `no room left on the disk: ${e.message}`;
   if (cause === 'database' || CONNECTION_REFUSED_CODES.has(String(e.code ?? e.driverError?.code))) return `the database cannot be used: ${e.message}`;
+  if (CERTIFICATE_CODES.has(String(e.code))) {
+    return `the database cannot be used: its TLS certificate is not trusted (${e.message}); give its CA with sslrootcert=<file> in DATABASE_URL (deploy/README.md)`;
+  }
   if (typeof e.path === 'string' && PATH_CODES.has(String(e.code))) return `cannot use ${e.path}: ${e.message}`;
   // A port another process holds (PORT or METRICS_PORT), or one below 1024 without the right to it.
   if (e.syscall === 'listen') return `cannot listen: ${e.message}`;

@@ -1,0 +1,23 @@
+import { environmentFailure } from './environment-failure.js';
+
+const failure = (message: string, fields: object): Error => Object.assign(new Error(message), fields);
+
+describe('environmentFailure', () => {
+  it("says in one line that the database's TLS certificate is not trusted, and what to do", () => {
+    for (const code of ['DEPTH_ZERO_SELF_SIGNED_CERT', 'SELF_SIGNED_CERT_IN_CHAIN', 'UNABLE_TO_VERIFY_LEAF_SIGNATURE', 'ERR_TLS_CERT_ALTNAME_INVALID']) {
+      expect(environmentFailure(failure('self-signed certificate', { code }))).toBe(
+        "the database cannot be used: its TLS certificate is not trusted (self-signed certificate); give its CA with sslrootcert=<file> in DATABASE_URL (deploy/README.md)",
+      );
+    }
+  });
+
+  it('names the database, a port held by another process and a folder; nothing else', () => {
+    expect(environmentFailure(failure('connect ECONNREFUSED 127.0.0.1:1', { code: 'ECONNREFUSED' }))).toBe('the database cannot be used: connect ECONNREFUSED 127.0.0.1:1');
+    expect(environmentFailure(failure('listen EADDRINUSE: address already in use 0.0.0.0:9464', { code: 'EADDRINUSE', syscall: 'listen' }))).toBe(
+      'cannot listen: listen EADDRINUSE: address already in use 0.0.0.0:9464',
+    );
+    expect(environmentFailure(failure("EACCES: permission denied, mkdir '/data'", { code: 'EACCES', path: '/data' }))).toBe("cannot use /data: EACCES: permission denied, mkdir '/data'");
+    expect(environmentFailure(new TypeError('x is not a function'))).toBeUndefined();
+    expect(environmentFailure('text')).toBeUndefined();
+  });
+});
