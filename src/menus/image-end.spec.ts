@@ -105,8 +105,9 @@ describe('imageStructure', () => {
     it('takes an ICC profile as whole only when its header, tag table and tags account for every byte', () => {
       expect(profile.length).toBeGreaterThan(132);
       expect(iccProfileIsWhole(profile)).toBe(true);
-      // Up to three zeros align the end; more, or anything else, is no part of the profile.
+      // Up to three bytes align the end (a newline, in profiles in use); more are no part of the profile.
       expect(iccProfileIsWhole(grown(Buffer.alloc(3)))).toBe(true);
+      expect(iccProfileIsWhole(grown(Buffer.from('\n')))).toBe(true);
       expect(iccProfileIsWhole(grown(Buffer.alloc(4)))).toBe(false);
       expect(iccProfileIsWhole(grown(HTML))).toBe(false);
       expect(iccProfileIsWhole(Buffer.concat([profile, HTML]))).toBe(false);
