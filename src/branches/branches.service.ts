@@ -9,7 +9,7 @@ import { BranchesRepository } from './branches.repository.js';
 import { Branch } from './entities/branch.entity.js';
 
 /** A branch as an import writes it: its visits are to have its brand (null: none). */
-export interface BranchMove {
+export interface BranchBrand {
   clientId: number;
   branchId: string;
   brandId: number | null;
@@ -22,7 +22,7 @@ export interface BranchMove {
  * branch moved to another brand would stay with the credentials of its old brand, and those of
  * the new brand would list the branch without them.
  */
-export type FollowBranchMoves = (tx: EntityManager, moves: readonly BranchMove[]) => Promise<void>;
+export type FollowBranchBrands = (tx: EntityManager, branches: readonly BranchBrand[]) => Promise<void>;
 
 @Injectable()
 export class BranchesService {
@@ -44,12 +44,12 @@ export class BranchesService {
   /**
    * Imports a client's branches (JSON array, NDJSON or CSV with id, name, branchCode,
    * brandId). Valid records are written together; each invalid one is reported by line. A
-   * branch given another brand takes its visits along (`followMoves`), in the same transaction:
+   * branch given another brand takes its visits along (`followBrands`), in the same transaction:
    * the visits are compared with the branch as written, under the lock every writer of the
    * client takes first, so two imports at once cannot leave them behind (nor can a branch
    * moved by an earlier release, whose visits a re-import brings along).
    */
-  async importFile(clientId: number, path: string, followMoves: FollowBranchMoves): Promise<ImportReport> {
+  async importFile(clientId: number, path: string, followBrands: FollowBranchBrands): Promise<ImportReport> {
     await this.clients.requireClient(clientId);
     const brandIds = new Set((await this.clients.listBrands(clientId)).map((b) => b.id));
     const report: ImportReport = { file: path, imported: 0, rejected: [] };
@@ -88,7 +88,7 @@ export class BranchesService {
       valid.push(branch);
     }
     report.rejected.sort(inFileOrder);
-    await this.repo.upsertMany(valid, (tx) => followMoves(tx, valid.map((b) => ({ clientId, branchId: b.id, brandId: b.brandId }))));
+    await this.repo.upsertMany(valid, (tx) => followBrands(tx, valid.map((b) => ({ clientId, branchId: b.id, brandId: b.brandId }))));
     report.imported = valid.length;
     return report;
   }

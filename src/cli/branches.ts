@@ -16,7 +16,7 @@ export function registerBranches(program: Command, cli: CliContext): void {
       cli.action(async (file: string, opts: { client: number }) =>
         cli.withApp(async (app) => {
           const visits = app.get(VisitsImportService);
-          return importOutput(await app.get(BranchesService).importFile(opts.client, resolve(file), (tx, moves) => visits.followBranchMoves(tx, moves)));
+          return importOutput(await app.get(BranchesService).importFile(opts.client, resolve(file), (tx, written) => visits.followBranchBrands(tx, written)));
         }),
       ),
     );

@@ -225,16 +225,23 @@ function pngProfileIsWhole(chunk: Buffer): boolean {
   }
 }
 
+/** A marker segment of a JPEG: where its bytes start (after the marker), its marker, where its data starts (after the length) and where it ends. */
+interface JpegSegment {
+  start: number;
+  marker: number;
+  data: number;
+  end: number;
+}
+
 /**
  * A JPEG's colour profile: the data of its APP2 ICC_PROFILE segments (after the name, the
  * segment's number and the count), in the order their numbers give. Null when it has none;
  * false when the segments do not make one whole profile.
  */
-function jpegProfile(b: Buffer): Buffer | false | null {
-  const parts: { n: number; count: number; data: Buffer }[] = [];
-  walkJpeg(b, (_start, marker, data, end) => {
-    if (marker === 0xe2 && b.toString('latin1', data, data + 12) === 'ICC_PROFILE\0' && end >= data + 14) parts.push({ n: b[data + 12], count: b[data + 13], data: b.subarray(data + 14, end) });
-  });
+function jpegProfile(b: Buffer, segments: readonly JpegSegment[]): Buffer | false | null {
+  const parts = segments
+    .filter(({ marker, data, end }) => marker === 0xe2 && end >= data + 14 && b.toString('latin1', data, data + 12) === 'ICC_PROFILE\0')
+    .map(({ data, end }) => ({ n: b[data + 12], count: b[data + 13], data: b.subarray(data + 14, end) }));
   if (parts.length === 0) return null;
   parts.sort((x, y) => x.n - y.n);
   const numbered = parts.every((part, i) => part.n === i + 1 && part.count === parts.length);
@@ -248,16 +255,17 @@ function jpegProfile(b: Buffer): Buffer | false | null {
  * JFIF thumbnail, which may show what the picture was cropped from, bytes after a segment's
  * fields, a profile that is none) is an extra like any other application segment.
  */
-function pictureSegment(marker: number, b: Buffer, data: number, end: number, profileIsWhole: boolean): boolean {
+function pictureSegment(b: Buffer, { marker, data, end }: JpegSegment, profileIsWhole: boolean): boolean {
   if (marker === 0xe0) return end - data === 14 && b.toString('latin1', data, data + 5) === 'JFIF\0' && b[data + 12] === 0 && b[data + 13] === 0;
   if (marker === 0xee) return end - data === 12 && b.toString('latin1', data, data + 5) === 'Adobe';
   return marker === 0xe2 && profileIsWhole && b.toString('latin1', data, data + 12) === 'ICC_PROFILE\0';
 }
 
-/** Whether the JPEG's colour profile, if it has one, is whole (see iccProfileIsWhole). */
-function jpegProfileIsWhole(b: Buffer): boolean {
-  const profile = jpegProfile(b);
-  return profile !== false && (profile === null || iccProfileIsWhole(profile));
+/** Which of the JPEG's segments are no part of its picture: comments, and application segments other than the picture's own. */
+function jpegExtraTest(b: Buffer, segments: readonly JpegSegment[]): (segment: JpegSegment) => boolean {
+  const profile = jpegProfile(b, segments);
+  const profileIsWhole = profile !== false && (profile === null || iccProfileIsWhole(profile));
+  return (segment) => segment.marker === 0xfe || (segment.marker >= 0xe0 && segment.marker <= 0xef && !pictureSegment(b, segment, profileIsWhole));
 }
 
 /**
@@ -267,18 +275,12 @@ function jpegProfileIsWhole(b: Buffer): boolean {
  * pixels are the same without a re-encoding. Null when the structure cannot be followed to EOI.
  */
 export function jpegPictureOnly(b: Buffer): Buffer | null {
-  const kept: Buffer[] = [b.subarray(0, 2)];
-  const profileIsWhole = jpegProfileIsWhole(b);
-  const end = walkJpeg(b, (start, marker, data, segmentEnd) => {
-    if (!isJpegExtra(marker, b, data, segmentEnd, profileIsWhole)) kept.push(Buffer.from([0xff, marker]), b.subarray(start, segmentEnd));
-  });
+  const { segments, end } = jpegSegments(b);
   if (end === null) return null;
-  kept.push(Buffer.from([0xff, 0xd9]));
-  return Buffer.concat(kept);
+  const extra = jpegExtraTest(b, segments);
+  const kept = segments.filter((segment) => !extra(segment)).flatMap((segment) => [Buffer.from([0xff, segment.marker]), b.subarray(segment.start, segment.end)]);
+  return Buffer.concat([b.subarray(0, 2), ...kept, Buffer.from([0xff, 0xd9])]);
 }
-
-const isJpegExtra = (marker: number, b: Buffer, data: number, end: number, profileIsWhole: boolean): boolean =>
-  marker === 0xfe || (marker >= 0xe0 && marker <= 0xef && !pictureSegment(marker, b, data, end, profileIsWhole));
 
 /**
  * SOI, then marker segments; after each SOS the entropy-coded data runs to the next marker
@@ -286,49 +288,46 @@ const isJpegExtra = (marker: number, b: Buffer, data: number, end: number, profi
  * and application segments other than the picture's own are extras.
  */
 function jpegStructure(b: Buffer): ImageStructure {
-  let extras = false;
-  const profileIsWhole = jpegProfileIsWhole(b);
-  const end = walkJpeg(b, (_start, marker, data, segmentEnd) => {
-    if (isJpegExtra(marker, b, data, segmentEnd, profileIsWhole)) extras = true;
-  });
-  return { end, extras };
+  const { segments, end } = jpegSegments(b);
+  return { end, extras: segments.some(jpegExtraTest(b, segments)) };
 }
 
 /**
- * Walks a JPEG's segments after SOI, calling `segment` with where each one's bytes start
- * (after its marker), its marker, where its data starts (after the length) and where it ends
- * (for SOS, with its entropy-coded data); returns where EOI ends, or null.
+ * A JPEG's segments after SOI, in one walk (for SOS, with its entropy-coded data), and where
+ * EOI ends; `end` is null when the structure cannot be followed to it (the segments then are
+ * those read before it broke off).
  */
-function walkJpeg(b: Buffer, segment: (start: number, marker: number, data: number, end: number) => void): number | null {
-  if (b.length < 4 || b[0] !== 0xff || b[1] !== 0xd8) return null;
+function jpegSegments(b: Buffer): { segments: JpegSegment[]; end: number | null } {
+  const segments: JpegSegment[] = [];
+  if (b.length < 4 || b[0] !== 0xff || b[1] !== 0xd8) return { segments, end: null };
   let at = 2;
   while (at < b.length) {
-    if (b[at] !== 0xff) return null;
+    if (b[at] !== 0xff) return { segments, end: null };
     while (at < b.length && b[at] === 0xff) at++; // fill bytes
-    if (at >= b.length) return null;
+    if (at >= b.length) return { segments, end: null };
     const marker = b[at++];
-    if (marker === 0xd9) return at;
+    if (marker === 0xd9) return { segments, end: at };
     if (marker === 0x01 || (marker >= 0xd0 && marker <= 0xd7)) {
-      segment(at, marker, at, at);
+      segments.push({ start: at, marker, data: at, end: at });
       continue; // no length
     }
-    if (at + 2 > b.length) return null;
+    if (at + 2 > b.length) return { segments, end: null };
     const length = b.readUInt16BE(at);
-    if (length < 2) return null;
+    if (length < 2) return { segments, end: null };
     const start = at;
     at += length;
     if (marker === 0xda) {
       for (;;) {
         at = b.indexOf(0xff, at);
-        if (at < 0 || at + 1 >= b.length) return null;
+        if (at < 0 || at + 1 >= b.length) return { segments, end: null };
         const next = b[at + 1];
         if (next === 0x00 || (next >= 0xd0 && next <= 0xd7)) at += 2;
         else if (next === 0xff) at += 1;
         else break;
       }
     }
-    if (at > b.length) return null;
-    segment(start, marker, start + 2, at);
+    if (at > b.length) return { segments, end: null };
+    segments.push({ start, marker, data: start + 2, end: at });
   }
-  return null;
+  return { segments, end: null };
 }

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { VisitTypeCatalogue } from '../auth/visit-type-catalogue.js';
 import type { EntityManager } from 'typeorm';
-import { BranchesService, type BranchMove } from '../branches/branches.service.js';
+import { BranchesService, type BranchBrand } from '../branches/branches.service.js';
 import { ClientsService } from '../clients/clients.service.js';
 import { localDateTime } from '../common/clock.js';
 import { ImportInterrupted, inFileOrder, rejectedAt, type ImportReport, type RecordPlace } from '../common/import-report.js';
@@ -65,15 +65,15 @@ export class VisitsImportService {
    * in one query per branch (for a branch whose visits all have its brand, that is all), then
    * the visits read and written in batches of BATCH.
    */
-  async followBranchMoves(tx: EntityManager, moves: readonly BranchMove[]): Promise<void> {
+  async followBranchBrands(tx: EntityManager, branches: readonly BranchBrand[]): Promise<void> {
     const now = localDateTime(this.config.RESULTS_TIMEZONE);
-    for (const move of moves) {
-      const ids = await this.visits.branchVisitIdsOffBrand(tx, move);
+    for (const branch of branches) {
+      const ids = await this.visits.branchVisitIdsOffBrand(tx, branch);
       for (let i = 0; i < ids.length; i += BATCH) {
         const moving = await this.visits.visitsById(tx, ids.slice(i, i + BATCH));
         for (const visit of moving) {
           const previous = { modificationDate: visit.modificationDate, fingerprint: visitFingerprint(visit) };
-          visit.brandId = move.brandId;
+          visit.brandId = branch.brandId;
           visit.modificationDate = modificationDateOf(visit, false, previous, now);
         }
         await this.visits.writeBatch(tx, moving);

@@ -29,7 +29,7 @@ export async function importVisits(t: TestApp, records: unknown[]): Promise<void
 /** Imports a client's branches as the operator's command does (visits follow a branch moved to another brand); the report. */
 export function importBranches(t: TestApp, clientId: number, file: string): Promise<ImportReport> {
   const visits = t.app.get(VisitsImportService);
-  return t.app.get(BranchesService).importFile(clientId, file, (tx, moves) => visits.followBranchMoves(tx, moves));
+  return t.app.get(BranchesService).importFile(clientId, file, (tx, written) => visits.followBranchBrands(tx, written));
 }
 
 /**
