@@ -157,6 +157,13 @@ export class AppConfig {
   @IntSetting(1, 1000000)
   TOKEN_RATE_LIMIT_PER_MINUTE = 10;
 
+  /**
+   * How long a Redis command may go unanswered before the count is made in the process instead
+   * (and Redis is left alone for a few seconds: see RedisGate).
+   */
+  @IntSetting(50, 60000)
+  REDIS_COMMAND_TIMEOUT_MS = 1000;
+
   /** Prefix of the service's keys in Redis (several services or tests may share one Redis). */
   @TextSetting('letters, digits, : _ or -', /^[A-Za-z0-9:_-]{1,64}$/)
   REDIS_KEY_PREFIX = 'results:';

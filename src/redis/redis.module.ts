@@ -10,7 +10,8 @@ export const REDIS_RECHECK_MS = 5000;
 
 /**
  * How the client talks to Redis: commands fail at once while it is not connected, and after
- * a second without an answer (see RedisGate, which then stops sending them for a while).
+ * a second without an answer (REDIS_COMMAND_TIMEOUT_MS; see RedisGate, which then stops sending
+ * them for a while).
  */
 export const REDIS_OPTIONS: RedisOptions = {
   enableOfflineQueue: false,
@@ -28,7 +29,7 @@ export const REDIS_OPTIONS: RedisOptions = {
 function createRedis(config: AppConfig): Redis | null {
   if (!config.REDIS_URL) return null;
   const logger = new Logger('Redis');
-  const client = new Redis(config.REDIS_URL, REDIS_OPTIONS);
+  const client = new Redis(config.REDIS_URL, { ...REDIS_OPTIONS, commandTimeout: config.REDIS_COMMAND_TIMEOUT_MS });
   let healthy: boolean | null = null;
   client.on('ready', () => {
     if (healthy !== true) logger.log('connected');
