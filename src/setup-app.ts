@@ -22,6 +22,10 @@ import { TokenLane } from './auth/token-lane.js';
 import { TOKEN_PATH } from './rate-limit/rate-limit.guard.js';
 import type { LaneSetup } from './common/lane.js';
 
+/** The largest token form and JSON body read (uploads have limits of their own). */
+const FORM_MAX_BYTES = 16 * 1024;
+const JSON_MAX_BYTES = 64 * 1024;
+
 /** How long an idle kept-alive connection is held open (see setupApp). */
 export const KEEP_ALIVE_MS = 65_000;
 
@@ -55,13 +59,15 @@ function allowedCors(origins: string): CorsOptions {
 
 /**
  * The CORS middleware, answering preflights only: an OPTIONS request that is no preflight (no
- * Access-Control-Request-Method) gets the CORS headers and goes on to the routes, which answer
- * it as any other method a path does not have (405 with Allow), as they do with CORS off.
+ * Access-Control-Request-Method, or no Origin, which a browser always sends with one) gets the
+ * CORS headers and goes on to the routes, which answer it as any other method a path does not
+ * have (405 with Allow), as they do with CORS off.
  */
 function preflightsOnly(options: CorsOptions): (req: Request, res: Response, next: NextFunction) => void {
   const preflights = cors(options);
   const others = cors({ ...options, preflightContinue: true });
-  return (req, res, next) => (req.headers['access-control-request-method'] === undefined ? others : preflights)(req, res, next);
+  return (req, res, next) =>
+    (req.headers['access-control-request-method'] === undefined || req.headers.origin === undefined ? others : preflights)(req, res, next);
 }
 
 /**
@@ -94,9 +100,12 @@ export function setupApp(app: INestApplication): NestExpressApplication {
   express.use(compressResponses());
   // Small bodies only: the token form and JSON are tiny; uploads are read by their own limits.
   // A body that cannot be read is refused after the rate limit (see BodyErrorGuard).
-  const formParser = keepingBodyErrors(urlencoded({ limit: '16kb', extended: false, parameterLimit: FORM_FIELDS_MAX }));
+  const formParser = keepingBodyErrors(urlencoded({ limit: FORM_MAX_BYTES, extended: false, parameterLimit: FORM_FIELDS_MAX }), {
+    type: 'application/x-www-form-urlencoded',
+    limit: FORM_MAX_BYTES,
+  });
   express.use(formParser);
-  express.use(keepingBodyErrors(json({ limit: '64kb' })));
+  express.use(keepingBodyErrors(json({ limit: JSON_MAX_BYTES }), { type: 'application/json', limit: JSON_MAX_BYTES }));
   // CORS for the browser origins configured; the lane runs the same middleware on what it answers.
   const corsOptions = config.CORS_ORIGINS ? allowedCors(config.CORS_ORIGINS) : null;
   if (corsOptions) express.use(preflightsOnly(corsOptions));

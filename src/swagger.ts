@@ -1,5 +1,6 @@
 import type { INestApplication } from '@nestjs/common';
 import { DocumentBuilder, SwaggerModule, type OpenAPIObject } from '@nestjs/swagger';
+import type { NextFunction, Request, Response } from 'express';
 import { apiKeyChallenge, basicChallenge, bearerChallenge } from './auth/challenges.js';
 import { SCOPE_DESCRIPTIONS } from './auth/scopes.js';
 import { API_KEY_SCHEME, OAUTH_SCHEME } from './common/openapi-names.js';
@@ -238,6 +239,12 @@ export function buildOpenApi(app: INestApplication, config: AppConfig): OpenAPIO
 /** Swagger UI at /docs, the contract at /docs/openapi.json. */
 export function setupSwagger(app: INestApplication, config: AppConfig): void {
   const document = buildOpenApi(app, config);
+  // Swagger UI's page links its files relative to itself, and tells /docs from /docs/ by the
+  // URL's last character: a query (/docs/?x=1) would make it link /docs/docs/… from /docs/.
+  app.use('/docs/', (req: Request, _res: Response, next: NextFunction) => {
+    if (req.path === '/' && req.originalUrl.includes('?')) req.originalUrl = req.originalUrl.slice(0, req.originalUrl.indexOf('?'));
+    next();
+  });
   SwaggerModule.setup('docs', app, document, {
     jsonDocumentUrl: 'docs/openapi.json',
     yamlDocumentUrl: 'docs/openapi.yaml',

@@ -19,6 +19,7 @@ describe(`health and errors (${process.env.TEST_DATABASE})`, () => {
     expect(res.status).toBe(200);
     expect(res.headers['content-type']).toMatch(/^application\/json/);
     expect(res.body).toEqual({ status: 'ok' });
+    expect(res.headers['cache-control']).toBe('no-store');
   });
 
   it("answers a GET with no validator in full whatever its If-None-Match says: there is nothing it could hold", async () => {
@@ -39,6 +40,7 @@ describe(`health and errors (${process.env.TEST_DATABASE})`, () => {
     const res = await request(t.http).get('/health/ready');
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ status: 'ok', info: { database: { status: 'up' }, migrations: { status: 'up' } } });
+    expect(res.headers['cache-control']).toBe('no-store');
   });
 
   it('an unknown route is a problem+json 404 with a fresh instance URN', async () => {
@@ -46,6 +48,8 @@ describe(`health and errors (${process.env.TEST_DATABASE})`, () => {
     const second = await request(t.http).get('/no/such/thing');
     expect(first.status).toBe(404);
     expect(first.headers['content-type']).toBe('application/problem+json; charset=utf-8');
+    // No error is stored by a cache (a 404 may be, by heuristics, without a word).
+    expect(first.headers['cache-control']).toBe('no-store');
     const body = JSON.parse(first.text);
     expect(body).toEqual({ title: 'Not Found', status: 404, detail: expect.any(String), instance: expect.stringMatching(INSTANCE) });
     expect(JSON.parse(second.text).instance).not.toBe(body.instance);
@@ -75,6 +79,12 @@ describe(`health and errors (${process.env.TEST_DATABASE})`, () => {
     expect(ui.headers['x-request-id']).toBe('docs-check-1');
     expect(ui.status).toBe(200);
     expect(ui.text).toContain('swagger-ui');
+    // Its files are linked relative to the page, a query or none: /docs/ links ./swagger-ui.css, /docs ./docs/swagger-ui.css.
+    for (const [path, css] of [['/docs/', './swagger-ui.css'], ['/docs/?x=1', './swagger-ui.css'], ['/docs', './docs/swagger-ui.css'], ['/docs?x=1', './docs/swagger-ui.css']]) {
+      const page = await request(t.http).get(path);
+      expect([path, page.status, /href="([^"]*swagger-ui\.css)"/.exec(page.text)?.[1]]).toEqual([path, 200, css]);
+    }
+    expect((await request(t.http).get('/docs/swagger-ui.css')).status).toBe(200);
     const contract = await request(t.http).get('/docs/openapi.json');
     expect(contract.status).toBe(200);
     expect(contract.body.openapi).toMatch(/^3\./);

@@ -60,6 +60,8 @@ describe(`HTTP hardening (${process.env.TEST_DATABASE})`, () => {
       expect.arrayContaining(['Content-Type: application/problem+json; charset=utf-8', 'Connection: close', 'Cache-Control: no-store', `Content-Length: ${Buffer.byteLength(body)}`]),
     );
     expect(lines.some((l) => /^X-Request-Id: [0-9a-f-]{36}$/.test(l))).toBe(true);
+    // Dated as every answer is (RFC 9110 §6.6.1), those written straight to the connection too.
+    expect(lines.filter((l) => l.startsWith('Date: ')).map((l) => Date.parse(l.slice(6)) > Date.now() - 60_000)).toEqual([true]);
     expect(JSON.parse(body)).toEqual({
       title: status === 431 ? 'Request Header Fields Too Large' : 'Bad Request',
       status,
@@ -75,6 +77,7 @@ describe(`HTTP hardening (${process.env.TEST_DATABASE})`, () => {
       const answer = await rawExchange(`CONNECT ${target} HTTP/1.1\r\nHost: example.com\r\n\r\n`);
       const [head, body] = answer.split('\r\n\r\n');
       expect(head.split('\r\n')[0]).toBe('HTTP/1.1 501 Not Implemented');
+      expect(head).toMatch(/\r\nDate: [A-Z][a-z]{2}, \d{2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2} GMT\r\n/);
       expect(head).toContain('Content-Type: application/problem+json; charset=utf-8');
       expect(JSON.parse(body)).toEqual({
         title: 'Not Implemented',
@@ -152,6 +155,40 @@ describe(`HTTP hardening (${process.env.TEST_DATABASE})`, () => {
     // Refused after the rate limit, like any request: counted, with the limit's headers.
     expect(res.headers['ratelimit-policy']).toMatch(/"default";q=\d+;w=60/);
     expect(res.headers['x-rate-limit-remaining']).toMatch(/^\d+$/);
+  });
+
+  it('refuses a token form declared larger than 16 KiB without asking for it or reading it, and closes', async () => {
+    // The client waits for a 100 Continue that never comes: the 413 comes instead.
+    const head = 'POST /connect/token HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: 203.0.113.21\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 400000000\r\nExpect: 100-continue\r\n\r\n';
+    const answer = await rawExchange(head);
+    const lines = answer.split('\r\n\r\n')[0].split('\r\n');
+    expect(lines[0]).toBe('HTTP/1.1 413 Payload Too Large');
+    expect(answer).not.toContain('100 Continue');
+    expect(lines).toContain('Connection: close');
+    expect(JSON.parse(answer.split('\r\n\r\n')[1])).toEqual({ error: 'invalid_request', error_description: 'The form is larger than the service accepts (16 KiB).' });
+  });
+
+  it('refuses a streamed body once it is past twice the limit, before it ends, and closes', async () => {
+    // 40 KiB of a chunked form whose end never comes: the answer does not wait for it.
+    const chunk = `a=${'x'.repeat(40 * 1024 - 2)}`;
+    const raw = `POST /connect/token HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: 203.0.113.22\r\nContent-Type: application/x-www-form-urlencoded\r\nTransfer-Encoding: chunked\r\n\r\n${chunk.length.toString(16)}\r\n${chunk}\r\n`;
+    const answer = await rawExchange(raw);
+    const lines = answer.split('\r\n\r\n')[0].split('\r\n');
+    expect(lines[0]).toBe('HTTP/1.1 413 Payload Too Large');
+    expect(lines).toContain('Connection: close');
+    expect(JSON.parse(answer.split('\r\n\r\n')[1])).toEqual({ error: 'invalid_request', error_description: 'The form is larger than the service accepts (16 KiB).' });
+  });
+
+  it("ignores a body sent with a GET or another method no route reads it for: a GET's answer is the same, an unknown method's a 405", async () => {
+    const get = await rawExchange('GET /health/live HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 4\r\nConnection: close\r\n\r\n{bad');
+    expect(get.split('\r\n')[0]).toBe('HTTP/1.1 200 OK');
+    const encoded = await rawExchange('GET /health/live HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Encoding: compress\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}');
+    expect(encoded.split('\r\n')[0]).toBe('HTTP/1.1 200 OK');
+    const put = await rawExchange('PUT /branches HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 4\r\nConnection: close\r\n\r\n{bad');
+    expect(put.split('\r\n')[0]).toBe('HTTP/1.1 405 Method Not Allowed');
+    // The connection goes on after a GET whose body was not read: the body is not taken for the next request.
+    const both = await rawExchange('GET /health/live HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 4\r\n\r\n{badGET /health/live HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+    expect(both.match(/HTTP\/1\.1 \d{3} /g)).toEqual(['HTTP/1.1 200 ', 'HTTP/1.1 200 ']);
   });
 
   it('takes the client address from the ingress (TRUST_PROXY=1) for requests without a key', async () => {
@@ -322,6 +359,9 @@ describe(`CORS when origins are configured, no trusted proxy (${process.env.TEST
     expect(token.headers['access-control-allow-origin']).toBe('https://bi.example.com');
     const preflight = await request(t.http).options('/connect/token').set('Origin', 'https://bi.example.com').set('Access-Control-Request-Method', 'POST');
     expect(preflight.status).toBe(204);
+    // A preflight is sent by a browser, with the page's Origin: without one it is an OPTIONS like any other.
+    const originless = await request(t.http).options('/visits/standard').set('Access-Control-Request-Method', 'GET');
+    expect({ status: originless.status, allow: originless.headers.allow }).toEqual({ status: 405, allow: 'GET, HEAD' });
   });
 
   it('lets a browser read the rate-limit, retry and challenge headers', async () => {

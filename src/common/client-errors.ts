@@ -90,9 +90,9 @@ function answer(res: ServerResponse, status: number, problem: EarlyAnswer, log: 
   log(lineOf(status, problem, detail, req), 'request refused before the application');
 }
 
-/** Writes an early answer straight to a connection no response object stands for, and ends it. */
+/** Writes an early answer straight to a connection no response object stands for, and ends it, dated as Node dates its responses (RFC 9110 §6.6.1). */
 function writeRaw(socket: Duplex, status: number, answer: EarlyAnswer): void {
-  const lines = Object.entries(answer.headers).map(([name, value]) => `${name}: ${value}\r\n`);
+  const lines = Object.entries({ Date: new Date().toUTCString(), ...answer.headers }).map(([name, value]) => `${name}: ${value}\r\n`);
   socket.end(`HTTP/1.1 ${status} ${statusTitle(status)}\r\n${lines.join('')}\r\n${answer.body}`);
 }
 

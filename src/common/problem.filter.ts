@@ -164,8 +164,10 @@ export class ProblemFilter implements ExceptionFilter {
     const http = host.switchToHttp();
     const response = http.getResponse<Response>();
     const request = http.getRequest<Request>();
-    // What the success would have been cached as (an image's year) is not the error's.
-    if (!response.headersSent) response.removeHeader('Cache-Control');
+    // What the success would have been cached as (an image's year) is not the error's: no
+    // error is stored, by a shared cache or the client's own (RFC 9111 would let a cache keep a
+    // 404 or 405 by heuristics), so none outlives its cause.
+    if (!response.headersSent) response.setHeader('Cache-Control', 'no-store');
     if (isSelfRendering(exception) && !response.headersSent) {
       const { status, contentType, body, headers } = exception.renderResponse();
       for (const [name, value] of Object.entries(headers)) response.setHeader(name, value);

@@ -1,4 +1,4 @@
-import { Controller, Get, Inject, ServiceUnavailableException } from '@nestjs/common';
+import { Controller, Get, Header, Inject, ServiceUnavailableException } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { ApiHeadersTooLarge, ApiProblemResponse } from '../common/api-responses.js';
 import { HealthCheckService, HealthIndicatorService } from '@nestjs/terminus';
@@ -41,6 +41,7 @@ export class HealthController {
   ) {}
 
   @Get('live')
+  @Header('Cache-Control', 'no-store')
   @ApiOperation({ operationId: 'getLiveness', summary: 'The process answers.' })
   @ApiOkResponse({ description: 'The process is alive.', schema: { type: 'object', required: ['status'], properties: { status: { type: 'string', enum: ['ok'] } } } })
   live(): { status: 'ok' } {
@@ -48,6 +49,7 @@ export class HealthController {
   }
 
   @Get('ready')
+  @Header('Cache-Control', 'no-store')
   @ApiOperation({
     operationId: 'getReadiness',
     summary: 'The service can serve requests: the database answers, its migrations are current, Redis answers when configured.',

@@ -88,8 +88,8 @@ export class VisitPagesLane {
 
   /**
    * The route of a GET the lane may answer. A request with a body (a length or a transfer
-   * coding, as Express's body parsers see it) is left to Express, which reads and checks it,
-   * and so is one with If-Match.
+   * coding) is left to Express, whose answer is the same, the body unread (see
+   * keepingBodyErrors): rare enough not to be the lane's; and so is one with If-Match.
    */
   private routeOf(req: IncomingMessage): LaneRoute | undefined {
     if (req.method !== 'GET' || req.headers['content-length'] !== undefined || req.headers['transfer-encoding'] !== undefined) return undefined;
