@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import { ServerResponse, type IncomingMessage, type Server } from 'node:http';
 import type { Socket } from 'node:net';
 import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
@@ -79,6 +79,15 @@ async function bootstrap(): Promise<void> {
     server.prependListener('request', (_req: IncomingMessage, res: ServerResponse) => {
       res.shouldKeepAlive = false;
     });
+    // So is one under way (an upload still coming): its answer, when it has not begun, says
+    // Connection: close; one already on its way (a large page) leaves its connection idle once
+    // written, and an idle connection is closed then, not at the end of the grace period.
+    for (const socket of connections) {
+      const res = (socket as Socket & { _httpMessage?: unknown })._httpMessage;
+      if (!(res instanceof ServerResponse)) continue;
+      if (!res.headersSent) res.shouldKeepAlive = false;
+      res.once('finish', () => setImmediate(() => server.closeIdleConnections()));
+    }
     const deadline = setTimeout(() => {
       logger.warn('grace period over: closing the remaining connections');
       server.closeAllConnections();

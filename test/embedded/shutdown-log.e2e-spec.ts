@@ -75,3 +75,37 @@ describe('a connection that has not sent a byte at shutdown', () => {
     expect(service.output()).not.toContain('grace period over');
   }, 60_000);
 });
+
+/**
+ * A request under way at SIGTERM (an upload whose body is still coming) is answered in full,
+ * with Connection: close, and its connection ends then: a partner's kept-alive connection does
+ * not hold the shutdown for the whole grace period.
+ */
+describe('a request under way at shutdown', () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'shutdown-underway-'));
+  afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+
+  it('is answered with Connection: close, and the process exits 0 without waiting out the grace', async () => {
+    // A grace longer than the test's own timeout: waiting it out fails the test.
+    const service = await startService({ DATA_DIR: dataDir, SEED_DEMO: 'false', LOG_LEVEL: 'info', SHUTDOWN_GRACE_SECONDS: '600', METRICS_PORT: '0' });
+    const { port } = new URL(service.url);
+    const socket = connect(Number(port), '127.0.0.1');
+    socket.on('error', () => undefined);
+    let received = '';
+    socket.on('data', (chunk: Buffer) => (received += chunk.toString('latin1')));
+    const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+    const form = 'grant_type=client_credentials&client_id=svc_x&client_secret=y';
+    socket.write(`POST /connect/token HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: ${form.length}\r\n\r\n${form.slice(0, 10)}`);
+    // The body's first bytes are in: the request is under way when SIGTERM comes.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const exited = service.stop('SIGTERM');
+    await service.waitForOutput(/SIGTERM: draining for up to 600 s/);
+    socket.write(form.slice(10));
+    await closed;
+    const head = received.split('\r\n\r\n')[0].split('\r\n');
+    expect(head[0]).toMatch(/^HTTP\/1\.1 [45]\d\d /);
+    expect(head).toContain('Connection: close');
+    expect(await exited).toBe(0);
+    expect(service.output()).not.toContain('grace period over');
+  }, 60_000);
+});
