@@ -1,8 +1,8 @@
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError, loadConfig } from '../config/app-config.js';
-import { FileImageStorage, prepareImageFolder } from './image-storage.js';
+import { FileImageStorage, imageStorageFor, prepareImageFolder } from './image-storage.js';
 
 describe('FileImageStorage', () => {
   const id = '0b7f3c2e-58a1-4c55-9d0e-3f1f8b6a2c11';
@@ -22,6 +22,32 @@ describe('FileImageStorage', () => {
     mkdirSync(join(dir, id));
     writeFileSync(join(dir, id, 'x'), '');
     await expect(new FileImageStorage(dir).put(id, image)).rejects.toThrow();
+    expect(readdirSync(dir)).toEqual([id]);
+  });
+});
+
+describe('imageStorageFor, after IMAGE_STORAGE was switched', () => {
+  const id = '5d0e8a44-1f2b-4c3d-9e8f-0a1b2c3d4e5f';
+  const image = { contentType: 'image/png', width: 1, height: 1, data: Buffer.from('png bytes'), sha256: 'x' };
+
+  it('reads an image stored in a file from its file, and removes the file when the image is replaced, with images now in the database', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'images-'));
+    const inFile = await imageStorageFor(loadConfig({ IMAGE_STORAGE: 'filesystem', IMAGE_STORAGE_DIR: dir })).put(id, image);
+    const now = imageStorageFor(loadConfig({ IMAGE_STORAGE: 'database', IMAGE_STORAGE_DIR: dir }));
+    expect((await now.read(inFile)).equals(image.data)).toBe(true);
+    // New images go to the database.
+    expect(await now.put('6d0e8a44-1f2b-4c3d-9e8f-0a1b2c3d4e5f', image)).toEqual({ data: image.data, storageKey: null });
+    await now.discard(inFile);
+    expect(existsSync(join(dir, id))).toBe(false);
+  });
+
+  it('reads an image stored in the database from its row, with images now in files', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'images-'));
+    const inRow = await imageStorageFor(loadConfig({ IMAGE_STORAGE: 'database', IMAGE_STORAGE_DIR: dir })).put(id, image);
+    const now = imageStorageFor(loadConfig({ IMAGE_STORAGE: 'filesystem', IMAGE_STORAGE_DIR: dir }));
+    expect((await now.read(inRow)).equals(image.data)).toBe(true);
+    await now.discard(inRow);
+    expect(await now.put(id, image)).toEqual({ data: null, storageKey: id });
     expect(readdirSync(dir)).toEqual([id]);
   });
 });

@@ -22,19 +22,24 @@ export interface ImageStorage {
   discard(stored: StoredBytes): Promise<void>;
 }
 
-/** The default: bytes in the database row; works for any number of replicas with no shared disk. */
+/**
+ * The default: bytes in the database row; works for any number of replicas with no shared disk.
+ * An image stored in a file before IMAGE_STORAGE was switched to the database is still read
+ * from the folder (see imageStorageFor), and its file removed when it is replaced.
+ */
 export class DatabaseImageStorage implements ImageStorage {
+  constructor(private readonly folder: FileImageStorage) {}
+
   put(_id: string, image: PreparedImage): Promise<StoredBytes> {
     return Promise.resolve({ data: image.data, storageKey: null });
   }
 
   read(stored: StoredBytes): Promise<Buffer> {
-    if (!stored.data) return Promise.reject(new Error('image row has no data'));
-    return Promise.resolve(stored.data);
+    return stored.data ? Promise.resolve(stored.data) : this.folder.read(stored);
   }
 
-  discard(): Promise<void> {
-    return Promise.resolve();
+  discard(stored: StoredBytes): Promise<void> {
+    return this.folder.discard(stored);
   }
 }
 
@@ -93,7 +98,9 @@ export class FileImageStorage implements ImageStorage {
     return { data: null, storageKey: id };
   }
 
+  /** The image's file; one whose bytes are in its row (stored before IMAGE_STORAGE was switched to files) from there. */
   read(stored: StoredBytes): Promise<Buffer> {
+    if (stored.data) return Promise.resolve(stored.data);
     return readFile(join(this.dir, this.safeKey(stored)));
   }
 
@@ -113,8 +120,13 @@ function imageFolder(config: AppConfig): string {
   return resolve(config.IMAGE_STORAGE_DIR ?? join(config.DATA_DIR, 'images'));
 }
 
+/**
+ * The storage new images go to, as IMAGE_STORAGE says. Every image is read from where it was
+ * stored, whatever IMAGE_STORAGE said then: switching it applies to images stored from then on.
+ */
 export function imageStorageFor(config: AppConfig): ImageStorage {
-  return config.IMAGE_STORAGE === 'filesystem' ? new FileImageStorage(imageFolder(config)) : new DatabaseImageStorage();
+  const folder = new FileImageStorage(imageFolder(config));
+  return config.IMAGE_STORAGE === 'filesystem' ? folder : new DatabaseImageStorage(folder);
 }
 
 /**
