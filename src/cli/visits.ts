@@ -15,15 +15,15 @@ export function registerVisits(program: Command, cli: CliContext): void {
     )
     .argument('<file>', 'file to import')
     .action(
-      cli.action(async (file: string) =>
-        cli.withApp(async (app) => {
-          const stop = stopOnSignals(cli.io.stderr);
-          try {
-            return importOutput(await app.get(VisitsImportService).importFile(resolve(file), stop.requested));
-          } finally {
-            stop.dispose();
-          }
-        }),
-      ),
+      cli.action(async (file: string) => {
+        // From before the application starts (a second or so): a signal while it does stops the
+        // import before its first batch, with the same report, instead of ending the process.
+        const stop = stopOnSignals(cli.io.stderr);
+        try {
+          return await cli.withApp(async (app) => importOutput(await app.get(VisitsImportService).importFile(resolve(file), stop.requested)));
+        } finally {
+          stop.dispose();
+        }
+      }),
     );
 }
