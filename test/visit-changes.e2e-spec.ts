@@ -1,5 +1,6 @@
 import { jest } from '@jest/globals';
 import request from 'supertest';
+import { DataSource } from 'typeorm';
 import type { IssuedCredential } from '../src/auth/credentials.service.js';
 import { localDateTime } from '../src/common/clock.js';
 import { PageTokens } from '../src/common/page-token.js';
@@ -320,6 +321,26 @@ describe(`GET /visits/standard/changes and /visits/plus/changes (${process.env.T
     const res = await get(`/visits/standard/changes?SvcClientId=1002&after=${token}`, both, await tokenFor(t.http, both));
     expect(res.status).toBe(400);
     expect((JSON.parse(res.text) as { errors: string[] }).errors).toEqual(["'after' is a page token of another query."]);
+  });
+
+  it('refuses a token further on than the feed, as one issued before the data was restored from a backup is', async () => {
+    const { after } = await follow(`/visits/standard/changes?SvcClientId=1001&Since=${hourAgo()}`);
+    const db = t.app.get(DataSource);
+    // The restore: the client's write sequence as an earlier backup had it.
+    await db.query('UPDATE clients SET change_seq = change_seq - 3 WHERE id = 1001');
+    try {
+      const res = await get(`/visits/standard/changes?SvcClientId=1001&after=${encodeURIComponent(after)}`);
+      expect(res.status).toBe(400);
+      expect(res.headers['content-type']).toBe(PROBLEM);
+      expect(JSON.parse(res.text)).toMatchObject({
+        status: 400,
+        errors: ["'after' is further on than the feed: the service's data was restored from an earlier backup. Start again from 'Since' (a time before the restore) and read the feed through."],
+      });
+    } finally {
+      await db.query('UPDATE clients SET change_seq = change_seq + 3 WHERE id = 1001');
+    }
+    // At the head, the same token is a page like any other.
+    expect((await page(`/visits/standard/changes?SvcClientId=1001&after=${encodeURIComponent(after)}`)).data.visits).toEqual([]);
   });
 
   it('lists every broken rule at once, with names matched case-insensitively', async () => {

@@ -9,6 +9,7 @@ import { VisitNames } from './visit-names.service.js';
 import { VisitsRepository } from './visits.repository.js';
 import type { VisitsVariant } from './visits.service.js';
 import { holdOf } from '../common/body-pool.js';
+import { ValidationProblem } from '../common/problem.js';
 
 /**
  * How far before `Since` a feed starts. A write is stamped with the time its transaction
@@ -16,6 +17,10 @@ import { holdOf } from '../common/body-pool.js';
  * `Since`, so it is included. A partner may see a few changes twice, never miss one.
  */
 export const SINCE_MARGIN_MS = 5 * 60_000;
+
+/** Why a token further on than the feed is refused (see page). */
+export const AFTER_AHEAD_OF_FEED =
+  "'after' is further on than the feed: the service's data was restored from an earlier backup. Start again from 'Since' (a time before the restore) and read the feed through.";
 
 /** A page of the change feed, and the token of the page after it. */
 export interface ChangesPage {
@@ -51,6 +56,9 @@ export class VisitChangesService {
     const scope = changesScope(query)!;
     const after = positionOf(query);
     const start = after ? Number(after[0]) : await this.sinceStart(query);
+    // A token past every write the client has had was issued before the database was restored
+    // from a backup: its changes since are numbered again below it, and would never be sent.
+    if (after && start > (await this.repo.changeHead(selection.clientId))) throw new ValidationProblem([AFTER_AHEAD_OF_FEED]);
     const version = (await this.versions.current(selection.clientId)) ?? 0;
     const plus = variant === 'plus';
     const take = changesTake(query, this.config.VISITS_TAKE_MAX);
