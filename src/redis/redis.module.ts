@@ -50,8 +50,17 @@ class RedisShutdown implements OnApplicationShutdown {
 
   async onApplicationShutdown(): Promise<void> {
     this.gate.close();
-    if (!this.redis) return;
-    await this.redis.quit().catch(() => this.redis?.disconnect());
+    const redis = this.redis;
+    if (!redis) return;
+    // What fails while the client closes is no news (a short command closing before Redis
+    // answered its first connection said Redis was unreachable): nothing is counted any more.
+    redis.removeAllListeners('error');
+    redis.on('error', () => undefined);
+    if (redis.status !== 'ready') {
+      redis.disconnect();
+      return;
+    }
+    await redis.quit().catch(() => redis.disconnect());
   }
 }
 
