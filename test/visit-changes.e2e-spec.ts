@@ -323,6 +323,41 @@ describe(`GET /visits/standard/changes and /visits/plus/changes (${process.env.T
     expect((JSON.parse(res.text) as { errors: string[] }).errors).toEqual(["'after' is a page token of another query."]);
   });
 
+  it('gives a token held from before a restore the changes written after it: the sequence goes on from the clock, not from the backup', async () => {
+    const db = t.app.get(DataSource);
+    const { after } = await follow(`/visits/standard/changes?SvcClientId=1001&Since=${hourAgo()}&Take=1000`, '&Take=1000');
+    const [{ s: backup }] = await db.query<{ s: number | string }[]>('SELECT change_seq AS s FROM clients WHERE id = 1001');
+    // Written after the backup: the partner reads it and holds the token after it.
+    const [a, b] = client1001().slice(20, 22);
+    await importVisits(t, [{ ...a, recommendComment: 'Before the restore' }]);
+    const read = await page(`/visits/standard/changes?SvcClientId=1001&Take=1000&after=${encodeURIComponent(after)}`);
+    expect(read.data.visits.map((v) => [v.visitId, v.recommendComment])).toEqual([[a.visitId, 'Before the restore']]);
+    // The restore: the client's write sequence as the backup had it.
+    await db.query(`UPDATE clients SET change_seq = ${Number(backup)} WHERE id = 1001`);
+    await importVisits(t, [{ ...b, recommendComment: 'After the restore' }]);
+    const next = await page(`/visits/standard/changes?SvcClientId=1001&Take=1000&after=${encodeURIComponent(read.paging.after)}`);
+    expect(next.data.visits.map((v) => [v.visitId, v.recommendComment])).toEqual([[b.visitId, 'After the restore']]);
+  });
+
+  it('names data written after a restore by another ETag than any given out before it, though as many writes were made since the backup', async () => {
+    const db = t.app.get(DataSource);
+    const a = client1001()[24];
+    const date = a.visitDateTime.slice(0, 10);
+    const url = `/visits/standard?SvcClientId=1001&FromDate=${date}&ToDate=${date}&Skip=0&Take=1000`;
+    const [backup] = await db.query<{ s: number | string; v: number | string }[]>('SELECT change_seq AS s, data_version AS v FROM clients WHERE id = 1001');
+    // One write after the backup: a partner holds the page and its ETag.
+    await importVisits(t, [{ ...a, recommendComment: 'Written after the backup' }]);
+    const held = await get(url);
+    expect(held.status).toBe(200);
+    // The restore, then one write of other data: as many writes since the backup as before it.
+    await db.query(`UPDATE clients SET change_seq = ${Number(backup.s)}, data_version = ${Number(backup.v)} WHERE id = 1001`);
+    await importVisits(t, [{ ...a, recommendComment: 'Written after the restore' }]);
+    const now = await get(url).set('If-None-Match', held.headers.etag);
+    expect(now.status).toBe(200);
+    expect(now.headers.etag).not.toBe(held.headers.etag);
+    expect(now.text).toContain('Written after the restore');
+  });
+
   it('refuses a token further on than the feed, as one issued before the data was restored from a backup is', async () => {
     const { after } = await follow(`/visits/standard/changes?SvcClientId=1001&Since=${hourAgo()}`);
     const db = t.app.get(DataSource);

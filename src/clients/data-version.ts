@@ -16,12 +16,32 @@ export async function bumpDataVersion(tx: EntityManager, clientIds: number[]): P
   movesDataVersion(tx);
   // One client at a time, in id order: the order every writer locks clients' rows in (see
   // VisitsRepository.upsertBatch), so that two writers never wait for each other in a circle.
+  // The write sequence moves too (see sequenceAfter): it is the version readers go by.
+  const clock = String(Date.now() * 1000);
+  const postgres = tx.connection.options.type === 'postgres';
   for (const id of ids) {
     await tx
       .createQueryBuilder()
       .update(Client)
-      .set({ dataVersion: () => 'data_version + 1' })
+      .set({ dataVersion: () => 'data_version + 1', changeSeq: () => sequenceAfter(postgres, 1) })
       .where({ id })
+      .setParameters({ clock })
       .execute();
   }
+}
+
+/**
+ * The SQL of a client's write sequence moved on by `count` numbers (a query parameter `:clock`,
+ * or `$1`/`?` in raw SQL as `placeholder` says, holds the clock in microseconds since 1970, as
+ * text). The sequence never falls behind the clock: a database restored from an earlier backup
+ * numbers its next writes, and versions, after every one it handed out before the restore, so
+ * a feed token a partner holds from then still sees them (numbered on from the backup's, the
+ * feed would skip them) and no version, page or ETag of before the restore is used again for
+ * other data. It is what readers take for the client's data version (ClientDataVersions): it
+ * moves with every change, data_version with it.
+ */
+export function sequenceAfter(postgres: boolean, count: number | string, placeholder = ':clock'): string {
+  return postgres
+    ? `GREATEST(change_seq, CAST(${placeholder} AS bigint)) + ${count}`
+    : `MAX(change_seq, CAST(${placeholder} AS INTEGER)) + ${count}`;
 }

@@ -57,7 +57,8 @@ export class ClientDataVersions implements OnApplicationShutdown {
     private readonly config: AppConfig,
   ) {
     this.postgres = db.options.type === 'postgres';
-    this.sql = `SELECT data_version AS v FROM clients WHERE id = ${this.postgres ? '$1' : '?'}`;
+    // The write sequence is the version (see sequenceAfter): it moves with every change and never goes back, a restore included.
+    this.sql = `SELECT change_seq AS v FROM clients WHERE id = ${this.postgres ? '$1' : '?'}`;
   }
 
   async onApplicationShutdown(): Promise<void> {
