@@ -124,6 +124,21 @@ describe(`operator CLI (${process.env.TEST_DATABASE})`, () => {
     ]);
   });
 
+  it("shows a name's control characters as escapes in its text output, so a name cannot forge a line or drive the terminal; JSON keeps it as given", async () => {
+    const forged = 'Evil\n4245\tForged client\u001b[2J';
+    const added = await cli(['clients', 'add', '--id', '1002', '--name', forged], env);
+    try {
+      expect(added).toEqual({ code: 0, stdout: 'client 1002 Evil\\n4245\\tForged client\\u{1b}[2J\n', stderr: '' });
+      expect((await cli(['clients', 'list'], env)).stdout).toBe('1001\tAcme Dining\n1002\tEvil\\n4245\\tForged client\\u{1b}[2J\n');
+      expect(await cliJson(['clients', 'list'], env)).toEqual([
+        { id: 1001, name: 'Acme Dining' },
+        { id: 1002, name: forged },
+      ]);
+    } finally {
+      await cliJson(['clients', 'add', '--id', '1002', '--name', 'Other Group'], env);
+    }
+  });
+
   it('refuses bad input with a clear message and a non-zero exit', async () => {
     const badId = await cli(['clients', 'add', '--id', 'abc', '--name', 'X'], env);
     expect(badId.code).toBe(1);
