@@ -139,6 +139,19 @@ describe(`operator CLI (${process.env.TEST_DATABASE})`, () => {
     }
   });
 
+  it('refuses an option given twice, which would otherwise keep its last value alone (a credential of one client where two were meant)', async () => {
+    const before = await cliJson<unknown[]>(['credentials', 'list'], env);
+    const twice = await cli(['credentials', 'add', '--clients', '1001', '--clients', '1002', '--scopes', 'visits/standard.read'], env);
+    expect(twice).toEqual({ code: 1, stdout: '', stderr: 'error: --clients is given more than once: give it once, with every value in it, comma-separated\n' });
+    expect(await cliJson<unknown[]>(['credentials', 'list'], env)).toEqual(before);
+    const renamed = await cli(['--json', 'clients', 'add', '--id', '1002', '--name', 'A', '--name', 'B'], env);
+    expect([renamed.code, renamed.stdout]).toEqual([1, '{"error":"--name is given more than once: give it once"}\n']);
+    expect(await cliJson(['clients', 'list'], env)).toEqual([
+      { id: 1001, name: 'Acme Dining' },
+      { id: 1002, name: 'Other Group' },
+    ]);
+  });
+
   it('refuses bad input with a clear message and a non-zero exit', async () => {
     const badId = await cli(['clients', 'add', '--id', 'abc', '--name', 'X'], env);
     expect(badId.code).toBe(1);

@@ -51,7 +51,25 @@ export function buildCli(cli: CliContext): Command {
   ]) {
     register(program, cli);
   }
+  refuseRepeatedOptions(program);
   return program;
+}
+
+/**
+ * An option given twice is refused, on every command: commander keeps the last value, so
+ * `credentials add --clients 1001 --clients 1002` made a credential of client 1002 alone.
+ */
+/** The options that take a list. */
+const LISTS = new Set(['clients', 'brands', 'scopes', 'visit-types']);
+
+function refuseRepeatedOptions(command: Command): void {
+  for (const option of command.options) {
+    let given = 0;
+    command.on(`option:${option.name()}`, () => {
+      if (++given > 1) throw new OperatorError(`${option.long ?? option.flags} is given more than once: give it once${LISTS.has(option.name()) ? ', with every value in it, comma-separated' : ''}`);
+    });
+  }
+  for (const sub of command.commands) refuseRepeatedOptions(sub);
 }
 
 /**
