@@ -178,4 +178,25 @@ describe(`a branch moved to another brand (${process.env.TEST_DATABASE})`, () =>
     const five = await feed(end, 'five');
     expect([five.data.visits, five.data.removed]).toEqual([[], [{ visitId: 892_001 }]]);
   });
+  it("writes nothing for what is stored already: a re-import of the client's branches, or its own name again, keeps every page's ETag", async () => {
+    const db = t.app.get(DataSource);
+    const page = `/visits/standard?SvcClientId=1001&${window()}`;
+    const held = await get(page);
+    expect(held.status).toBe(200);
+    const rows = await db.query<{ id: string; name: string; branchCode: string | null; brandId: number | null }[]>(
+      'SELECT id, name, branch_code AS "branchCode", brand_id AS "brandId" FROM branches WHERE client_id = 1001 ORDER BY id',
+    );
+    expect(rows.length).toBeGreaterThan(0);
+    const report = await importBranches(t, 1001, branchFile(rows));
+    expect(report).toMatchObject({ imported: rows.length, rejected: [] });
+    const [client] = await db.query<{ name: string }[]>('SELECT name FROM clients WHERE id = 1001');
+    await cliJson(['clients', 'add', '--id', '1001', '--name', client.name], t.env);
+    expect((await get(page).set('If-None-Match', held.headers.etag)).status).toBe(304);
+    // A change is a change: one branch renamed moves the ETag.
+    await importBranches(t, 1001, branchFile([{ ...rows[0], name: `${rows[0].name} (renamed)` }]));
+    const moved = await get(page).set('If-None-Match', held.headers.etag);
+    expect(moved.status).toBe(200);
+    expect(moved.headers.etag).not.toBe(held.headers.etag);
+    await importBranches(t, 1001, branchFile([rows[0]]));
+  });
 });

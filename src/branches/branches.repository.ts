@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, In, type EntityManager } from 'typeorm';
 import { Branch } from './entities/branch.entity.js';
-import { bumpDataVersion } from '../clients/data-version.js';
+import { bumpDataVersion, lockClients } from '../clients/data-version.js';
 import { inTransaction } from '../database/transaction.js';
 import { upsertRows } from '../database/upsert.js';
 
@@ -36,9 +36,27 @@ export class BranchesRepository {
     await inTransaction(this.db, async (tx) => {
       // The clients' rows first, as every writer takes them (a visits import waited for a branch
       // this import held while it waited for the client's row: a deadlock on PostgreSQL).
-      await bumpDataVersion(tx, branches.map((b) => b.clientId));
-      await upsertRows(tx, Branch, branches, ['id'], { sameOwner: 'clientId', statementRows: 500 });
+      await lockClients(tx, branches.map((b) => b.clientId));
+      // A branch stored as it is given is not written again: an import of what is stored moves no version.
+      const changed = await this.changedOf(tx, branches);
+      if (changed.length > 0) {
+        await bumpDataVersion(tx, changed.map((b) => b.clientId));
+        await upsertRows(tx, Branch, changed, ['id'], { sameOwner: 'clientId', statementRows: 500 });
+      }
       await then(tx);
+    });
+  }
+
+  /** The branches among `branches` that are not stored as they are given (new ones, changed ones, and another client's). */
+  private async changedOf(tx: EntityManager, branches: Branch[]): Promise<Branch[]> {
+    const stored = new Map<string, Branch>();
+    for (let i = 0; i < branches.length; i += 500) {
+      const rows = await tx.getRepository(Branch).findBy({ id: In(branches.slice(i, i + 500).map((b) => b.id)) });
+      for (const row of rows) stored.set(row.id, row);
+    }
+    return branches.filter((b) => {
+      const row = stored.get(b.id);
+      return !row || row.clientId !== b.clientId || row.brandId !== b.brandId || row.name !== b.name || row.branchCode !== b.branchCode;
     });
   }
 }

@@ -3,7 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { inTransaction } from '../database/transaction.js';
 import { upsertRows } from '../database/upsert.js';
-import { bumpDataVersion } from './data-version.js';
+import { bumpDataVersion, lockClients } from './data-version.js';
 import { Brand } from './entities/brand.entity.js';
 import { Client } from './entities/client.entity.js';
 
@@ -23,8 +23,11 @@ export class ClientsRepository {
     return this.db.getRepository(Client).count();
   }
 
+  /** Adds or renames the client; the same name again writes nothing (pages, ETags and the feed stay as they are). */
   async saveClient(id: number, name: string): Promise<Client> {
     await inTransaction(this.db, async (tx) => {
+      await lockClients(tx, [id]);
+      if ((await tx.getRepository(Client).findOneBy({ id }))?.name === name) return;
       await tx.getRepository(Client).upsert({ id, name }, ['id']);
       await bumpDataVersion(tx, [id]);
     });
@@ -39,10 +42,14 @@ export class ClientsRepository {
     return this.db.getRepository(Brand).find({ where: { clientId }, order: { id: 'ASC' } });
   }
 
+  /** Adds or renames the brand; the same name again writes nothing. */
   async saveBrand(brand: Pick<Brand, 'id' | 'clientId' | 'name'>): Promise<Brand> {
     await inTransaction(this.db, async (tx) => {
       // The client's row first, as every writer takes it; then the brand, only over a brand of
       // this client (another `brands add` may have given the id to another client meanwhile).
+      await lockClients(tx, [brand.clientId]);
+      const stored = await tx.getRepository(Brand).findOneBy({ id: brand.id });
+      if (stored?.clientId === brand.clientId && stored.name === brand.name) return;
       await bumpDataVersion(tx, [brand.clientId]);
       await upsertRows(tx, Brand, [Object.assign(new Brand(), brand)], ['id'], { sameOwner: 'clientId' });
     });

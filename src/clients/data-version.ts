@@ -31,6 +31,16 @@ export async function bumpDataVersion(tx: EntityManager, clientIds: number[]): P
 }
 
 /**
+ * Locks the clients' rows until the transaction ends, in id order, as bumpDataVersion does,
+ * without moving their versions: for a writer that finds out under the lock whether it has
+ * anything to write (a re-import of what is stored writes nothing, and moves no version).
+ */
+export async function lockClients(tx: EntityManager, clientIds: number[]): Promise<void> {
+  const p = tx.connection.options.type === 'postgres' ? '$1' : '?';
+  for (const id of [...new Set(clientIds)].sort((a, b) => a - b)) await tx.query(`UPDATE clients SET id = id WHERE id = ${p}`, [id]);
+}
+
+/**
  * The SQL of a client's write sequence moved on by `count` numbers (a query parameter `:clock`,
  * or `$1`/`?` in raw SQL as `placeholder` says, holds the clock in microseconds since 1970, as
  * text). The sequence never falls behind the clock: a database restored from an earlier backup
