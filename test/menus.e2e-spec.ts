@@ -731,6 +731,40 @@ describe(`menus and dishes (${process.env.TEST_DATABASE})`, () => {
       expect(results.map((r) => ({ order: r.body.data.dish.order, width: r.body.data.dish.image?.width }))).toEqual(bodies.map((_, i) => ({ order: i, width: 10 + i })));
       expect(await count('dish_images')).toBe(images + 1);
     });
+
+    it('adds a dish only when told If-None-Match: * and the code is new (one of ten concurrent posts), and replaces one only when told If-Match: * and it exists', async () => {
+      const images = await count('dish_images');
+      const bodies = await Promise.all(Array.from({ length: 10 }, (_, i) => makeImage('png', 10 + i, 10)));
+      const results = await Promise.all(
+        bodies.map((b, i) => post((r) => r.set('If-None-Match', '*').attach('', b, 'p.png').field('json', dish({ code: 'ONCE', order: i })))),
+      );
+      expect(results.map((r) => r.status).sort()).toEqual([200, ...Array(9).fill(412)]);
+      const refused = results.find((r) => r.status === 412)!;
+      expect(refused.headers['content-type']).toBe('application/problem+json; charset=utf-8');
+      expect(problem(refused)).toMatchObject({
+        status: 412,
+        detail: "If-None-Match: * asks for a new dish, and menu 102 has one with code 'ONCE': send no If-None-Match to replace it.",
+      });
+      const kept = results.find((r) => r.status === 200)!.body.data.dish as DishRecord;
+      expect(await db.query<{ o: number }[]>("SELECT sort_order AS o FROM dishes WHERE code = 'ONCE'")).toEqual([{ o: kept.order }]);
+      // The refused posts stored no image.
+      expect(await count('dish_images')).toBe(images + 1);
+
+      const png = bodies[0];
+      const missing = await post((r) => r.set('If-Match', '*').attach('', png, 'p.png').field('json', dish({ code: 'NOT-THERE' })));
+      expect([missing.status, problem(missing).detail]).toEqual([412, "If-Match: * asks to replace a dish, and menu 102 has none with code 'NOT-THERE': send no If-Match to add it."]);
+      expect(await db.query("SELECT id FROM dishes WHERE code = 'NOT-THERE'")).toEqual([]);
+      const replaced = await post((r) => r.set('If-Match', '*').attach('', png, 'p.png').field('json', dish({ code: 'ONCE', order: 99 })));
+      expect([replaced.status, replaced.body.data.dish.order]).toEqual([200, 99]);
+      const tagged = await post((r) => r.set('If-Match', '"abc"').attach('', png, 'p.png').field('json', dish({ code: 'ONCE', order: 98 })));
+      expect([tagged.status, problem(tagged).detail]).toEqual([412, 'If-Match names entity tags, and a dish has none: send If-Match: * to write only over an existing one.']);
+      // If-None-Match naming tags always holds: no tag names a dish.
+      const untagged = await post((r) => r.set('If-None-Match', '"abc"').attach('', png, 'p.png').field('json', dish({ code: 'ONCE', order: 97 })));
+      expect([untagged.status, untagged.body.data.dish.order]).toEqual([200, 97]);
+      // A precondition is weighed last: a menu that does not exist is its 400, whatever If-Match says.
+      const elsewhere = await post((r) => r.set('If-Match', '"abc"').attach('', png, 'p.png').field('json', dish({ menuId: 999_999, code: 'ONCE' })));
+      expect(elsewhere.status).toBe(400);
+    });
   });
 });
 

@@ -56,3 +56,19 @@ export function answeredNotModified(req: IncomingMessage, res: ServerResponse, e
   res.end();
   return true;
 }
+
+/**
+ * What a write's preconditions ask of the resource it writes, which has no entity tag (RFC 9110
+ * §13.2.2, in its order): `absent` for `If-None-Match: *` (create only), `present` for
+ * `If-Match: *` (replace only), `any` without either. If-Match naming tags fails at once (a 412
+ * problem, thrown): no tag can match what has none. If-None-Match naming tags always holds.
+ */
+export function writePrecondition(headers: IncomingMessage['headers'], what: string): 'absent' | 'present' | 'any' {
+  const ifMatch = headers['if-match'];
+  if (ifMatch !== undefined && ifMatch.trim() !== '*') {
+    throw new PreconditionFailedException(`If-Match names entity tags, and ${what} has none: send If-Match: * to write only over an existing one.`);
+  }
+  const absent = headers['if-none-match']?.trim() === '*';
+  if (absent && ifMatch !== undefined) throw new PreconditionFailedException('If-Match: * and If-None-Match: * cannot both hold: send one of them.');
+  return absent ? 'absent' : ifMatch === undefined ? 'any' : 'present';
+}

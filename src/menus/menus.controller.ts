@@ -3,6 +3,7 @@ import {
   ApiBody,
   ApiExtraModels,
   ApiConsumes,
+  ApiHeader,
   ApiOkResponse,
   ApiOperation,
   ApiParam,
@@ -14,7 +15,7 @@ import { entitle, EntitledQuery, QueryWithRules, type QueryRules } from '../auth
 import type { AuthenticatedRequest } from '../auth/principal.js';
 import { RequiresScope } from '../auth/requires-scope.decorator.js';
 import { Scope } from '../auth/scopes.js';
-import { answeredNotModified } from '../common/conditional-get.js';
+import { answeredNotModified, writePrecondition } from '../common/conditional-get.js';
 import { positionOf } from '../common/page-token-param.js';
 import { ValidationProblem } from '../common/problem.js';
 import { ApiConditionalResponses, ApiDataErrors, ApiHeadersTooLarge, ApiProblemResponse } from '../common/api-responses.js';
@@ -101,6 +102,13 @@ export class MenusController {
     'The body has a `Content-Encoding`: the multipart body is read as it is sent, so send it with none.',
     "The upload's Content-Encoding 'gzip' is not read: send the multipart body as it is, with no Content-Encoding.",
   )
+  @ApiHeader({ name: 'If-None-Match', required: false, description: '`*`: add the dish only if the menu has none with its code (a 412 otherwise).', schema: { type: 'string', enum: ['*'] } })
+  @ApiHeader({ name: 'If-Match', required: false, description: '`*`: replace the dish only if the menu has one with its code (a 412 otherwise). A dish has no entity tag: any other value is a 412.', schema: { type: 'string', enum: ['*'] } })
+  @ApiProblemResponse(
+    412,
+    'If-None-Match: * and the menu has a dish with the code, or If-Match: * and it has none (or If-Match names entity tags, which a dish has not). Nothing is written.',
+    "If-None-Match: * asks for a new dish, and menu 101 has one with code 'PH-03': send no If-None-Match to replace it.",
+  )
   @ApiDataErrors(["'code' must be at most 50 characters.", "The image part is required: a file part with an empty name or named 'file'."])
   async upload(@QueryWithRules(ClientQueryDto) rules: QueryRules<ClientQueryDto>, @Req() req: UploadRequest & AuthenticatedRequest): Promise<DishResponseDto> {
     // The query's rules and the form's are one request's: every broken one in one 400, before the entitlements.
@@ -109,7 +117,8 @@ export class MenusController {
     const errors = [...rules.errors, ...form.errors];
     if (errors.length > 0 || !rules.query) throw new ValidationProblem(errors);
     const query = entitle(rules.query, req.principal);
-    return { data: { dish: await this.menus.upload(query.SvcClientId, form) } };
+    // Preconditions are weighed once the request would otherwise succeed (RFC 9110 §13.2.1), the existing dish under the write's lock.
+    return { data: { dish: await this.menus.upload(query.SvcClientId, form, () => writePrecondition(req.headers, 'a dish')) } };
   }
 
   @Get('dishes/images/:imageId')

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, PreconditionFailedException } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, In, type EntityManager } from 'typeorm';
 import { inTransaction } from '../database/transaction.js';
@@ -128,9 +128,9 @@ export class MenusRepository {
    * its own transaction, since a concurrent post of the same code may replace it (and delete
    * its image) as soon as it commits.
    */
-  saveDish(input: DishInput, image: PreparedImage | null): Promise<DishWithImage> {
+  saveDish(input: DishInput, image: PreparedImage | null, expected: 'absent' | 'present' | 'any' = 'any'): Promise<DishWithImage> {
     return this.withImages(async (tx, written, replaced) => {
-      const saved = await this.writeDish(tx, input, image, written, replaced);
+      const saved = await this.writeDish(tx, input, image, written, replaced, expected);
       return (await this.dishWithImage(saved.id, tx))!;
     });
   }
@@ -161,6 +161,7 @@ export class MenusRepository {
     image: PreparedImage | null,
     written: StoredBytes[],
     replaced: StoredBytes[],
+    expected: 'absent' | 'present' | 'any' = 'any',
   ): Promise<Dish> {
     if (this.postgres) {
       // Posts of the same code wait for each other, so exactly one dish and one image remain.
@@ -169,6 +170,13 @@ export class MenusRepository {
     const dishes = tx.getRepository(Dish);
     const images = tx.getRepository(DishImage);
     const existing = await dishes.findOneBy({ menuId: input.menuId, code: input.code });
+    // The upload's precondition, judged under the same lock as the write: of two posts of a new code with If-None-Match: *, one is a 412.
+    if (expected === 'absent' && existing) {
+      throw new PreconditionFailedException(`If-None-Match: * asks for a new dish, and menu ${input.menuId} has one with code '${input.code}': send no If-None-Match to replace it.`);
+    }
+    if (expected === 'present' && !existing) {
+      throw new PreconditionFailedException(`If-Match: * asks to replace a dish, and menu ${input.menuId} has none with code '${input.code}': send no If-Match to add it.`);
+    }
     const previousId = existing?.imageId ?? null;
     const previous = previousId
       ? await images.findOne({ select: { id: true, sha256: true, storageKey: true }, where: { id: previousId } })

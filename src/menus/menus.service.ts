@@ -115,7 +115,7 @@ export class MenusService {
    * no rule (see readForm): the menu must be an active one of the client. Nothing is written
    * unless all passes.
    */
-  async upload(clientId: number, form: CheckedForm): Promise<DishDto> {
+  async upload(clientId: number, form: CheckedForm, precondition: () => 'absent' | 'present' | 'any' = () => 'any'): Promise<DishDto> {
     const { fields, image } = form;
     if (form.errors.length > 0 || !fields || !image) throw new ValidationProblem(form.errors.length > 0 ? form.errors : ['The form is incomplete.']);
     const menuId = fields.menuId;
@@ -126,7 +126,8 @@ export class MenusService {
     if (menu.endDate !== null && menu.endDate < localDate(this.config.RESULTS_TIMEZONE)) {
       throw new ValidationProblem([`'menuId' ${menuId} is a menu that ended on ${menu.endDate}: dishes are added to active menus (as GET /menus lists them).`]);
     }
-    return this.dishDto(await this.repo.saveDish(fields, image), clientId);
+    // The request's preconditions (If-Match, If-None-Match), once every other rule holds.
+    return this.dishDto(await this.repo.saveDish(fields, image, precondition()), clientId);
   }
 
   /** An image of one of the client's dishes, with its validator. */

@@ -1918,7 +1918,12 @@ export interface operations {
                 /** @description The client the request is made for. Names of query parameters match case-insensitively. */
                 SvcClientId: number;
             };
-            header?: never;
+            header?: {
+                /** @description `*`: replace the dish only if the menu has one with its code (a 412 otherwise). A dish has no entity tag: any other value is a 412. */
+                "If-Match"?: "*";
+                /** @description `*`: add the dish only if the menu has none with its code (a 412 otherwise). */
+                "If-None-Match"?: "*";
+            };
             path?: never;
             cookie?: never;
         };
@@ -2012,6 +2017,29 @@ export interface operations {
                      *       "instance": "urn:svc:api:results:error:3f1c2a9e-8b7d-4c55-9a10-2f4e6d8b1c07",
                      *       "status": 403,
                      *       "title": "Forbidden"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            /** @description If-None-Match: * and the menu has a dish with the code, or If-Match: * and it has none (or If-Match names entity tags, which a dish has not). Nothing is written. */
+            412: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
+                    "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
+                    "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "If-None-Match: * asks for a new dish, and menu 101 has one with code 'PH-03': send no If-None-Match to replace it.",
+                     *       "instance": "urn:svc:api:results:error:3f1c2a9e-8b7d-4c55-9a10-2f4e6d8b1c07",
+                     *       "status": 412,
+                     *       "title": "Precondition Failed"
                      *     }
                      */
                     "application/problem+json": components["schemas"]["ProblemDto"];
