@@ -1,4 +1,4 @@
-import { mkdtempSync, readdirSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import sharp from 'sharp';
@@ -190,14 +190,13 @@ describe(`operator CLI (${process.env.TEST_DATABASE})`, () => {
     expect({ code: fresh.code, stdout: fresh.stdout }).toEqual({ code: 0, stdout: '(no clients)\n' });
     expect(fresh.stderr).toBe(`note: there was no database at ${join(elsewhere, 'results.sqlite')}; a new, empty one is made (is DATA_DIR right?)\n`);
     expect((await spawnCli(['clients', 'list'], embedded)).stderr).toBe('');
-    // A migrations check makes the database it finds none of too, and says so; a run, whose first is meant to, does not.
+    // A migrations check changes nothing: it reports the database it finds none of, and makes neither it nor its folder; a run, whose first is meant to, makes it without a word.
     const unchecked = { ...embedded, DATA_DIR: join(elsewhere, 'unchecked') };
     const checked = await spawnCli(['migrations', 'check'], unchecked);
-    expect(checked).toEqual({
-      code: 1,
-      stdout: 'migrations are pending\n',
-      stderr: `note: there was no database at ${join(unchecked.DATA_DIR, 'results.sqlite')}; a new, empty one is made (is DATA_DIR right?)\n`,
-    });
+    const noDatabase = join(unchecked.DATA_DIR, 'results.sqlite');
+    expect(checked).toEqual({ code: 1, stdout: `migrations are pending: there is no database at ${noDatabase} yet (is DATA_DIR right? migrations run makes it)\n`, stderr: '' });
+    expect(JSON.parse((await spawnCli(['--json', 'migrations', 'check'], unchecked)).stdout)).toEqual({ pendingMigrations: true, drift: [], databaseMissing: noDatabase });
+    expect(existsSync(unchecked.DATA_DIR)).toBe(false);
     const firstRun = await spawnCli(['migrations', 'run'], { ...embedded, DATA_DIR: join(elsewhere, 'first') });
     expect({ code: firstRun.code, stderr: firstRun.stderr }).toEqual({ code: 0, stderr: '' });
     const badConfig = await cli(['clients', 'list'], { ...env, VISITS_TAKE_MAX: 'lots' });

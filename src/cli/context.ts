@@ -77,7 +77,8 @@ export class CliContext {
   async withApp<T>(use: (app: INestApplicationContext) => Promise<T>): Promise<T> {
     const config = this.config();
     // The PostgreSQL schema exists, or is created when migrations run at start: else one line naming it.
-    await prepareSchema(config);
+    // A schema made here, as the service would make it: said, since a mistyped DATABASE_SCHEMA is the likelier cause.
+    if ((await prepareSchema(config)) === 'made') this.noteNewSchema(config.DATABASE_SCHEMA);
     // The folders the settings name, checked as the service checks them at start (before the application, which would log a stack).
     const dataDir = prepareDataDir(config);
     prepareImageFolder(config);
@@ -102,6 +103,10 @@ export class CliContext {
     } finally {
       await app.close();
     }
+  }
+
+  private noteNewSchema(schema: string): void {
+    this.io.stderr.write(`note: there was no schema "${schema}" in the database; a new, empty one is made (is DATABASE_SCHEMA right?)\n`);
   }
 
   /** An embedded database is made where there is none, as the service does: said, since a wrong DATA_DIR is the likelier cause. */

@@ -1,7 +1,9 @@
-import { resolve } from 'node:path';
+import { existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { OperatorError } from '../common/operator-error.js';
 import { generateMigration, migrationsAhead, pendingSchemaChanges, prepareSchema, runMigrationsExclusively, SchemaMissingError } from '../database/migration-tools.js';
+import { SQLITE_FILE } from '../database/data-source-options.js';
 import type { CliContext } from './context.js';
 
 export function registerMigrations(program: Command, cli: CliContext): void {
@@ -41,6 +43,15 @@ export function registerMigrations(program: Command, cli: CliContext): void {
           return {
             json: { pendingMigrations: true, drift: [], schemaMissing: config.DATABASE_SCHEMA },
             text: `migrations are pending: DATABASE_SCHEMA "${config.DATABASE_SCHEMA}" does not exist yet (migrations run makes it)`,
+            code: 1,
+          };
+        }
+        // Nor is an embedded database where there is none (a mistyped DATA_DIR): it is reported.
+        const sqlite = config.DATABASE_URL ? null : join(resolve(config.DATA_DIR), SQLITE_FILE);
+        if (sqlite !== null && !existsSync(sqlite)) {
+          return {
+            json: { pendingMigrations: true, drift: [], databaseMissing: sqlite },
+            text: `migrations are pending: there is no database at ${sqlite} yet (is DATA_DIR right? migrations run makes it)`,
             code: 1,
           };
         }

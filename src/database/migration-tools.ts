@@ -98,8 +98,8 @@ export const quoteIdentifier = (name: string): string => `"${name.replace(/"/g, 
  * applies the migrations creates it: `migrations run`, or a start with MIGRATIONS_RUN=true.
  * Otherwise a missing schema is a SchemaMissingError. Nothing to do on SQLite.
  */
-export async function prepareSchema(config: AppConfig, create = config.MIGRATIONS_RUN): Promise<void> {
-  if (!config.DATABASE_URL) return;
+export async function prepareSchema(config: AppConfig, create = config.MIGRATIONS_RUN): Promise<'found' | 'made'> {
+  if (!config.DATABASE_URL) return 'found';
   const db = new DataSource({
     type: 'postgres',
     url: config.DATABASE_URL,
@@ -110,7 +110,7 @@ export async function prepareSchema(config: AppConfig, create = config.MIGRATION
   try {
     // Looked up first: CREATE SCHEMA IF NOT EXISTS needs the CREATE privilege even when the schema exists.
     const found = await db.query<unknown[]>('SELECT 1 FROM pg_namespace WHERE nspname = $1', [config.DATABASE_SCHEMA]);
-    if (found.length > 0) return;
+    if (found.length > 0) return 'found';
     if (!create) throw new SchemaMissingError(config.DATABASE_SCHEMA);
     try {
       await db.query(`CREATE SCHEMA IF NOT EXISTS ${quoteIdentifier(config.DATABASE_SCHEMA)}`);
@@ -119,13 +119,14 @@ export async function prepareSchema(config: AppConfig, create = config.MIGRATION
       const code = (error as { driverError?: { code?: string } }).driverError?.code;
       if (code !== '23505' && code !== '42P06') throw error;
     }
+    return 'made';
   } finally {
     await db.destroy();
   }
 }
 
 /** Creates the configured PostgreSQL schema if it does not exist yet. */
-export function ensureSchema(config: AppConfig): Promise<void> {
+export function ensureSchema(config: AppConfig): Promise<'found' | 'made'> {
   return prepareSchema(config, true);
 }
 
