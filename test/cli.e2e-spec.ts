@@ -103,7 +103,7 @@ describe(`operator CLI (${process.env.TEST_DATABASE})`, () => {
     expect(json).toEqual({ code: 0, stdout: '[]\n', stderr: '' });
     expect(text).toEqual({ code: 0, stdout: '(no clients)\n', stderr: '' });
     expect(failed.code).toBe(1);
-    expect(JSON.parse(failed.stdout)).toEqual({ error: "no API key has the prefix 'svck_none'" });
+    expect(JSON.parse(failed.stdout)).toEqual({ error: "no API key has the prefix 'svck_none' (credentials list shows each key's 12-character prefix)" });
   });
 
   it('reports the schema as current after the migrations', async () => {
@@ -642,6 +642,17 @@ describe(`operator CLI (${process.env.TEST_DATABASE})`, () => {
     expect(first.credentials.map((c) => state(c.clientId))).toEqual([true, true]);
     expect(second.credentials.map((c) => state(c.clientId))).toEqual([false, false]);
   }, 300_000);
+
+  it('revokes a key given whole, as an operator holding a leaked key has it, matched by its hash', async () => {
+    const issued = await cliJson<{ clientId: string; apiKey: string }>(['credentials', 'add', '--clients', '1001', '--scopes', 'branches/standard.read'], env);
+    const made = `${issued.apiKey.slice(0, -1)}${issued.apiKey.endsWith('A') ? 'B' : 'A'}`;
+    expect(JSON.parse((await cli(['--json', 'keys', 'revoke', made], env)).stdout)).toEqual({
+      error: `no API key is '${issued.apiKey.slice(0, 12)}…': give the whole key, or its 12-character prefix as credentials list shows it`,
+    });
+    expect(await cliJson(['keys', 'revoke', issued.apiKey], env)).toEqual({ prefix: issued.apiKey.slice(0, 12), revoked: true });
+    const listed = await cliJson<{ clientId: string; keys: { prefix: string; revoked: boolean }[] }[]>(['credentials', 'list'], env);
+    expect(listed.find((c) => c.clientId === issued.clientId)?.keys).toEqual([expect.objectContaining({ prefix: issued.apiKey.slice(0, 12), revoked: true })]);
+  });
 
   it('reports keys and credentials that do not exist', async () => {
     expect((await cli(['keys', 'revoke', 'svck_nothing'], env)).stderr).toContain("no API key has the prefix 'svck_nothing'");

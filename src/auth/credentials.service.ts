@@ -5,7 +5,7 @@ import { AppConfig } from '../config/app-config.js';
 import { AuthRepository } from './auth.repository.js';
 import { Credential } from './entities/credential.entity.js';
 import { isScope, Scope } from './scopes.js';
-import { clientSecretKey, hashApiKey, hashSecret, newApiKey, newClientId, randomToken, verifySecret } from './secrets.js';
+import { clientSecretKey, DISPLAY_PREFIX_LENGTH, hashApiKey, hashSecret, newApiKey, newClientId, randomToken, verifySecret } from './secrets.js';
 import { VisitTypeCatalogue } from './visit-type-catalogue.js';
 
 export interface NewCredentialInput {
@@ -154,9 +154,21 @@ export class CredentialsService {
     return { clientId, apiKey, prefix };
   }
 
-  async revokeKey(prefix: string): Promise<void> {
-    const key = await this.repo.findKeyByPrefix(prefix);
-    if (!key) throw new OperatorError(`no API key has the prefix '${prefix}'`);
-    await this.repo.revokeKey(prefix);
+  /**
+   * Revokes an API key named by its display prefix, or by the whole key (an operator often holds
+   * the leaked key itself): a whole key is matched by its hash, so a made-up one revokes nothing.
+   * Gives the key's prefix.
+   */
+  async revokeKey(prefixOrKey: string): Promise<string> {
+    if (prefixOrKey.length > DISPLAY_PREFIX_LENGTH) {
+      const whole = await this.repo.findKeyByHash(hashApiKey(prefixOrKey, this.config.API_KEY_HASH_KEY));
+      if (!whole) throw new OperatorError(`no API key is '${prefixOrKey.slice(0, DISPLAY_PREFIX_LENGTH)}…': give the whole key, or its ${DISPLAY_PREFIX_LENGTH}-character prefix as credentials list shows it`);
+      await this.repo.revokeKey(whole.prefix);
+      return whole.prefix;
+    }
+    const key = await this.repo.findKeyByPrefix(prefixOrKey);
+    if (!key) throw new OperatorError(`no API key has the prefix '${prefixOrKey}' (credentials list shows each key's ${DISPLAY_PREFIX_LENGTH}-character prefix)`);
+    await this.repo.revokeKey(prefixOrKey);
+    return prefixOrKey;
   }
 }

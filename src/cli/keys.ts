@@ -18,12 +18,12 @@ export function registerKeys(program: Command, cli: CliContext): void {
     );
   keys
     .command('revoke')
-    .description('revoke an API key by its display prefix')
-    .argument('<prefix>', 'the key prefix shown by credentials list')
+    .description('revoke an API key by its display prefix, or by the whole key')
+    .argument('<prefix>', 'the key prefix shown by credentials list, or the whole key')
     .action(
-      cli.action(async (prefix: string) =>
+      cli.action(async (given: string) =>
         cli.withApp(async (app) => {
-          await app.get(CredentialsService).revokeKey(prefix);
+          const prefix = await app.get(CredentialsService).revokeKey(given);
           return { json: { prefix, revoked: true }, text: `key ${prefix} revoked` };
         }),
       ),
