@@ -124,6 +124,15 @@ describe(`webhooks operator commands (${process.env.TEST_DATABASE})`, () => {
     const failed = await cli(['webhooks', 'test', id], env);
     expect(failed.code).toBe(1);
     expect(failed.stderr).toMatch(new RegExp(`^error: ping evt_[0-9a-f]{32} to ${id} failed: HTTP 500: nope\\n$`));
+    // With --json, what the receiver answered goes with the error.
+    const failedJson = await cli(['--json', 'webhooks', 'test', id], env);
+    expect(failedJson.code).toBe(1);
+    expect(JSON.parse(failedJson.stdout)).toEqual({
+      error: expect.stringMatching(new RegExp(`^ping evt_[0-9a-f]{32} to ${id} failed: HTTP 500: nope$`)),
+      ok: false,
+      status: 500,
+      eventId: expect.stringMatching(/^evt_[0-9a-f]{32}$/),
+    });
     await cliJson(['webhooks', 'remove', id], env);
   });
 

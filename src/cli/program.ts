@@ -107,7 +107,8 @@ export async function runCli(args: readonly string[], io: CliIo): Promise<number
     // What the environment did (a database out of reach, a folder that cannot be used): said in one line, still exit 2.
     const environment = known ? undefined : (folder ?? environmentFailure(error));
     const message = known ? error.message : (environment ?? `unexpected error: ${(error as Error)?.stack ?? String(error)}`);
-    if (cli.json) io.stdout.write(`${JSON.stringify({ error: message })}\n`);
+    const details = error instanceof OperatorError ? error.details : {};
+    if (cli.json) io.stdout.write(`${JSON.stringify({ error: message, ...details })}\n`);
     io.stderr.write(`error: ${message}\n`);
     return known ? 1 : 2;
   }

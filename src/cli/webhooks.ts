@@ -89,7 +89,8 @@ export function registerWebhooks(program: Command, cli: CliContext): void {
       cli.action(async (id: string) =>
         cli.withApp(async (app) => {
           const result = await app.get(WebhooksService).test(id);
-          if (!result.ok) throw new OperatorError(`ping ${result.eventId} to ${id} failed: ${result.error}`);
+          // With --json, what the receiver answered goes with the error: { error, ok, status, eventId }.
+          if (!result.ok) throw new OperatorError(`ping ${result.eventId} to ${id} failed: ${result.error}`, { ok: false, status: result.status, eventId: result.eventId });
           return { json: result, text: `ping ${result.eventId} to ${id} delivered: HTTP ${result.status}` };
         }),
       ),
