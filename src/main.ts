@@ -5,6 +5,7 @@ import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { AppModule } from './app.module.js';
 import { BodyPool } from './common/body-pool.js';
+import { lingerAfterResponse } from './common/body-drain.js';
 import { environmentFailure } from './common/environment-failure.js';
 import { startIdleCollector } from './common/idle-collector.js';
 import { AppConfig, BUILT_IN_API_KEY_HASH_KEY, ConfigError, loadConfig } from './config/app-config.js';
@@ -85,7 +86,14 @@ async function bootstrap(): Promise<void> {
     for (const socket of connections) {
       const res = (socket as Socket & { _httpMessage?: unknown })._httpMessage;
       if (!(res instanceof ServerResponse)) continue;
-      if (!res.headersSent) res.shouldKeepAlive = false;
+      if (!res.headersSent) {
+        res.shouldKeepAlive = false;
+        // A body still coming when its answer is written (a request refused before its body was
+        // read) is read and dropped while the connection closes, so the client gets the answer
+        // rather than a reset.
+        const req = (res as ServerResponse & { req?: IncomingMessage }).req;
+        if (req && !req.complete) lingerAfterResponse(req, SHUTDOWN_LINGER_MS, { readNow: false });
+      }
       res.once('finish', () => setImmediate(() => server.closeIdleConnections()));
     }
     const deadline = setTimeout(() => {
@@ -111,6 +119,9 @@ async function bootstrap(): Promise<void> {
   }
   await app.get(DemoService).announce(await app.getUrl());
 }
+
+/** How long a connection closed at shutdown with a request body still coming stays half-open for the client to read its answer. */
+const SHUTDOWN_LINGER_MS = 2000;
 
 bootstrap().catch((error: unknown) => {
   // A setting found wrong once the application starts (the signing keys): as a wrong value at load.

@@ -59,11 +59,9 @@ describe(`the change feed migration on existing data (${process.env.TEST_DATABAS
       const at = v.at instanceof Date ? v.at.getTime() : Date.parse(`${String(v.at).replace(' ', 'T')}Z`);
       expect(at).toBeGreaterThanOrEqual(before - 5_000);
     }
+    // Each client's counter is past its visits' numbers: a later migration moves it on to the clock (SequenceFollowsDataVersion).
     const clients = await db.query<{ id: number; s: string | number }[]>('SELECT id, change_seq AS s FROM clients ORDER BY id');
-    expect(clients.map((c) => [Number(c.id), Number(c.s)])).toEqual([
-      [1, 3],
-      [2, 2],
-      [3, 0],
-    ]);
+    expect(clients.map((c) => Number(c.id))).toEqual([1, 2, 3]);
+    for (const c of clients) expect(Number(c.s)).toBeGreaterThanOrEqual(before * 1000);
   });
 });

@@ -37,7 +37,8 @@ export async function bumpDataVersion(tx: EntityManager, clientIds: number[]): P
  */
 export async function lockClients(tx: EntityManager, clientIds: number[]): Promise<void> {
   const p = tx.connection.options.type === 'postgres' ? '$1' : '?';
-  for (const id of [...new Set(clientIds)].sort((a, b) => a - b)) await tx.query(`UPDATE clients SET id = id WHERE id = ${p}`, [id]);
+  // data_version set to itself: a key column in the SET list would have SQLite check every row that refers to the client.
+  for (const id of [...new Set(clientIds)].sort((a, b) => a - b)) await tx.query(`UPDATE clients SET data_version = data_version WHERE id = ${p}`, [id]);
 }
 
 /**

@@ -45,13 +45,17 @@ export function discardBody(request: IncomingMessage, bound: DrainBound): Promis
  * connection is half-closed after the response, and whatever the client still sends is read
  * and dropped until it closes its side, or `maxMs` have passed.
  */
-export function lingerAfterResponse(request: IncomingMessage, maxMs: number): void {
+export function lingerAfterResponse(request: IncomingMessage, maxMs: number, { readNow = true }: { readNow?: boolean } = {}): void {
   const socket = request.socket;
   // Node's HTTP server calls destroySoon() once the last response on the connection is written.
   socket.destroySoon = (): void => {
     socket.end();
+    // A body still being sent is read and dropped from here on, if not from the start.
+    if (!readNow) request.resume();
     const timer = setTimeout(() => socket.destroy(), maxMs).unref();
     socket.once('close', () => clearTimeout(timer));
   };
-  request.resume();
+  // From now: what a reader no longer wants (a refused body) is dropped as it comes. Not for a
+  // request still being answered, whose handler may yet read its body (readNow false).
+  if (readNow) request.resume();
 }

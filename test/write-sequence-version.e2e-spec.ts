@@ -1,0 +1,63 @@
+import type { DataSource } from 'typeorm';
+import { lockClients } from '../src/clients/data-version.js';
+import { openDataSource } from '../src/database/migration-tools.js';
+import { inTransaction } from '../src/database/transaction.js';
+import { cliJson } from './helpers/cli.js';
+import { isolatedConfig, onPostgres } from './helpers/test-config.js';
+
+/**
+ * A client's write sequence is its data version (page keys and ETags go by it): the migration
+ * that makes it so moves every client's past the clock, past any data_version an ETag was made
+ * with before, and a writer of an earlier release, which moves data_version alone, moves it too.
+ */
+describe(`the write sequence as the data version (${process.env.TEST_DATABASE})`, () => {
+  const { config, env, drop } = isolatedConfig();
+  let db: DataSource;
+  const p = (i: number): string => (onPostgres() ? `$${i}` : '?');
+  const state = async (): Promise<{ seq: number; version: number }> => {
+    const [row] = await db.query<{ s: number | string; v: number | string }[]>(`SELECT change_seq AS s, data_version AS v FROM clients WHERE id = ${p(1)}`, [1001]);
+    return { seq: Number(row.s), version: Number(row.v) };
+  };
+
+  beforeAll(async () => {
+    await cliJson(['migrations', 'run'], env);
+    await cliJson(['clients', 'add', '--id', '1001', '--name', 'Acme Dining'], env);
+    db = await openDataSource(config);
+  });
+  afterAll(async () => {
+    await db.destroy();
+    await drop();
+  });
+
+  it('is moved past the clock by the migration, whatever it and data_version were', async () => {
+    // The database as the release before had it: small counters, and neither the migration nor its trigger.
+    await db.query(`UPDATE clients SET change_seq = 3, data_version = 3 WHERE id = ${p(1)}`, [1001]);
+    const name = onPostgres() ? 'SequenceFollowsDataVersion1795700000002' : 'SequenceFollowsDataVersion1795700000001';
+    await db.query(`DELETE FROM migrations WHERE name = ${p(1)}`, [name]);
+    if (onPostgres()) {
+      await db.query('DROP TRIGGER "clients_sequence_follows_data_version" ON "clients"');
+      await db.query('DROP FUNCTION "sequence_follows_data_version"()');
+    } else {
+      await db.query('DROP TRIGGER "clients_sequence_follows_data_version"');
+    }
+    const before = Date.now() * 1000;
+    expect(await cliJson(['migrations', 'run'], env)).toEqual({ applied: [name] });
+    const after = await state();
+    expect(after.version).toBe(3);
+    expect(after.seq).toBeGreaterThanOrEqual(before);
+    expect(after.seq).toBeLessThanOrEqual(Date.now() * 1000);
+  });
+
+  it('moves when a writer of an earlier release moves data_version alone, and not when a writer only locks the client', async () => {
+    const before = await state();
+    await db.query(`UPDATE clients SET data_version = data_version + 1 WHERE id = ${p(1)}`, [1001]);
+    const moved = await state();
+    expect(moved.version).toBe(before.version + 1);
+    expect(moved.seq).toBeGreaterThan(before.seq);
+    await inTransaction(db, (tx) => lockClients(tx, [1001]));
+    expect(await state()).toEqual(moved);
+    // This release's writers move both: the trigger leaves their sequence as they set it.
+    await db.query(`UPDATE clients SET change_seq = change_seq + 5, data_version = data_version + 1 WHERE id = ${p(1)}`, [1001]);
+    expect(await state()).toEqual({ seq: moved.seq + 5, version: moved.version + 1 });
+  });
+});
