@@ -12,6 +12,8 @@ export const DATA_VERSION_CHANNEL = 'results_data_version';
 const CLIENTS_KEPT = 100_000;
 /** A kept version is read again after this long, whatever the notifications said (a safety net, not the mechanism). */
 const KEPT_MS = 60_000;
+/** Which table the clients are in, by its id (see verify). */
+const CLIENTS_TABLE_SQL = "SELECT to_regclass('clients')::oid::text AS t";
 /** How often the listening connection is checked, and how long the check may take. */
 const CHECK_EVERY_MS = 10_000;
 const CHECK_TIMEOUT_MS = 5_000;
@@ -44,6 +46,8 @@ export class ClientDataVersions implements OnApplicationShutdown {
   private generation = 0;
   private seenCommits = 0;
   private client: pg.Client | null = null;
+  /** The clients table's id as the last check read it (null: missing; undefined: not read yet on this connection). */
+  private clientsTable: string | null | undefined = undefined;
   /** The schema the announcements must name: the one this replica's tables are in, as the server resolved it. */
   private schema: string | null = null;
   private check: NodeJS.Timeout | null = null;
@@ -135,6 +139,7 @@ export class ClientDataVersions implements OnApplicationShutdown {
       const { rows } = await client.query<{ schema: string | null }>('SELECT current_schema() AS schema');
       if (!rows[0]?.schema) throw new Error(`schema ${this.config.DATABASE_SCHEMA} does not exist`);
       this.schema = rows[0].schema;
+      this.clientsTable = (await client.query<{ t: string | null }>(CLIENTS_TABLE_SQL)).rows[0]?.t ?? null;
     } catch (error) {
       this.lost(client, error as Error);
       return;
@@ -158,19 +163,41 @@ export class ClientDataVersions implements OnApplicationShutdown {
     }
   }
 
-  /** A connection that stopped answering (a silent network) is as lost as a closed one. */
-  private async verify(client: pg.Client): Promise<void> {
+  /**
+   * The periodic check of the listening connection (run by a timer; public for tests). A
+   * connection that stopped answering (a silent network) is as lost as a closed one. The check
+   * also reads which table the clients are in: a restore (pg_restore --clean) drops the table
+   * and makes it again, with the versions of the backup and no announcement, so kept versions
+   * are forgotten when the table is missing or another one (read per request from then on,
+   * which answers 503 while the restore is under way), instead of serving pages of before the
+   * restore until they expire.
+   */
+  async verify(client: pg.Client | null = this.client): Promise<void> {
+    if (!client) return;
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, fail) => {
       timer = setTimeout(() => fail(new Error(`no answer within ${CHECK_TIMEOUT_MS} ms`)), CHECK_TIMEOUT_MS);
     });
     try {
-      await Promise.race([client.query('SELECT 1'), timeout]);
+      const { rows } = await Promise.race([client.query<{ t: string | null }>(CLIENTS_TABLE_SQL), timeout]);
+      if (client === this.client) this.sawClientsTable(rows[0]?.t ?? null);
     } catch (error) {
       this.lost(client, error as Error);
     } finally {
       clearTimeout(timer);
     }
+  }
+
+  private sawClientsTable(table: string | null): void {
+    const before = this.clientsTable;
+    this.clientsTable = table;
+    if (before === undefined || before === table) return;
+    this.forget();
+    this.logger.warn(
+      table === null
+        ? 'the clients table is missing (a restore under way?): data versions are read per request'
+        : 'the clients table was made again (a restore?): data versions are read again',
+    );
   }
 
   private lost(client: pg.Client, error: Error): void {

@@ -96,4 +96,27 @@ describe('client data versions on PostgreSQL', () => {
     const expected = await stored();
     expect(await eventually(() => versions.current(1001), (v) => v === expected, 30_000, 10)).toBe(expected);
   });
+  it('forgets kept versions when its check finds the clients table missing or made again, as a restore leaves it (no announcement comes)', async () => {
+    expect(await listening()).toBe(true);
+    const kept = (await versions.current(1001))!;
+    // The restore: the table dropped and made again, holding the backup's (lower) version, without a word on the channel.
+    await other.query('ALTER TABLE clients RENAME TO clients_before_restore');
+    try {
+      await versions.verify();
+      const query = jest.spyOn(db, 'query');
+      await expect(versions.current(1001)).rejects.toThrow(/clients/);
+      expect(query).toHaveBeenCalledTimes(1);
+      query.mockRestore();
+      await other.query('CREATE TABLE clients (LIKE clients_before_restore INCLUDING DEFAULTS)');
+      await other.query('INSERT INTO clients SELECT * FROM clients_before_restore');
+      await other.query('UPDATE clients SET change_seq = change_seq - 10 WHERE id = 1001');
+      await versions.verify();
+      expect(await versions.current(1001)).toBe(kept - 10);
+    } finally {
+      await other.query('DROP TABLE IF EXISTS clients');
+      await other.query('ALTER TABLE clients_before_restore RENAME TO clients');
+    }
+    await versions.verify();
+    expect(await versions.current(1001)).toBe(kept);
+  });
 });
