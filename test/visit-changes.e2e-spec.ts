@@ -369,7 +369,7 @@ describe(`GET /visits/standard/changes and /visits/plus/changes (${process.env.T
       expect(res.headers['content-type']).toBe(PROBLEM);
       expect(JSON.parse(res.text)).toMatchObject({
         status: 400,
-        errors: ["'after' is further on than the feed: the service's data was restored from an earlier backup. Start again from 'Since' (a time before the restore) and read the feed through."],
+        errors: ["'after' is further on than the feed: the service's data was restored from an earlier backup. Start again from 'Since' (a time before the backup was taken) and read the feed through."],
       });
     } finally {
       await db.query('UPDATE clients SET change_seq = change_seq + 3 WHERE id = 1001');

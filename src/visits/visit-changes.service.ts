@@ -20,7 +20,7 @@ export const SINCE_MARGIN_MS = 5 * 60_000;
 
 /** Why a token further on than the feed is refused (see page). */
 export const AFTER_AHEAD_OF_FEED =
-  "'after' is further on than the feed: the service's data was restored from an earlier backup. Start again from 'Since' (a time before the restore) and read the feed through.";
+  "'after' is further on than the feed: the service's data was restored from an earlier backup. Start again from 'Since' (a time before the backup was taken) and read the feed through.";
 
 /** A page of the change feed, and the token of the page after it. */
 export interface ChangesPage {
