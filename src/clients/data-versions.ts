@@ -61,7 +61,7 @@ export class ClientDataVersions implements OnApplicationShutdown {
     private readonly config: AppConfig,
   ) {
     this.postgres = db.options.type === 'postgres';
-    // The write sequence is the version (see sequenceAfter): it moves with every change and never goes back, a restore included.
+    // The write sequence is the version (see bumpDataVersion): it moves with every change and never goes back, a restore included.
     this.sql = `SELECT change_seq AS v FROM clients WHERE id = ${this.postgres ? '$1' : '?'}`;
   }
 

@@ -34,12 +34,9 @@ const failures = new WeakMap<IncomingMessage, Error>();
  */
 export function keepingBodyErrors(parser: Middleware, rule: BodyRule): Middleware {
   const wrapper: Middleware = (req, res, next) => {
-    if (req.method !== 'POST' || failures.has(req)) {
+    // Another media type is another parser's (or a route's own reader's, the upload's), as body-parser judges it.
+    if (req.method !== 'POST' || failures.has(req) || mediaType(req) !== rule.type) {
       next();
-      return;
-    }
-    if (mediaType(req) !== rule.type) {
-      parser(req, res, (error?: unknown) => keep(req, error, next));
       return;
     }
     const declared = Number(req.headers['content-length']);

@@ -7,7 +7,6 @@ import { Visit } from './entities/visit.entity.js';
 import { PostgresRows } from '../database/postgres-rows.js';
 import { SqliteRows } from '../database/sqlite-rows.js';
 import { sqliteTimestamp } from '../database/sqlite-timestamp.js';
-import { sequenceAfter } from '../clients/data-version.js';
 import { inTransaction, movesDataVersion } from '../database/transaction.js';
 import { upsertRows } from '../database/upsert.js';
 import { renderVisitDocument, type ClientNames, type DocumentRow } from './visit-json.js';
@@ -317,15 +316,15 @@ export class VisitsRepository {
     return places;
   }
 
-  /** Moves the client's write sequence on by `count` (and its data version by one; see sequenceAfter); the new last number. */
+  /**
+   * Moves the client's write sequence on by `count` at least, and its data version by one (the
+   * database moves the sequence past the clock too: see bumpDataVersion); the new last number,
+   * read back, of a block of `count` numbers no one had.
+   */
   private async takeSequence(tx: EntityManager, clientId: number, count: number): Promise<number> {
     movesDataVersion(tx);
-    const [clock, n, id] = this.postgres ? ['$1', '$2', '$3'] : ['?', '?', '?'];
-    await tx.query(`UPDATE clients SET change_seq = ${sequenceAfter(this.postgres, n, clock)}, data_version = data_version + 1 WHERE id = ${id}`, [
-      String(Date.now() * 1000),
-      count,
-      clientId,
-    ]);
+    const [n, id] = this.postgres ? ['$1', '$2'] : ['?', '?'];
+    await tx.query(`UPDATE clients SET change_seq = change_seq + ${n}, data_version = data_version + 1 WHERE id = ${id}`, [count, clientId]);
     const p = this.postgres ? ['$1'] : ['?'];
     const rows = await tx.query<{ s: number | string }[]>(`SELECT change_seq AS s FROM clients WHERE id = ${p[0]}`, [clientId]);
     if (rows[0] === undefined) throw new Error(`client ${clientId} does not exist`);

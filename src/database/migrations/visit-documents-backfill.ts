@@ -91,13 +91,7 @@ export async function repairVisitDocuments(runner: QueryRunner, postgres: boolea
   // On the feed again, in id order, after everything the client's sequence holds.
   const changedAt = postgres ? new Date() : sqliteTimestamp(new Date());
   for (const [clientId, ids] of [...repaired].sort(([a], [b]) => a - b)) {
-    // Numbered after the clock, as every write is (sequenceAfter): after every number given before, a restore included.
-    const after = postgres ? `GREATEST(change_seq, CAST(${p(1)} AS bigint))` : `MAX(change_seq, CAST(${p(1)} AS INTEGER))`;
-    await runner.query(`UPDATE clients SET change_seq = ${after} + ${p(2)}, data_version = data_version + 1 WHERE id = ${p(3)}`, [
-      String(Date.now() * 1000),
-      ids.length,
-      clientId,
-    ]);
+    await runner.query(`UPDATE clients SET change_seq = change_seq + ${p(1)}, data_version = data_version + 1 WHERE id = ${p(2)}`, [ids.length, clientId]);
     const [{ s }] = (await runner.query(`SELECT change_seq AS s FROM clients WHERE id = ${p(1)}`, [clientId])) as { s: number | string }[];
     const first = Number(s) - ids.length + 1;
     for (const [i, id] of ids.entries()) {
