@@ -5,6 +5,7 @@ import { DataSource } from 'typeorm';
 import type { IssuedCredential } from '../src/auth/credentials.service.js';
 import { issueCredential, seedClients, tokenFor } from './helpers/auth.js';
 import { startTestApp, type TestApp } from './helpers/test-app.js';
+import { propertyRuns } from './helpers/property-runs.js';
 
 const INSTANCE = /^urn:svc:api:results:error:[0-9a-f-]{36}$/;
 const BASE64URL = [...'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_'];
@@ -158,7 +159,7 @@ describe(`malformed bearer tokens (${process.env.TEST_DATABASE})`, () => {
         fc.pre(bad.replace(/^[ \t]+/, '').replace(/[ \t]+$/, '') !== token);
         await expectInvalidToken(bad);
       }),
-      { numRuns: 250 },
+      propertyRuns(250),
     );
   });
 
@@ -182,7 +183,7 @@ describe(`malformed bearer tokens (${process.env.TEST_DATABASE})`, () => {
           await expectInvalidToken(bad);
         },
       ),
-      { numRuns: 200 },
+      propertyRuns(200),
     );
   });
 });

@@ -5,6 +5,7 @@ import { addDays } from '../src/common/clock.js';
 import { issueCredential, tokenFor } from './helpers/auth.js';
 import { startTestApp, type TestApp } from './helpers/test-app.js';
 import { seedVisits } from './helpers/visits-fixture.js';
+import { propertyRuns } from './helpers/property-runs.js';
 
 const INSTANCE = /^urn:svc:api:results:error:[0-9a-f-]{36}$/;
 
@@ -84,7 +85,7 @@ describe(`visits parameters under arbitrary input (${process.env.TEST_DATABASE})
           expect(body.detail).toMatch(/^The credential is not entitled to /);
         }
       }),
-      { numRuns: 300 },
+      propertyRuns(300),
     );
   });
 
@@ -108,7 +109,7 @@ describe(`visits parameters under arbitrary input (${process.env.TEST_DATABASE})
           expect(res.body.data.visits.length).toBeLessThanOrEqual(take);
         },
       ),
-      { numRuns: 100 },
+      propertyRuns(100),
     );
   });
 });

@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import { ByteWriter } from './byte-writer.js';
+import { propertyRuns } from '../../test/helpers/property-runs.js';
 
 describe('ByteWriter', () => {
   it('writes exactly the UTF-8 bytes of the concatenated texts, whatever the first guess', () => {
@@ -9,7 +10,7 @@ describe('ByteWriter', () => {
         for (const part of parts) out.text(part);
         expect(out.result().equals(Buffer.from(parts.join(''), 'utf8'))).toBe(true);
       }),
-      { numRuns: 500 },
+      propertyRuns(500),
     );
   });
 
@@ -32,7 +33,7 @@ describe('ByteWriter', () => {
         }
         expect(out.result().equals(Buffer.from(parts.map(([part]) => part).join(''), 'utf8'))).toBe(true);
       }),
-      { numRuns: 300 },
+      propertyRuns(300),
     );
   });
 

@@ -5,6 +5,7 @@ import express, { type Request, type Response } from 'express';
 import fc from 'fast-check';
 import { COMPRESS_MIN_BYTES, CompressedBodies, compress, compressResponses, negotiate, sendBody } from './compression.js';
 import { rawRequest, type RawResponse } from '../../test/helpers/raw-http.js';
+import { propertyRuns } from '../../test/helpers/property-runs.js';
 
 describe('negotiate(Accept-Encoding)', () => {
   it.each([
@@ -65,6 +66,7 @@ describe('negotiate(Accept-Encoding)', () => {
         const shuffled = [...kept].sort((a, b) => order(a) - order(b));
         expect(negotiate(shuffled.join(', '))).toBe(negotiate(kept.join(', ')));
       }),
+      propertyRuns(100),
     );
   });
 });

@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import { NameFragments, PageWriter, renderVisitDocument, StaleNames, type ClientNames, type DocumentRow, type FeedEnd, type VisitFields } from './visit-json.js';
+import { propertyRuns } from '../../test/helpers/property-runs.js';
 
 const nullable = <T>(arb: fc.Arbitrary<T>): fc.Arbitrary<T | null> => fc.option(arb, { nil: null });
 const anyText = fc.string({ unit: 'binary', maxLength: 30 });
@@ -113,7 +114,7 @@ describe('PageWriter', () => {
         const body = visitsPageJson(p.visits.map(documentRow), new NameFragments(clientNames(p)), plus).toString('utf8');
         expect(body).toBe(JSON.stringify(expected(p, plus)));
       }),
-      { numRuns: 300 },
+      propertyRuns(300),
     );
   });
 
@@ -130,7 +131,7 @@ describe('PageWriter', () => {
           from = at + 1;
         }
       }),
-      { numRuns: 300 },
+      propertyRuns(300),
     );
   });
 

@@ -5,6 +5,7 @@ import { ValidationProblem } from '../../common/problem.js';
 import { parseQuery } from '../../common/query-params.js';
 import { queryContext, TEST_PAGE_TOKENS } from '../../../test/helpers/query-context.js';
 import { ChangesQueryDto, PlusChangesQueryDto, sinceInstant } from './changes-query.dto.js';
+import { propertyRuns } from '../../../test/helpers/property-runs.js';
 
 describe('Since of the change feed', () => {
   it('reads a date-time with an offset as that instant', () => {
@@ -43,7 +44,7 @@ describe('Since of the change feed', () => {
         expect(found.getTime()).toBeLessThanOrEqual(at.getTime());
         expect(at.getTime() - found.getTime()).toBeLessThanOrEqual(3600_000);
       }),
-      { numRuns: 2000 },
+      propertyRuns(2000),
     );
   });
 });
