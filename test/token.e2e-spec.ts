@@ -1,5 +1,6 @@
 import { request as httpRequest } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { gzipSync } from 'node:zlib';
 import { decodeJwt, decodeProtectedHeader } from 'jose';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
@@ -8,6 +9,7 @@ import { CredentialsService, type IssuedCredential } from '../src/auth/credentia
 import { Credential } from '../src/auth/entities/credential.entity.js';
 import { scryptSecretHash } from '../src/auth/secrets.js';
 import { issueCredential, seedClients } from './helpers/auth.js';
+import { rawRequest } from './helpers/raw-http.js';
 import { startTestApp, type TestApp } from './helpers/test-app.js';
 import { onPostgres } from './helpers/test-config.js';
 
@@ -231,6 +233,14 @@ describe(`POST /connect/token (${process.env.TEST_DATABASE})`, () => {
       .set('Content-Encoding', 'zstd')
       .send(new URLSearchParams(creds()).toString());
     expectOAuthError(zstd, 415, 'invalid_request', "The request body's Content-Encoding is not one the service reads: send it as it is, or as gzip, deflate or br.");
+  });
+
+  it.each(['gzip', 'x-gzip', 'X-GZIP'])('reads a form sent with Content-Encoding %s', async (coding) => {
+    const form = gzipSync(new URLSearchParams(creds()).toString());
+    if (!t.app.getHttpServer().listening) await t.app.listen(0, '127.0.0.1');
+    const res = await rawRequest(t.app.getHttpServer(), '/connect/token', { 'svc-api-key': partner.apiKey, 'content-type': 'application/x-www-form-urlencoded', 'content-encoding': coding }, 'POST', form);
+    expect(res.status).toBe(200);
+    expect(JSON.parse(res.body.toString('utf8'))).toEqual({ access_token: expect.any(String), token_type: 'Bearer', expires_in: 3600, scope: ALL });
   });
 
   it('refuses missing client authentication with invalid_client and a Basic challenge, after the svc-api-key', async () => {

@@ -39,6 +39,8 @@ export function keepingBodyErrors(parser: Middleware, rule: BodyRule): Middlewar
       next();
       return;
     }
+    // RFC 9110 §8.4.1.3: a recipient should take x-gzip as gzip; body-parser knows only the latter.
+    if (req.headers['content-encoding']?.trim().toLowerCase() === 'x-gzip') req.headers['content-encoding'] = 'gzip';
     const declared = Number(req.headers['content-length']);
     if (Number.isFinite(declared) && declared > rule.limit) {
       refuseUnread(req, res, rule.limit);
