@@ -163,6 +163,42 @@ describe(`an upload over the size limit, over a real connection (${process.env.T
     await expectNothingStoredThenServing(before);
   });
 
+  it.each([
+    ['a text part', '--b\r\nContent-Disposition: form-data; name="json"\r\n\r\n'],
+    ['a preamble', 'This is a preamble, which multipart readers skip.\r\n'],
+  ])('refuses a body that streams on in %s once it passes the largest form, without waiting for its end', async (_, opening) => {
+    const before = await stored();
+    const socket = connect(port, '127.0.0.1');
+    const chunks: Buffer[] = [];
+    socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+    const closed = new Promise<void>((resolve) => socket.on('close', () => resolve()));
+    socket.on('error', () => undefined);
+    const chunk = (data: Buffer): Buffer => Buffer.concat([Buffer.from(`${data.length.toString(16)}\r\n`), data, Buffer.from('\r\n')]);
+    socket.write(uploadHead('Transfer-Encoding: chunked\r\n'));
+    socket.write(chunk(Buffer.from(opening)));
+    // Up to 128 MiB, ever more than any bound of the service, while no answer has come.
+    const filler = chunk(Buffer.alloc(256 * 1024, 'x'));
+    let sent = 0;
+    while (chunks.length === 0 && !socket.destroyed && sent < 128 * MiB) {
+      if (!socket.write(filler)) await new Promise((resolve) => socket.once('drain', resolve).once('close', resolve));
+      sent += filler.length;
+    }
+    socket.end();
+    await closed;
+    const answer = Buffer.concat(chunks).toString('latin1');
+    const [head, body] = answer.split('\r\n\r\n');
+    const lines = head.split('\r\n');
+    expect(lines[0]).toBe('HTTP/1.1 413 Payload Too Large');
+    expect(lines).toContain('Connection: close');
+    expect(JSON.parse(body)).toMatchObject({
+      status: 413,
+      errors: ['The form must be at most 5505024 bytes (5.3 MiB): one image part of at most 5 MiB and one json part of at most 64 KiB.'],
+    });
+    // Answered once the drain bound (four times the largest form) was read, not at the body's end.
+    expect(sent).toBeLessThan(64 * MiB);
+    await expectNothingStoredThenServing(before);
+  });
+
   /**
    * One upload sent as curl sends a large one, `Expect: 100-continue`: the body goes only once
    * a 100 Continue comes, and is never sent when the final answer comes first.

@@ -3,6 +3,7 @@ import busboy from 'busboy';
 import type { Request, Response } from 'express';
 import type { Observable } from 'rxjs';
 import { discardBody, lingerAfterResponse } from '../common/body-drain.js';
+import { formatBytes } from '../common/byte-size.js';
 import { awaitsContinue, declineContinue } from '../common/expect-continue.js';
 import { PayloadTooLargeProblem, ProblemException, ValidationProblem } from '../common/problem.js';
 import { AppConfig } from '../config/app-config.js';
@@ -86,6 +87,12 @@ export class DishUploadInterceptor implements NestInterceptor {
     return new PayloadTooLargeProblem([imageTooLargeMessage(this.config.IMAGE_MAX_BYTES)]);
   }
 
+  private formTooLarge(): PayloadTooLargeProblem {
+    return new PayloadTooLargeProblem([
+      `The form must be at most ${this.maxForm} bytes (${formatBytes(this.maxForm)}): one image part of at most ${formatBytes(this.config.IMAGE_MAX_BYTES)} and one json part of at most 64 KiB.`,
+    ]);
+  }
+
   /**
    * busboy reports a limit once a file reaches it: one byte more, so that an image of exactly
    * IMAGE_MAX_BYTES is taken. Fields likewise: a json part of exactly DISH_JSON_PART_MAX_BYTES is taken.
@@ -112,9 +119,9 @@ export class DishUploadInterceptor implements NestInterceptor {
       const fail = (message: string): void => {
         if (stop()) reject(new ValidationProblem([message]));
       };
-      const tooLarge = (): void => {
+      const tooLarge = (problem: PayloadTooLargeProblem): void => {
         if (!stop()) return;
-        void discardBody(request, { maxBytes: this.drainBytes - received, maxMs: DRAIN_MS }).then(() => reject(this.tooLarge()));
+        void discardBody(request, { maxBytes: this.drainBytes - received, maxMs: DRAIN_MS }).then(() => reject(problem));
       };
       try {
         parser = busboy({
@@ -150,7 +157,7 @@ export class DishUploadInterceptor implements NestInterceptor {
         });
         stream.on('limit', () => {
           chunks.length = 0;
-          tooLarge();
+          tooLarge(this.tooLarge());
         });
         stream.on('end', () => {
           if (!failed) parts.files.push({ fieldname: name ?? '', originalname: info.filename ?? '', buffer: Buffer.concat(chunks) });
@@ -173,7 +180,8 @@ export class DishUploadInterceptor implements NestInterceptor {
       parser.on('close', closeOne);
       request.on('aborted', () => fail('The upload was interrupted.'));
       request.on('data', (chunk: Buffer) => {
-        received += chunk.length;
+        // Past the largest form, not by an image (its part's limit comes first): a text part busboy would read to its end, a preamble.
+        if ((received += chunk.length) > this.maxForm) tooLarge(this.formTooLarge());
       });
       request.pipe(parser);
       request.pipe(twin);

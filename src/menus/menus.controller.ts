@@ -92,8 +92,8 @@ export class MenusController {
   @ApiOkResponse({ type: DishResponseDto })
   @ApiProblemResponse(
     413,
-    'The body is larger than the service accepts: the image is over its limit (5 MiB unless configured), which `errors` names. ' +
-      'The connection closes after the response.',
+    'The body is larger than the service accepts: the image is over its limit (5 MiB unless configured), or the form in all ' +
+      'over that and 256 KiB more; `errors` names the limit. The connection closes after the response.',
     undefined,
     [imageTooLargeMessage(new AppConfig().IMAGE_MAX_BYTES)],
   )

@@ -2045,7 +2045,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDto"];
                 };
             };
-            /** @description The body is larger than the service accepts: the image is over its limit (5 MiB unless configured), which `errors` names. The connection closes after the response. */
+            /** @description The body is larger than the service accepts: the image is over its limit (5 MiB unless configured), or the form in all over that and 256 KiB more; `errors` names the limit. The connection closes after the response. */
             413: {
                 headers: {
                     RateLimit: components["headers"]["RateLimit"];
