@@ -663,8 +663,19 @@ describe(`operator CLI (${process.env.TEST_DATABASE})`, () => {
     // Key ids are base64url thumbprints: about one in 32 begins with '-'.
     const result = await cli(['signing-keys', 'retire', '-fvVIqdZ_Y-JustNtI3hc'], env);
     expect(result.code).toBe(1);
-    expect(result.stderr).toContain("no active signing key has the id '-fvVIqdZ_Y-JustNtI3hc'");
-    expect(result.stderr).not.toContain('unknown option');
+    expect(result.stderr).toBe("error: no signing key has the id '-fvVIqdZ_Y-JustNtI3hc'\n");
+  });
+
+  it('says a mistyped option of signing-keys retire as one', async () => {
+    for (const args of [
+      ['abc', '--forec'],
+      ['--forec', 'abc'],
+    ]) {
+      const result = await cli(['signing-keys', 'retire', ...args], env);
+      expect([result.code, result.stderr]).toEqual([1, "error: unknown option '--forec'\n"]);
+    }
+    const more = await cli(['signing-keys', 'retire', 'abc', 'def'], env);
+    expect([more.code, more.stderr]).toEqual([1, "error: one key id only: 'def' is more\n"]);
   });
 
   it('will not retire the key that signed until a rotation while replicas may still sign with it, unless forced', async () => {
@@ -677,6 +688,13 @@ describe(`operator CLI (${process.env.TEST_DATABASE})`, () => {
     );
     expect((await cliJson<{ kid: string; retiredAt: string | null }[]>(['signing-keys', 'list'], env)).find((k) => k.kid === first.kid)?.retiredAt).toBeNull();
     expect(await cliJson(['signing-keys', 'retire', first.kid, '--force'], env)).toEqual({ kid: first.kid, retired: true });
+    // Run again (a script retried), the retirement stands and changes nothing.
+    const retiredAt = async () => (await cliJson<{ kid: string; retiredAt: string | null }[]>(['signing-keys', 'list'], env)).find((k) => k.kid === first.kid)?.retiredAt;
+    const when = await retiredAt();
+    expect(when).toEqual(expect.any(String));
+    const again = await cli(['signing-keys', 'retire', first.kid], env);
+    expect([again.code, again.stdout]).toEqual([0, `signing key ${first.kid} was retired already\n`]);
+    expect(await retiredAt()).toBe(when);
     // Once AUTH_CACHE_SECONDS have passed every replica signs with the new key: no force needed (here with a window of 0 s).
     await cliJson(['signing-keys', 'rotate'], env);
     expect(await cliJson(['signing-keys', 'retire', second.kid], { ...env, AUTH_CACHE_SECONDS: '0' })).toEqual({ kid: second.kid, retired: true });

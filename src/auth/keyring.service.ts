@@ -212,10 +212,14 @@ export class KeyringService implements OnModuleInit {
    * until a rotation is refused for AUTH_CACHE_SECONDS after it (unless `force`): a replica
    * that has not read the ring again signs with it until then, and its tokens would fail at once.
    */
-  async retire(kid: string, { force = false }: { force?: boolean } = {}): Promise<void> {
+  /** Retires a key: 'retired', or 'already' when it was (a second run of the same retirement changes nothing). */
+  async retire(kid: string, { force = false }: { force?: boolean } = {}): Promise<'retired' | 'already'> {
     if (this.fromConfig) throw new OperatorError('signing keys come from JWT_SIGNING_KEYS: retire by removing the key from that secret');
     const active = await this.repo.activeSigningKeys();
-    if (!active.some((k) => k.kid === kid)) throw new OperatorError(`no active signing key has the id '${kid}'`);
+    if (!active.some((k) => k.kid === kid)) {
+      if ((await this.repo.allSigningKeys()).some((k) => k.kid === kid)) return 'already';
+      throw new OperatorError(`no signing key has the id '${kid}'`);
+    }
     if (active.length === 1) throw new OperatorError(`'${kid}' is the only active signing key: rotate first`);
     if (active[0]?.kid === kid) throw new OperatorError(`'${kid}' is the key that signs now: rotate first, then retire it`);
     const sinceRotation = Date.now() - active[0].createdAt.getTime();
@@ -229,6 +233,7 @@ export class KeyringService implements OnModuleInit {
     }
     await this.repo.retireSigningKey(kid);
     await this.fresh(true);
+    return 'retired';
   }
 
   async list(): Promise<{ kid: string; source: string; signing: boolean; createdAt: string; retiredAt: string | null }[]> {

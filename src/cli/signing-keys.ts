@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { KeyringService } from '../auth/keyring.service.js';
+import { OperatorError } from '../common/operator-error.js';
 import type { CliContext } from './context.js';
 
 export function registerSigningKeys(program: Command, cli: CliContext): void {
@@ -36,12 +37,20 @@ export function registerSigningKeys(program: Command, cli: CliContext): void {
     .option('--force', 'retire the key that signed until a rotation less than AUTH_CACHE_SECONDS ago (a compromised key): tokens replicas still sign with it then fail')
     // A key id is a base64url thumbprint and may begin with '-': it is the argument, not an option.
     .allowUnknownOption()
+    .allowExcessArguments()
     .action(
-      cli.action(async (kid: string, options: { force?: boolean }) =>
-        cli.withApp(async (app) => {
-          await app.get(KeyringService).retire(kid, { force: options.force === true });
-          return { json: { kid, retired: true }, text: `signing key ${kid} retired` };
-        }),
-      ),
+      cli.action(async (kid: string, options: { force?: boolean }, command: Command) => {
+        // Anything beside the one key id is a mistake: an option mistyped (`--forec`) is said as one.
+        const extra = command.args.slice(1);
+        if (extra.length > 0) {
+          const option = command.args.find((arg) => arg.startsWith('--'));
+          throw new OperatorError(option ? `unknown option '${option}'` : `one key id only: '${extra.join(' ')}' is more`);
+        }
+        return cli.withApp(async (app) => {
+          const retired = await app.get(KeyringService).retire(kid, { force: options.force === true });
+          const text = retired === 'already' ? `signing key ${kid} was retired already` : `signing key ${kid} retired`;
+          return { json: { kid, retired: true }, text };
+        });
+      }),
     );
 }
