@@ -1,4 +1,5 @@
 import { existsSync, mkdtempSync, readFileSync, readdirSync, utimesSync, writeFileSync } from 'node:fs';
+import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import sharp from 'sharp';
@@ -216,6 +217,22 @@ describe(`operator CLI (${process.env.TEST_DATABASE})`, () => {
     expect(dataDirFile.code).toBe(2);
     expect(dataDirFile.stderr).toMatch(new RegExp(`error: cannot use ${aFile.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: E[A-Z]+[^\n]*\n$`));
     expect(dataDirFile.stderr).not.toContain('    at ');
+  });
+
+  it('runs a short command beside a Redis that accepts and never answers: its answer, and nothing on stderr', async () => {
+    // A server that accepts and never answers: the client is still connecting when the command is done.
+    const sockets = new Set<Socket>();
+    const silent = createServer((socket) => sockets.add(socket.on('error', () => undefined)));
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    try {
+      const { port } = silent.address() as AddressInfo;
+      const result = await cli(['clients', 'list', '--json'], { ...env, REDIS_URL: `redis://127.0.0.1:${port}` });
+      expect([result.code, result.stderr]).toEqual([0, '']);
+      expect(JSON.parse(result.stdout)).toEqual(expect.any(Array));
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => silent.close(resolve));
+    }
   });
 
   it('imports branches from CSV, reporting bad rows by line and importing the rest', async () => {

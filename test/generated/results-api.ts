@@ -414,7 +414,7 @@ export interface components {
              */
             file: string;
             /**
-             * @description The JSON text of a `DishInputDto` object (its schema is in the components), at most 64 KiB of UTF-8: `menuId` (integer, 1 to 2147483647, a menu of the client), `code` (text, 1 to 50 characters), `description` (1 to 250), `type` (1 to 50), `order` (optional 32-bit integer), `expiryDate` (optional, yyyy-mm-dd, or a date-time whose date is kept), `keywords` (optional array of non-empty texts of at most 50 characters). Field names are case-sensitive. The dish of that `code` on the menu is replaced whole: a field left out is stored as null (`keywords` as none), not kept from before.
+             * @description The JSON text of a `DishInputDto` object (its schema is in the components), at most 64 KiB of UTF-8 (`maxLength` counts characters: that many always fit, whatever their bytes; a longer part is taken while its UTF-8 is within 64 KiB): `menuId` (integer, 1 to 2147483647, a menu of the client), `code` (text, 1 to 50 characters), `description` (1 to 250), `type` (1 to 50), `order` (optional 32-bit integer), `expiryDate` (optional, yyyy-mm-dd, or a date-time whose date is kept), `keywords` (optional array of non-empty texts of at most 50 characters); no text may hold a NUL character or an unpaired UTF-16 surrogate. Field names are case-sensitive. The dish of that `code` on the menu is replaced whole: a field left out is stored as null (`keywords` as none), not kept from before.
              * @example {"menuId":101,"code":"AG-STK-01","description":"Ribeye steak, 10oz","type":"Main","order":1,"expiryDate":"2026-12-31","keywords":["beef"]}
              */
             json: string;
