@@ -1,3 +1,4 @@
+import { jest } from '@jest/globals';
 import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
@@ -197,6 +198,33 @@ describe(`an upload over the size limit, over a real connection (${process.env.T
     // Answered once the drain bound (four times the largest form) was read, not at the body's end.
     expect(sent).toBeLessThan(64 * MiB);
     await expectNothingStoredThenServing(before);
+  });
+
+  it('answers 404 for an image replaced between the read of its row and of its file, as for any id no image has', async () => {
+    const post = async (code: string, file: string) => {
+      const [result] = await fetchUpload({ url, headers, json: dish(code), imageFile: file });
+      expect(result.status).toBe(200);
+      return JSON.parse(result.body ?? '') as { data: { dish: { image: { url: string } } } };
+    };
+    const other = join(files, 'other.png');
+    writeFileSync(other, await makeImage('png', 40, 30, '#16a085'));
+    const first = await post('SWAP', image(1));
+    const repo = t.app.get(MenusRepository);
+    const read = repo.readImage.bind(repo);
+    // The dish's image is replaced, and its file removed, once the GET has read the image's row.
+    const spy = jest.spyOn(repo, 'readImage').mockImplementationOnce(async (row) => {
+      await post('SWAP', other);
+      return read(row);
+    });
+    try {
+      const res = await fetch(first.data.dish.image.url.replace(t.config.baseUrl, `http://127.0.0.1:${port}`), { headers });
+      expect(res.status).toBe(404);
+      expect(res.headers.get('content-type')).toBe('application/problem+json; charset=utf-8');
+      expect(await res.json()).toMatchObject({ status: 404, detail: 'No image has this id.' });
+      expect(spy).toHaveBeenCalledTimes(1);
+    } finally {
+      spy.mockRestore();
+    }
   });
 
   /**

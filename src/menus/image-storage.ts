@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { lstat, mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, open, readdir, readFile, rename, rm } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { usableFolder, type AppConfig } from '../config/app-config.js';
 import type { PreparedImage } from './image-inspector.js';
@@ -88,8 +88,17 @@ export class FileImageStorage implements ImageStorage {
     await mkdir(this.dir, { recursive: true });
     const temp = join(this.dir, `.${id}.${randomUUID()}.tmp`);
     try {
-      await writeFile(temp, image.data, { mode: 0o640 });
+      // On disk before the row that names it commits (both databases sync their commits): a
+      // power loss after the answer must not leave the row naming an empty or missing file.
+      const file = await open(temp, 'wx', 0o640);
+      try {
+        await file.writeFile(image.data);
+        await file.sync();
+      } finally {
+        await file.close();
+      }
       await rename(temp, join(this.dir, id));
+      await syncFolder(this.dir);
     } catch (error) {
       // A write that failed (a full disk) leaves no part of the image to hold the room.
       await rm(temp, { force: true }).catch(() => undefined);
@@ -112,6 +121,18 @@ export class FileImageStorage implements ImageStorage {
     const key = stored.storageKey ?? '';
     if (!IMAGE_KEY.test(key)) throw new Error('invalid image storage key');
     return key;
+  }
+}
+
+/** Makes a folder's entries durable (a file renamed into it). A file system that cannot sync a folder (EINVAL) keeps them as it does. */
+async function syncFolder(dir: string): Promise<void> {
+  const folder = await open(dir, 'r');
+  try {
+    await folder.sync().catch((error: NodeJS.ErrnoException) => {
+      if (error.code !== 'EINVAL' && error.code !== 'ENOTSUP') throw error;
+    });
+  } finally {
+    await folder.close();
   }
 }
 

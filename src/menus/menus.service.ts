@@ -135,7 +135,23 @@ export class MenusService {
     const owned = /^[0-9a-f-]{36}$/.test(imageId) ? await this.repo.ownedImage(imageId) : null;
     if (!owned) throw new ProblemException(404, 'No image has this id.');
     if (owned.clientId !== clientId) throw ofAnotherClient('The image is not an image of a dish', clientId);
-    return { contentType: owned.image.contentType, etag: `"${owned.image.sha256}"`, data: await this.repo.readImage(owned.image) };
+    return { contentType: owned.image.contentType, etag: `"${owned.image.sha256}"`, data: await this.imageBytes(owned.image) };
+  }
+
+  /**
+   * The image's bytes. A file removed since its row was read is an image replaced meanwhile (its
+   * file goes once the replacing upload has committed): no image has the id any more, a 404. A
+   * file missing while its row stands is a fault, and stays one.
+   */
+  private async imageBytes(image: DishImage): Promise<Buffer> {
+    try {
+      return await this.repo.readImage(image);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT' && (await this.repo.ownedImage(image.id)) === null) {
+        throw new ProblemException(404, 'No image has this id.');
+      }
+      throw error;
+    }
   }
 
   private dishDto({ dish, image }: DishWithImage, clientId: number): DishDto {
