@@ -578,6 +578,12 @@ describe(`operator CLI (${process.env.TEST_DATABASE})`, () => {
     await cliJson(['menus', 'import', '--client', '1001', menu([{ ...steak, image: 'salad.jpg' }])], env);
     expect(await imageOf('ST-1')).not.toBe(steakImage);
     expect(await count('dish_images')).toBe(2);
+    // Replaced whole, as an upload replaces it: imported again without its image, the dish has none.
+    await cliJson(['menus', 'import', '--client', '1001', menu([{ ...steak, image: undefined }, salad])], env);
+    expect(await imageOf('ST-1')).toBeNull();
+    expect(await count('dish_images')).toBe(1);
+    await cliJson(['menus', 'import', '--client', '1001', menu([{ ...steak, image: 'salad.jpg' }])], env);
+    expect(await count('dish_images')).toBe(2);
     const foreign = await cli(['menus', 'import', '--client', '1002', menu([steak])], env);
     expect(foreign.stdout).toContain('menu 101 belongs to client 1001.');
     // One menu twice in a file: refused by the second one's line, and nothing of the file written.

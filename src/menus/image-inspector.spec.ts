@@ -1,10 +1,21 @@
 import { deflateSync } from 'node:zlib';
 import sharp, { type CreateRaw } from 'sharp';
 import { animatedWebp, jpegWith, jpegWithLocation, makeImage, pngWith, pngWithExtraPixelData, pngWithinInflatedData, pngWithinPixelData, webpWith, webpWithinFrame } from '../../test/helpers/images.js';
-import { ABANDONED, ImageRejected, prepareImage } from './image-inspector.js';
+import { ABANDONED, decodeWeight, ImageRejected, prepareImage } from './image-inspector.js';
 
 const HTML = Buffer.from('<html><script>alert(document.domain)</script></html>', 'latin1');
 const limits = { maxBytes: 1_000_000, maxPixels: 1_000_000 };
+
+describe('decodeWeight', () => {
+  it('weighs an image waiting to be decoded by its bytes, or by its decoding when that is more', () => {
+    // A PNG of 40 megapixels in one colour is some 100 KB: it weighs as 5 MB, the largest JPEG the defaults take.
+    expect(decodeWeight(100_000, 40_000_000)).toBe(5_000_000);
+    expect(decodeWeight(5_242_880, 12_000_000)).toBe(5_242_880);
+    // Eight such PNGs fill the 40 MiB of images that may wait; a ninth is told to come back (503).
+    expect(8 * decodeWeight(100_000, 40_000_000)).toBeLessThanOrEqual(40 * 1024 * 1024);
+    expect(9 * decodeWeight(100_000, 40_000_000)).toBeGreaterThan(40 * 1024 * 1024);
+  });
+});
 
 describe('prepareImage', () => {
   it('re-encodes a PNG carrying bytes after its pixel data, inside its zlib stream, after it or in one more IDAT, to the same picture', async () => {
@@ -156,5 +167,17 @@ describe('prepareImage', () => {
     const claimed = Buffer.concat([jpeg.subarray(0, scanData + 40), Buffer.from([0xff, 0xd9])]);
     expect(await sharp(claimed).metadata()).toMatchObject({ width: 2000, height: 1500 });
     await expect(prepareImage(claimed, { maxBytes: 1_000_000, maxPixels: 40_000_000 })).rejects.toThrow(new ImageRejected('The image is truncated or corrupt.'));
+  });
+
+  it('refuses a JPEG without its end marker as truncated, though its picture decodes whole', async () => {
+    for (const progressive of [false, true]) {
+      const jpeg = await sharp({ create: { width: 400, height: 300, channels: 3, background: '#808080', noise: { type: 'gaussian', mean: 128, sigma: 40 } } })
+        .jpeg({ progressive })
+        .toBuffer();
+      expect(jpeg.subarray(-2)).toEqual(Buffer.from([0xff, 0xd9]));
+      const cut = jpeg.subarray(0, -2);
+      expect(await sharp(cut, { failOn: 'none' }).raw().toBuffer()).toHaveLength(400 * 300 * 3);
+      await expect(prepareImage(cut, limits)).rejects.toThrow(new ImageRejected('The image is truncated or corrupt.'));
+    }
   });
 });

@@ -118,8 +118,8 @@ export async function prepareImage(input: Buffer, limits: ImageLimits, abandoned
       if (pictureOnly && (await holdsPictureOnly(pictureOnly, meta))) return pictureOnly;
     }
     return reencode(input, format, animated, meta.depth === 'ushort' ? ((meta.channels ?? 3) <= 2 ? 'grey16' : 'rgb16') : undefined);
-    // Weighed by the bytes the waiting upload holds (see `decodes`).
-  }, input.length);
+    // Weighed by the bytes the waiting upload holds, or by its decoding's work when that is more (see `decodes`).
+  }, decodeWeight(input.length, width * height * frames * sampleBytes));
   return { contentType, width, height, data, sha256: createHash('sha256').update(data).digest('hex') };
 }
 
@@ -153,9 +153,19 @@ const SAMPLE_BYTES: Readonly<Record<string, number>> = { uchar: 1, char: 1, usho
  * Decodes run one at a time in this process (each holds up to IMAGE_MAX_PIXELS of raw pixels).
  * Each waiting upload holds its body and its client: past 40 MiB of images waiting (eight of
  * 5 MiB), a client is told to come back (503, Retry-After) rather than kept waiting minutes
- * behind the others.
+ * behind the others. An image weighs its bytes, or its decoding's work when that weighs more
+ * (DECODED_SAMPLES_PER_BYTE): a PNG of 40 megapixels in one colour is some 100 KB, and takes
+ * a second to decode, as long as a JPEG of 5 MiB.
  */
 const decodes = new SerialQueue(40 * 1024 * 1024, () => new ProblemException(503, 'The service is checking as many images as it can at once; retry after the time in Retry-After.', { headers: { 'Retry-After': '5' } }));
+
+/** Samples decoded that weigh as a byte of file in the queue: the default limits' largest image, 40 megapixels, as 5 MB. */
+const DECODED_SAMPLES_PER_BYTE = 8;
+
+/** What an image weighs in the queue of decodes: its bytes, or its samples decoded (pixels of all frames, by sample size) when they weigh more. */
+export function decodeWeight(bytes: number, samples: number): number {
+  return Math.max(bytes, Math.ceil(samples / DECODED_SAMPLES_PER_BYTE));
+}
 
 /** Whether a JPEG taken apart and put together again reads as the same picture and carries no metadata. */
 async function holdsPictureOnly(jpeg: Buffer, original: Metadata): Promise<boolean> {

@@ -181,7 +181,8 @@ export class MenusRepository {
     const previous = previousId
       ? await images.findOne({ select: { id: true, sha256: true, storageKey: true }, where: { id: previousId } })
       : null;
-    let imageId = previousId;
+    // Replaced whole, its image too: a dish imported again without one has none (an upload always carries one).
+    let imageId = image ? previousId : null;
     if (image && previous?.sha256 !== image.sha256) {
       imageId = randomUUID();
       const stored = await this.storage.put(imageId, image);
