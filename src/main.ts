@@ -131,13 +131,15 @@ bootstrap().catch((error: unknown) => {
   }
   // A database out of reach or refusing the login, a full disk: the environment's, in one line
   // (exit 69, EX_UNAVAILABLE); the orchestrator starts the process again after a pause.
-  const environment = environmentFailure(error);
+  // A schema the migrations have not made yet (MIGRATIONS_RUN=false, the migration Job still to
+  // run) is the database's state too: the start is tried again, and succeeds once it is made.
+  const environment = error instanceof SchemaMissingError ? error.message : environmentFailure(error);
   if (environment !== undefined) {
     process.stderr.write(`results-service cannot start: ${environment}\n`);
     process.exit(69);
   }
-  // An operator's mistake in one line; anything unexpected with its stack.
-  const text = error instanceof SchemaMissingError ? error.message : error instanceof Error ? (error.stack ?? error.message) : String(error);
+  // Anything unexpected with its stack.
+  const text = error instanceof Error ? (error.stack ?? error.message) : String(error);
   process.stderr.write(`results-service failed to start: ${text}\n`);
   process.exit(1);
 });

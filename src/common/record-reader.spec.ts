@@ -76,7 +76,7 @@ describe('RecordReader', () => {
     const r = new RecordReader(Object.fromEntries([...given, ...impossible].map((s, i) => [`at${i}`, s])));
     const read = [...given, ...impossible].map((_s, i) => r.instant(`at${i}`)?.toISOString() ?? null);
     expect(read).toEqual([...given.map((s) => new Date(s).toISOString()), ...impossible.map(() => null)]);
-    expect(r.errors).toEqual(impossible.map((s, i) => `'at${given.length + i}' must be an ISO 8601 date-time with a zone: '${s}'.`));
+    expect(r.errors).toEqual(impossible.map((s, i) => `'at${given.length + i}' must be an ISO 8601 date-time with a zone (2026-11-01T12:25:00Z), a day and time that exist: '${s}'.`));
   });
 
   it('quotes a value that is no text as JSON, and names a nested value that is no object by its place', () => {

@@ -230,7 +230,7 @@ export class RecordReader {
     if (s === null) return null;
     const d = new Date(s);
     if (!isInstant(s) || Number.isNaN(d.getTime())) {
-      this.errors.push(`${this.name(field)} must be an ISO 8601 date-time with a zone: '${s}'.`);
+      this.errors.push(`${this.name(field)} must be an ISO 8601 date-time with a zone (2026-11-01T12:25:00Z), a day and time that exist: '${s}'.`);
       return null;
     }
     return d;

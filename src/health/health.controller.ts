@@ -55,7 +55,7 @@ export class HealthController {
     summary: 'The service can serve requests: the database answers, its migrations are current, Redis answers when configured.',
   })
   @ApiOkResponse({ description: 'Ready: each check by name, `up`, or `degraded` for Redis (still ready).', schema: READINESS_SCHEMA })
-  @ApiProblemResponse(503, 'Not ready: the detail names the failing checks.', 'Not ready: database failed.')
+  @ApiProblemResponse(503, 'Not ready: the detail names the failing checks.', 'Not ready: database failed, migrations failed.')
   async ready(): Promise<unknown> {
     if (this.lifecycle.shuttingDown) {
       throw new ProblemException(503, 'Not ready: shutting down.', { headers: { 'Retry-After': '5' } });

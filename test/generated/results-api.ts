@@ -1486,7 +1486,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "detail": "Not ready: database failed.",
+                     *       "detail": "Not ready: database failed, migrations failed.",
                      *       "instance": "urn:svc:api:results:error:3f1c2a9e-8b7d-4c55-9a10-2f4e6d8b1c07",
                      *       "status": 503,
                      *       "title": "Service Unavailable"

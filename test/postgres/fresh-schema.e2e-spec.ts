@@ -73,7 +73,7 @@ describe('a PostgreSQL schema that does not exist yet', () => {
       },
       (error: Error) => error.message,
     );
-    expect(outcome).toBe(`service exited with 1:\nresults-service failed to start: ${refusal(schema)}\n`);
+    expect(outcome).toBe(`service exited with 69:\nresults-service cannot start: ${refusal(schema)}\n`);
     expect(await schemaExists(schema)).toBe(false);
   });
 
