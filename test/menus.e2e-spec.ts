@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, readdirSync, utimesSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import sharp from 'sharp';
@@ -845,5 +845,74 @@ describe(`image writes are all or nothing (${process.env.TEST_DATABASE}, filesys
     expect(readdirSync(folder).sort()).toEqual([...named, recent, 'notes.txt'].sort());
     // Every image is still served from its file.
     for (const key of named) expect((await repo.readImage(Object.assign(new DishImage(), { storageKey: key, data: null }))).length).toBeGreaterThan(0);
+  });
+
+  it("answers a replacement as written when the replaced image's file cannot be removed, and leaves that file", async () => {
+    const repo = t.app.get(MenusRepository);
+    const { prepareImage } = await import('../src/menus/image-inspector.js');
+    const first = await prepareImage(await makeImage('png'), { maxBytes: 1e6, maxPixels: 1e6 });
+    const second = await prepareImage(await makeImage('jpeg', 40, 30, '#2980b9'), { maxBytes: 1e6, maxPixels: 1e6 });
+    await repo.saveMenus([
+      { menu: Object.assign(new Menu(), { id: 304, clientId: 1001, name: 'M', startDate: '2026-01-01', endDate: null }), dishes: [] },
+    ]);
+    const dish = { menuId: 304, code: 'STUCK', description: 'First', type: 'Main', order: null, expiryDate: null, keywords: '[]' };
+    await repo.saveDish(dish, first);
+    const keyOf = async (): Promise<string[]> =>
+      (
+        await t.app.get(DataSource).query<{ storage_key: string }[]>(
+          "SELECT i.storage_key FROM dishes d JOIN dish_images i ON i.id = d.image_id WHERE d.menu_id = 304 AND d.code = 'STUCK'",
+        )
+      ).map((r) => r.storage_key);
+    const [old] = await keyOf();
+    // A file the system will not remove (as on a folder mounted read-only): a folder holding a file in its place.
+    rmSync(join(folder, old));
+    mkdirSync(join(folder, old));
+    writeFileSync(join(folder, old, 'held'), 'x');
+    try {
+      const saved = await repo.saveDish({ ...dish, description: 'Second' }, second);
+      expect(saved.dish.description).toBe('Second');
+      expect(saved.image).toMatchObject({ contentType: 'image/jpeg', width: 40, height: 30 });
+      const [now] = await keyOf();
+      expect(now).not.toBe(old);
+      expect(await repo.readImage(Object.assign(new DishImage(), { storageKey: now, data: null }))).toEqual(second.data);
+      // The replaced image's entry is still there, for the sweep or the operator.
+      expect(readdirSync(folder)).toContain(old);
+    } finally {
+      rmSync(join(folder, old), { recursive: true, force: true });
+    }
+  });
+});
+
+describe(`image sweep with images kept in the database (${process.env.TEST_DATABASE})`, () => {
+  let t: TestApp;
+  const folder = mkdtempSync(join(tmpdir(), 'images-before-switch-'));
+  beforeAll(async () => {
+    t = await startTestApp({ IMAGE_STORAGE: 'database', IMAGE_STORAGE_DIR: folder });
+    await seedClients(t);
+  });
+  afterAll(async () => {
+    await t.close();
+  });
+
+  it('has nothing to sweep while the folder holds no files of the storage, and tidies the folder of images stored before the switch', async () => {
+    const sweeper = t.app.get(ImageSweeper);
+    const none = { folder: null, checked: 0, orphans: [], tooRecent: 0, removed: false };
+    expect(await sweeper.sweep({ minAgeMs: 3600_000, dryRun: false })).toEqual(none);
+    // What a replacement whose removal failed leaves of an image stored in a file before the switch, and what is not the storage's.
+    const hourAgo = new Date(Date.now() - 2 * 3600_000);
+    const orphan = randomUUID();
+    for (const name of [orphan, 'notes.txt']) {
+      writeFileSync(join(folder, name), 'bytes');
+      utimesSync(join(folder, name), hourAgo, hourAgo);
+    }
+    expect(await sweeper.sweep({ minAgeMs: 3600_000, dryRun: false })).toEqual({
+      folder: resolve(folder),
+      checked: 1,
+      orphans: [{ name: orphan, bytes: 5, modifiedAt: hourAgo.toISOString() }],
+      tooRecent: 0,
+      removed: true,
+    });
+    expect(readdirSync(folder)).toEqual(['notes.txt']);
+    expect(await sweeper.sweep({ minAgeMs: 3600_000, dryRun: false })).toEqual(none);
   });
 });

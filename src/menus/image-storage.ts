@@ -28,7 +28,8 @@ export interface ImageStorage {
  * from the folder (see imageStorageFor), and its file removed when it is replaced.
  */
 export class DatabaseImageStorage implements ImageStorage {
-  constructor(private readonly folder: FileImageStorage) {}
+  /** The folder of images stored before the switch, which `images sweep` tidies as well. */
+  constructor(readonly folder: FileImageStorage) {}
 
   put(_id: string, image: PreparedImage): Promise<StoredBytes> {
     return Promise.resolve({ data: image.data, storageKey: null });
@@ -87,6 +88,8 @@ export class FileImageStorage implements ImageStorage {
   async put(id: string, image: PreparedImage): Promise<StoredBytes> {
     await mkdir(this.dir, { recursive: true });
     const temp = join(this.dir, `.${id}.${randomUUID()}.tmp`);
+    const final = join(this.dir, id);
+    let renamed = false;
     try {
       // On disk before the row that names it commits (both databases sync their commits): a
       // power loss after the answer must not leave the row naming an empty or missing file.
@@ -97,11 +100,13 @@ export class FileImageStorage implements ImageStorage {
       } finally {
         await file.close();
       }
-      await rename(temp, join(this.dir, id));
+      await rename(temp, final);
+      renamed = true;
       await syncFolder(this.dir);
     } catch (error) {
-      // A write that failed (a full disk) leaves no part of the image to hold the room.
-      await rm(temp, { force: true }).catch(() => undefined);
+      // A write that failed (a full disk, a folder that would not sync) leaves no part of the
+      // image to hold the room: no row will name it, since the caller's transaction fails.
+      await rm(renamed ? final : temp, { force: true }).catch(() => undefined);
       throw error;
     }
     return { data: null, storageKey: id };

@@ -1,10 +1,10 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { FileImageStorage, type ImageStorage, type StoredFile } from './image-storage.js';
+import { DatabaseImageStorage, FileImageStorage, type ImageStorage, type StoredFile } from './image-storage.js';
 import { IMAGE_STORAGE, MenusRepository } from './menus.repository.js';
 
 /** What a sweep of the image folder found and did. */
 export interface SweepReport {
-  /** The folder swept; null when images are kept in the database (nothing to sweep). */
+  /** The folder swept; null when images are kept in the database and the folder holds no files of the storage (nothing to sweep). */
   folder: string | null;
   /** Files of the folder looked at (images and temporary files). */
   checked: number;
@@ -18,8 +18,10 @@ export interface SweepReport {
 /**
  * Removes what the filesystem image storage holds that no image names: files written by a
  * process stopped before its transaction committed (SIGKILL, a node that died), or replaced
- * images whose file it had no time to remove after its commit. Files younger than the minimum
- * age are left: an upload on another replica may have written its file and not yet committed.
+ * images whose file it had no time (or no permission) to remove after its commit. With images
+ * kept in the database, the folder of those stored before the switch is swept alike. Files
+ * younger than the minimum age are left: an upload on another replica may have written its
+ * file and not yet committed.
  */
 @Injectable()
 export class ImageSweeper {
@@ -29,8 +31,12 @@ export class ImageSweeper {
   ) {}
 
   async sweep(options: { minAgeMs: number; dryRun: boolean; now?: Date }): Promise<SweepReport> {
-    if (!(this.storage instanceof FileImageStorage)) return { folder: null, checked: 0, orphans: [], tooRecent: 0, removed: false };
-    const files = (await this.storage.files()).filter((f) => f.kind !== 'other');
+    const nothing: SweepReport = { folder: null, checked: 0, orphans: [], tooRecent: 0, removed: false };
+    // With images kept in the database, the folder of those stored before the switch, if it holds any files of the storage.
+    const folder = this.storage instanceof FileImageStorage ? this.storage : this.storage instanceof DatabaseImageStorage ? this.storage.folder : null;
+    if (folder === null) return nothing;
+    const files = (await folder.files()).filter((f) => f.kind !== 'other');
+    if (folder !== this.storage && files.length === 0) return nothing;
     const named = await this.repo.storedImageKeys(files.filter((f) => f.kind === 'image').map((f) => f.name));
     const unnamed = files.filter((f) => f.kind === 'temporary' || !named.has(f.name));
     const before = (options.now ?? new Date()).getTime() - options.minAgeMs;
@@ -38,10 +44,10 @@ export class ImageSweeper {
     if (!options.dryRun) {
       // Asked again just before: an image committed since the first look keeps its file.
       const namedNow = await this.repo.storedImageKeys(orphans.filter((f) => f.kind === 'image').map((f) => f.name));
-      for (const file of orphans) if (!namedNow.has(file.name)) await this.storage.remove(file);
+      for (const file of orphans) if (!namedNow.has(file.name)) await folder.remove(file);
     }
     return {
-      folder: this.storage.dir,
+      folder: folder.dir,
       checked: files.length,
       orphans: orphans.map((f) => ({ name: f.name, bytes: f.bytes, modifiedAt: f.modifiedAt.toISOString() })),
       tooRecent: unnamed.length - orphans.length,

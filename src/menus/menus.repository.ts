@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { Inject, Injectable, PreconditionFailedException } from '@nestjs/common';
+import { Inject, Injectable, Logger, PreconditionFailedException } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, In, type EntityManager } from 'typeorm';
 import { inTransaction } from '../database/transaction.js';
@@ -38,6 +38,8 @@ const DISH_ORDER = `COALESCE(d.sort_order, ${UNORDERED})`;
 @Injectable()
 export class MenusRepository {
   private readonly postgres: boolean;
+
+  private readonly logger = new Logger('Images');
 
   constructor(
     @InjectDataSource() private readonly db: DataSource,
@@ -137,7 +139,10 @@ export class MenusRepository {
 
   /**
    * A transaction that writes image bytes: what it stored is discarded if it fails, and the
-   * images it replaced are removed once it has committed.
+   * images it replaced are removed once it has committed. Both removals are tidying only: one
+   * that fails (a folder mounted read-only, a file the system will not remove) is logged and
+   * its file left for `images sweep`, while the write's own outcome stands: a committed write
+   * is answered as written, a failed one with its own error.
    */
   private async withImages<T>(
     work: (tx: EntityManager, written: StoredBytes[], replaced: StoredBytes[]) => Promise<T>,
@@ -148,11 +153,21 @@ export class MenusRepository {
     try {
       result = await inTransaction(this.db, (tx) => work(tx, written, replaced));
     } catch (error) {
-      await Promise.all(written.map((w) => this.storage.discard(w)));
+      await this.discardAll(written, 'written for a write that failed');
       throw error;
     }
-    await Promise.all(replaced.map((r) => this.storage.discard(r)));
+    await this.discardAll(replaced, 'of an image replaced');
     return result;
+  }
+
+  /** Removes stored image bytes, each removal on its own; a failed one is logged, not thrown. */
+  private async discardAll(stored: readonly StoredBytes[], what: string): Promise<void> {
+    const outcomes = await Promise.allSettled(stored.map((s) => this.storage.discard(s)));
+    outcomes.forEach((outcome, i) => {
+      if (outcome.status === 'fulfilled') return;
+      const reason = outcome.reason instanceof Error ? outcome.reason.message : String(outcome.reason);
+      this.logger.warn(`The image file ${stored[i].storageKey ?? ''} ${what} could not be removed (${reason}); images sweep removes it later.`);
+    });
   }
 
   private async writeDish(
