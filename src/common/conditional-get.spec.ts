@@ -1,6 +1,7 @@
+import { PreconditionFailedException } from '@nestjs/common';
 import express from 'express';
 import request from 'supertest';
-import { answeredNotModified, ifMatchFails } from './conditional-get.js';
+import { answeredNotModified, ifMatchFails, writePrecondition } from './conditional-get.js';
 
 /** A route that validates with the given ETag, as the visits and image routes do. */
 function app(etag: string) {
@@ -23,6 +24,7 @@ describe('answeredNotModified', () => {
     ['the tag itself', '"abc"', '"abc"'],
     ['a list holding it', '"x", "abc" , "y"', '"abc"'],
     ['any tag', '*', '"abc"'],
+    ['any tag, said on two field lines (Node joins them)', '*, *', '"abc"'],
     ['the weak form of a strong tag (weak comparison)', 'W/"abc"', '"abc"'],
     ['the strong form of a weak tag', '"abc"', 'W/"abc"'],
   ])('answers 304 with the validator and no body for %s', async (_what, ifNoneMatch, etag) => {
@@ -62,6 +64,9 @@ describe('ifMatchFails (RFC 9110 §13.1.1, strong comparison)', () => {
     ['a weak tag, even spelt as it is', 'W/"abc"', 'W/"abc"', true],
     ['another tag', '"abd"', '"abc"', true],
     ['a malformed value', 'abc', '"abc"', true],
+    ['* said on two field lines', '*, *', '"abc"', false],
+    ['a tag holding a comma and a star', '"x,*"', '"abc"', true],
+    ['a tag holding a comma, and the tag', '"x,y", "abc"', '"abc"', false],
   ])('%s', (_what, header, etag, fails) => {
     expect(ifMatchFails(header, etag)).toBe(fails);
   });
@@ -73,5 +78,36 @@ describe('ifMatchFails (RFC 9110 §13.1.1, strong comparison)', () => {
     const held = await request(app('"abc"')).get('/').set('If-Match', '"abc"');
     expect(held.status).toBe(200);
     expect(held.text).toBe('body');
+  });
+});
+
+describe('writePrecondition (a write to a resource without entity tags)', () => {
+  it.each([
+    ['nothing', {}, 'any'],
+    ['If-None-Match: *', { 'if-none-match': '*' }, 'absent'],
+    ['If-None-Match: * on two field lines', { 'if-none-match': '*, *' }, 'absent'],
+    ['If-None-Match: * among tags', { 'if-none-match': '"a", *' }, 'absent'],
+    ['If-None-Match naming tags only', { 'if-none-match': '"a", W/"b"' }, 'any'],
+    ['If-None-Match naming a tag that holds a comma and a star', { 'if-none-match': '"a,*,b"' }, 'any'],
+    ['If-Match: *', { 'if-match': ' * ' }, 'present'],
+    ['If-Match: * on two field lines', { 'if-match': '*, *' }, 'present'],
+  ])('%s asks for %s', (_what, headers, expected) => {
+    expect(writePrecondition(headers, 'a dish')).toBe(expected);
+  });
+
+  it.each([
+    ['If-Match naming a tag', { 'if-match': '"a"' }, 'If-Match names entity tags, and a dish has none: send If-Match: * to write only over an existing one.'],
+    ['If-Match naming * and a tag', { 'if-match': '*, "a"' }, 'If-Match names entity tags, and a dish has none: send If-Match: * to write only over an existing one.'],
+    ['an empty If-Match', { 'if-match': '' }, 'If-Match names entity tags, and a dish has none: send If-Match: * to write only over an existing one.'],
+    ['If-Match: * with If-None-Match: *', { 'if-match': '*', 'if-none-match': '*, *' }, 'If-Match: * and If-None-Match: * cannot both hold: send one of them.'],
+  ])('%s is a 412', (_what, headers, message) => {
+    let thrown: unknown;
+    try {
+      writePrecondition(headers, 'a dish');
+    } catch (error) {
+      thrown = error;
+    }
+    expect(thrown).toBeInstanceOf(PreconditionFailedException);
+    expect([(thrown as PreconditionFailedException).getStatus(), (thrown as Error).message]).toEqual([412, message]);
   });
 });

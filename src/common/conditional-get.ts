@@ -5,14 +5,31 @@ import { PreconditionFailedException } from '@nestjs/common';
 export const IF_MATCH_FAILED = 'If-Match names no current representation: none of its entity tags is this one by strong comparison.';
 
 /**
+ * The members of an If-Match or If-None-Match field: `*` and entity tags (a quoted tag whole,
+ * whatever commas it holds), and any other token as it stands. A field sent on several lines
+ * arrives as one list (Node joins them with commas), so `*` may be one member of several: a
+ * client (or a library and its caller) that said `*` twice still said `*`.
+ */
+export function preconditionMembers(field: string): string[] {
+  return field.match(/(?:W\/)?"[^"]*"|[^\s,"]+/g) ?? [];
+}
+
+/** Whether a field's members are `*` (once or more) and nothing else. */
+function onlyAny(members: readonly string[]): boolean {
+  return members.length > 0 && members.every((member) => member === '*');
+}
+
+/**
  * Whether an If-Match header, when sent, fails for the representation tagged `etag` (RFC 9110
  * §13.1.1): `*` passes; otherwise a listed tag must equal it by strong comparison, which a
  * weak tag on either side never passes.
  */
 export function ifMatchFails(header: string | undefined, etag: string): boolean {
-  if (header === undefined || header.trim() === '*') return false;
+  if (header === undefined) return false;
+  const members = preconditionMembers(header);
+  if (onlyAny(members)) return false;
   if (etag.startsWith('W/')) return true;
-  return !(header.match(/(?:W\/)?"[^"]*"/g) ?? ([] as string[])).includes(etag);
+  return !members.includes(etag);
 }
 
 /**
@@ -25,9 +42,10 @@ export function ifMatchFails(header: string | undefined, etag: string): boolean 
 export function holdsCurrent(headers: IncomingMessage['headers'], etag: string, lastModified?: string): boolean {
   const ifNoneMatch = headers['if-none-match'];
   if (ifNoneMatch !== undefined) {
-    if (ifNoneMatch.trim() === '*') return true;
+    const members = preconditionMembers(ifNoneMatch);
+    if (members.includes('*')) return true;
     const opaque = (tag: string): string => (tag.startsWith('W/') ? tag.slice(2) : tag);
-    return (ifNoneMatch.match(/(?:W\/)?"[^"]*"/g) ?? []).some((tag) => opaque(tag) === opaque(etag));
+    return members.some((tag) => tag.endsWith('"') && opaque(tag) === opaque(etag));
   }
   const since = headers['if-modified-since'];
   if (since === undefined || lastModified === undefined) return false;
@@ -59,16 +77,19 @@ export function answeredNotModified(req: IncomingMessage, res: ServerResponse, e
 
 /**
  * What a write's preconditions ask of the resource it writes, which has no entity tag (RFC 9110
- * §13.2.2, in its order): `absent` for `If-None-Match: *` (create only), `present` for
- * `If-Match: *` (replace only), `any` without either. If-Match naming tags fails at once (a 412
+ * §13.2.2, in its order): `absent` for `If-None-Match: *` (create only; also when `*` is one of
+ * several members, as a field sent twice arrives), `present` for `If-Match: *` (replace only),
+ * `any` without either. If-Match naming tags fails at once (a 412
  * problem, thrown): no tag can match what has none. If-None-Match naming tags always holds.
  */
 export function writePrecondition(headers: IncomingMessage['headers'], what: string): 'absent' | 'present' | 'any' {
   const ifMatch = headers['if-match'];
-  if (ifMatch !== undefined && ifMatch.trim() !== '*') {
+  if (ifMatch !== undefined && !onlyAny(preconditionMembers(ifMatch))) {
     throw new PreconditionFailedException(`If-Match names entity tags, and ${what} has none: send If-Match: * to write only over an existing one.`);
   }
-  const absent = headers['if-none-match']?.trim() === '*';
+  // `*` among tags still asks for no current representation: the stricter reading of a field that is not one of the forms.
+  const ifNoneMatch = headers['if-none-match'];
+  const absent = ifNoneMatch !== undefined && preconditionMembers(ifNoneMatch).includes('*');
   if (absent && ifMatch !== undefined) throw new PreconditionFailedException('If-Match: * and If-None-Match: * cannot both hold: send one of them.');
   return absent ? 'absent' : ifMatch === undefined ? 'any' : 'present';
 }
