@@ -126,11 +126,12 @@ describe(`operator CLI (${process.env.TEST_DATABASE})`, () => {
   });
 
   it("shows a name's control characters as escapes in its text output, so a name cannot forge a line or drive the terminal; JSON keeps it as given", async () => {
-    const forged = 'Evil\n4245\tForged client\u001b[2J';
+    // A backslash of the name is doubled, so that its escapes are told apart from the name's own text.
+    const forged = 'Evil\n4245\tForged client\u001b[2J \\n';
     const added = await cli(['clients', 'add', '--id', '1002', '--name', forged], env);
     try {
-      expect(added).toEqual({ code: 0, stdout: 'client 1002 Evil\\n4245\\tForged client\\u{1b}[2J\n', stderr: '' });
-      expect((await cli(['clients', 'list'], env)).stdout).toBe('1001\tAcme Dining\n1002\tEvil\\n4245\\tForged client\\u{1b}[2J\n');
+      expect(added).toEqual({ code: 0, stdout: 'client 1002 Evil\\n4245\\tForged client\\u{1b}[2J \\\\n\n', stderr: '' });
+      expect((await cli(['clients', 'list'], env)).stdout).toBe('1001\tAcme Dining\n1002\tEvil\\n4245\\tForged client\\u{1b}[2J \\\\n\n');
       expect(await cliJson(['clients', 'list'], env)).toEqual([
         { id: 1001, name: 'Acme Dining' },
         { id: 1002, name: forged },

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { ClientsService } from '../clients/clients.service.js';
-import { positiveInt, visible, type CliContext } from './context.js';
+import { positiveInt, visibleName, type CliContext } from './context.js';
 
 export function registerBrands(program: Command, cli: CliContext): void {
   const brands = program.command('brands').description('brands of a client (SvcBrandId)');
@@ -16,7 +16,7 @@ export function registerBrands(program: Command, cli: CliContext): void {
           const brand = await app.get(ClientsService).addBrand(opts.client, opts.id, opts.name);
           return {
             json: { id: brand.id, clientId: brand.clientId, name: brand.name },
-            text: `brand ${brand.id} ${visible(brand.name)} (client ${brand.clientId})`,
+            text: `brand ${brand.id} ${visibleName(brand.name)} (client ${brand.clientId})`,
           };
         }),
       ),

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { ClientsService } from '../clients/clients.service.js';
-import { positiveInt, visible, type CliContext } from './context.js';
+import { positiveInt, visibleName, type CliContext } from './context.js';
 
 export function registerClients(program: Command, cli: CliContext): void {
   const clients = program.command('clients').description('client organisations (SvcClientId)');
@@ -13,7 +13,7 @@ export function registerClients(program: Command, cli: CliContext): void {
       cli.action(async (opts: { id: number; name: string }) =>
         cli.withApp(async (app) => {
           const client = await app.get(ClientsService).addClient(opts.id, opts.name);
-          return { json: { id: client.id, name: client.name }, text: `client ${client.id} ${visible(client.name)}` };
+          return { json: { id: client.id, name: client.name }, text: `client ${client.id} ${visibleName(client.name)}` };
         }),
       ),
     );
@@ -26,7 +26,7 @@ export function registerClients(program: Command, cli: CliContext): void {
           const all = await app.get(ClientsService).listClients();
           return {
             json: all.map((c) => ({ id: c.id, name: c.name })),
-            text: all.map((c) => `${c.id}\t${visible(c.name)}`).join('\n') || '(no clients)',
+            text: all.map((c) => `${c.id}\t${visibleName(c.name)}`).join('\n') || '(no clients)',
           };
         }),
       ),

@@ -168,6 +168,14 @@ export function visible(text: string): string {
   return text.replace(/[\p{Cc}\p{Cf}]/gu, (c) => (c === '\n' ? '\\n' : c === '\t' ? '\\t' : `\\u{${c.codePointAt(0)!.toString(16)}}`));
 }
 
+/**
+ * A name (of a client, brand or credential) as `visible` writes it, its backslashes doubled
+ * first: a name holding a backslash and an `n` is then told apart from one holding a newline.
+ */
+export function visibleName(name: string): string {
+  return visible(name.replaceAll('\\', '\\\\'));
+}
+
 /** The application's warnings and errors in a command, as `warning: [Context] message` lines on stderr; nothing else. */
 export class StderrLogger implements LoggerService {
   constructor(private readonly stderr: CliStream) {}

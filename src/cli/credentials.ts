@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { CredentialsService } from '../auth/credentials.service.js';
-import { intList, visible, words, type CliContext } from './context.js';
+import { intList, visibleName, words, type CliContext } from './context.js';
 
 interface AddOptions {
   clients: number[];
@@ -38,7 +38,7 @@ export function registerCredentials(program: Command, cli: CliContext): void {
           const text = all
             .map(
               (c) =>
-                `${c.clientId}${c.disabled ? ' (disabled)' : ''}  ${visible(c.name ?? '')}\n  clients ${c.clients.join(',')}  ` +
+                `${c.clientId}${c.disabled ? ' (disabled)' : ''}  ${visibleName(c.name ?? '')}\n  clients ${c.clients.join(',')}  ` +
                 `brands ${c.brands?.join(',') ?? 'all'}  visit types ${c.visitTypes?.join(',') ?? 'all'}\n` +
                 `  scopes ${c.scopes.join(' ')}\n` +
                 c.keys.map((k) => `  key ${k.prefix}…${k.revoked ? ' (revoked)' : ''}`).join('\n'),
