@@ -10,12 +10,14 @@ import { isolatedConfig, onPostgres } from './helpers/test-config.js';
 describe(`the change feed migration on existing data (${process.env.TEST_DATABASE})`, () => {
   const { config, drop } = isolatedConfig();
   let db: DataSource;
+  /** Where AddChangeFeed is in the migrations' order. */
+  let at: number;
 
   beforeAll(async () => {
     db = await openDataSource(config);
     await db.runMigrations({ transaction: 'each' });
     // Back to the schema before the change feed: it and every later migration undone.
-    const at = db.migrations.findIndex((m) => m.name?.startsWith('AddChangeFeed'));
+    at = db.migrations.findIndex((m) => m.name?.startsWith('AddChangeFeed'));
     expect(at).toBeGreaterThan(0);
     for (let i = db.migrations.length - 1; i >= at; i--) await db.undoLastMigration({ transaction: 'each' });
   });
@@ -42,6 +44,16 @@ describe(`the change feed migration on existing data (${process.env.TEST_DATABAS
         [id, client, branch, modified],
       );
     }
+    // AddChangeFeed alone first: its own counters, before a later migration moves them on.
+    const later = db.migrations.splice(at + 1);
+    await db.runMigrations({ transaction: 'each' });
+    const counters = await db.query<{ id: number; s: string | number }[]>('SELECT id, change_seq AS s FROM clients ORDER BY id');
+    expect(counters.map((c) => [Number(c.id), Number(c.s)])).toEqual([
+      [1, 3],
+      [2, 2],
+      [3, 0],
+    ]);
+    db.migrations.push(...later);
     const before = Date.now();
     await db.runMigrations({ transaction: 'each' });
 
