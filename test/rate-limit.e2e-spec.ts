@@ -211,3 +211,47 @@ describe(`rate limits (${process.env.TEST_DATABASE}, counters in the process)`, 
     expect(refused.headers.ratelimit).toMatch(/^"default";r=0;t=\d+, "token";r=1;t=\d+$/);
   });
 });
+
+describe(`the token limit and the lockout together (${process.env.TEST_DATABASE})`, () => {
+  let t: TestApp;
+
+  beforeAll(async () => {
+    // As the defaults have it (10 and 10): the window is spent by the very failures that lock the client out.
+    t = await startTestApp({ RATE_LIMIT_PER_MINUTE: '100', TOKEN_RATE_LIMIT_PER_MINUTE: '3', TOKEN_FAILURES_MAX: '3' });
+    await seedClients(t);
+  });
+  afterAll(async () => {
+    await t.close();
+  });
+
+  const ask = (c: IssuedCredential, secret = c.clientSecret, apiKey = c.apiKey) =>
+    request(t.http).post('/connect/token').set('svc-api-key', apiKey).type('form').send({ grant_type: 'client_credentials', client_id: c.clientId, client_secret: secret });
+
+  it("says the lockout's end, not the window's, when both refuse: a partner retrying when told is not refused again", async () => {
+    const victim = await issueCredential(t);
+    for (let i = 0; i < 3; i++) expect((await ask(victim, `guess-${i}`)).status).toBe(401);
+    // The window is spent: the guard refuses, and says when the lockout (15 minutes) ends.
+    const refused = await ask(victim);
+    expect(refused.status).toBe(429);
+    expect(refused.headers['ratelimit']).toMatch(/"token";r=0;t=\d+/);
+    expect(refused.body).toEqual({ error: 'slow_down', error_description: expect.stringMatching(/^Too many failed token requests for this client; retry after \d+ seconds\.$/) });
+    expect(Number(refused.headers['retry-after'])).toBeGreaterThan(800);
+    expect(refused.body.error_description).toBe(`Too many failed token requests for this client; retry after ${refused.headers['retry-after']} seconds.`);
+  });
+
+  it("says the window's end when only the window refuses, and never another client's lockout", async () => {
+    const busy = await issueCredential(t);
+    for (let i = 0; i < 3; i++) expect((await ask(busy)).status).toBe(200);
+    const refused = await ask(busy);
+    expect(refused.status).toBe(429);
+    expect(refused.body).toEqual({ error: 'slow_down', error_description: expect.stringMatching(/^Too many token requests for this client; retry after \d+ seconds\.$/) });
+    expect(Number(refused.headers['retry-after'])).toBeLessThanOrEqual(60);
+    // A locked-out client's id asked with another client's key: counted and judged as that key's owner.
+    const victim = await issueCredential(t);
+    for (let i = 0; i < 3; i++) expect((await ask(victim, `guess-${i}`)).status).toBe(401);
+    const foreign = await ask(victim, victim.clientSecret, busy.apiKey);
+    expect(foreign.status).toBe(429);
+    expect(Number(foreign.headers['retry-after'])).toBeLessThanOrEqual(60);
+    expect(foreign.body.error_description).toMatch(/^Too many token requests for this client; retry after \d+ seconds\.$/);
+  });
+});

@@ -3,7 +3,7 @@ import { APP_GUARD } from '@nestjs/core';
 import { PassportModule } from '@nestjs/passport';
 import { ClientsModule } from '../clients/clients.module.js';
 import { BodyErrorGuard } from '../common/body-errors.js';
-import { KEY_OWNER, RateLimitGuard } from '../rate-limit/rate-limit.guard.js';
+import { KEY_OWNER, RateLimitGuard, TOKEN_LOCKOUT } from '../rate-limit/rate-limit.guard.js';
 import { AuthCacheService } from './auth-cache.service.js';
 import { AuthRepository } from './auth.repository.js';
 import { CredentialsService } from './credentials.service.js';
@@ -39,6 +39,8 @@ import { WellKnownController } from './well-known.controller.js';
     VerifiedTokens,
     // The rate limits count by API key only when it is a live one, which the credentials' cache knows.
     { provide: KEY_OWNER, inject: [AuthCacheService], useFactory: (cache: AuthCacheService) => cache.keyOwner },
+    // A 429 of the token endpoint says when a locked-out client may try again, if that is later than the window's end.
+    { provide: TOKEN_LOCKOUT, inject: [TokenFailuresService], useFactory: (failures: TokenFailuresService) => (clientId: string) => failures.blockedFor(clientId) },
     // The rate limit comes first, so that refused requests count too.
     { provide: APP_GUARD, useClass: RateLimitGuard },
     // A body that could not be read is refused next, before the credentials (see keepingBodyErrors).

@@ -1,4 +1,4 @@
-import { Inject, Injectable, type ExecutionContext } from '@nestjs/common';
+import { Inject, Injectable, Optional, type ExecutionContext } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import {
   InjectThrottlerOptions,
@@ -40,6 +40,17 @@ export type KeyOwner = (presented: string) => Promise<string | null>;
 
 /** The KeyOwner the guard counts with, provided by the module that knows the keys (AuthModule). */
 export const KEY_OWNER = Symbol('KEY_OWNER');
+
+/**
+ * Seconds until a client id locked out by failed token requests may try again (0 when it is
+ * not), provided by the module that counts the failures (AuthModule): a 429 of the token
+ * endpoint says the later of the two ends, the window's and the lockout's, so that a partner
+ * retrying when told is not refused again.
+ */
+export type TokenLockout = (clientId: string) => Promise<number>;
+
+/** The TokenLockout the guard asks when it refuses a token request (optional: without one, the window's end is said). */
+export const TOKEN_LOCKOUT = Symbol('TOKEN_LOCKOUT');
 
 /** The API key a request presents, trimmed; undefined without one. */
 function presentedKey(req: TrackedRequest): string | undefined {
@@ -183,6 +194,7 @@ export class RateLimitGuard extends ThrottlerGuard {
     reflector: Reflector,
     private readonly metrics: MetricsService,
     @Inject(KEY_OWNER) private readonly owner: KeyOwner,
+    @Optional() @Inject(TOKEN_LOCKOUT) private readonly lockout?: TokenLockout,
   ) {
     super(options, storage, reflector);
   }
@@ -206,11 +218,18 @@ export class RateLimitGuard extends ThrottlerGuard {
     // request and set its headers (a 429 of the token endpoint names its "token" limit too).
     if (refusals.has(req)) return true;
     this.metrics.rateLimited.inc({ limit: name });
-    const retryAfter = String(Math.max(1, count.timeToBlockExpire));
+    let retryAfter = String(Math.max(1, count.timeToBlockExpire));
     if (isTokenRequest(req)) {
       this.metrics.tokenFailures.inc({ error: 'slow_down' });
       // Which limit refused: the client's own on token requests, or its API key's on every request.
-      const which = name === 'token' ? 'Too many token requests for this client' : `The API key's rate limit of ${limit} requests a minute, token requests included, is reached`;
+      let which = name === 'token' ? 'Too many token requests for this client' : `The API key's rate limit of ${limit} requests a minute, token requests included, is reached`;
+      // A lockout that ends later is the wait to say: asked for the key's own client only, whose
+      // holder the token endpoint would tell of it anyway once the window is over.
+      const locked = await this.lockedFor(req);
+      if (locked > Number(retryAfter)) {
+        retryAfter = String(locked);
+        which = 'Too many failed token requests for this client';
+      }
       refusals.set(req, new OAuthException('slow_down', `${which}; retry after ${retryAfter} seconds.`, 429, { 'Retry-After': retryAfter }));
     } else {
       refusals.set(
@@ -221,6 +240,18 @@ export class RateLimitGuard extends ThrottlerGuard {
       );
     }
     return true;
+  }
+
+  /** Seconds the lockout of the client whose live key the request presents lasts; 0 when none, or when that cannot be told now. */
+  private async lockedFor(req: TrackedRequest): Promise<number> {
+    if (this.lockout === undefined) return 0;
+    const clientId = await ownerOfKey(presentedKey(req), this.owner);
+    if (typeof clientId !== 'string') return 0;
+    try {
+      return await this.lockout(clientId);
+    } catch {
+      return 0;
+    }
   }
 
   override async canActivate(context: ExecutionContext): Promise<boolean> {
