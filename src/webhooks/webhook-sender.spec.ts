@@ -29,6 +29,11 @@ describe('postWebhook', () => {
     expect(receiver.received.map((r) => r.path)).toEqual(['/moved']);
   });
 
+  it('reports a 304 as what it is, a failure that is no redirect', async () => {
+    receiver.answer = () => ({ status: 304 });
+    expect(await post('/hook')).toEqual({ ok: false, status: 304, error: 'HTTP 304' });
+  });
+
   it('reports a refusal with the start of its body, on one line', async () => {
     receiver.answer = () => ({ status: 503, body: `down for\nmaintenance ${'.'.repeat(500)}` });
     const result = await post('/hook');

@@ -42,7 +42,8 @@ function snippet(body: Buffer): string {
 
 function outcome(status: number, body: Buffer): WebhookResult {
   if (status >= 200 && status < 300) return { ok: true, status, error: null };
-  const redirect = status >= 300 && status < 400 ? ' (redirects are not followed)' : '';
+  // A redirection (RFC 9110 §15.4) names where to go, which is never followed; 304 and 305 name nothing to follow.
+  const redirect = [300, 301, 302, 303, 307, 308].includes(status) ? ' (redirects are not followed)' : '';
   return { ok: false, status, error: `HTTP ${status}${redirect}${snippet(body)}` };
 }
 
