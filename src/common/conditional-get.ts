@@ -10,7 +10,7 @@ export const IF_MATCH_FAILED = 'If-Match names no current representation: none o
  * arrives as one list (Node joins them with commas), so `*` may be one member of several: a
  * client (or a library and its caller) that said `*` twice still said `*`.
  */
-export function preconditionMembers(field: string): string[] {
+function preconditionMembers(field: string): string[] {
   return field.match(/(?:W\/)?"[^"]*"|[^\s,"]+/g) ?? [];
 }
 
@@ -79,8 +79,8 @@ export function answeredNotModified(req: IncomingMessage, res: ServerResponse, e
  * What a write's preconditions ask of the resource it writes, which has no entity tag (RFC 9110
  * §13.2.2, in its order): `absent` for `If-None-Match: *` (create only; also when `*` is one of
  * several members, as a field sent twice arrives), `present` for `If-Match: *` (replace only),
- * `any` without either. If-Match naming tags fails at once (a 412
- * problem, thrown): no tag can match what has none. If-None-Match naming tags always holds.
+ * `any` without either. If-Match naming tags fails at once (a 412 problem, thrown): no tag can
+ * match what has none. If-None-Match naming tags always holds.
  */
 export function writePrecondition(headers: IncomingMessage['headers'], what: string): 'absent' | 'present' | 'any' {
   const ifMatch = headers['if-match'];

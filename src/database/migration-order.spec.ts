@@ -11,7 +11,7 @@ describe('the order of the PostgreSQL migrations', () => {
     // Run the other way round, the announcement's commit would open a window in which writers of
     // the release before announced small sequences, or none, while their replicas key pages by data_version.
     const order = runOrder(POSTGRES_MIGRATIONS);
-    expect(order.indexOf('AnnounceWriteSequence')).toBeGreaterThan(order.indexOf('SequenceFollowsDataVersion'));
     expect(order.indexOf('SequenceFollowsDataVersion')).toBeGreaterThan(-1);
+    expect(order.indexOf('AnnounceWriteSequence')).toBeGreaterThan(order.indexOf('SequenceFollowsDataVersion'));
   });
 });

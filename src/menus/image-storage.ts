@@ -20,6 +20,8 @@ export interface ImageStorage {
   read(stored: StoredBytes): Promise<Buffer>;
   /** Removes what `put` wrote (after a failed transaction, or once a replacement committed). */
   discard(stored: StoredBytes): Promise<void>;
+  /** The folder image files lie in: where new ones go, or those stored before a switch to the database (see ImageSweeper). */
+  readonly folder: FileImageStorage;
 }
 
 /**
@@ -59,6 +61,11 @@ const TEMPORARY = /^\.[0-9a-f-]{36}\.[0-9a-f-]{36}\.tmp$/;
 /** Bytes in a folder (a shared volume for several replicas); the row keeps the file name. */
 export class FileImageStorage implements ImageStorage {
   constructor(readonly dir: string) {}
+
+  /** The folder is this storage's own. */
+  get folder(): FileImageStorage {
+    return this;
+  }
 
   /** The folder's plain files (none when it does not exist yet). */
   async files(): Promise<StoredFile[]> {

@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { DatabaseImageStorage, FileImageStorage, type ImageStorage, type StoredFile } from './image-storage.js';
+import { FileImageStorage, type ImageStorage, type StoredFile } from './image-storage.js';
 import { IMAGE_STORAGE, MenusRepository } from './menus.repository.js';
 
 /** What a sweep of the image folder found and did. */
@@ -31,12 +31,10 @@ export class ImageSweeper {
   ) {}
 
   async sweep(options: { minAgeMs: number; dryRun: boolean; now?: Date }): Promise<SweepReport> {
-    const nothing: SweepReport = { folder: null, checked: 0, orphans: [], tooRecent: 0, removed: false };
-    // With images kept in the database, the folder of those stored before the switch, if it holds any files of the storage.
-    const folder = this.storage instanceof FileImageStorage ? this.storage : this.storage instanceof DatabaseImageStorage ? this.storage.folder : null;
-    if (folder === null) return nothing;
+    const folder = this.storage.folder;
     const files = (await folder.files()).filter((f) => f.kind !== 'other');
-    if (folder !== this.storage && files.length === 0) return nothing;
+    // With images kept in the database, the folder of those stored before the switch, once it holds no files of the storage, is nothing to sweep.
+    if (!(this.storage instanceof FileImageStorage) && files.length === 0) return { folder: null, checked: 0, orphans: [], tooRecent: 0, removed: false };
     const named = await this.repo.storedImageKeys(files.filter((f) => f.kind === 'image').map((f) => f.name));
     const unnamed = files.filter((f) => f.kind === 'temporary' || !named.has(f.name));
     const before = (options.now ?? new Date()).getTime() - options.minAgeMs;
