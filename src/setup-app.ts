@@ -39,7 +39,8 @@ function allowedCors(origins: string): CorsOptions {
   return {
     origin: origins.split(','),
     methods: ['GET', 'POST'],
-    allowedHeaders: ['Authorization', 'svc-api-key', 'Content-Type', 'X-Request-Id', 'If-None-Match', 'If-Match'],
+    // X-Requested-With: Swagger UI's Authorize sends it, from a page of another origin too.
+    allowedHeaders: ['Authorization', 'svc-api-key', 'Content-Type', 'X-Request-Id', 'If-None-Match', 'If-Match', 'X-Requested-With'],
     exposedHeaders: [
       'RateLimit',
       'RateLimit-Policy',

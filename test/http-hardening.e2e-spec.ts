@@ -7,6 +7,7 @@ import { AppLogger } from '../src/logging/app-logger.js';
 import { startTestApp, type TestApp } from './helpers/test-app.js';
 
 const ORDER = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'];
+const TITLES: Record<number, string> = { 400: 'Bad Request', 414: 'URI Too Long', 431: 'Request Header Fields Too Large', 501: 'Not Implemented' };
 
 describe(`HTTP hardening (${process.env.TEST_DATABASE})`, () => {
   let t: TestApp;
@@ -32,7 +33,18 @@ describe(`HTTP hardening (${process.env.TEST_DATABASE})`, () => {
 
   it.each([
     ['headers over 16 KiB', `GET /branches HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${'a'.repeat(20_000)}\r\n\r\n`, 431, 'The request line and headers are larger than the service accepts (16 KiB).'],
-    ['a URL over 16 KiB', `GET /branches?q=${'a'.repeat(20_000)} HTTP/1.1\r\nHost: x\r\n\r\n`, 431, 'The request line and headers are larger than the service accepts (16 KiB).'],
+    // The parser stops inside the request target: the target is what is too long (RFC 9112 §3).
+    ['a URL over 16 KiB', `GET /branches?q=${'a'.repeat(20_000)} HTTP/1.1\r\nHost: x\r\n\r\n`, 414, 'The request target is longer than the service accepts (16 KiB with the headers).'],
+    ['a URL over 16 KiB after a pipelined request', `GET /health/live HTTP/1.1\r\nHost: x\r\n\r\nGET /branches?q=${'a'.repeat(20_000)} HTTP/1.1\r\nHost: x\r\n\r\n`, 414, 'The request target is longer than the service accepts (16 KiB with the headers).'],
+    ['a header over 16 KiB whose value looks like a request line', `GET /branches HTTP/1.1\r\nHost: x\r\nX-Note: GET /${'a'.repeat(20_000)}\r\n\r\n`, 431, 'The request line and headers are larger than the service accepts (16 KiB).'],
+    // A method the service does not know, in a request line otherwise well-formed (RFC 9110 §9.1); methods are case-sensitive.
+    ['an unknown method', 'BREW /branches HTTP/1.1\r\nHost: x\r\n\r\n', 501, "The method 'BREW' is not one the service implements."],
+    ['a method in lower case', 'get /health/live HTTP/1.1\r\nHost: x\r\n\r\n', 501, "The method 'get' is not one the service implements."],
+    ['an unknown method after a pipelined request', 'GET /health/live HTTP/1.1\r\nHost: x\r\n\r\nPROPFINDX /branches HTTP/1.1\r\nHost: x\r\n\r\n', 501, "The method 'PROPFINDX' is not one the service implements."],
+    // Bytes that are no request line at all: a TLS handshake sent to the plain port.
+    ['a TLS handshake', '\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03', 400, 'The request is not well-formed HTTP/1.1.'],
+    // HTTP/1.0 has no Transfer-Encoding: faulty framing, and the connection closes although it asked to stay open (RFC 9112 §6.1).
+    ['an HTTP/1.0 request with Transfer-Encoding', 'POST /connect/token HTTP/1.0\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\nContent-Type: application/x-www-form-urlencoded\r\n\r\n0\r\n\r\nGET /health/live HTTP/1.0\r\n\r\n', 400, 'An HTTP/1.0 request cannot carry Transfer-Encoding: send its body with Content-Length.'],
     ['a header line without a colon', 'GET /branches HTTP/1.1\r\nHost: x\r\nno colon here\r\n\r\n', 400, 'The request is not well-formed HTTP/1.1.'],
     ['Content-Length beside Transfer-Encoding', 'POST /connect/token HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n', 400, 'The request is not well-formed HTTP/1.1.'],
     ['two Content-Length headers', 'POST /connect/token HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab', 400, 'The request is not well-formed HTTP/1.1.'],
@@ -44,9 +56,13 @@ describe(`HTTP hardening (${process.env.TEST_DATABASE})`, () => {
   ])('answers what the HTTP parser refuses (%s) with a problem document, and closes', async (_what, raw, status, detail) => {
     const logged = jest.spyOn(t.app.get(AppLogger), 'warnFields');
     const answer = await rawExchange(raw);
-    const [head, body] = answer.split('\r\n\r\n');
+    // Nothing pipelined after the refused request is answered; a request before it is, and
+    // first: a client matches answers to its requests by their order (RFC 9112 §9.3.2).
+    const earlier = raw.startsWith('GET /health/live HTTP/1.1\r\nHost: x\r\n\r\n') ? ['HTTP/1.1 200 '] : [];
+    expect(answer.match(/HTTP\/1\.1 \d{3} /g)).toEqual([...earlier, `HTTP/1.1 ${status} `]);
+    const [head, body] = answer.slice(answer.lastIndexOf(`HTTP/1.1 ${status} `)).split('\r\n\r\n');
     const lines = head.split('\r\n');
-    expect(lines[0]).toBe(`HTTP/1.1 ${status} ${status === 431 ? 'Request Header Fields Too Large' : 'Bad Request'}`);
+    expect(lines[0]).toBe(`HTTP/1.1 ${status} ${TITLES[status]}`);
     // Logged with the ids a partner would quote: the request id and the problem instance.
     const requestId = lines.find((l) => l.startsWith('X-Request-Id: '))?.slice('X-Request-Id: '.length);
     expect(logged.mock.calls).toEqual([
@@ -63,7 +79,7 @@ describe(`HTTP hardening (${process.env.TEST_DATABASE})`, () => {
     // Dated as every answer is (RFC 9110 §6.6.1), those written straight to the connection too.
     expect(lines.filter((l) => l.startsWith('Date: ')).map((l) => Date.parse(l.slice(6)) > Date.now() - 60_000)).toEqual([true]);
     expect(JSON.parse(body)).toEqual({
-      title: status === 431 ? 'Request Header Fields Too Large' : 'Bad Request',
+      title: TITLES[status],
       status,
       detail,
       instance: expect.stringMatching(/^urn:svc:api:results:error:[0-9a-f-]{36}$/),
@@ -329,13 +345,14 @@ describe(`CORS when origins are configured, no trusted proxy (${process.env.TEST
         .options('/visits/standard')
         .set('Origin', origin)
         .set('Access-Control-Request-Method', 'GET')
-        .set('Access-Control-Request-Headers', 'authorization,svc-api-key,if-none-match,if-match');
+        .set('Access-Control-Request-Headers', 'authorization,svc-api-key,if-none-match,if-match,x-requested-with');
     const allowed = await preflight('https://bi.example.com');
     expect(allowed.status).toBe(204);
     expect(allowed.headers['access-control-allow-origin']).toBe('https://bi.example.com');
     // Every request header the interface reads, the conditional ones included (If-Match is honoured where a validator is sent).
     expect(String(allowed.headers['access-control-allow-headers']).toLowerCase().split(',')).toEqual(
-      expect.arrayContaining(['authorization', 'svc-api-key', 'if-none-match', 'if-match']),
+      // X-Requested-With, which Swagger UI's Authorize sends, from another origin too.
+      expect.arrayContaining(['authorization', 'svc-api-key', 'if-none-match', 'if-match', 'x-requested-with']),
     );
     const refused = await preflight('https://evil.example.net');
     expect(refused.headers['access-control-allow-origin']).toBeUndefined();

@@ -103,6 +103,7 @@ describe(`token requests answered ahead of Express (${process.env.TEST_DATABASE}
       ['a scope not assigned', grant({ scope: 'svc-results-api webhooks.manage' }), {}, 400, 'invalid_scope'],
       ['a parameter twice', `${grant()}&grant_type=client_credentials`, {}, 400, 'invalid_request'],
       ['an empty body', '', {}, 401, 'invalid_client'],
+      ['an empty body from a script in a browser page', '', { 'x-requested-with': 'XMLHttpRequest' }, 401, 'invalid_client'],
     ];
     for (const [what, body, headers, status, error] of cases) {
       const [viaExpress, viaLane] = await both(body, headers);
@@ -111,6 +112,10 @@ describe(`token requests answered ahead of Express (${process.env.TEST_DATABASE}
       expect(viaLane.body.toString('utf8')).toBe(viaExpress.body.toString('utf8'));
       expect(JSON.parse(viaLane.body.toString('utf8'))).toMatchObject({ error });
       expect(viaLane.headers['cache-control']).toBe('no-store');
+      // The challenge of a missing authentication: Basic's, but not to a script in a browser page.
+      if (what.startsWith('an empty body')) {
+        expect(viaLane.headers['www-authenticate']).toBe(headers['x-requested-with'] ? undefined : 'Basic realm="svc-results-api", charset="UTF-8"');
+      }
     }
   });
 

@@ -287,6 +287,35 @@ describe(`POST /connect/token (${process.env.TEST_DATABASE})`, () => {
     expect(res.headers['www-authenticate']).toBe('Basic realm="svc-results-api", charset="UTF-8"');
   });
 
+  it('leaves Basic out of the challenges of an answer to a script in a browser page (X-Requested-With), which would stop it for a login box', async () => {
+    const basicPost = (apiKey: string, secret: string, scripted: boolean) => {
+      const req = request(t.http)
+        .post('/connect/token')
+        .set('svc-api-key', apiKey)
+        .set('Authorization', `Basic ${Buffer.from(`${other.clientId}:${secret}`).toString('base64')}`)
+        .type('form');
+      return (scripted ? req.set('X-Requested-With', 'XMLHttpRequest') : req).send({ grant_type: 'client_credentials' });
+    };
+    const wrong = await basicPost(other.apiKey, 'wrong', true);
+    expectOAuthError(wrong, 401, 'invalid_client', 'Client authentication failed.');
+    expect(wrong.headers['www-authenticate']).toBeUndefined();
+    // A key refused on such a request keeps its own challenge, which no browser answers with a login box.
+    const badKey = await basicPost('svck_unknown', 'wrong', true);
+    expectOAuthError(badKey, 401, 'invalid_client', 'The svc-api-key is not valid.');
+    expect(badKey.headers['www-authenticate']).toBe('ApiKey realm="svc-results-api", header="svc-api-key"');
+    const missing = await request(t.http)
+      .post('/connect/token')
+      .set('svc-api-key', partner.apiKey)
+      .set('X-Requested-With', 'XMLHttpRequest')
+      .type('form')
+      .send({ grant_type: 'client_credentials' });
+    expectOAuthError(missing, 401, 'invalid_client', 'Client authentication is required: client_id and client_secret.');
+    expect(missing.headers['www-authenticate']).toBeUndefined();
+    // The right secret is issued a token as always; and without the header the challenge stays.
+    expect((await basicPost(other.apiKey, other.clientSecret, true)).status).toBe(200);
+    expect((await basicPost(other.apiKey, 'wrong', false)).headers['www-authenticate']).toBe('Basic realm="svc-results-api", charset="UTF-8"');
+  });
+
   it('slows secret guessing: after the allowed failures even the right secret waits', async () => {
     const victim = await issueCredential(t, { clients: [1002], scopes: ['visits/standard.read'] });
     for (let i = 0; i < 5; i++) {

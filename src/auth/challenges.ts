@@ -24,6 +24,21 @@ export function basicChallenge(): string {
   return `Basic realm=${quoted(REALM)}, charset="UTF-8"`;
 }
 
+/**
+ * The challenges of a token endpoint answer sent to a script in a browser page (a request
+ * with `X-Requested-With: XMLHttpRequest`, as Swagger UI's Authorize sends): without Basic's,
+ * which makes the browser stop the request for a login box of its own instead of handing the
+ * script the `invalid_client` answer. The script authenticates by itself, as any OAuth client.
+ */
+export function withoutBasicChallenge(headers: Record<string, string>): Record<string, string> {
+  const challenge = headers['WWW-Authenticate'];
+  if (challenge === undefined) return headers;
+  const basic = basicChallenge();
+  const rest = challenge === basic ? '' : challenge.replace(`, ${basic}`, '');
+  const { 'WWW-Authenticate': _dropped, ...others } = headers;
+  return rest === '' ? others : { ...others, 'WWW-Authenticate': rest };
+}
+
 export interface BearerChallengeParameters {
   /** RFC 6750 §3.1: invalid_token for a token that was sent, insufficient_scope for one that lacks a scope. */
   error?: 'invalid_token' | 'insufficient_scope';

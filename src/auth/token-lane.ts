@@ -12,7 +12,7 @@ import { answeredByRoute, RequestMetricsMiddleware } from '../metrics/request-me
 import { apiLimit, countAhead, handOnCount, setLimitHeaders, tokenLimit, TOKEN_PATH, type NamedLimit } from '../rate-limit/rate-limit.guard.js';
 import type { CountResult } from '../rate-limit/rate-limit.storage.js';
 import { AuthCacheService } from './auth-cache.service.js';
-import { TokenService } from './token.service.js';
+import { sentByScript, TokenService } from './token.service.js';
 
 const FORM_TYPE = 'application/x-www-form-urlencoded';
 
@@ -101,6 +101,7 @@ export class TokenLane {
         apiKey: headers['svc-api-key'] as string,
         authorization: headers.authorization,
         form: form as Record<string, unknown>,
+        fromScript: sentByScript(headers['x-requested-with']),
       });
       answer = { status: 200, headers: NO_STORE_HEADERS, body: issued };
     } catch (error) {

@@ -5,7 +5,7 @@ import { API_KEY_SCHEME } from '../common/openapi-names.js';
 import { Public } from '../common/public.decorator.js';
 import { OAuthErrorDto, TokenRequestDto, TokenResponseDto } from './dto/token.dto.js';
 import { FORM_DESCRIPTIONS, NO_STORE_HEADERS, OAuthErrorFilter, OAuthException } from '../common/oauth-error.js';
-import { TokenService, type TokenResponse } from './token.service.js';
+import { sentByScript, TokenService, type TokenResponse } from './token.service.js';
 import { ApiHeadersTooLarge } from '../common/api-responses.js';
 
 /** An OAuth error response (RFC 6749 §5.2) of the token endpoint, with an example body of its status. */
@@ -81,6 +81,6 @@ export class TokenController {
       throw new OAuthException('invalid_request', 'The request body must be application/x-www-form-urlencoded.');
     }
     const form = typeof body === 'object' && body !== null ? (body as Record<string, unknown>) : {};
-    return this.tokens.issue({ apiKey, authorization, form });
+    return this.tokens.issue({ apiKey, authorization, form, fromScript: sentByScript(req.headers['x-requested-with']) });
   }
 }

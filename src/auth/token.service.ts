@@ -9,7 +9,7 @@ import { apiKeyNotValid } from './guards/api-key.guard.js';
 import { TOKEN_FORM_MAX_LENGTH } from './dto/token.dto.js';
 import { AuthCacheService, type CachedCredential } from './auth-cache.service.js';
 import { AuthRepository } from './auth.repository.js';
-import { apiKeyChallenge, basicChallenge } from './challenges.js';
+import { apiKeyChallenge, basicChallenge, withoutBasicChallenge } from './challenges.js';
 import { KeyringService, SIGNING_ALG } from './keyring.service.js';
 import { OAuthException } from '../common/oauth-error.js';
 import { isScope, Scope } from './scopes.js';
@@ -27,6 +27,13 @@ export interface TokenRequest {
   authorization: string | undefined;
   /** The form body. */
   form: Record<string, unknown>;
+  /** Whether a script in a browser page sent it (`X-Requested-With: XMLHttpRequest`). */
+  fromScript?: boolean;
+}
+
+/** Whether a request's `X-Requested-With` says a script in a browser page sent it. */
+export function sentByScript(header: string | string[] | undefined): boolean {
+  return typeof header === 'string' && header.trim().toLowerCase() === 'xmlhttprequest';
 }
 
 export interface TokenResponse {
@@ -98,8 +105,10 @@ export class TokenService {
       this.metrics.tokensIssued.inc();
       return response;
     } catch (error) {
-      if (error instanceof OAuthException) this.metrics.tokenFailures.inc({ error: error.error });
-      throw error;
+      if (!(error instanceof OAuthException)) throw error;
+      this.metrics.tokenFailures.inc({ error: error.error });
+      if (!request.fromScript) throw error;
+      throw new OAuthException(error.error, error.description, error.getStatus(), withoutBasicChallenge(error.headers));
     }
   }
 

@@ -23,14 +23,57 @@ function unknownVersion(raw: Buffer | undefined, parsed: number | undefined): bo
   if (raw === undefined || parsed === undefined || parsed < 1 || parsed > raw.length) return false;
   const next = raw[parsed];
   if (next !== undefined && next !== 0x0d && next !== 0x0a) return false;
-  const start = raw.lastIndexOf(0x0a, parsed - 1) + 1;
+  const start = lineStart(raw, parsed);
   return parsed - start <= 16 * 1024 && UNKNOWN_VERSION_LINE.test(raw.toString('latin1', start, parsed));
+}
+
+/** A request line whose method is a token (RFC 9110 §9.1) and whose version is one the service speaks: its method alone is unknown. */
+const UNKNOWN_METHOD_LINE = /^([!#$%&'*+.^_`|~0-9A-Za-z-]{1,64}) [!-~]+ HTTP\/1\.[01]\r?$/;
+
+/** A request line read up to inside its target: a method, one space, and no second one yet. */
+const TARGET_SO_FAR = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,64} [!-~]*$/;
+
+/** Where the line holding byte `parsed` of `raw` starts (0 when no line ends before it in the chunk). */
+function lineStart(raw: Buffer, parsed: number): number {
+  return parsed < 1 ? 0 : raw.lastIndexOf(0x0a, parsed - 1) + 1;
+}
+
+/**
+ * The method of a well-formed request line that Node's parser refused for its method alone
+ * (`FOO`, `get`: methods are case-sensitive): a 501 (RFC 9110 §9.1), where bytes that are no
+ * request line at all (a TLS handshake sent to the plain port) stay a 400.
+ */
+function unknownMethod(raw: Buffer | undefined, parsed: number | undefined): string | undefined {
+  if (raw === undefined || parsed === undefined || parsed < 0 || parsed > raw.length) return undefined;
+  const start = lineStart(raw, parsed);
+  const end = raw.indexOf(0x0a, start);
+  if (end < 0 || end - start > 16 * 1024) return undefined;
+  return UNKNOWN_METHOD_LINE.exec(raw.toString('latin1', start, end))?.[1];
+}
+
+/**
+ * Whether the parser ran out of room inside the request target, the request line still
+ * unfinished where it stopped: a 414 (RFC 9112 §3), not a 431. Only when the chunk holds the
+ * line's start; a line that began in an earlier chunk cannot be told from a header's value and
+ * stays a 431.
+ */
+function targetTooLong(raw: Buffer | undefined, parsed: number | undefined): boolean {
+  if (raw === undefined || parsed === undefined || parsed < 1 || parsed > raw.length) return false;
+  // A header line cannot match: its name ends in a colon, which no method holds.
+  return TARGET_SO_FAR.test(raw.toString('latin1', lineStart(raw, parsed), parsed));
 }
 
 /** What Node's HTTP parser refuses, by its error code (and where in the bytes it stopped), and what the problem says of it. */
 function refusal(code: string | undefined, raw?: Buffer, parsed?: number): { status: number; detail: string } {
   if (code === 'HPE_INVALID_VERSION' && unknownVersion(raw, parsed)) return VERSION_NOT_SUPPORTED;
+  // HTTP/2's connection preface (`PRI * HTTP/2.0`), sent by a client with prior knowledge.
+  if (code === 'HPE_PAUSED_H2_UPGRADE') return VERSION_NOT_SUPPORTED;
+  if (code === 'HPE_INVALID_METHOD') {
+    const method = unknownMethod(raw, parsed);
+    if (method !== undefined) return { status: 501, detail: `The method '${method}' is not one the service implements.` };
+  }
   if (code === 'HPE_HEADER_OVERFLOW') {
+    if (targetTooLong(raw, parsed)) return { status: 414, detail: 'The request target is longer than the service accepts (16 KiB with the headers).' };
     return { status: 431, detail: 'The request line and headers are larger than the service accepts (16 KiB).' };
   }
   if (code === 'ERR_HTTP_REQUEST_TIMEOUT') return { status: 408, detail: 'The request was not received in time.' };
@@ -127,6 +170,11 @@ export function answerClientErrors(server: Server, tokenPath: string, log: Early
       if (req.httpVersionMajor !== 1 || req.httpVersionMinor > 1) return VERSION_NOT_SUPPORTED;
       if (req.httpVersionMajor === 1 && req.httpVersionMinor === 1 && req.headers.host === undefined) return refusal(undefined);
       if (repeatedHost(req.rawHeaders)) return { status: 400, detail: 'The request has more than one Host header; it must have one.' };
+      // HTTP/1.0 has no Transfer-Encoding: a request carrying one has faulty framing, whatever
+      // its other headers say (RFC 9112 §6.1), and the connection closes after the answer.
+      if (req.httpVersionMinor === 0 && req.headers['transfer-encoding'] !== undefined) {
+        return { status: 400, detail: 'An HTTP/1.0 request cannot carry Transfer-Encoding: send its body with Content-Length.' };
+      }
       // A request's Transfer-Encoding must end in chunked (RFC 9112 §6.3): its body has no
       // framing otherwise. Node's parser finds that out only when the body comes, by which time
       // the application has the request: it is refused here, before the application sees it.
@@ -162,28 +210,61 @@ export function answerClientErrors(server: Server, tokenPath: string, log: Early
     log(lineOf(501, problem, detail, req), 'request refused before the application');
   });
   server.on('clientError', (error: NodeJS.ErrnoException & { rawPacket?: Buffer; bytesParsed?: number }, socket: Duplex) => {
-    const pending = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+    if (refused.has(socket)) {
+      // Refused before: what follows is not read. Once the refusal is written, the connection goes.
+      if (!socket.writable) socket.destroy();
+      return;
+    }
+    const pending = (socket as AnsweringSocket)._httpMessage;
     if (error.code === 'HPE_CLOSED_CONNECTION') {
       // Bytes after a request that said `Connection: close` (RFC 9112 §9.6): they are not read,
       // and the answer to that request goes out before the connection closes, as it would anyway.
       if (!pending) socket.end();
       return;
     }
-    if (error.code === 'ECONNRESET' || !socket.writable || pending?.headersSent) {
+    const own = pending instanceof ServerResponse && !pending.req.complete;
+    if (error.code === 'ECONNRESET' || !socket.writable || (own && pending.headersSent)) {
       socket.destroy();
       return;
     }
     const { status, detail } = refusal(error.code, error.rawPacket, error.bytesParsed);
     const problem = earlyProblem(status, detail);
-    writeRaw(socket, status, problem);
-    if (pending instanceof ServerResponse) {
+    if (own) {
       // A request the application was reading (a body too slow to arrive): its own line says
       // how it ended, with this status and instance rather than the 200 it had not yet changed.
+      writeRaw(socket, status, problem);
       pending.statusCode = status;
       const locals = ((pending as ServerResponse & { locals?: Record<string, unknown> }).locals ??= {});
       locals.problemInstance = problem.instance;
-    } else {
-      log(lineOf(status, problem, detail), 'request refused before the application');
+      return;
     }
+    // A request pipelined behind others (RFC 9112 §9.3.2): its refusal follows their answers,
+    // which a client matches to its requests by their order.
+    refused.add(socket);
+    afterEarlierAnswers(socket, () => {
+      if (socket.writable) writeRaw(socket, status, problem);
+      else socket.destroy();
+    });
+    log(lineOf(status, problem, detail), 'request refused before the application');
   });
+}
+
+/** A connection of the server, with the response Node is writing on it, if any. */
+type AnsweringSocket = Duplex & { _httpMessage?: ServerResponse | null };
+
+/** Connections whose last request was refused while answers to earlier ones were still to go. */
+const refused = new WeakSet<Duplex>();
+
+/**
+ * Runs `then` once the answers to the requests read before on `socket` are sent. Node queues
+ * a pipelined request's response until the one before it is finished, and hands it the
+ * connection as that one finishes, before this listener runs: the next one is then current.
+ */
+function afterEarlierAnswers(socket: AnsweringSocket, then: () => void): void {
+  const current = socket._httpMessage;
+  if (!current || current.writableFinished) {
+    then();
+    return;
+  }
+  current.once('finish', () => afterEarlierAnswers(socket, then));
 }
