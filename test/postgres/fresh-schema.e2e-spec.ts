@@ -63,6 +63,37 @@ describe('a PostgreSQL schema that does not exist yet', () => {
     expect(await appliedMigrations(schema)).toBeGreaterThan(0);
   });
 
+  it('is migrated by a start while a transaction elsewhere in the database stays open', async () => {
+    // An index built CONCURRENTLY waits for every older snapshot of the whole database, in any
+    // schema; on a new schema's empty table the plain form is used, which waits for none.
+    const other = admin.createQueryRunner();
+    await other.connect();
+    await other.query('BEGIN ISOLATION LEVEL REPEATABLE READ');
+    await other.query('SELECT 1');
+    const schema = freshSchema();
+    try {
+      const outcome = await startService(envFor(schema, { DATABASE_QUERY_TIMEOUT_MS: '5000' }), { timeoutMs: 60_000 }).then(
+        async (service) => {
+          const ready = await fetch(`${service.url}/health/ready`);
+          expect(await service.stop()).toBe(0);
+          return ready.status;
+        },
+        (error: Error) => error.message,
+      );
+      expect(outcome).toBe(200);
+      const indexes = await admin.query<{ indexdef: string }[]>(
+        `SELECT indexdef FROM pg_indexes WHERE schemaname = $1 AND indexname = 'ix_visits_client_time'`,
+        [schema],
+      );
+      expect(indexes.map((i) => i.indexdef)).toEqual([
+        `CREATE INDEX ix_visits_client_time ON ${schema}.visits USING btree (client_id, visit_date_time, id, brand_id, visit_type)`,
+      ]);
+    } finally {
+      await other.query('ROLLBACK');
+      await other.release();
+    }
+  });
+
   it('stops a start with MIGRATIONS_RUN=false in one line naming DATABASE_SCHEMA, and creates nothing', async () => {
     const schema = freshSchema();
     // A service that starts anyway is stopped, so the failure is reported instead of a hanging run.

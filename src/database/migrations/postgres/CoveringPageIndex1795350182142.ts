@@ -8,7 +8,11 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
  * which therefore takes the plain, locking form.
  */
 async function replacePageIndex(queryRunner: QueryRunner, columns: string): Promise<void> {
-  const concurrently = queryRunner.isTransactionActive ? '' : ' CONCURRENTLY';
+  // On a table without rows (a new database) the plain form is as quick and takes its lock for
+  // no time, where CONCURRENTLY would wait for every older transaction of the whole database,
+  // in any schema, to end: more than the statement timeout of a start that migrates.
+  const [{ empty }] = (await queryRunner.query(`SELECT NOT EXISTS (SELECT 1 FROM "visits") AS "empty"`)) as [{ empty: boolean }];
+  const concurrently = queryRunner.isTransactionActive || empty ? '' : ' CONCURRENTLY';
   await queryRunner.query(`DROP INDEX${concurrently} IF EXISTS "ix_visits_client_time_next"`);
   await queryRunner.query(`CREATE INDEX${concurrently} "ix_visits_client_time_next" ON "visits" (${columns})`);
   await queryRunner.query(`DROP INDEX${concurrently} IF EXISTS "ix_visits_client_time"`);
