@@ -241,7 +241,12 @@ export function setupSwagger(app: INestApplication, config: AppConfig): void {
   const document = buildOpenApi(app, config);
   // Swagger UI's page links its files relative to itself, and tells /docs from /docs/ by the
   // URL's last character: a query (/docs/?x=1) would make it link /docs/docs/… from /docs/.
-  app.use('/docs/', (req: Request, _res: Response, next: NextFunction) => {
+  // /docs/index.html is served the page of /docs, whose links then miss by a folder: it is sent to /docs/.
+  app.use('/docs/', (req: Request, res: Response, next: NextFunction) => {
+    if (req.path === '/index.html' && (req.method === 'GET' || req.method === 'HEAD')) {
+      res.redirect(301, './');
+      return;
+    }
     if (req.path === '/' && req.originalUrl.includes('?')) req.originalUrl = req.originalUrl.slice(0, req.originalUrl.indexOf('?'));
     next();
   });

@@ -85,6 +85,11 @@ describe(`health and errors (${process.env.TEST_DATABASE})`, () => {
       expect([path, page.status, /href="([^"]*swagger-ui\.css)"/.exec(page.text)?.[1]]).toEqual([path, 200, css]);
     }
     expect((await request(t.http).get('/docs/swagger-ui.css')).status).toBe(200);
+    // /docs/index.html, whose page would link ./docs/… from /docs/, is sent to /docs/.
+    for (const path of ['/docs/index.html', '/docs/index.html?x=1']) {
+      const moved = await request(t.http).get(path);
+      expect([path, moved.status, moved.headers.location]).toEqual([path, 301, './']);
+    }
     const contract = await request(t.http).get('/docs/openapi.json');
     expect(contract.status).toBe(200);
     expect(contract.body.openapi).toMatch(/^3\./);
