@@ -273,6 +273,8 @@ describe(`HTTP hardening (${process.env.TEST_DATABASE})`, () => {
     // Versions Node's parser does not know at all: the same 505, not a 400 for a malformed request.
     ['HTTP/1.2', 'GET /health/live HTTP/1.2\r\nHost: x\r\n\r\n'],
     ['HTTP/3.0 in cleartext', 'GET /health/live HTTP/3.0\r\nHost: x\r\n\r\n'],
+    // What a client with prior knowledge of HTTP/2 sends first (RFC 9113 §3.4).
+    ["HTTP/2's connection preface", 'PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n'],
   ])('answers a request line of a version it does not speak (%s) with a 505 problem, and closes', async (_what, raw) => {
     const answer = await rawExchange(raw);
     const [head, body] = answer.split('\r\n\r\n');
