@@ -12,9 +12,9 @@ import { holdOf } from '../common/body-pool.js';
 import { ValidationProblem } from '../common/problem.js';
 
 /**
- * How far before `Since` a feed starts. A write is stamped with the time its transaction
- * began; one that began shortly before `Since` and committed after it was not yet visible at
- * `Since`, so it is included. A partner may see a few changes twice, never miss one.
+ * How far before `Since` a feed starts. A write is stamped with the time it took its
+ * client's lock; one that took it shortly before `Since` and committed after it was not yet
+ * visible at `Since`, so it is included. A partner may see a few changes twice, never miss one.
  */
 export const SINCE_MARGIN_MS = 5 * 60_000;
 

@@ -9,7 +9,7 @@ import { readRecords, type FileRecord } from '../common/record-file.js';
 import { AppConfig } from '../config/app-config.js';
 import type { Visit } from './entities/visit.entity.js';
 import { readVisitRecord } from './visit-record.js';
-import { visitFingerprint, VisitsRepository } from './visits.repository.js';
+import { visitFingerprint, VisitsRepository, type StoredVisit } from './visits.repository.js';
 
 const BATCH = 500;
 
@@ -87,7 +87,7 @@ export class VisitsImportService {
       clients: new Set((await this.clients.listClients()).map((c) => c.id)),
       brandClients: new Map<number, number | null>(),
       lastRecords,
-      held: new Map<number, Visit | null>(),
+      held: new Map<number, { visit: Visit; given: boolean }>(),
       nextRecord: 0,
     };
   }
@@ -118,14 +118,9 @@ export class VisitsImportService {
     const branches = new Map(
       (await this.branches.findByIds([...new Set(parsed.map((p) => p.visit.branchId))])).map((b) => [b.id, b]),
     );
-    const stored = await this.visits.findStored(parsed.map((p) => p.visit.id));
-    const now = localDateTime(this.config.RESULTS_TIMEZONE);
-    /** Accepted visits by id; null for those unchanged, which need no write. */
-    const accepted = new Map<number, Visit | null>();
-    let acceptedRecords = 0;
-
+    // The rules that do not depend on the visit as stored, checked before the write.
+    const checked: { place: RecordPlace; ordinal: number; visit: Visit; hasModificationDate: boolean; errors: string[] }[] = [];
     for (const { place, ordinal, visit, hasModificationDate } of parsed) {
-      const last = context.lastRecords.get(visit.id);
       const errors: string[] = [];
       if (!context.clients.has(visit.clientId)) errors.push(`'clientId' ${visit.clientId} is not a known client.`);
       if (!context.visitTypes.has(visit.visitType)) errors.push(`'visitType' '${visit.visitType}' is not a known visit type.`);
@@ -145,31 +140,55 @@ export class VisitsImportService {
           errors.push(`'brandId' ${visit.brandId} is not the brand of branch '${visit.branchId}' (${branch.brandId ?? 'it has none'}).`);
         }
       }
-      const previous = stored.get(visit.id);
-      if (previous && previous.clientId !== visit.clientId) errors.push(`visit ${visit.id} belongs to client ${previous.clientId}.`);
-      if (errors.length > 0) {
-        report.rejected.push(rejectedAt(place, errors));
-        // The visit's last record refused: an earlier one accepted is what the file leaves.
-        if (ordinal === last && context.held.has(visit.id)) accepted.set(visit.id, context.held.get(visit.id)!);
-        continue;
-      }
-      // A visit re-imported as it is stays as it is: no write, no new place in the change feed.
-      const unchanged = previous !== undefined && visitFingerprint(visit) === previous.fingerprint;
-      visit.modificationDate = modificationDateOf(visit, hasModificationDate, previous, now);
-      acceptedRecords++;
-      // A visit twice in a file is written once, as its last accepted record says, compared with
-      // what was stored before the import, wherever the batches of 500 happen to split the
-      // file: an earlier record is held until the last one is read, never written first.
-      if (last !== undefined && ordinal < last) {
-        context.held.set(visit.id, unchanged ? null : visit);
-        continue;
-      }
-      context.held.delete(visit.id);
-      accepted.set(visit.id, unchanged ? null : visit);
+      checked.push({ place, ordinal, visit, hasModificationDate, errors });
     }
-    // Records refused when read, then those refused against the database: reported in line order.
-    report.rejected.push(...report.rejected.splice(firstRejected).sort(inFileOrder));
-    await this.visits.upsertBatch([...accepted.values()].filter((v): v is Visit => v !== null));
+
+    let acceptedRecords = 0;
+    // The rest is weighed against the visits as stored under the clients' locks, in the write's
+    // transaction: what another writer wrote meanwhile is what a change is compared with.
+    const settle = (stored: Map<number, StoredVisit>): Visit[] => {
+      const now = localDateTime(this.config.RESULTS_TIMEZONE);
+      /** The visits to write, by id: accepted and changed. */
+      const accepted = new Map<number, Visit>();
+      for (const { place, ordinal, visit, hasModificationDate, errors } of checked) {
+        const last = context.lastRecords.get(visit.id);
+        const previous = stored.get(visit.id);
+        if (previous && previous.clientId !== visit.clientId) errors.push(`visit ${visit.id} belongs to client ${previous.clientId}.`);
+        if (errors.length > 0) {
+          report.rejected.push(rejectedAt(place, errors));
+          // The visit's last record refused: an earlier one accepted is what the file leaves,
+          // weighed against the visit as stored now.
+          const held = ordinal === last ? context.held.get(visit.id) : undefined;
+          if (held !== undefined) {
+            context.held.delete(visit.id);
+            const before = previous && previous.clientId === held.visit.clientId ? previous : undefined;
+            if (before === undefined || visitFingerprint(held.visit) !== before.fingerprint) {
+              held.visit.modificationDate = modificationDateOf(held.visit, held.given, before, now);
+              accepted.set(visit.id, held.visit);
+            }
+          }
+          continue;
+        }
+        acceptedRecords++;
+        // A visit twice in a file is written once, as its last accepted record says, compared with
+        // what is stored when it is written, wherever the batches of 500 happen to split the
+        // file: an earlier record is held until the last one is read, never written first.
+        if (last !== undefined && ordinal < last) {
+          context.held.set(visit.id, { visit, given: hasModificationDate });
+          continue;
+        }
+        context.held.delete(visit.id);
+        // A visit re-imported as it is stays as it is: no write, no new place in the change feed.
+        if (previous !== undefined && visitFingerprint(visit) === previous.fingerprint) continue;
+        visit.modificationDate = modificationDateOf(visit, hasModificationDate, previous, now);
+        accepted.set(visit.id, visit);
+      }
+      // Records refused when read, then those refused against the database: reported in line order.
+      report.rejected.push(...report.rejected.splice(firstRejected).sort(inFileOrder));
+      return [...accepted.values()];
+    };
+    const clientIds = checked.filter((c) => c.errors.length === 0).map((c) => c.visit.clientId);
+    await this.visits.writeSettled(clientIds, checked.map((c) => c.visit.id), settle);
     report.imported += acceptedRecords;
   }
 
@@ -206,8 +225,8 @@ interface ImportContext {
   brandClients: Map<number, number | null>;
   /** Of each visit given more than once in the file, the place (in record order) of its last record. */
   lastRecords: Map<number, number>;
-  /** Earlier records of such visits, accepted and held until their last record is read (null: unchanged). */
-  held: Map<number, Visit | null>;
+  /** Earlier records of such visits, accepted and held until their last record is read; `given`: the record had a modificationDate. */
+  held: Map<number, { visit: Visit; given: boolean }>;
   /** The place in record order of the next record read. */
   nextRecord: number;
 }

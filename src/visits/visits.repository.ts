@@ -7,6 +7,7 @@ import { Visit } from './entities/visit.entity.js';
 import { PostgresRows } from '../database/postgres-rows.js';
 import { SqliteRows } from '../database/sqlite-rows.js';
 import { sqliteTimestamp } from '../database/sqlite-timestamp.js';
+import { lockClients } from '../clients/data-version.js';
 import { inTransaction, movesDataVersion } from '../database/transaction.js';
 import { upsertRows } from '../database/upsert.js';
 import { renderVisitDocument, type ClientNames, type DocumentRow } from './visit-json.js';
@@ -206,10 +207,10 @@ export class VisitsRepository {
     return sql;
   }
 
-  async findStored(ids: number[]): Promise<Map<number, StoredVisit>> {
+  async findStored(ids: number[], tx: EntityManager = this.db.manager): Promise<Map<number, StoredVisit>> {
     const found = new Map<number, StoredVisit>();
     if (ids.length === 0) return found;
-    const rows = await this.db.getRepository(Visit).findBy({ id: In(ids) });
+    const rows = await tx.getRepository(Visit).findBy({ id: In(ids) });
     for (const row of rows) found.set(row.id, { ...row, fingerprint: visitFingerprint(row) });
     return found;
   }
@@ -227,17 +228,36 @@ export class VisitsRepository {
     await inTransaction(this.db, (tx) => this.writeBatch(tx, visits));
   }
 
+  /**
+   * Writes a batch of imported visits in one transaction, as upsertBatch does, comparing each
+   * with the visit stored when the write is made: the clients' locks are taken first, then the
+   * stored visits read and handed to `settle`, which gives what to write. A writer that waited
+   * for another writer of the client so compares with what that one wrote, never with what it
+   * read before (a re-import moving a modificationDate back over a later one written meanwhile).
+   */
+  async writeSettled(clientIds: number[], ids: number[], settle: (stored: Map<number, StoredVisit>) => Visit[]): Promise<void> {
+    await inTransaction(this.db, async (tx) => {
+      await lockClients(tx, clientIds);
+      await this.writeBatch(tx, settle(await this.findStored(ids, tx)));
+    });
+  }
+
   /** Writes the visits of one batch as upsertBatch does, within a transaction the caller holds. */
   async writeBatch(tx: EntityManager, visits: Visit[]): Promise<void> {
     if (visits.length === 0) return;
     const byClient = new Map<number, Visit[]>();
     for (const visit of visits) byClient.set(visit.clientId, [...(byClient.get(visit.clientId) ?? []), visit]);
+    const clientIds = [...byClient.keys()].sort((a, b) => a - b);
+    const lastSequences = new Map<number, number>();
+    for (const clientId of clientIds) lastSequences.set(clientId, await this.takeSequence(tx, clientId, byClient.get(clientId)!.length));
+    // Stamped once the clients' locks are held: a write that waited for them is not dated
+    // from before the wait, where a first feed call with a Since after that date would miss it.
     const changedAt = new Date();
     const departures: VisitDeparture[] = [];
     const changed: ChangedVisit[] = [];
-    for (const clientId of [...byClient.keys()].sort((a, b) => a - b)) {
+    for (const clientId of clientIds) {
       const written = byClient.get(clientId)!;
-      const last = await this.takeSequence(tx, clientId, written.length);
+      const last = lastSequences.get(clientId)!;
       written.forEach((visit, i) => {
         visit.changeSeq = last - written.length + 1 + i;
         visit.changedAt = changedAt;
