@@ -88,6 +88,33 @@ describe(`HTTP hardening (${process.env.TEST_DATABASE})`, () => {
     });
   });
 
+  it('answers a malformed chunk of a request pipelined behind another at once, and closes', async () => {
+    // The refused request is the application's already (its body was being read): not held
+    // back behind the earlier answer, where it would wait for a body that never comes.
+    const answer = await rawExchange(
+      'GET /health/live HTTP/1.1\r\nHost: x\r\n\r\nPOST /connect/token HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nContent-Type: application/x-www-form-urlencoded\r\n\r\nZZ\r\n',
+    );
+    expect(answer.match(/HTTP\/1\.1 \d{3} /g)?.at(-1)).toBe('HTTP/1.1 400 ');
+    expect(JSON.parse(answer.slice(answer.lastIndexOf('\r\n\r\n') + 4))).toMatchObject({ status: 400, detail: 'The request is not well-formed HTTP/1.1.' });
+  });
+
+  it('answers a header over 16 KiB that arrives in two reads, the second starting like a request line, with a 431', async () => {
+    if (!t.app.getHttpServer().listening) await t.app.listen(0, '127.0.0.1');
+    const { port } = t.app.getHttpServer().address() as AddressInfo;
+    const answer = await new Promise<string>((resolve, reject) => {
+      const socket = connect(port, '127.0.0.1', () => {
+        socket.write('GET /branches HTTP/1.1\r\nHost: x\r\nX-Note: ');
+        // The value's rest in a read of its own: `foo bbb…` looks like a method and a target.
+        setTimeout(() => socket.write(`foo ${'b'.repeat(20_000)}\r\n\r\n`), 100);
+      });
+      let received = '';
+      socket.on('data', (chunk: Buffer) => (received += chunk.toString('utf8')));
+      socket.on('close', () => resolve(received));
+      socket.on('error', reject);
+    });
+    expect(answer.split('\r\n')[0]).toBe('HTTP/1.1 431 Request Header Fields Too Large');
+  });
+
   it('answers CONNECT, which asks for a tunnel, with a 501 problem instead of a closed connection', async () => {
     for (const target of ['example.com:443', '/branches']) {
       const answer = await rawExchange(`CONNECT ${target} HTTP/1.1\r\nHost: example.com\r\n\r\n`);

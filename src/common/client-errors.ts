@@ -57,14 +57,18 @@ function unknownMethod(raw: Buffer | undefined, parsed: number | undefined): str
  * line's start; a line that began in an earlier chunk cannot be told from a header's value and
  * stays a 431.
  */
-function targetTooLong(raw: Buffer | undefined, parsed: number | undefined): boolean {
+function targetTooLong(raw: Buffer | undefined, parsed: number | undefined, connectionBytes: number | undefined): boolean {
   if (raw === undefined || parsed === undefined || parsed < 1 || parsed > raw.length) return false;
-  // A header line cannot match: its name ends in a colon, which no method holds.
-  return TARGET_SO_FAR.test(raw.toString('latin1', lineStart(raw, parsed), parsed));
+  const start = lineStart(raw, parsed);
+  // A line starts after a line feed, or at the connection's first byte; the first byte of a
+  // later read may be inside a header's value (`foo bar…`), which would look like a method and
+  // a target. A header line cannot match: its name ends in a colon, which no method holds.
+  if (start === 0 && connectionBytes !== raw.length) return false;
+  return TARGET_SO_FAR.test(raw.toString('latin1', start, parsed));
 }
 
 /** What Node's HTTP parser refuses, by its error code (and where in the bytes it stopped), and what the problem says of it. */
-function refusal(code: string | undefined, raw?: Buffer, parsed?: number): { status: number; detail: string } {
+function refusal(code: string | undefined, raw?: Buffer, parsed?: number, connectionBytes?: number): { status: number; detail: string } {
   if (code === 'HPE_INVALID_VERSION' && unknownVersion(raw, parsed)) return VERSION_NOT_SUPPORTED;
   // HTTP/2's connection preface (`PRI * HTTP/2.0`), sent by a client with prior knowledge.
   if (code === 'HPE_PAUSED_H2_UPGRADE') return VERSION_NOT_SUPPORTED;
@@ -73,7 +77,7 @@ function refusal(code: string | undefined, raw?: Buffer, parsed?: number): { sta
     if (method !== undefined) return { status: 501, detail: `The method '${method}' is not one the service implements.` };
   }
   if (code === 'HPE_HEADER_OVERFLOW') {
-    if (targetTooLong(raw, parsed)) return { status: 414, detail: 'The request target is longer than the service accepts (16 KiB with the headers).' };
+    if (targetTooLong(raw, parsed, connectionBytes)) return { status: 414, detail: 'The request target is longer than the service accepts (16 KiB with the headers).' };
     return { status: 431, detail: 'The request line and headers are larger than the service accepts (16 KiB).' };
   }
   if (code === 'ERR_HTTP_REQUEST_TIMEOUT') return { status: 408, detail: 'The request was not received in time.' };
@@ -222,23 +226,34 @@ export function answerClientErrors(server: Server, tokenPath: string, log: Early
       if (!pending) socket.end();
       return;
     }
-    const own = pending instanceof ServerResponse && !pending.req.complete;
+    // The request whose body the parser was reading, if the refusal is about it (a chunk that
+    // is no chunk, a body too slow to arrive): it has a response of its own, maybe queued.
+    const incoming = (socket as AnsweringSocket).parser?.incoming;
+    const reading = incoming !== null && incoming !== undefined && !incoming.complete ? incoming : undefined;
+    const own = pending instanceof ServerResponse && reading !== undefined && pending.req === reading;
     if (error.code === 'ECONNRESET' || !socket.writable || (own && pending.headersSent)) {
       socket.destroy();
       return;
     }
-    const { status, detail } = refusal(error.code, error.rawPacket, error.bytesParsed);
+    const { status, detail } = refusal(error.code, error.rawPacket, error.bytesParsed, (socket as AnsweringSocket).bytesRead);
     const problem = earlyProblem(status, detail);
-    if (own) {
-      // A request the application was reading (a body too slow to arrive): its own line says
-      // how it ended, with this status and instance rather than the 200 it had not yet changed.
+    if (reading !== undefined || error.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
+      // Refused now: the request is the application's already, or the connection too slow to
+      // wait on (after a timeout the parser would read on and hand later requests over).
       writeRaw(socket, status, problem);
-      pending.statusCode = status;
-      const locals = ((pending as ServerResponse & { locals?: Record<string, unknown> }).locals ??= {});
-      locals.problemInstance = problem.instance;
+      if (own) {
+        // A request the application was reading: its own line says how it ended, with this
+        // status and instance rather than the 200 it had not yet changed.
+        pending.statusCode = status;
+        const locals = ((pending as ServerResponse & { locals?: Record<string, unknown> }).locals ??= {});
+        locals.problemInstance = problem.instance;
+      } else {
+        log(lineOf(status, problem, detail), 'request refused before the application');
+      }
       return;
     }
-    // A request pipelined behind others (RFC 9112 §9.3.2): its refusal follows their answers,
+    // The head of a new request, refused before the application had it: the parser reads no
+    // further. Pipelined behind others (RFC 9112 §9.3.2), its refusal follows their answers,
     // which a client matches to its requests by their order.
     refused.add(socket);
     afterEarlierAnswers(socket, () => {
@@ -249,8 +264,8 @@ export function answerClientErrors(server: Server, tokenPath: string, log: Early
   });
 }
 
-/** A connection of the server, with the response Node is writing on it, if any. */
-type AnsweringSocket = Duplex & { _httpMessage?: ServerResponse | null };
+/** A connection of the server, with the response Node is writing on it, if any, and its parser's request. */
+type AnsweringSocket = Duplex & { _httpMessage?: ServerResponse | null; parser?: { incoming?: IncomingMessage | null } | null; bytesRead?: number };
 
 /** Connections whose last request was refused while answers to earlier ones were still to go. */
 const refused = new WeakSet<Duplex>();
@@ -262,9 +277,10 @@ const refused = new WeakSet<Duplex>();
  */
 function afterEarlierAnswers(socket: AnsweringSocket, then: () => void): void {
   const current = socket._httpMessage;
-  if (!current || current.writableFinished) {
+  if (!current) {
     then();
     return;
   }
+  // Even when its last byte is written: until its 'finish', Node has not handed the connection on.
   current.once('finish', () => afterEarlierAnswers(socket, then));
 }

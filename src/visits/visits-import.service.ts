@@ -187,7 +187,9 @@ export class VisitsImportService {
       report.rejected.push(...report.rejected.splice(firstRejected).sort(inFileOrder));
       return [...accepted.values()];
     };
-    const clientIds = checked.filter((c) => c.errors.length === 0).map((c) => c.visit.clientId);
+    // Every client the batch may write, a held record's whose last record is refused too: all
+    // locked first, in id order, before any is compared or written.
+    const clientIds = checked.filter((c) => context.clients.has(c.visit.clientId)).map((c) => c.visit.clientId);
     await this.visits.writeSettled(clientIds, checked.map((c) => c.visit.id), settle);
     report.imported += acceptedRecords;
   }

@@ -3,7 +3,8 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
 /**
  * Adds the filter columns to the page index so that a page is found in the index alone.
  * Built CONCURRENTLY beside the old index, which keeps serving reads while the table keeps
- * taking writes; each step can be run again after a failure. CONCURRENTLY cannot run in a
+ * taking writes (plainly on a table without rows, see below); each step can be run again
+ * after a failure. CONCURRENTLY cannot run in a
  * transaction: TypeORM runs `up` outside one (transaction = false) but always wraps a revert,
  * which therefore takes the plain, locking form.
  */
