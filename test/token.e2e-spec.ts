@@ -287,7 +287,7 @@ describe(`POST /connect/token (${process.env.TEST_DATABASE})`, () => {
     expect(res.headers['www-authenticate']).toBe('Basic realm="svc-results-api", charset="UTF-8"');
   });
 
-  it('leaves Basic out of the challenges of an answer to a script in a browser page (X-Requested-With), which would stop it for a login box', async () => {
+  it('leaves Basic out of the challenges of an answer to a script in a browser page (X-Requested-With, Sec-Fetch-Mode), which would stop it for a login box', async () => {
     const basicPost = (apiKey: string, secret: string, scripted: boolean) => {
       const req = request(t.http)
         .post('/connect/token')
@@ -314,6 +314,14 @@ describe(`POST /connect/token (${process.env.TEST_DATABASE})`, () => {
     // The right secret is issued a token as always; and without the header the challenge stays.
     expect((await basicPost(other.apiKey, other.clientSecret, true)).status).toBe(200);
     expect((await basicPost(other.apiKey, 'wrong', false)).headers['www-authenticate']).toBe('Basic realm="svc-results-api", charset="UTF-8"');
+    // A browser's fetch says so by Sec-Fetch-Mode (Swagger UI's "Try it out"); a form the page posts itself (navigate) keeps the challenge.
+    const byMode = (mode: string) =>
+      request(t.http).post('/connect/token').set('svc-api-key', partner.apiKey).set('Sec-Fetch-Mode', mode).type('form').send({ grant_type: 'client_credentials' });
+    for (const mode of ['cors', 'same-origin', 'no-cors']) {
+      const res = await byMode(mode);
+      expect([mode, res.status, res.headers['www-authenticate']]).toEqual([mode, 401, undefined]);
+    }
+    expect((await byMode('navigate')).headers['www-authenticate']).toBe('Basic realm="svc-results-api", charset="UTF-8"');
   });
 
   it('slows secret guessing: after the allowed failures even the right secret waits', async () => {

@@ -101,7 +101,7 @@ export class TokenLane {
         apiKey: headers['svc-api-key'] as string,
         authorization: headers.authorization,
         form: form as Record<string, unknown>,
-        fromScript: sentByScript(headers['x-requested-with']),
+        fromScript: sentByScript(headers),
       });
       answer = { status: 200, headers: NO_STORE_HEADERS, body: issued };
     } catch (error) {

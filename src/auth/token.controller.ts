@@ -81,6 +81,6 @@ export class TokenController {
       throw new OAuthException('invalid_request', 'The request body must be application/x-www-form-urlencoded.');
     }
     const form = typeof body === 'object' && body !== null ? (body as Record<string, unknown>) : {};
-    return this.tokens.issue({ apiKey, authorization, form, fromScript: sentByScript(req.headers['x-requested-with']) });
+    return this.tokens.issue({ apiKey, authorization, form, fromScript: sentByScript(req.headers) });
   }
 }

@@ -27,13 +27,22 @@ export interface TokenRequest {
   authorization: string | undefined;
   /** The form body. */
   form: Record<string, unknown>;
-  /** Whether a script in a browser page sent it (`X-Requested-With: XMLHttpRequest`). */
+  /** Whether a script in a browser page sent it (see sentByScript). */
   fromScript?: boolean;
 }
 
-/** Whether a request's `X-Requested-With` says a script in a browser page sent it. */
-export function sentByScript(header: string | string[] | undefined): boolean {
-  return typeof header === 'string' && header.trim().toLowerCase() === 'xmlhttprequest';
+/**
+ * Whether a script in a browser page sent the request: `X-Requested-With: XMLHttpRequest`
+ * (Swagger UI's Authorize, many script libraries), or a browser's `Sec-Fetch-Mode` of a
+ * fetch (`cors`, `same-origin`, `no-cors`: Swagger UI's "Try it out"), which browsers alone
+ * send and a page cannot set. A form posted by the page itself (`navigate`) is no script: a
+ * person is there to answer the login box.
+ */
+export function sentByScript(headers: Readonly<Record<string, string | string[] | undefined>>): boolean {
+  const requestedWith = headers['x-requested-with'];
+  if (typeof requestedWith === 'string' && requestedWith.trim().toLowerCase() === 'xmlhttprequest') return true;
+  const mode = headers['sec-fetch-mode'];
+  return typeof mode === 'string' && ['cors', 'same-origin', 'no-cors'].includes(mode.trim().toLowerCase());
 }
 
 export interface TokenResponse {
