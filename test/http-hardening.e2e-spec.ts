@@ -368,6 +368,16 @@ describe(`CORS when origins are configured, no trusted proxy (${process.env.TEST
     await t.close();
   });
 
+  it('routes a path whose unreserved characters are escaped as the path itself (RFC 3986 §6.2.2.2)', async () => {
+    // The same endpoint: its 401 for a request without credentials, not a 404 for no endpoint.
+    for (const path of ['/%62ranches?SvcClientId=1001', '/visits/%73tandard?SvcClientId=1001', '/%68ealth/live']) {
+      const res = await request(t.http).get(path);
+      const plain = await request(t.http).get(path.replace('%62', 'b').replace('%73', 's').replace('%68', 'h'));
+      expect([path, res.status, res.headers['content-type']]).toEqual([path, plain.status, plain.headers['content-type']]);
+      expect(res.status).not.toBe(404);
+    }
+  });
+
   it('allows the configured origin with the API headers, and no other', async () => {
     const preflight = (origin: string) =>
       request(t.http)

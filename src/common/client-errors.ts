@@ -3,6 +3,7 @@ import { ServerResponse, type IncomingMessage, type Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { putAhead } from './lane.js';
 import { loggableUrl } from './loggable-url.js';
+import { unescapeUnreserved } from './path-escapes.js';
 import { NO_STORE_HEADERS } from './oauth-error.js';
 import { authorizationCount, REPEATED_AUTHORIZATION } from './repeated-authorization.js';
 import { newInstance, PROBLEM_CONTENT_TYPE, statusTitle } from './problem.js';
@@ -189,6 +190,8 @@ export function answerClientErrors(server: Server, tokenPath: string, log: Early
       if (coding !== undefined && !/^[ \t]*chunked[ \t]*$/i.test(coding)) {
         return { status: 501, detail: 'The request has a transfer coding the service does not apply: send its body with Transfer-Encoding: chunked alone, or with Content-Length.' };
       }
+      // One spelling of each path for every route: `/%62ranches` is `/branches`.
+      if (req.url !== undefined) req.url = unescapeUnreserved(req.url);
       // Checked where every credential is (see REPEATED_AUTHORIZATION), not answered here.
       if (req.headers.authorization !== undefined && authorizationCount(req.rawHeaders) > 1) req.headers.authorization = REPEATED_AUTHORIZATION;
       return undefined;

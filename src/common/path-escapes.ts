@@ -29,3 +29,30 @@ export function repairPathEscapes(req: Request, _res: Response, next: NextFuncti
   }
   next();
 }
+
+/** An escape in a request target: `%` and two hex digits. */
+const ESCAPE = /%([0-9A-Fa-f]{2})/g;
+
+/** Whether a character is unreserved in a URI (RFC 3986 §2.3): its escape means it. */
+function unreserved(code: number): boolean {
+  return (
+    (code >= 0x41 && code <= 0x5a) || (code >= 0x61 && code <= 0x7a) || (code >= 0x30 && code <= 0x39) || code === 0x2d || code === 0x2e || code === 0x5f || code === 0x7e
+  );
+}
+
+/**
+ * The request target with the escapes of unreserved characters in its path written as the
+ * characters (RFC 3986 §6.2.2.2: `/%62ranches` is `/branches`), so that every route, the ones
+ * answered ahead of Express too, sees one spelling of a path. Other escapes (`%2F`, `%20`)
+ * and the query are left as they are.
+ */
+export function unescapeUnreserved(url: string): string {
+  const end = url.indexOf('?');
+  const path = end < 0 ? url : url.slice(0, end);
+  if (!path.includes('%')) return url;
+  const normal = path.replace(ESCAPE, (escape, hex: string) => {
+    const code = parseInt(hex, 16);
+    return unreserved(code) ? String.fromCharCode(code) : escape;
+  });
+  return normal === path ? url : normal + (end < 0 ? '' : url.slice(end));
+}
