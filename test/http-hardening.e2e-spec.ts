@@ -373,7 +373,8 @@ describe(`CORS when origins are configured, no trusted proxy (${process.env.TEST
     for (const path of ['/%62ranches?SvcClientId=1001', '/visits/%73tandard?SvcClientId=1001', '/%68ealth/live']) {
       const res = await request(t.http).get(path);
       const plain = await request(t.http).get(path.replace('%62', 'b').replace('%73', 's').replace('%68', 'h'));
-      expect([path, res.status, res.headers['content-type']]).toEqual([path, plain.status, plain.headers['content-type']]);
+      expect([path, res.status, res.headers['content-type'], res.headers['www-authenticate']]).toEqual([path, plain.status, plain.headers['content-type'], plain.headers['www-authenticate']]);
+      expect([res.status, (res.body as { detail?: string }).detail]).toEqual([plain.status, (plain.body as { detail?: string }).detail]);
       expect(res.status).not.toBe(404);
     }
   });

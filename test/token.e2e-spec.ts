@@ -303,25 +303,27 @@ describe(`POST /connect/token (${process.env.TEST_DATABASE})`, () => {
     const badKey = await basicPost('svck_unknown', 'wrong', true);
     expectOAuthError(badKey, 401, 'invalid_client', 'The svc-api-key is not valid.');
     expect(badKey.headers['www-authenticate']).toBe('ApiKey realm="svc-results-api", header="svc-api-key"');
-    const missing = await request(t.http)
-      .post('/connect/token')
-      .set('svc-api-key', partner.apiKey)
-      .set('X-Requested-With', 'XMLHttpRequest')
-      .type('form')
-      .send({ grant_type: 'client_credentials' });
-    expectOAuthError(missing, 401, 'invalid_client', 'Client authentication is required: client_id and client_secret.');
-    expect(missing.headers['www-authenticate']).toBeUndefined();
-    // The right secret is issued a token as always; and without the header the challenge stays.
-    expect((await basicPost(other.apiKey, other.clientSecret, true)).status).toBe(200);
-    expect((await basicPost(other.apiKey, 'wrong', false)).headers['www-authenticate']).toBe('Basic realm="svc-results-api", charset="UTF-8"');
-    // A browser's fetch says so by Sec-Fetch-Mode (Swagger UI's "Try it out"); a form the page posts itself (navigate) keeps the challenge.
-    const byMode = (mode: string) =>
-      request(t.http).post('/connect/token').set('svc-api-key', partner.apiKey).set('Sec-Fetch-Mode', mode).type('form').send({ grant_type: 'client_credentials' });
-    for (const mode of ['cors', 'same-origin', 'no-cors']) {
-      const res = await byMode(mode);
-      expect([mode, res.status, res.headers['www-authenticate']]).toEqual([mode, 401, undefined]);
+    /** A request without client credentials, with the header that says who sent it. */
+    const uncredentialed = (name: string, value: string) =>
+      request(t.http).post('/connect/token').set('svc-api-key', partner.apiKey).set(name, value).type('form').send({ grant_type: 'client_credentials' });
+    const missing = 'Client authentication is required: client_id and client_secret.';
+    // A browser's fetch says so by Sec-Fetch-Mode too (Swagger UI's "Try it out").
+    for (const [name, value] of [['X-Requested-With', 'XMLHttpRequest'], ['Sec-Fetch-Mode', 'cors'], ['Sec-Fetch-Mode', 'same-origin'], ['Sec-Fetch-Mode', 'no-cors']]) {
+      const res = await uncredentialed(name, value);
+      expectOAuthError(res, 401, 'invalid_client', missing);
+      expect([name, value, res.headers['www-authenticate']]).toEqual([name, value, undefined]);
     }
-    expect((await byMode('navigate')).headers['www-authenticate']).toBe('Basic realm="svc-results-api", charset="UTF-8"');
+    // A form the page posts itself (navigate) keeps the challenge: a person is there to answer it.
+    const navigated = await uncredentialed('Sec-Fetch-Mode', 'navigate');
+    expectOAuthError(navigated, 401, 'invalid_client', missing);
+    expect(navigated.headers['www-authenticate']).toBe('Basic realm="svc-results-api", charset="UTF-8"');
+    // The right secret is issued a token as always; and without the header the challenge stays.
+    const issued = await basicPost(other.apiKey, other.clientSecret, true);
+    expect([issued.status, issued.headers['cache-control'], issued.headers['www-authenticate']]).toEqual([200, 'no-store', undefined]);
+    expect(issued.body).toEqual({ access_token: expect.any(String), token_type: 'Bearer', expires_in: 3600, scope: expect.any(String) });
+    const plain = await basicPost(other.apiKey, 'wrong', false);
+    expectOAuthError(plain, 401, 'invalid_client', 'Client authentication failed.');
+    expect(plain.headers['www-authenticate']).toBe('Basic realm="svc-results-api", charset="UTF-8"');
   });
 
   it('slows secret guessing: after the allowed failures even the right secret waits', async () => {

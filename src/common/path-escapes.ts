@@ -47,9 +47,12 @@ function unreserved(code: number): boolean {
  * and the query are left as they are.
  */
 export function unescapeUnreserved(url: string): string {
+  // Run for every request: most have no escape in their path, and cost two searches.
+  const escape = url.indexOf('%');
+  if (escape < 0) return url;
   const end = url.indexOf('?');
+  if (end >= 0 && escape > end) return url;
   const path = end < 0 ? url : url.slice(0, end);
-  if (!path.includes('%')) return url;
   const normal = path.replace(ESCAPE, (escape, hex: string) => {
     const code = parseInt(hex, 16);
     return unreserved(code) ? String.fromCharCode(code) : escape;

@@ -187,10 +187,10 @@ export class VisitsImportService {
       report.rejected.push(...report.rejected.splice(firstRejected).sort(inFileOrder));
       return [...accepted.values()];
     };
-    // Every client the batch may write, a held record's whose last record is refused too: all
-    // locked first, in id order, before any is compared or written.
-    const clientIds = checked.filter((c) => context.clients.has(c.visit.clientId)).map((c) => c.visit.clientId);
-    await this.visits.writeSettled(clientIds, checked.map((c) => c.visit.id), settle);
+    // Every visit of the batch, so that each client it may write (a held record's whose last
+    // record is refused too) is locked, in id order, before any is compared or written; a
+    // client that does not exist has no row to lock.
+    await this.visits.upsertBatch(checked.map((c) => c.visit), settle);
     report.imported += acceptedRecords;
   }
 

@@ -223,22 +223,17 @@ export class VisitsRepository {
    * later: sequences are in commit order per client, and a reader that has seen a number has
    * seen every smaller one. Clients are locked in id order, so two writers never deadlock.
    */
-  async upsertBatch(visits: Visit[]): Promise<void> {
+  async upsertBatch(visits: Visit[], settle?: (stored: Map<number, StoredVisit>) => Visit[]): Promise<void> {
     if (visits.length === 0) return;
-    await inTransaction(this.db, (tx) => this.writeBatch(tx, visits));
-  }
-
-  /**
-   * Writes a batch of imported visits in one transaction, as upsertBatch does, comparing each
-   * with the visit stored when the write is made: the clients' locks are taken first, then the
-   * stored visits read and handed to `settle`, which gives what to write. A writer that waited
-   * for another writer of the client so compares with what that one wrote, never with what it
-   * read before (a re-import moving a modificationDate back over a later one written meanwhile).
-   */
-  async writeSettled(clientIds: number[], ids: number[], settle: (stored: Map<number, StoredVisit>) => Visit[]): Promise<void> {
     await inTransaction(this.db, async (tx) => {
-      await lockClients(tx, clientIds);
-      await this.writeBatch(tx, settle(await this.findStored(ids, tx)));
+      if (!settle) return this.writeBatch(tx, visits);
+      // An import weighs each visit against the one stored when the write is made: the
+      // clients' locks first, then the stored visits, handed to `settle`, which gives what to
+      // write. A writer that waited for another writer of the client so compares with what
+      // that one wrote, never with what it read before (a re-import moving a
+      // modificationDate back over a later one written meanwhile).
+      await lockClients(tx, visits.map((v) => v.clientId));
+      await this.writeBatch(tx, settle(await this.findStored(visits.map((v) => v.id), tx)));
     });
   }
 
