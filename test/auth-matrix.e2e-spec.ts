@@ -400,7 +400,7 @@ describe(`revocation through the lookup cache (${process.env.TEST_DATABASE})`, (
     const token = await tokenFor(t.http, c);
     expect((await branches(c.apiKey, token)).status).toBe(200);
     const kid = (JSON.parse(Buffer.from(token.split('.')[0], 'base64url').toString()) as { kid: string }).kid;
-    await keyring.rotate();
+    await keyring.rotate({ now: true });
     await keyring.retire(kid, { force: true });
     await new Promise((r) => setTimeout(r, 1100));
     const res = await branches(c.apiKey, token);

@@ -703,8 +703,8 @@ describe(`operator CLI (${process.env.TEST_DATABASE})`, () => {
   });
 
   it('will not retire the key that signed until a rotation while replicas may still sign with it, unless forced', async () => {
-    const first = await cliJson<{ kid: string }>(['signing-keys', 'rotate'], env);
-    const second = await cliJson<{ kid: string }>(['signing-keys', 'rotate'], env);
+    const first = await cliJson<{ kid: string }>(['signing-keys', 'rotate', '--now'], env);
+    const second = await cliJson<{ kid: string }>(['signing-keys', 'rotate', '--now'], env);
     const early = await cli(['signing-keys', 'retire', first.kid], env);
     expect(early.code).toBe(1);
     expect(early.stderr).toMatch(
@@ -720,7 +720,7 @@ describe(`operator CLI (${process.env.TEST_DATABASE})`, () => {
     expect([again.code, again.stdout]).toEqual([0, `signing key ${first.kid} was retired already\n`]);
     expect(await retiredAt()).toBe(when);
     // Once AUTH_CACHE_SECONDS have passed every replica signs with the new key: no force needed (here with a window of 0 s).
-    await cliJson(['signing-keys', 'rotate'], env);
+    await cliJson(['signing-keys', 'rotate', '--now'], env);
     expect(await cliJson(['signing-keys', 'retire', second.kid], { ...env, AUTH_CACHE_SECONDS: '0' })).toEqual({ kid: second.kid, retired: true });
   });
 

@@ -10,11 +10,12 @@ import {
   exportPKCS8,
   generateKeyPair,
   jwtVerify,
+  type JWK,
 } from 'jose';
 import * as oidc from 'openid-client';
 import request from 'supertest';
 import type { IssuedCredential } from '../src/auth/credentials.service.js';
-import { cliJson } from './helpers/cli.js';
+import { cli, cliJson } from './helpers/cli.js';
 import { issueCredential, seedClients, tokenFor } from './helpers/auth.js';
 import { freePort } from './helpers/listen.js';
 import { startTestApp, type TestApp } from './helpers/test-app.js';
@@ -104,7 +105,7 @@ describe(`standard OAuth clients against the service (${process.env.TEST_DATABAS
     const call = (token: string) =>
       fetch(`${base}/branches?SvcClientId=1001`, { headers: { 'svc-api-key': partner.apiKey, Authorization: `Bearer ${token}` } });
 
-    const rotated = await cliJson<{ kid: string }>(['signing-keys', 'rotate'], t.env);
+    const rotated = await cliJson<{ kid: string }>(['signing-keys', 'rotate', '--now'], t.env);
     expect(rotated.kid).not.toBe(oldKid);
     const after = (await oidc.clientCredentialsGrant(config)).access_token;
     expect(decodeProtectedHeader(after).kid).toBe(rotated.kid);
@@ -128,6 +129,34 @@ describe(`standard OAuth clients against the service (${process.env.TEST_DATABAS
     await expect(cliJson(['signing-keys', 'retire', signing.kid], t.env)).rejects.toThrow(
       `'${signing.kid}' is the only active signing key: rotate first`,
     );
+  });
+
+  it('publishes a rotated key before it signs, so that a verifier that keeps the key set for its max-age knows it first', async () => {
+    const config = await discover(oidc.ClientSecretBasic(partner.clientSecret));
+    const signing = decodeProtectedHeader((await oidc.clientCredentialsGrant(config)).access_token).kid!;
+    const rotated = await cliJson<{ kid: string; signsFrom: string }>(['signing-keys', 'rotate'], t.env);
+    // The key set's max-age, and AUTH_CACHE_SECONDS (0 here) for a replica's copy of the ring.
+    const wait = Date.parse(rotated.signsFrom) - Date.now();
+    expect(wait).toBeGreaterThan(280_000);
+    expect(wait).toBeLessThanOrEqual(300_000);
+
+    const jwks = await fetch(`${base}/.well-known/jwks.json`);
+    expect(jwks.headers.get('cache-control')).toBe('public, max-age=300');
+    const published = (await jwks.json()) as { keys: JWK[] };
+    expect(published.keys.map((k) => k.kid).sort()).toEqual([signing, rotated.kid].sort());
+    // Tokens are signed by the key that signed before, which every verifier knows.
+    const token = (await oidc.clientCredentialsGrant(config)).access_token;
+    expect(decodeProtectedHeader(token).kid).toBe(signing);
+    expect((await verify(token)).payload.client_id).toBe(partner.clientId);
+    const listed = await cli(['signing-keys', 'list'], t.env);
+    expect(listed.stdout).toContain(`${rotated.kid}\tdatabase\tpublished, signs from ${rotated.signsFrom}\t`);
+    expect(listed.stdout).toContain(`${signing}\tdatabase\tsigning\t`);
+
+    // Called off: the published key is retired before it signs, and the one that signed goes on.
+    expect(await cliJson(['signing-keys', 'retire', rotated.kid], t.env)).toEqual({ kid: rotated.kid, retired: true });
+    const kept = (await (await fetch(`${base}/.well-known/jwks.json`)).json()) as { keys: JWK[] };
+    expect(kept.keys.map((k) => k.kid)).toEqual([signing]);
+    expect(decodeProtectedHeader((await oidc.clientCredentialsGrant(config)).access_token).kid).toBe(signing);
   });
 });
 

@@ -68,7 +68,7 @@ export class AuthRepository {
     return this.db.getRepository(SigningKey).find({ order: { createdAt: 'DESC', kid: 'DESC' } });
   }
 
-  async addSigningKey(key: Pick<SigningKey, 'kid' | 'alg' | 'privateKey' | 'publicJwk'> & { createdAt?: Date }): Promise<void> {
+  async addSigningKey(key: Pick<SigningKey, 'kid' | 'alg' | 'privateKey' | 'publicJwk' | 'signsFrom'> & { createdAt?: Date }): Promise<void> {
     await this.db.getRepository(SigningKey).insert(key);
   }
 

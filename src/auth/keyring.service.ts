@@ -9,7 +9,10 @@ import { AuthRepository } from './auth.repository.js';
 
 export const SIGNING_ALG = 'ES256';
 
-/** One key of the ring: the newest active key signs, every active key verifies. */
+/** How long verifiers may keep the published key set (its `Cache-Control: max-age`). */
+export const JWKS_MAX_AGE_SECONDS = 300;
+
+/** One key of the ring: every active key is published and verifies; the one whose `signsFrom` came last signs. */
 export interface RingKey {
   kid: string;
   privateKey: KeyObject;
@@ -17,13 +20,29 @@ export interface RingKey {
   publicKey: KeyObject;
   publicJwk: JWK;
   createdAt: Date;
+  /** When it begins to sign (its creation, but for a key a rotation published ahead). */
+  signsFrom: Date;
   retiredAt: Date | null;
+}
+
+/**
+ * The key that signs at `at`: of the keys whose `signsFrom` has come, the latest (of equal
+ * times, the first in the ring's order, newest first). Every replica that holds the same ring
+ * and clock picks the same key, so a published key takes over everywhere at one moment.
+ */
+export function signerAt<K extends { signsFrom: Date }>(keys: readonly K[], at: number): K | undefined {
+  let signer: K | undefined;
+  for (const key of keys) {
+    if (key.signsFrom.getTime() <= at && (!signer || key.signsFrom.getTime() > signer.signsFrom.getTime())) signer = key;
+  }
+  // Only keys still to come (a clock behind the one that published them): the first of them.
+  return signer ?? [...keys].sort((a, b) => a.signsFrom.getTime() - b.signsFrom.getTime())[0];
 }
 
 
 const PEM_BLOCK = /-----BEGIN PRIVATE KEY-----[\s\S]+?-----END PRIVATE KEY-----/g;
 
-async function ringKey(key: string | KeyObject, createdAt: Date, retiredAt: Date | null): Promise<RingKey> {
+async function ringKey(key: string | KeyObject, createdAt: Date, signsFrom: Date, retiredAt: Date | null): Promise<RingKey> {
   const privateKey = typeof key === 'string' ? createPrivateKey(key) : key;
   const publicKey = createPublicKey(privateKey);
   const publicJwk = await exportJWK(publicKey);
@@ -34,6 +53,7 @@ async function ringKey(key: string | KeyObject, createdAt: Date, retiredAt: Date
     publicKey,
     publicJwk: { ...publicJwk, kid, alg: SIGNING_ALG, use: 'sig' },
     createdAt,
+    signsFrom,
     retiredAt,
   };
 }
@@ -41,7 +61,8 @@ async function ringKey(key: string | KeyObject, createdAt: Date, retiredAt: Date
 /**
  * The token signing keys. From configuration (JWT_SIGNING_KEYS or JWT_SIGNING_KEYS_FILE)
  * when set: the first key signs and all verify, rotation is a change of that secret. Else
- * from the database, where `signing-keys rotate` adds a key (which then signs) and
+ * from the database, where `signing-keys rotate` adds a key, published at once and signing
+ * once verifiers that keep the key set for its max-age know it (or at once with `--now`), and
  * `signing-keys retire KID` stops an old one verifying. Key ids are RFC 7638 thumbprints.
  */
 @Injectable()
@@ -69,7 +90,7 @@ export class KeyringService implements OnModuleInit {
   async onModuleInit(): Promise<void> {
     try {
       await this.reload();
-      if (this.keys.length === 0 && !this.fromConfig) await this.rotate();
+      if (this.keys.length === 0 && !this.fromConfig) await this.rotate({ now: true });
     } catch (error) {
       if (this.fromConfig) throw error;
       // The schema may not be migrated yet (readiness says so); the key is made on first use.
@@ -126,7 +147,12 @@ export class KeyringService implements OnModuleInit {
         throw new ConfigError([`${setting}: ${which} is damaged: its private part does not match its public key`]);
       }
     });
-    return Promise.all(privateKeys.map((key, i) => ringKey(key, new Date(Date.now() - i * 1000), null)));
+    return Promise.all(
+      privateKeys.map((key, i) => {
+        const createdAt = new Date(Date.now() - i * 1000);
+        return ringKey(key, createdAt, createdAt, null);
+      }),
+    );
   }
 
   private async reload(): Promise<void> {
@@ -151,7 +177,7 @@ export class KeyringService implements OnModuleInit {
       this.keys = keys;
     } else {
       const rows = await this.repo.activeSigningKeys();
-      this.keys = await Promise.all(rows.map((row) => ringKey(row.privateKey, row.createdAt, row.retiredAt)));
+      this.keys = await Promise.all(rows.map((row) => ringKey(row.privateKey, row.createdAt, row.signsFrom ?? row.createdAt, row.retiredAt)));
     }
     this.loadedAt = Date.now();
   }
@@ -167,13 +193,21 @@ export class KeyringService implements OnModuleInit {
 
   /** The key that signs new tokens; creates the first one for a database ring that has none. */
   async signingKey(): Promise<RingKey> {
-    let [newest] = await this.fresh();
-    if (!newest && !this.fromConfig) {
-      await this.rotate();
-      [newest] = await this.fresh(true);
+    let signer = signerAt(await this.fresh(), Date.now());
+    if (!signer && !this.fromConfig) {
+      await this.rotate({ now: true });
+      signer = signerAt(await this.fresh(true), Date.now());
     }
-    if (!newest) throw new Error('no signing key is available');
-    return newest;
+    if (!signer) throw new Error('no signing key is available');
+    return signer;
+  }
+
+  /**
+   * How long a rotated key is published before it signs: the key set's max-age, and the
+   * AUTH_CACHE_SECONDS a replica may serve the set it read before the rotation.
+   */
+  get publishSeconds(): number {
+    return JWKS_MAX_AGE_SECONDS + this.config.AUTH_CACHE_SECONDS;
   }
 
   /** The key a token names; a kid not seen yet triggers one re-read (another replica rotated). */
@@ -187,47 +221,81 @@ export class KeyringService implements OnModuleInit {
     return { keys: (await this.fresh()).map((k) => k.publicJwk) };
   }
 
-  /** Adds a new key that signs from now on; older keys keep verifying until retired. */
-  async rotate(): Promise<{ kid: string }> {
+  /**
+   * Adds a new key, published at once. It signs after `publishSeconds`, when every verifier
+   * that keeps the key set no longer than its max-age knows it; with `now` (a compromised key)
+   * it signs at once, on every replica within AUTH_CACHE_SECONDS. Older keys keep verifying
+   * until retired.
+   */
+  async rotate({ now = false }: { now?: boolean } = {}): Promise<{ kid: string; signsFrom: string }> {
     if (this.fromConfig) {
       throw new OperatorError('signing keys come from JWT_SIGNING_KEYS: rotate by putting a new key first in that secret');
     }
     const { privateKey } = await generateKeyPair(SIGNING_ALG, { extractable: true });
     const pem = await exportPKCS8(privateKey);
-    const key = await ringKey(pem, new Date(), null);
+    const createdAt = new Date();
+    let signsFrom = new Date(createdAt.getTime() + this.publishSeconds * 1000);
+    if (now) {
+      // After the key that signs now, even one stamped by a clock ahead of this one (or in the same millisecond).
+      const current = signerAt(await this.fresh(true), createdAt.getTime());
+      signsFrom = new Date(Math.max(createdAt.getTime(), (current?.signsFrom.getTime() ?? 0) + 1));
+    }
+    const key = await ringKey(pem, createdAt, signsFrom, null);
     await this.repo.addSigningKey({
       kid: key.kid,
       alg: SIGNING_ALG,
       privateKey: pem,
       publicJwk: JSON.stringify(key.publicJwk),
-      createdAt: key.createdAt,
+      createdAt,
+      signsFrom,
     });
-    this.logger.log(`signing key ${key.kid} added`);
+    this.logger.log(`signing key ${key.kid} added; it signs from ${signsFrom.toISOString()}`);
     await this.fresh(true);
-    return { kid: key.kid };
+    return { kid: key.kid, signsFrom: signsFrom.toISOString() };
   }
 
   /**
-   * Stops a key verifying; tokens it signed are refused from then on. The key that signed
-   * until a rotation is refused for AUTH_CACHE_SECONDS after it (unless `force`): a replica
-   * that has not read the ring again signs with it until then, and its tokens would fail at once.
+   * Stops a key verifying; tokens it signed are refused from then on. Refused for the key that
+   * signs now, and (unless `force`, for a compromised key) for a key replicas may be signing with
+   * for AUTH_CACHE_SECONDS, until they read the ring again: the key that signed until a
+   * rotation less than that ago, and a published key that begins to sign within that time.
+   * 'retired', or 'already' when it was (a second run of the same retirement changes nothing).
    */
-  /** Retires a key: 'retired', or 'already' when it was (a second run of the same retirement changes nothing). */
   async retire(kid: string, { force = false }: { force?: boolean } = {}): Promise<'retired' | 'already'> {
     if (this.fromConfig) throw new OperatorError('signing keys come from JWT_SIGNING_KEYS: retire by removing the key from that secret');
-    const active = await this.repo.activeSigningKeys();
-    if (!active.some((k) => k.kid === kid)) {
+    const active = (await this.repo.activeSigningKeys()).map((row) => ({ kid: row.kid, signsFrom: row.signsFrom ?? row.createdAt }));
+    const key = active.find((k) => k.kid === kid);
+    if (!key) {
       if ((await this.repo.allSigningKeys()).some((k) => k.kid === kid)) return 'already';
       throw new OperatorError(`no signing key has the id '${kid}'`);
     }
     if (active.length === 1) throw new OperatorError(`'${kid}' is the only active signing key: rotate first`);
-    if (active[0]?.kid === kid) throw new OperatorError(`'${kid}' is the key that signs now: rotate first, then retire it`);
-    const sinceRotation = Date.now() - active[0].createdAt.getTime();
+    const now = Date.now();
     const window = this.config.AUTH_CACHE_SECONDS * 1000;
-    if (!force && active[1]?.kid === kid && sinceRotation < window) {
+    // The key that took over from this one: the first whose signing began after this one's.
+    const next = active
+      .filter((k) => k.signsFrom.getTime() > key.signsFrom.getTime())
+      .sort((a, b) => a.signsFrom.getTime() - b.signsFrom.getTime())[0];
+    if (signerAt(active, now)?.kid === kid) {
+      throw new OperatorError(
+        next
+          ? `'${kid}' is the key that signs now, until ${next.kid} takes over at ${next.signsFrom.toISOString()}: retire it after that`
+          : `'${kid}' is the key that signs now: rotate first, then retire it`,
+      );
+    }
+    const seconds = this.config.AUTH_CACHE_SECONDS;
+    if (!force && key.signsFrom.getTime() > now && key.signsFrom.getTime() - now < window) {
+      const after = Math.ceil((key.signsFrom.getTime() - now) / 1000);
+      throw new OperatorError(
+        `'${kid}' begins to sign in ${after} s, and replicas that have not read the keys again by then (AUTH_CACHE_SECONDS, ${seconds} s) ` +
+          `would sign with it, tokens that retiring it now would break: retire it once it has been replaced, or now with --force`,
+      );
+    }
+    const sinceRotation = next ? now - next.signsFrom.getTime() : Infinity;
+    if (!force && key.signsFrom.getTime() <= now && sinceRotation >= 0 && sinceRotation < window) {
       throw new OperatorError(
         `'${kid}' signed new tokens until the rotation ${Math.floor(sinceRotation / 1000)} s ago, and replicas go on signing with it ` +
-          `for up to AUTH_CACHE_SECONDS (${this.config.AUTH_CACHE_SECONDS} s) after it, tokens that retiring it now would break: ` +
+          `for up to AUTH_CACHE_SECONDS (${seconds} s) after it, tokens that retiring it now would break: ` +
           `retire it in ${Math.ceil((window - sinceRotation) / 1000)} s, or now with --force (a compromised key)`,
       );
     }
@@ -236,23 +304,28 @@ export class KeyringService implements OnModuleInit {
     return 'retired';
   }
 
-  async list(): Promise<{ kid: string; source: string; signing: boolean; createdAt: string; retiredAt: string | null }[]> {
+  async list(): Promise<{ kid: string; source: string; signing: boolean; createdAt: string; signsFrom: string; retiredAt: string | null }[]> {
     if (this.fromConfig) {
       return (await this.fresh(true)).map((k, i) => ({
         kid: k.kid,
         source: 'config',
         signing: i === 0,
         createdAt: k.createdAt.toISOString(),
+        signsFrom: k.signsFrom.toISOString(),
         retiredAt: null,
       }));
     }
-    const rows = await this.repo.allSigningKeys();
-    const signing = rows.find((r) => r.retiredAt === null)?.kid;
+    const rows = (await this.repo.allSigningKeys()).map((row) => ({ ...row, signsFrom: row.signsFrom ?? row.createdAt }));
+    const signing = signerAt(
+      rows.filter((r) => r.retiredAt === null),
+      Date.now(),
+    )?.kid;
     return rows.map((r) => ({
       kid: r.kid,
       source: 'database',
       signing: r.kid === signing,
       createdAt: r.createdAt.toISOString(),
+      signsFrom: r.signsFrom.toISOString(),
       retiredAt: r.retiredAt?.toISOString() ?? null,
     }));
   }

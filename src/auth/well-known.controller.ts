@@ -4,7 +4,7 @@ import type { JWK } from 'jose';
 import { ApiHeadersTooLarge, ApiProblemResponse } from '../common/api-responses.js';
 import { Public } from '../common/public.decorator.js';
 import { AppConfig } from '../config/app-config.js';
-import { KeyringService } from './keyring.service.js';
+import { JWKS_MAX_AGE_SECONDS, KeyringService } from './keyring.service.js';
 import { ALL_SCOPES } from './scopes.js';
 
 const TEXT = { type: 'string' } as const;
@@ -54,7 +54,8 @@ export class WellKnownController {
   ) {}
 
   @Get('jwks.json')
-  @Header('Cache-Control', 'public, max-age=300')
+  // A rotated key is published this long before it signs (KeyringService.publishSeconds).
+  @Header('Cache-Control', `public, max-age=${JWKS_MAX_AGE_SECONDS}`)
   @ApiOperation({ operationId: 'getJwks', summary: 'The JSON Web Key Set that verifies access tokens.' })
   @ApiOkResponse({ description: 'RFC 7517 key set; `kid` is the RFC 7638 thumbprint.', schema: JWKS_SCHEMA })
   @ApiProblemResponse(429, 'Rate limit reached (per address); retry after `Retry-After` seconds.')

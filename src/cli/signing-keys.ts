@@ -7,26 +7,37 @@ export function registerSigningKeys(program: Command, cli: CliContext): void {
   const signing = program.command('signing-keys').description('keys that sign access tokens');
   signing
     .command('list')
-    .description('list signing keys: which signs, which are retired')
+    .description('list signing keys: which signs, which are published to sign later, which are retired')
     .action(
       cli.action(async () =>
         cli.withApp(async (app) => {
           const keys = await app.get(KeyringService).list();
-          const text = keys
-            .map((k) => `${k.kid}\t${k.source}\t${k.signing ? 'signing' : k.retiredAt ? `retired ${k.retiredAt}` : 'verifying'}\t${k.createdAt}`)
-            .join('\n');
+          const now = Date.now();
+          const state = (k: (typeof keys)[number]): string => {
+            if (k.signing) return 'signing';
+            if (k.retiredAt) return `retired ${k.retiredAt}`;
+            return Date.parse(k.signsFrom) > now ? `published, signs from ${k.signsFrom}` : 'verifying';
+          };
+          const text = keys.map((k) => `${k.kid}\t${k.source}\t${state(k)}\t${k.createdAt}`).join('\n');
           return { json: keys, text: text || '(no signing keys yet: one is created on first use)' };
         }),
       ),
     );
   signing
     .command('rotate')
-    .description('add a new signing key; tokens signed by older keys keep verifying until those are retired')
+    .description(
+      'add a new signing key, published at once and signing once verifiers that keep the key set for its max-age know it ' +
+        '(5 minutes and AUTH_CACHE_SECONDS); tokens signed by older keys keep verifying until those are retired',
+    )
+    .option('--now', 'sign with the new key at once (a compromised key): verifiers holding the key set read before it refuse its tokens until they read it again')
     .action(
-      cli.action(async () =>
+      cli.action(async (options: { now?: boolean }) =>
         cli.withApp(async (app) => {
-          const key = await app.get(KeyringService).rotate();
-          return { json: key, text: `signing key ${key.kid} added; it signs new tokens` };
+          const key = await app.get(KeyringService).rotate({ now: options.now === true });
+          const text = options.now
+            ? `signing key ${key.kid} added; it signs new tokens (on every replica within AUTH_CACHE_SECONDS)`
+            : `signing key ${key.kid} added and published; it signs new tokens from ${key.signsFrom}`;
+          return { json: key, text };
         }),
       ),
     );

@@ -2,8 +2,9 @@ import { Column, CreateDateColumn, Entity, PrimaryColumn } from 'typeorm';
 import { timestampColumn } from '../../database/column-types.js';
 
 /**
- * A token signing key pair. The newest active key signs; every key not retired verifies,
- * so tokens signed before a rotation keep working until their key is retired.
+ * A token signing key pair. Every key not retired is published and verifies, so tokens signed
+ * before a rotation keep working until their key is retired; the active key whose `signsFrom`
+ * came last (and is past) signs.
  */
 @Entity('signing_keys')
 export class SigningKey {
@@ -23,6 +24,14 @@ export class SigningKey {
 
   @CreateDateColumn({ name: 'created_at', ...timestampColumn })
   createdAt!: Date;
+
+  /**
+   * When the key begins to sign: a rotation publishes a key first, so that verifiers that keep
+   * the key set for its max-age know it before a token it signed reaches them. Null for keys
+   * written before this column, which signed from their creation.
+   */
+  @Column({ name: 'signs_from', ...timestampColumn, nullable: true })
+  signsFrom!: Date | null;
 
   @Column({ name: 'retired_at', ...timestampColumn, nullable: true })
   retiredAt!: Date | null;

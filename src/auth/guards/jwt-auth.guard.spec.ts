@@ -167,7 +167,7 @@ describe('JwtAuthGuard with passport-jwt on a real keyring and credential store'
     expect(await guard.canActivate((await call(partner, `Bearer ${remembered}`)).context)).toBe(true);
     // The key both were signed with stops verifying: only the token verified before is still accepted.
     const retired = (await f.keyring.signingKey()).kid;
-    await f.keyring.rotate();
+    await f.keyring.rotate({ now: true });
     await f.keyring.retire(retired, { force: true });
     expect(await guard.canActivate((await call(partner, `Bearer ${remembered}`)).context)).toBe(true);
     expect((await refused(guard, await call(partner, `Bearer ${unseen}`))).detail).toBe('The access token is signed by an unknown key.');

@@ -1,0 +1,153 @@
+import { jest } from '@jest/globals';
+import { authFixture, type AuthFixture } from '../../test/helpers/auth-fixture.js';
+import { SigningKey } from './entities/signing-key.entity.js';
+import { JWKS_MAX_AGE_SECONDS, KeyringService } from './keyring.service.js';
+
+/** Only the clock is faked: the database driver's own timers and promises run as they do. */
+const clockOnly: Parameters<typeof jest.useFakeTimers>[0] = {
+  doNotFake: [
+    'hrtime',
+    'nextTick',
+    'performance',
+    'queueMicrotask',
+    'requestAnimationFrame',
+    'cancelAnimationFrame',
+    'requestIdleCallback',
+    'cancelIdleCallback',
+    'setImmediate',
+    'clearImmediate',
+    'setInterval',
+    'clearInterval',
+    'setTimeout',
+    'clearTimeout',
+  ],
+};
+
+const START = Date.parse('2026-12-02T10:00:00.000Z');
+
+describe('signing key rotation on a database ring', () => {
+  let f: AuthFixture;
+  /** Another replica on the same database, which read the ring before the rotation. */
+  let replica: KeyringService;
+  let first: string;
+
+  beforeEach(async () => {
+    jest.useFakeTimers({ ...clockOnly, now: START });
+    f = await authFixture({ AUTH_CACHE_SECONDS: '10' });
+    replica = new KeyringService(f.repo, f.config);
+    await replica.onModuleInit();
+    first = (await f.keyring.signingKey()).kid;
+  });
+
+  afterEach(async () => {
+    jest.useRealTimers();
+    await f.close();
+  });
+
+  const at = (ms: number) => jest.setSystemTime(START + ms);
+  const published = async (keyring: KeyringService) => (await keyring.jwks()).keys.map((k) => k.kid).sort();
+
+  it('publishes a rotated key at once and signs with it, on every replica, only once the key set’s max-age and AUTH_CACHE_SECONDS have passed', async () => {
+    expect(f.keyring.publishSeconds).toBe(JWKS_MAX_AGE_SECONDS + 10);
+    at(1_000);
+    const rotated = await f.keyring.rotate();
+    expect(rotated).toEqual({ kid: expect.any(String), signsFrom: new Date(START + 1_000 + 310_000).toISOString() });
+    expect(await published(f.keyring)).toEqual([first, rotated.kid].sort());
+    expect((await f.keyring.signingKey()).kid).toBe(first);
+    // The other replica reads the ring again after AUTH_CACHE_SECONDS, and publishes the key too.
+    at(11_000);
+    expect(await published(replica)).toEqual([first, rotated.kid].sort());
+    expect((await replica.signingKey()).kid).toBe(first);
+
+    at(1_000 + 310_000 - 1);
+    expect((await f.keyring.signingKey()).kid).toBe(first);
+    expect((await replica.signingKey()).kid).toBe(first);
+    at(1_000 + 310_000);
+    expect((await f.keyring.signingKey()).kid).toBe(rotated.kid);
+    expect((await replica.signingKey()).kid).toBe(rotated.kid);
+    // Both keys still verify, the old one until it is retired.
+    expect((await replica.verificationKey(first))?.kid).toBe(first);
+  });
+
+  it('signs with a key rotated with `now` at once', async () => {
+    at(1_000);
+    const rotated = await f.keyring.rotate({ now: true });
+    expect(rotated.signsFrom).toBe(new Date(START + 1_000).toISOString());
+    expect((await f.keyring.signingKey()).kid).toBe(rotated.kid);
+    // In the millisecond of the key that signs (or behind its clock), it still takes over, a millisecond later.
+    const again = await f.keyring.rotate({ now: true });
+    expect(again.signsFrom).toBe(new Date(START + 1_001).toISOString());
+    at(1_001);
+    expect((await f.keyring.signingKey()).kid).toBe(again.kid);
+  });
+
+  it('keeps a published key’s turn when another is rotated in with `now` before it', async () => {
+    const staged = await f.keyring.rotate();
+    at(1_000);
+    const urgent = await f.keyring.rotate({ now: true });
+    expect((await f.keyring.signingKey()).kid).toBe(urgent.kid);
+    at(310_000 - 1);
+    expect((await f.keyring.signingKey()).kid).toBe(urgent.kid);
+    at(310_000);
+    expect((await f.keyring.signingKey()).kid).toBe(staged.kid);
+  });
+
+  it('lists which key signs and when each begins to sign', async () => {
+    at(1_000);
+    const rotated = await f.keyring.rotate();
+    const listed = await f.keyring.list();
+    expect(listed).toEqual([
+      { kid: rotated.kid, source: 'database', signing: false, createdAt: new Date(START + 1_000).toISOString(), signsFrom: rotated.signsFrom, retiredAt: null },
+      { kid: first, source: 'database', signing: true, createdAt: new Date(START).toISOString(), signsFrom: new Date(START).toISOString(), retiredAt: null },
+    ]);
+    at(1_000 + 310_000);
+    expect((await f.keyring.list()).map((k) => [k.kid, k.signing])).toEqual([
+      [rotated.kid, true],
+      [first, false],
+    ]);
+  });
+
+  it('refuses to retire the key that signs until the published one has taken over, and then for AUTH_CACHE_SECONDS unless forced', async () => {
+    const rotated = await f.keyring.rotate();
+    await expect(f.keyring.retire(first)).rejects.toThrow(
+      `'${first}' is the key that signs now, until ${rotated.kid} takes over at ${rotated.signsFrom}: retire it after that`,
+    );
+    await expect(f.keyring.retire(first, { force: true })).rejects.toThrow(`'${first}' is the key that signs now`);
+    at(310_000 + 4_000);
+    await expect(f.keyring.retire(first)).rejects.toThrow(
+      `'${first}' signed new tokens until the rotation 4 s ago, and replicas go on signing with it for up to AUTH_CACHE_SECONDS (10 s) after it, tokens that retiring it now would break: retire it in 6 s, or now with --force (a compromised key)`,
+    );
+    at(310_000 + 10_000);
+    expect(await f.keyring.retire(first)).toBe('retired');
+    expect(await published(f.keyring)).toEqual([rotated.kid]);
+  });
+
+  it('retires a published key that has not begun to sign (the rotation called off), but not within AUTH_CACHE_SECONDS of its start unless forced', async () => {
+    const early = await f.keyring.rotate();
+    expect(await f.keyring.retire(early.kid)).toBe('retired');
+    expect(await published(f.keyring)).toEqual([first]);
+    at(310_000);
+    expect((await f.keyring.signingKey()).kid).toBe(first);
+
+    const late = await f.keyring.rotate();
+    at(310_000 + 305_000);
+    await expect(f.keyring.retire(late.kid)).rejects.toThrow(
+      `'${late.kid}' begins to sign in 5 s, and replicas that have not read the keys again by then (AUTH_CACHE_SECONDS, 10 s) would sign with it, tokens that retiring it now would break: retire it once it has been replaced, or now with --force`,
+    );
+    expect(await f.keyring.retire(late.kid, { force: true })).toBe('retired');
+    at(310_000 + 320_000);
+    expect((await f.keyring.signingKey()).kid).toBe(first);
+  });
+
+  it('signs from their creation with keys written before keys had a time to begin signing', async () => {
+    at(1_000);
+    const rotated = await f.keyring.rotate();
+    await f.db.createQueryBuilder().update(SigningKey).set({ signsFrom: null }).execute();
+    at(11_000);
+    expect((await f.keyring.signingKey()).kid).toBe(rotated.kid);
+    expect((await f.keyring.list()).map((k) => [k.kid, k.signing, k.signsFrom])).toEqual([
+      [rotated.kid, true, new Date(START + 1_000).toISOString()],
+      [first, false, new Date(START).toISOString()],
+    ]);
+  });
+});
