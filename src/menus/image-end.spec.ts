@@ -67,15 +67,28 @@ describe('imageStructure', () => {
   it('finds nothing but the picture in what sharp encodes, a colour profile included', async () => {
     for (const format of ['jpeg', 'png', 'webp'] as const) {
       const image = await makeImage(format, 37, 23);
-      expect({ format, ...imageStructure(image, format) }).toEqual({ format, end: image.length, extras: false });
+      expect({ format, ...imageStructure(image, format) }).toEqual({ format, end: image.length, extras: false, cutShort: false });
       const profiled = await sharp(image).withIccProfile('p3').toFormat(format).toBuffer();
       expect({ format, extras: imageStructure(profiled, format).extras }).toEqual({ format, extras: false });
     }
   });
 
+  it('tells bytes that stop before the image ends from a structure that breaks off', async () => {
+    for (const format of ['jpeg', 'png', 'webp'] as const) {
+      const image = await makeImage(format, 37, 23);
+      for (const cut of [image.length - 1, image.length - 2, Math.floor(image.length / 2)]) {
+        expect({ format, cut, cutShort: imageStructure(image.subarray(0, cut), format).cutShort }).toEqual({ format, cut, cutShort: true });
+      }
+    }
+    // A JPEG holding bytes where a marker belongs may still decode: it is broken off, not cut short.
+    const jpeg = await makeImage('jpeg', 37, 23);
+    const strayed = Buffer.concat([jpeg.subarray(0, 2), Buffer.from([0x00]), jpeg.subarray(2)]);
+    expect(imageStructure(strayed, 'jpeg')).toEqual({ end: null, extras: false, cutShort: false });
+  });
+
   it('finds a JPEG comment and application segments other than JFIF, ICC and Adobe', async () => {
     const jpeg = await makeImage('jpeg', 37, 23);
-    expect(imageStructure(jpegWith(jpeg, 0xfe, HTML), 'jpeg')).toEqual({ end: jpeg.length + HTML.length + 4, extras: true });
+    expect(imageStructure(jpegWith(jpeg, 0xfe, HTML), 'jpeg')).toEqual({ end: jpeg.length + HTML.length + 4, extras: true, cutShort: false });
     expect(imageStructure(jpegWith(jpeg, 0xe3, Buffer.from('Exif\0\0GPS')), 'jpeg').extras).toBe(true);
     expect(imageStructure(jpegWith(jpeg, 0xef, HTML), 'jpeg').extras).toBe(true);
     expect(imageStructure(jpegWith(jpeg, 0xe2, Buffer.from('not a profile')), 'jpeg').extras).toBe(true);
@@ -186,15 +199,15 @@ describe('imageStructure', () => {
     expect(imageStructure(pngWith(png, 'pHYs', Buffer.alloc(9)), 'png').extras).toBe(false);
     const webp = await makeImage('webp', 37, 23);
     const withExif = webpWith(webp, 'EXIF', HTML);
-    expect(imageStructure(withExif, 'webp')).toEqual({ end: withExif.length, extras: true });
+    expect(imageStructure(withExif, 'webp')).toEqual({ end: withExif.length, extras: true, cutShort: false });
     expect(imageStructure(webpWith(webp, 'XMP ', HTML), 'webp').extras).toBe(true);
   });
 
   it("finds a chunk inside an animation frame other than the frame's picture", async () => {
     const animation = await animatedWebp(3);
-    expect(imageStructure(animation, 'webp')).toEqual({ end: animation.length, extras: false });
+    expect(imageStructure(animation, 'webp')).toEqual({ end: animation.length, extras: false, cutShort: false });
     const hidden = webpWithinFrame(animation, 'XYZW', HTML);
-    expect(imageStructure(hidden, 'webp')).toEqual({ end: hidden.length, extras: true });
+    expect(imageStructure(hidden, 'webp')).toEqual({ end: hidden.length, extras: true, cutShort: false });
     expect(imageStructure(webpWithinFrame(animation, 'ALPH', Buffer.alloc(4)), 'webp').extras).toBe(false);
   });
 });

@@ -10,6 +10,12 @@ export interface ImageStructure {
    * a whole other file may hide).
    */
   extras: boolean;
+  /**
+   * Whether the bytes stop before the image's own end does: a PNG before IEND (or at a chunk
+   * whose CRC fails), a JPEG before EOI, a WebP before the size its RIFF header gives. Its
+   * picture may still decode whole; the file is cut short all the same.
+   */
+  cutShort: boolean;
 }
 
 /**
@@ -59,12 +65,12 @@ function pngChunks(b: Buffer): { chunks: { type: string; data: number; dataEnd: 
 
 /** The signature, then chunks (length, type, data, CRC) up to and with IEND; a colour profile that is none is an extra. */
 function pngStructure(b: Buffer): ImageStructure {
-  if (signedFormat(b) !== 'png') return { end: null, extras: false };
+  if (signedFormat(b) !== 'png') return { end: null, extras: false, cutShort: false };
   const { chunks, whole } = pngChunks(b);
   // One profile at most (PNG §11.3.3.3): each one is inflated, up to ICC_MAX_BYTES.
   const profiles = chunks.filter((c) => c.type === 'iCCP');
   const extras = chunks.some((c) => !PNG_PICTURE.has(c.type)) || profiles.length > 1 || (profiles.length === 1 && !pngProfileIsWhole(b.subarray(profiles[0].data, profiles[0].dataEnd)));
-  return { end: whole ? chunks[chunks.length - 1].dataEnd + 4 : null, extras };
+  return { end: whole ? chunks[chunks.length - 1].dataEnd + 4 : null, extras, cutShort: !whole };
 }
 
 /** The chunks of the picture (lossy, lossless, alpha, animation) and its colour profile. */
@@ -75,9 +81,9 @@ const WEBP_FRAME = new Set(['ALPH', 'VP8 ', 'VP8L']);
 
 /** A RIFF file: 'RIFF', the size of what follows the first eight bytes, 'WEBP', then chunks (type, size, data padded to even). */
 function webpStructure(b: Buffer): ImageStructure {
-  if (!isRiffWebp(b)) return { end: null, extras: false };
+  if (!isRiffWebp(b)) return { end: null, extras: false, cutShort: false };
   const end = 8 + b.readUInt32LE(4);
-  if (end > b.length) return { end: null, extras: false };
+  if (end > b.length) return { end: null, extras: false, cutShort: true };
   let profiles = 0;
   const extras = !webpChunks(b, 12, end, (type, data, dataEnd) => {
     if (!WEBP_PICTURE.has(type)) return false;
@@ -85,7 +91,7 @@ function webpStructure(b: Buffer): ImageStructure {
     // A frame holds chunks of its own, where anything else may hide as well.
     return type !== 'ANMF' || webpChunks(b, data + 16, dataEnd, (inner) => WEBP_FRAME.has(inner));
   });
-  return { end, extras };
+  return { end, extras, cutShort: false };
 }
 
 /** Whether every chunk between `from` and `to` is `allowed` (given its type, and where its data starts and ends). */
@@ -288,8 +294,8 @@ export function jpegPictureOnly(b: Buffer): Buffer | null {
  * and application segments other than the picture's own are extras.
  */
 function jpegStructure(b: Buffer): ImageStructure {
-  const { segments, end } = jpegSegments(b);
-  return { end, extras: segments.some(jpegExtraTest(b, segments)) };
+  const { segments, end, cutShort } = jpegSegments(b);
+  return { end, extras: segments.some(jpegExtraTest(b, segments)), cutShort };
 }
 
 /**
@@ -297,37 +303,41 @@ function jpegStructure(b: Buffer): ImageStructure {
  * EOI ends; `end` is null when the structure cannot be followed to it (the segments then are
  * those read before it broke off).
  */
-function jpegSegments(b: Buffer): { segments: JpegSegment[]; end: number | null } {
+function jpegSegments(b: Buffer): { segments: JpegSegment[]; end: number | null; cutShort: boolean } {
   const segments: JpegSegment[] = [];
-  if (b.length < 4 || b[0] !== 0xff || b[1] !== 0xd8) return { segments, end: null };
+  // Where the structure breaks off: the bytes end inside it (cut short), or it holds what no
+  // JPEG does there (bytes between segments, a length under 2), which decoders may step over.
+  const cut = { segments, end: null, cutShort: true };
+  const broken = { segments, end: null, cutShort: false };
+  if (b.length < 4 || b[0] !== 0xff || b[1] !== 0xd8) return broken;
   let at = 2;
   while (at < b.length) {
-    if (b[at] !== 0xff) return { segments, end: null };
+    if (b[at] !== 0xff) return broken;
     while (at < b.length && b[at] === 0xff) at++; // fill bytes
-    if (at >= b.length) return { segments, end: null };
+    if (at >= b.length) return cut;
     const marker = b[at++];
-    if (marker === 0xd9) return { segments, end: at };
+    if (marker === 0xd9) return { segments, end: at, cutShort: false };
     if (marker === 0x01 || (marker >= 0xd0 && marker <= 0xd7)) {
       segments.push({ start: at, marker, data: at, end: at });
       continue; // no length
     }
-    if (at + 2 > b.length) return { segments, end: null };
+    if (at + 2 > b.length) return cut;
     const length = b.readUInt16BE(at);
-    if (length < 2) return { segments, end: null };
+    if (length < 2) return broken;
     const start = at;
     at += length;
     if (marker === 0xda) {
       for (;;) {
         at = b.indexOf(0xff, at);
-        if (at < 0 || at + 1 >= b.length) return { segments, end: null };
+        if (at < 0 || at + 1 >= b.length) return cut;
         const next = b[at + 1];
         if (next === 0x00 || (next >= 0xd0 && next <= 0xd7)) at += 2;
         else if (next === 0xff) at += 1;
         else break;
       }
     }
-    if (at > b.length) return { segments, end: null };
+    if (at > b.length) return cut;
     segments.push({ start, marker, data: start + 2, end: at });
   }
-  return { segments, end: null };
+  return cut;
 }

@@ -180,4 +180,19 @@ describe('prepareImage', () => {
       await expect(prepareImage(cut, limits)).rejects.toThrow(new ImageRejected('The image is truncated or corrupt.'));
     }
   });
+
+  it('refuses a JPEG without its end marker whose decoder never runs short of data (its scan ends in padding bits)', async () => {
+    // One colour: libjpeg decodes the last block from the bits there are and warns of nothing.
+    const jpeg = await sharp({ create: { width: 56, height: 32, channels: 3, background: { r: 188, g: 68, b: 124 } } })
+      .jpeg({ quality: 62 })
+      .toBuffer();
+    const cut = jpeg.subarray(0, -2);
+    const warnings: string[] = [];
+    const decoded = sharp(cut, { failOn: 'truncated' }).on('warning', (warning: string) => warnings.push(warning));
+    expect(await decoded.resize({ width: 7, height: 4, fit: 'fill', kernel: 'nearest' }).raw().toBuffer()).toHaveLength(7 * 4 * 3);
+    expect(warnings.filter((warning) => /premature end of data segment/i.test(warning))).toEqual([]);
+    await expect(prepareImage(cut, limits)).rejects.toThrow(new ImageRejected('The image is truncated or corrupt.'));
+    // Whole, it is stored as it came.
+    expect((await prepareImage(jpeg, limits)).data).toEqual(jpeg);
+  });
 });

@@ -106,8 +106,9 @@ export async function prepareImage(input: Buffer, limits: ImageLimits, abandoned
     // chunks that are no part of the picture and that libvips does not report (a JPEG comment,
     // an unknown APPn, a private PNG chunk, a WebP EXIF chunk its header does not announce).
     const structure = imageStructure(input, format);
-    // A PNG whose chunks do not reach IEND was cut short, though its pixels may all be there.
-    if (format === 'png' && structure.end === null) throw new ImageRejected('The image is truncated or corrupt.');
+    // A PNG whose chunks do not reach IEND, or a JPEG whose bytes stop before EOI, was cut
+    // short, though its pixels may all be there (a JPEG's last bytes of scan data can be padding).
+    if (structure.cutShort) throw new ImageRejected('The image is truncated or corrupt.');
     const carriesMore = structure.end !== input.length || structure.extras || (format === 'png' && !(await pngPixelDataEnds(input)));
     if (!carriesMetadata && !carriesMore) return input;
     // A JPEG that needs no turning loses what is no part of its picture segment by segment:
