@@ -7,6 +7,17 @@ interface Emitter {
 }
 type Pool = Emitter & { _clients?: Emitter[] };
 
+/**
+ * node-postgres' own marks on a client (not part of its typings; postgres-outage tests check
+ * they keep working): the query it waits on the answer of, and whether it may be sent more.
+ * The pool takes back a client it finds not queryable at its release, and ends it by
+ * destroying its socket.
+ */
+interface ClientMarks {
+  _getActiveQuery?: () => unknown;
+  _queryable?: boolean;
+}
+
 const logger = new Logger('Database');
 
 /**
@@ -28,4 +39,22 @@ export function guardPoolClients(db: DataSource): void {
   };
   pool.on('connect', guard);
   for (const client of pool._clients ?? []) guard(client);
+  pool.on('release', (error: unknown, client: unknown) => {
+    if (!error) dropIfStillWaiting(client as ClientMarks);
+  });
+}
+
+/**
+ * A client given back while it still waits on an answer is taken out of the pool: its query's
+ * `query_timeout` (DATABASE_QUERY_TIMEOUT_MS) failed the request, but node-postgres leaves the
+ * query in flight and queues every later one behind it. Where the answer comes late (a server
+ * that was slow) it would then be used again; where it never comes (a connection whose bytes
+ * were lost on the way, the socket still open: a proxy or pooler that hung) every later query
+ * on it waited out its timeout, and a replica kept failing one request in a few, and its
+ * webhook deliveries, until it was restarted.
+ */
+function dropIfStillWaiting(client: ClientMarks): void {
+  if (client._queryable === false || !client._getActiveQuery?.()) return;
+  client._queryable = false;
+  logger.warn('A database connection was given back still waiting on an answer that did not come in time: it is closed');
 }

@@ -3,7 +3,7 @@ import { connect, createServer, type Server, type Socket } from 'node:net';
 /**
  * A TCP proxy of the tests' own between the service and PostgreSQL: it can cut every
  * connection (the database "goes away"), refuse new ones, come back, and delay what the
- * database sends (a slow query), or hold it back (a server that hangs).
+ * database sends (a slow query), hold it back (a server that hangs), or lose it on the way.
  */
 export class TcpProxy {
   private server: Server | null = null;
@@ -13,6 +13,8 @@ export class TcpProxy {
   /** While set, what the server sends is queued per connection, in order, until release(). */
   private held: { client: Socket; chunk: Buffer }[] | null = null;
   delayMs = 0;
+  /** While set, what the server sends is thrown away, the connections kept open: bytes lost on the way. */
+  dropping = false;
 
   constructor(
     private readonly target: { host: string; port: number },
@@ -30,6 +32,7 @@ export class TcpProxy {
       }
       client.on('data', (chunk: Buffer) => upstream.write(chunk));
       upstream.on('data', (chunk: Buffer) => {
+        if (this.dropping) return;
         if (this.held) return void this.held.push({ client, chunk });
         if (this.delayMs === 0) return void client.write(chunk);
         const timer = setTimeout(() => {

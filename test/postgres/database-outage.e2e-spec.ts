@@ -88,4 +88,22 @@ describe('database outage (postgres, through a TCP proxy)', () => {
     }
     expect(await eventually(async () => (await branches()).status, (status) => status === 200, 30_000)).toBe(200);
   });
+  it('keeps no connection that waits on an answer lost on the way: every request is answered once the database answers again', async () => {
+    expect((await branches()).status).toBe(200);
+    proxy.dropping = true;
+    try {
+      const lost = await Promise.all([branches(), branches(), branches()]);
+      expect(lost.map((res) => res.status)).toEqual([503, 503, 503]);
+    } finally {
+      proxy.dropping = false;
+    }
+    // A lookup that failed fails again for a second without asking (AuthCacheService): past it.
+    await new Promise((resolve) => setTimeout(resolve, 1100));
+    // The pool hands out the client given back last first: one still waiting on its lost answer
+    // would fail the next request after the query timeout, and every one after it.
+    const statuses: number[] = [];
+    for (let i = 0; i < 12; i++) statuses.push((await branches()).status);
+    expect(statuses).toEqual(Array.from({ length: 12 }, () => 200));
+    expect((await request(t.http).get('/health/ready')).status).toBe(200);
+  });
 });
