@@ -225,6 +225,22 @@ describe(`a Redis that stops answering (${process.env.TEST_DATABASE})`, () => {
     expect(await gate.run((r) => r.incr(key))).toEqual({ ok: true, value: 3 });
   });
 
+  it('answers again after answers were lost on the way, the connection left open', async () => {
+    await client.set(key, '10');
+    proxy.dropping = true;
+    try {
+      expect(await gate.run((r) => r.incr(key))).toEqual({ ok: false, reason: 'Command timed out' });
+      expect(gate.unanswering).toBe(true);
+    } finally {
+      proxy.dropping = false;
+    }
+    // On the connection the answer was lost on, each later answer would go to the command before it.
+    await eventually(() => Promise.resolve(gate.unanswering), (shut) => !shut, 10_000, 20);
+    expect(logged.at(-1)).toBe('log: answering again: rate limits and token failures are shared by the replicas again');
+    // The unanswered command reached Redis once, and was not sent again.
+    expect(await gate.run((r) => r.incr(key))).toEqual({ ok: true, value: 12 });
+  });
+
   it('says why a command was not run when there is no Redis, or it is not connected', async () => {
     expect(await new RedisGate(null, 50, logger).run((r) => r.ping())).toEqual({ ok: false, reason: 'no Redis is configured' });
     const away = new Redis('redis://127.0.0.1:1', { ...REDIS_OPTIONS, lazyConnect: true });

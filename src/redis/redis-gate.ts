@@ -14,6 +14,12 @@ const TIMED_OUT = 'Command timed out';
  * drops packets), until a PING in the background is answered again: checked every
  * `recheckMs`. Without that, every request would wait out the timeout. Callers count in the
  * process meanwhile. Both changes are logged once, as warnings and recoveries.
+ *
+ * A command that went unanswered also ends its connection, and the client connects again: an
+ * answer lost on the way (a proxy that hung, the socket left open) would otherwise leave every
+ * later answer on that connection matched to the command before it, so that no PING was ever
+ * answered and the replica counted on its own until restarted. Commands unanswered then are
+ * not sent again (`maxRetriesPerRequest: 0`).
  */
 export class RedisGate {
   /** Set while Redis is taken not to answer: the background check's timer. */
@@ -40,7 +46,10 @@ export class RedisGate {
       return { ok: true, value: await command(this.redis) };
     } catch (error) {
       const message = (error as Error).message;
-      if (message === TIMED_OUT) this.stopAsking();
+      if (message === TIMED_OUT) {
+        this.reconnect();
+        this.stopAsking();
+      }
       return { ok: false, reason: message };
     }
   }
@@ -65,11 +74,19 @@ export class RedisGate {
     this.recheck.unref();
   }
 
+  /** Ends the connection a command went unanswered on; the client connects again (its retry strategy). */
+  private reconnect(): void {
+    if (!this.closed) this.redis!.disconnect(true);
+  }
+
   private async check(): Promise<void> {
     try {
+      // Not ready yet (connecting again): the PING fails at once, and is tried again later.
       await this.redis!.ping();
-    } catch {
-      if (!this.closed) this.scheduleCheck();
+    } catch (error) {
+      if (this.closed) return;
+      if ((error as Error).message === TIMED_OUT) this.reconnect();
+      this.scheduleCheck();
       return;
     }
     if (this.closed) return;
