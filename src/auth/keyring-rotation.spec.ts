@@ -1,7 +1,10 @@
 import { jest } from '@jest/globals';
+import { generateKeyPairSync } from 'node:crypto';
 import { authFixture, type AuthFixture } from '../../test/helpers/auth-fixture.js';
+import { loadConfig } from '../config/app-config.js';
+import type { AuthRepository } from './auth.repository.js';
 import { SigningKey } from './entities/signing-key.entity.js';
-import { JWKS_MAX_AGE_SECONDS, KeyringService } from './keyring.service.js';
+import { JWKS_MAX_AGE_SECONDS, KeyringService, PUBLISH_SECONDS } from './keyring.service.js';
 
 /** Only the clock is faked: the database driver's own timers and promises run as they do. */
 const clockOnly: Parameters<typeof jest.useFakeTimers>[0] = {
@@ -24,6 +27,8 @@ const clockOnly: Parameters<typeof jest.useFakeTimers>[0] = {
 };
 
 const START = Date.parse('2026-12-02T10:00:00.000Z');
+/** How long after its rotation a key signs, in ms. */
+const LEAD = 420_000;
 
 describe('signing key rotation on a database ring', () => {
   let f: AuthFixture;
@@ -47,11 +52,12 @@ describe('signing key rotation on a database ring', () => {
   const at = (ms: number) => jest.setSystemTime(START + ms);
   const published = async (keyring: KeyringService) => (await keyring.jwks()).keys.map((k) => k.kid).sort();
 
-  it('publishes a rotated key at once and signs with it, on every replica, only once the key set’s max-age and AUTH_CACHE_SECONDS have passed', async () => {
-    expect(f.keyring.publishSeconds).toBe(JWKS_MAX_AGE_SECONDS + 10);
+  it('publishes a rotated key at once and signs with it, on every replica, only once the key set’s max-age, the longest AUTH_CACHE_SECONDS and a margin for clocks have passed', async () => {
+    // The key set's max-age, the longest AUTH_CACHE_SECONDS, and room for clocks that differ: whatever this process's setting (10).
+    expect(PUBLISH_SECONDS).toBe(JWKS_MAX_AGE_SECONDS + 30 + 90);
     at(1_000);
     const rotated = await f.keyring.rotate();
-    expect(rotated).toEqual({ kid: expect.any(String), signsFrom: new Date(START + 1_000 + 310_000).toISOString() });
+    expect(rotated).toEqual({ kid: expect.any(String), signsFrom: new Date(START + 1_000 + LEAD).toISOString() });
     expect(await published(f.keyring)).toEqual([first, rotated.kid].sort());
     expect((await f.keyring.signingKey()).kid).toBe(first);
     // The other replica reads the ring again after AUTH_CACHE_SECONDS, and publishes the key too.
@@ -59,10 +65,10 @@ describe('signing key rotation on a database ring', () => {
     expect(await published(replica)).toEqual([first, rotated.kid].sort());
     expect((await replica.signingKey()).kid).toBe(first);
 
-    at(1_000 + 310_000 - 1);
+    at(1_000 + LEAD - 1);
     expect((await f.keyring.signingKey()).kid).toBe(first);
     expect((await replica.signingKey()).kid).toBe(first);
-    at(1_000 + 310_000);
+    at(1_000 + LEAD);
     expect((await f.keyring.signingKey()).kid).toBe(rotated.kid);
     expect((await replica.signingKey()).kid).toBe(rotated.kid);
     // Both keys still verify, the old one until it is retired.
@@ -86,9 +92,9 @@ describe('signing key rotation on a database ring', () => {
     at(1_000);
     const urgent = await f.keyring.rotate({ now: true });
     expect((await f.keyring.signingKey()).kid).toBe(urgent.kid);
-    at(310_000 - 1);
+    at(LEAD - 1);
     expect((await f.keyring.signingKey()).kid).toBe(urgent.kid);
-    at(310_000);
+    at(LEAD);
     expect((await f.keyring.signingKey()).kid).toBe(staged.kid);
   });
 
@@ -100,7 +106,7 @@ describe('signing key rotation on a database ring', () => {
       { kid: rotated.kid, source: 'database', signing: false, createdAt: new Date(START + 1_000).toISOString(), signsFrom: rotated.signsFrom, retiredAt: null },
       { kid: first, source: 'database', signing: true, createdAt: new Date(START).toISOString(), signsFrom: new Date(START).toISOString(), retiredAt: null },
     ]);
-    at(1_000 + 310_000);
+    at(1_000 + LEAD);
     expect((await f.keyring.list()).map((k) => [k.kid, k.signing])).toEqual([
       [rotated.kid, true],
       [first, false],
@@ -113,11 +119,11 @@ describe('signing key rotation on a database ring', () => {
       `'${first}' is the key that signs now, until ${rotated.kid} takes over at ${rotated.signsFrom}: retire it after that`,
     );
     await expect(f.keyring.retire(first, { force: true })).rejects.toThrow(`'${first}' is the key that signs now`);
-    at(310_000 + 4_000);
+    at(LEAD + 4_000);
     await expect(f.keyring.retire(first)).rejects.toThrow(
       `'${first}' signed new tokens until the rotation 4 s ago, and replicas go on signing with it for up to AUTH_CACHE_SECONDS (10 s) after it, tokens that retiring it now would break: retire it in 6 s, or now with --force (a compromised key)`,
     );
-    at(310_000 + 10_000);
+    at(LEAD + 10_000);
     expect(await f.keyring.retire(first)).toBe('retired');
     expect(await published(f.keyring)).toEqual([rotated.kid]);
   });
@@ -126,17 +132,32 @@ describe('signing key rotation on a database ring', () => {
     const early = await f.keyring.rotate();
     expect(await f.keyring.retire(early.kid)).toBe('retired');
     expect(await published(f.keyring)).toEqual([first]);
-    at(310_000);
+    at(LEAD);
     expect((await f.keyring.signingKey()).kid).toBe(first);
 
     const late = await f.keyring.rotate();
-    at(310_000 + 305_000);
+    at(LEAD + 415_000);
     await expect(f.keyring.retire(late.kid)).rejects.toThrow(
       `'${late.kid}' begins to sign in 5 s, and replicas that have not read the keys again by then (AUTH_CACHE_SECONDS, 10 s) would sign with it, tokens that retiring it now would break: retire it once it has been replaced, or now with --force`,
     );
     expect(await f.keyring.retire(late.kid, { force: true })).toBe('retired');
-    at(310_000 + 320_000);
+    at(LEAD + 430_000);
     expect((await f.keyring.signingKey()).kid).toBe(first);
+  });
+
+  it('keeps the key that lost a tie of two rotations at once from being retired while replicas may sign with it', async () => {
+    at(1_000);
+    // Two operators rotate at once: each saw the same key signing, so both keys begin at one time.
+    const [one, two] = await Promise.all([f.keyring.rotate({ now: true }), replica.rotate({ now: true })]);
+    expect(one.signsFrom).toBe(two.signsFrom);
+    const listed = await f.keyring.list();
+    const signing = listed.find((k) => k.signing)!.kid;
+    const lost = signing === one.kid ? two.kid : one.kid;
+    expect([one.kid, two.kid]).toContain(signing);
+    // A replica that read the ring between the two may sign with the one that lost the tie.
+    await expect(f.keyring.retire(lost)).rejects.toThrow(`'${lost}' signed new tokens until the rotation 0 s ago`);
+    at(11_000);
+    expect(await f.keyring.retire(lost)).toBe('retired');
   });
 
   it('signs from their creation with keys written before keys had a time to begin signing', async () => {
@@ -149,5 +170,21 @@ describe('signing key rotation on a database ring', () => {
       [rotated.kid, true, new Date(START + 1_000).toISOString()],
       [first, false, new Date(START).toISOString()],
     ]);
+  });
+});
+
+describe('signing keys from configuration', () => {
+  afterEach(() => jest.useRealTimers());
+
+  it('sign with the first key, whatever the clock does after they were read (a step back of NTP, a resumed machine)', async () => {
+    jest.useFakeTimers({ ...clockOnly, now: START });
+    const pem = () => generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ type: 'pkcs8', format: 'pem' }) as string;
+    const keyring = new KeyringService({} as AuthRepository, loadConfig({ JWT_SIGNING_KEYS: pem() + pem() + pem() }));
+    await keyring.onModuleInit();
+    const first = (await keyring.jwks()).keys[0].kid;
+    for (const step of [0, -400, -1_500, -60_000]) {
+      jest.setSystemTime(START + step);
+      expect({ step, kid: (await keyring.signingKey()).kid }).toEqual({ step, kid: first });
+    }
   });
 });

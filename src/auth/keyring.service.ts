@@ -12,6 +12,13 @@ export const SIGNING_ALG = 'ES256';
 /** How long verifiers may keep the published key set (its `Cache-Control: max-age`). */
 export const JWKS_MAX_AGE_SECONDS = 300;
 
+/**
+ * How long a rotated key is published before it signs: the key set's max-age, the longest
+ * AUTH_CACHE_SECONDS (30) a replica may serve the set it read before the rotation (whatever
+ * the setting of the process that rotates), and 90 s for clocks of hosts that differ.
+ */
+export const PUBLISH_SECONDS = JWKS_MAX_AGE_SECONDS + 30 + 90;
+
 /** One key of the ring: every active key is published and verifies; the one whose `signsFrom` came last signs. */
 export interface RingKey {
   kid: string;
@@ -26,19 +33,27 @@ export interface RingKey {
 }
 
 /**
- * The key that signs at `at`: of the keys whose `signsFrom` has come, the latest (of equal
- * times, the first in the ring's order, newest first). Every replica that holds the same ring
- * and clock picks the same key, so a published key takes over everywhere at one moment.
+ * The keys of a ring (newest first) in the order they take over signing: by `signsFrom`, and of
+ * equal times the newer after the older, so that each key is followed by the one that
+ * replaced it.
  */
-export function signerAt<K extends { signsFrom: Date }>(keys: readonly K[], at: number): K | undefined {
-  let signer: K | undefined;
-  for (const key of keys) {
-    if (key.signsFrom.getTime() <= at && (!signer || key.signsFrom.getTime() > signer.signsFrom.getTime())) signer = key;
-  }
-  // Only keys still to come (a clock behind the one that published them): the first of them.
-  return signer ?? [...keys].sort((a, b) => a.signsFrom.getTime() - b.signsFrom.getTime())[0];
+export function inTurn<K extends { signsFrom: Date }>(keys: readonly K[]): K[] {
+  return keys
+    .map((key, i) => ({ key, i }))
+    .sort((a, b) => a.key.signsFrom.getTime() - b.key.signsFrom.getTime() || b.i - a.i)
+    .map(({ key }) => key);
 }
 
+/**
+ * The key that signs at `at`: the last in turn whose `signsFrom` has come. Every replica that
+ * holds the same ring and clock picks the same key, so a published key takes over everywhere
+ * at one moment. Only keys still to come (a clock behind the one that published them): the
+ * first of them.
+ */
+export function signerAt<K extends { signsFrom: Date }>(keys: readonly K[], at: number): K | undefined {
+  const turns = inTurn(keys);
+  return turns.filter((key) => key.signsFrom.getTime() <= at).at(-1) ?? turns[0];
+}
 
 const PEM_BLOCK = /-----BEGIN PRIVATE KEY-----[\s\S]+?-----END PRIVATE KEY-----/g;
 
@@ -191,23 +206,23 @@ export class KeyringService implements OnModuleInit {
     return this.keys;
   }
 
-  /** The key that signs new tokens; creates the first one for a database ring that has none. */
+  /**
+   * The key that signs new tokens; creates the first one for a database ring that has none.
+   * Of configured keys the first signs, whatever the clock says.
+   */
   async signingKey(): Promise<RingKey> {
-    let signer = signerAt(await this.fresh(), Date.now());
-    if (!signer && !this.fromConfig) {
+    const keys = await this.fresh();
+    if (this.fromConfig) {
+      if (!keys[0]) throw new Error('no signing key is available');
+      return keys[0];
+    }
+    let signer = signerAt(keys, Date.now());
+    if (!signer) {
       await this.rotate({ now: true });
       signer = signerAt(await this.fresh(true), Date.now());
     }
     if (!signer) throw new Error('no signing key is available');
     return signer;
-  }
-
-  /**
-   * How long a rotated key is published before it signs: the key set's max-age, and the
-   * AUTH_CACHE_SECONDS a replica may serve the set it read before the rotation.
-   */
-  get publishSeconds(): number {
-    return JWKS_MAX_AGE_SECONDS + this.config.AUTH_CACHE_SECONDS;
   }
 
   /** The key a token names; a kid not seen yet triggers one re-read (another replica rotated). */
@@ -222,19 +237,21 @@ export class KeyringService implements OnModuleInit {
   }
 
   /**
-   * Adds a new key, published at once. It signs after `publishSeconds`, when every verifier
+   * Adds a new key, published at once. It signs after PUBLISH_SECONDS, when every verifier
    * that keeps the key set no longer than its max-age knows it; with `now` (a compromised key)
    * it signs at once, on every replica within AUTH_CACHE_SECONDS. Older keys keep verifying
    * until retired.
    */
   async rotate({ now = false }: { now?: boolean } = {}): Promise<{ kid: string; signsFrom: string }> {
     if (this.fromConfig) {
-      throw new OperatorError('signing keys come from JWT_SIGNING_KEYS: rotate by putting a new key first in that secret');
+      throw new OperatorError(
+        'signing keys come from JWT_SIGNING_KEYS: rotate by adding the new key after the current one in that secret, then putting it first 7 minutes later',
+      );
     }
     const { privateKey } = await generateKeyPair(SIGNING_ALG, { extractable: true });
     const pem = await exportPKCS8(privateKey);
     const createdAt = new Date();
-    let signsFrom = new Date(createdAt.getTime() + this.publishSeconds * 1000);
+    let signsFrom = new Date(createdAt.getTime() + PUBLISH_SECONDS * 1000);
     if (now) {
       // After the key that signs now, even one stamped by a clock ahead of this one (or in the same millisecond).
       const current = signerAt(await this.fresh(true), createdAt.getTime());
@@ -272,10 +289,9 @@ export class KeyringService implements OnModuleInit {
     if (active.length === 1) throw new OperatorError(`'${kid}' is the only active signing key: rotate first`);
     const now = Date.now();
     const window = this.config.AUTH_CACHE_SECONDS * 1000;
-    // The key that took over from this one: the first whose signing began after this one's.
-    const next = active
-      .filter((k) => k.signsFrom.getTime() > key.signsFrom.getTime())
-      .sort((a, b) => a.signsFrom.getTime() - b.signsFrom.getTime())[0];
+    // The key that took over from this one (or will): the next in turn.
+    const turns = inTurn(active);
+    const next = turns[turns.indexOf(key) + 1];
     if (signerAt(active, now)?.kid === kid) {
       throw new OperatorError(
         next

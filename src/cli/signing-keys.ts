@@ -26,8 +26,8 @@ export function registerSigningKeys(program: Command, cli: CliContext): void {
   signing
     .command('rotate')
     .description(
-      'add a new signing key, published at once and signing once verifiers that keep the key set for its max-age know it ' +
-        '(5 minutes and AUTH_CACHE_SECONDS); tokens signed by older keys keep verifying until those are retired',
+      'add a new signing key, published at once and signing 7 minutes later, once verifiers that keep the key set for its max-age (5 minutes) know it; ' +
+        'tokens signed by older keys keep verifying until those are retired',
     )
     .option('--now', 'sign with the new key at once (a compromised key): verifiers holding the key set read before it refuse its tokens until they read it again')
     .action(
@@ -45,7 +45,11 @@ export function registerSigningKeys(program: Command, cli: CliContext): void {
     .command('retire')
     .description('retire a signing key: tokens it signed stop working (within AUTH_CACHE_SECONDS, 10 s by default, on every replica)')
     .argument('<kid>', 'the key id')
-    .option('--force', 'retire the key that signed until a rotation less than AUTH_CACHE_SECONDS ago (a compromised key): tokens replicas still sign with it then fail')
+    .option(
+      '--force',
+      'retire a key replicas may sign with until they read the keys again (AUTH_CACHE_SECONDS): the key that signed until a rotation less than that ago, ' +
+        'or a published key that begins to sign within it (a compromised key): tokens replicas still sign with it then fail',
+    )
     // A key id is a base64url thumbprint and may begin with '-': it is the argument, not an option.
     .allowUnknownOption()
     .allowExcessArguments()

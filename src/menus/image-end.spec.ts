@@ -84,6 +84,10 @@ describe('imageStructure', () => {
     const jpeg = await makeImage('jpeg', 37, 23);
     const strayed = Buffer.concat([jpeg.subarray(0, 2), Buffer.from([0x00]), jpeg.subarray(2)]);
     expect(imageStructure(strayed, 'jpeg')).toEqual({ end: null, extras: false, cutShort: false });
+    // Stepped over to the next marker (not a stuffed 0xFF00 in the picture's data), the walk still finds where the bytes stop.
+    expect(imageStructure(strayed.subarray(0, -2), 'jpeg')).toEqual({ end: null, extras: false, cutShort: true });
+    const stuffed = Buffer.concat([jpeg.subarray(0, 2), Buffer.from([0x00, 0xff, 0x00, 0x00]), jpeg.subarray(2)]);
+    expect(imageStructure(stuffed, 'jpeg')).toEqual({ end: null, extras: false, cutShort: false });
   });
 
   it('finds a JPEG comment and application segments other than JFIF, ICC and Adobe', async () => {

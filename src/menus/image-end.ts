@@ -303,27 +303,46 @@ function jpegStructure(b: Buffer): ImageStructure {
  * EOI ends; `end` is null when the structure cannot be followed to it (the segments then are
  * those read before it broke off).
  */
+/** Where the next marker's 0xFF is from `from` on, as libjpeg looks for one (a stuffed 0xFF00 is none); -1 when none is. */
+function nextMarker(b: Buffer, from: number): number {
+  for (let at = b.indexOf(0xff, from); at >= 0; at = b.indexOf(0xff, at)) {
+    while (at + 1 < b.length && b[at + 1] === 0xff) at++;
+    if (at + 1 >= b.length) return -1;
+    if (b[at + 1] !== 0x00) return at;
+    at += 2;
+  }
+  return -1;
+}
+
 function jpegSegments(b: Buffer): { segments: JpegSegment[]; end: number | null; cutShort: boolean } {
   const segments: JpegSegment[] = [];
-  // Where the structure breaks off: the bytes end inside it (cut short), or it holds what no
-  // JPEG does there (bytes between segments, a length under 2), which decoders may step over.
+  // Bytes where a marker belongs, or a length under 2: the structure breaks off there (`end`
+  // is null, and the picture is re-encoded), though decoders step over it to the next marker,
+  // as the walk does to tell whether the bytes reach EOI at all (`cutShort`).
+  let broken = false;
   const cut = { segments, end: null, cutShort: true };
-  const broken = { segments, end: null, cutShort: false };
-  if (b.length < 4 || b[0] !== 0xff || b[1] !== 0xd8) return broken;
+  if (b.length < 4 || b[0] !== 0xff || b[1] !== 0xd8) return { segments, end: null, cutShort: false };
   let at = 2;
   while (at < b.length) {
-    if (b[at] !== 0xff) return broken;
+    if (b[at] !== 0xff) {
+      broken = true;
+      at = nextMarker(b, at);
+      if (at < 0) return cut;
+    }
     while (at < b.length && b[at] === 0xff) at++; // fill bytes
     if (at >= b.length) return cut;
     const marker = b[at++];
-    if (marker === 0xd9) return { segments, end: at, cutShort: false };
+    if (marker === 0xd9) return { segments, end: broken ? null : at, cutShort: false };
     if (marker === 0x01 || (marker >= 0xd0 && marker <= 0xd7)) {
       segments.push({ start: at, marker, data: at, end: at });
       continue; // no length
     }
     if (at + 2 > b.length) return cut;
     const length = b.readUInt16BE(at);
-    if (length < 2) return broken;
+    if (length < 2) {
+      broken = true;
+      continue;
+    }
     const start = at;
     at += length;
     if (marker === 0xda) {

@@ -194,5 +194,10 @@ describe('prepareImage', () => {
     await expect(prepareImage(cut, limits)).rejects.toThrow(new ImageRejected('The image is truncated or corrupt.'));
     // Whole, it is stored as it came.
     expect((await prepareImage(jpeg, limits)).data).toEqual(jpeg);
+    // A stray byte where a marker belongs, which decoders step over, hides no cut either.
+    const strayed = Buffer.concat([jpeg.subarray(0, 2), Buffer.from([0x00]), cut.subarray(2)]);
+    await expect(prepareImage(strayed, limits)).rejects.toThrow(new ImageRejected('The image is truncated or corrupt.'));
+    const strayedWhole = Buffer.concat([jpeg.subarray(0, 2), Buffer.from([0x00]), jpeg.subarray(2)]);
+    expect((await prepareImage(strayedWhole, limits)).contentType).toBe('image/jpeg');
   });
 });
