@@ -1,6 +1,6 @@
 import { once } from 'node:events';
 import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createConnection, type AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { requestLogger } from './request-logging.js';
@@ -74,6 +74,30 @@ describe('requestLogger', () => {
       await until(() => lines.length === 1);
       expect(lines[0]).toMatchObject({ level: 40, msg: 'request aborted: the connection closed before the response was complete', req: { url: '/slow' }, aborted: true });
       expect(lines[0]).not.toHaveProperty('err');
+    } finally {
+      server.closeAllConnections();
+      server.close();
+    }
+  });
+
+  it('logs a response ended whole by the service but not taken whole by the connection as aborted, and a taken one as completed', async () => {
+    // Larger than what the loopback socket's buffers hold: the client's reading decides.
+    const body = Buffer.alloc(16 * 1024 * 1024, 0x61);
+    const { server, url, lines } = await serve('info', (res) => res.end(body));
+    try {
+      const port = Number(new URL(url).port);
+      const cut = createConnection(port, '127.0.0.1', () => cut.write('GET /page HTTP/1.1\r\nHost: x\r\n\r\n'));
+      cut.once('data', () => {
+        cut.pause();
+        cut.destroy();
+      });
+      await until(() => lines.length === 1);
+      expect(lines[0]).toMatchObject({ level: 40, msg: 'request aborted: the connection closed before the response was complete', req: { url: '/page' }, aborted: true });
+      const taken = await fetch(`${url}/whole`);
+      expect((await taken.arrayBuffer()).byteLength).toBe(body.length);
+      await until(() => lines.length === 2);
+      expect(lines[1]).toMatchObject({ level: 30, msg: 'request completed', req: { url: '/whole' }, res: { statusCode: 200 } });
+      expect(lines[1]).not.toHaveProperty('aborted');
     } finally {
       server.closeAllConnections();
       server.close();

@@ -71,10 +71,19 @@ export function requestLogger(root: Logger): (req: IncomingMessage, res: ServerR
     res.setHeader('X-Request-Id', id);
     const since = performance.now();
     const url = req.url ?? '';
-    // 'close' follows 'finish' on every response, and comes alone when the client went away.
+    // 'close' follows 'finish' on every response, and comes alone when the client went away
+    // before the response was ended. One ended whose body the connection never took whole (a
+    // large page, the client gone or the stall rule closing it) gets 'finish' too, from the
+    // socket's destruction (and `writableFinished` then holds): whole only when the socket still
+    // stood at 'finish'.
+    const socket = res.socket;
+    let whole = false;
+    res.once('finish', () => {
+      whole = socket === null ? res.writableFinished : !socket.destroyed;
+    });
     res.once('close', () => {
       logged();
-      const aborted = !res.writableFinished;
+      const aborted = !whole;
       // A 503 says the service cannot answer for now (a database away, a replica not ready or
       // draining): a warning, as readiness probes see it every few seconds during a rollout. A
       // connection closed before the response was complete is no error of the service either.
