@@ -4,6 +4,7 @@ import { connect, type AddressInfo, type Socket } from 'node:net';
 import { ProblemException } from '../common/problem.js';
 import { loadConfig } from '../config/app-config.js';
 import { PagesInFlight } from './pages-in-flight.js';
+import { StallClock } from './stalled-connections.js';
 
 /** A response that closes when the test says so. */
 function response(): ServerResponse & { close(): void } {
@@ -215,5 +216,56 @@ describe('PagesInFlight', () => {
         await close();
       }
     }, 60_000);
+
+    it('drops a page whose connection took bytes and then stopped once PAGES_STALL_SECONDS have passed, not twice that', async () => {
+      const { port, inFlight, close } = await pageServer(2);
+      try {
+        let got = 0;
+        let last = 0;
+        const client = connect(port, '127.0.0.1', () => client.write('GET /page HTTP/1.1\r\nHost: x\r\nX-Owner: a\r\n\r\n'));
+        client.on('error', () => undefined);
+        client.on('data', (chunk: Buffer) => {
+          got += chunk.length;
+          last = Date.now();
+          if (got >= 1024 * 1024) client.pause();
+        });
+        await until(() => got >= 1024 * 1024 && inFlight.room < BUDGET);
+        await until(() => inFlight.room === BUDGET);
+        const dropped = Date.now();
+        expect(inFlight.room).toBe(BUDGET);
+        // The connection took bytes until its buffers filled, a little after the client's last
+        // read: the drop comes 2 s after that, and well before 4 s (Node's socket timeout let its
+        // first expiry pass once libuv's queue had shrunk, and closed it after twice the time).
+        expect(dropped - last).toBeGreaterThanOrEqual(2000);
+        expect(dropped - last).toBeLessThan(3500);
+        client.destroy();
+      } finally {
+        await close();
+      }
+    }, 60_000);
+  });
+});
+
+describe('StallClock', () => {
+  it('says a connection stalled once it has taken nothing for the time while bytes waited', () => {
+    const clock = new StallClock(0, 0, 1000);
+    expect(clock.stalled(100, 50, 500)).toBe(false);
+    // Nothing taken since 500.
+    expect(clock.stalled(100, 50, 1499)).toBe(false);
+    expect(clock.stalled(100, 50, 1500)).toBe(true);
+  });
+
+  it('starts the time afresh when bytes are taken, or none wait', () => {
+    const clock = new StallClock(0, 0, 1000);
+    expect(clock.stalled(0, 50, 900)).toBe(false);
+    expect(clock.stalled(10, 40, 1900)).toBe(false);
+    expect(clock.stalled(10, 40, 2800)).toBe(false);
+    // All taken: a connection with nothing to take is not stalled, however long.
+    expect(clock.stalled(10, 0, 2900)).toBe(false);
+    expect(clock.stalled(10, 0, 9000)).toBe(false);
+    // More written, and not taken from then on.
+    expect(clock.stalled(10, 70, 9000)).toBe(false);
+    expect(clock.stalled(10, 70, 9999)).toBe(false);
+    expect(clock.stalled(10, 70, 10_000)).toBe(true);
   });
 });

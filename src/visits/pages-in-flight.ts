@@ -3,6 +3,7 @@ import type { ServerResponse } from 'node:http';
 import { BodiesInFlight, heldBytes, NoRoomInTime } from '../common/bodies-in-flight.js';
 import { ProblemException } from '../common/problem.js';
 import { AppConfig } from '../config/app-config.js';
+import { dropWhenStalled } from './stalled-connections.js';
 
 /** Bytes per visit assumed before any page was sent: about what a visit with a few sections takes. */
 const FIRST_BYTES_PER_VISIT = 4096;
@@ -81,10 +82,8 @@ export class PagesInFlight {
     try {
       page = await read();
       // From here the connection must keep taking the page's bytes: one that takes none for
-      // PAGES_STALL_SECONDS is closed (Node's HTTP server closes a connection whose response
-      // has no 'timeout' listener), and its body leaves the budget. A kept-alive connection
-      // is given the server's own timeout again by its next request.
-      res.setTimeout(this.stallMs);
+      // PAGES_STALL_SECONDS is closed, and its body leaves the budget.
+      dropWhenStalled(res, this.stallMs);
       if (take > 0 && page.body.length > 0) this.bytesPerVisit = Math.round(0.8 * this.bytesPerVisit + (0.2 * heldBytes(page.body)) / take);
       await write(page, (sent) => slot.sending(res, sent));
     } finally {
