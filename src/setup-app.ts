@@ -142,6 +142,11 @@ export function setupApp(app: INestApplication): NestExpressApplication {
   // (load balancers and ingresses: 60 s): closed first by the service, a connection a proxy is
   // reusing at that moment fails its request with a 502 (Node's default is 5 s).
   express.getHttpServer().keepAliveTimeout = KEEP_ALIVE_MS;
+  // A client that closes its side of the connection once it has sent its requests (a TCP
+  // half-close: `shutdown(SHUT_WR)`, `nc -N`) still gets their answers, then the connection
+  // closes. Node's default drops the requests under way at the client's FIN; the server's
+  // `httpAllowHalfOpen` (Node's own switch, not in its typings) keeps them.
+  (express.getHttpServer() as { httpAllowHalfOpen?: boolean }).httpAllowHalfOpen = true;
   const logger = app.get(AppLogger);
   answerClientErrors(express.getHttpServer(), TOKEN_PATH, (fields, message) => logger.warnFields(fields, message));
   // `Expect: 100-continue` is answered when the body is read: a request refused before then is not sent its body.

@@ -441,3 +441,38 @@ describe(`CORS when origins are configured, no trusted proxy (${process.env.TEST
     expect(res.headers['content-security-policy']).not.toContain('upgrade-insecure-requests');
   });
 });
+
+describe(`a client that half-closes its connection (${process.env.TEST_DATABASE})`, () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startTestApp();
+    await t.app.listen(0, '127.0.0.1');
+  });
+  afterAll(async () => {
+    await t.close();
+  });
+
+  it('answers a client that closes its side of the connection once it has sent its requests (a half-close)', async () => {
+    const { port } = t.app.getHttpServer().address() as AddressInfo;
+    const halfClosed = (raw: string): Promise<string> =>
+      new Promise((resolve, reject) => {
+        const socket = connect(port, '127.0.0.1', () => socket.end(raw));
+        let received = '';
+        socket.on('data', (chunk: Buffer) => (received += chunk.toString('utf8')));
+        socket.on('close', () => resolve(received));
+        socket.on('error', reject);
+      });
+    // Answers that wait on the database, one alone and two pipelined, and the token lane's.
+    const ready = await halfClosed('GET /health/ready HTTP/1.1\r\nHost: x\r\n\r\n');
+    expect(ready.split('\r\n')[0]).toBe('HTTP/1.1 200 OK');
+    expect(JSON.parse(ready.slice(ready.indexOf('\r\n\r\n') + 4))).toMatchObject({ status: 'ok' });
+    const two = await halfClosed('GET /health/ready HTTP/1.1\r\nHost: x\r\n\r\nGET /branches HTTP/1.1\r\nHost: x\r\n\r\n');
+    expect(two.match(/HTTP\/1\.1 \d{3} /g)).toEqual(['HTTP/1.1 200 ', 'HTTP/1.1 401 ']);
+    const form = 'grant_type=client_credentials&client_id=svc_none&client_secret=x';
+    const token = await halfClosed(
+      `POST /connect/token HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: ${form.length}\r\n\r\n${form}`,
+    );
+    expect(token.split('\r\n')[0]).toBe('HTTP/1.1 401 Unauthorized');
+    expect(JSON.parse(token.slice(token.indexOf('\r\n\r\n') + 4))).toMatchObject({ error: 'invalid_client' });
+  });
+});
