@@ -6,6 +6,7 @@ import { createPrivateKey, createPublicKey, sign, verify, type KeyObject } from 
 import { OperatorError } from '../common/operator-error.js';
 import { AppConfig } from '../config/app-config.js';
 import { AuthRepository } from './auth.repository.js';
+import type { SigningKey } from './entities/signing-key.entity.js';
 
 export const SIGNING_ALG = 'ES256';
 
@@ -37,7 +38,7 @@ export interface RingKey {
  * equal times the newer after the older, so that each key is followed by the one that
  * replaced it.
  */
-export function inTurn<K extends { signsFrom: Date }>(keys: readonly K[]): K[] {
+function inTurn<K extends { signsFrom: Date }>(keys: readonly K[]): K[] {
   return keys
     .map((key, i) => ({ key, i }))
     .sort((a, b) => a.key.signsFrom.getTime() - b.key.signsFrom.getTime() || b.i - a.i)
@@ -45,15 +46,18 @@ export function inTurn<K extends { signsFrom: Date }>(keys: readonly K[]): K[] {
 }
 
 /**
- * The key that signs at `at`: the last in turn whose `signsFrom` has come. Every replica that
- * holds the same ring and clock picks the same key, so a published key takes over everywhere
- * at one moment. Only keys still to come (a clock behind the one that published them): the
- * first of them.
+ * The key that signs at `at`, of keys in turn (`inTurn`): the last whose `signsFrom` has come.
+ * Every replica that holds the same ring and clock picks the same key, so a published key
+ * takes over everywhere at one moment. Only keys still to come (a clock behind the one that
+ * published them): the first of them.
  */
-export function signerAt<K extends { signsFrom: Date }>(keys: readonly K[], at: number): K | undefined {
-  const turns = inTurn(keys);
-  return turns.filter((key) => key.signsFrom.getTime() <= at).at(-1) ?? turns[0];
+function signerIn<K extends { signsFrom: Date }>(turns: readonly K[], at: number): K | undefined {
+  for (let i = turns.length - 1; i >= 0; i--) if (turns[i].signsFrom.getTime() <= at) return turns[i];
+  return turns[0];
 }
+
+/** When a stored key begins to sign: keys written before the column signed from their creation. */
+const signsFromOf = (row: SigningKey): Date => row.signsFrom ?? row.createdAt;
 
 const PEM_BLOCK = /-----BEGIN PRIVATE KEY-----[\s\S]+?-----END PRIVATE KEY-----/g;
 
@@ -84,6 +88,8 @@ async function ringKey(key: string | KeyObject, createdAt: Date, signsFrom: Date
 export class KeyringService implements OnModuleInit {
   private readonly logger = new Logger('Keyring');
   private keys: RingKey[] = [];
+  /** The database ring's keys in turn, read with them: signing picks from them without sorting per token. */
+  private turns: RingKey[] = [];
   private loadedAt = 0;
   private loading: Promise<void> | null = null;
   /** What is wrong with the configured keys as last read, while the keys read before them stand in; null when nothing is. */
@@ -192,7 +198,8 @@ export class KeyringService implements OnModuleInit {
       this.keys = keys;
     } else {
       const rows = await this.repo.activeSigningKeys();
-      this.keys = await Promise.all(rows.map((row) => ringKey(row.privateKey, row.createdAt, row.signsFrom ?? row.createdAt, row.retiredAt)));
+      this.keys = await Promise.all(rows.map((row) => ringKey(row.privateKey, row.createdAt, signsFromOf(row), row.retiredAt)));
+      this.turns = inTurn(this.keys);
     }
     this.loadedAt = Date.now();
   }
@@ -216,10 +223,10 @@ export class KeyringService implements OnModuleInit {
       if (!keys[0]) throw new Error('no signing key is available');
       return keys[0];
     }
-    let signer = signerAt(keys, Date.now());
+    let signer = signerIn(this.turns, Date.now());
     if (!signer) {
       await this.rotate({ now: true });
-      signer = signerAt(await this.fresh(true), Date.now());
+      signer = signerIn(this.turns, Date.now());
     }
     if (!signer) throw new Error('no signing key is available');
     return signer;
@@ -254,7 +261,8 @@ export class KeyringService implements OnModuleInit {
     let signsFrom = new Date(createdAt.getTime() + PUBLISH_SECONDS * 1000);
     if (now) {
       // After the key that signs now, even one stamped by a clock ahead of this one (or in the same millisecond).
-      const current = signerAt(await this.fresh(true), createdAt.getTime());
+      await this.fresh(true);
+      const current = signerIn(this.turns, createdAt.getTime());
       signsFrom = new Date(Math.max(createdAt.getTime(), (current?.signsFrom.getTime() ?? 0) + 1));
     }
     const key = await ringKey(pem, createdAt, signsFrom, null);
@@ -280,7 +288,7 @@ export class KeyringService implements OnModuleInit {
    */
   async retire(kid: string, { force = false }: { force?: boolean } = {}): Promise<'retired' | 'already'> {
     if (this.fromConfig) throw new OperatorError('signing keys come from JWT_SIGNING_KEYS: retire by removing the key from that secret');
-    const active = (await this.repo.activeSigningKeys()).map((row) => ({ kid: row.kid, signsFrom: row.signsFrom ?? row.createdAt }));
+    const active = (await this.repo.activeSigningKeys()).map((row) => ({ kid: row.kid, signsFrom: signsFromOf(row) }));
     const key = active.find((k) => k.kid === kid);
     if (!key) {
       if ((await this.repo.allSigningKeys()).some((k) => k.kid === kid)) return 'already';
@@ -292,7 +300,7 @@ export class KeyringService implements OnModuleInit {
     // The key that took over from this one (or will): the next in turn.
     const turns = inTurn(active);
     const next = turns[turns.indexOf(key) + 1];
-    if (signerAt(active, now)?.kid === kid) {
+    if (signerIn(turns, now)?.kid === kid) {
       throw new OperatorError(
         next
           ? `'${kid}' is the key that signs now, until ${next.kid} takes over at ${next.signsFrom.toISOString()}: retire it after that`
@@ -331,11 +339,8 @@ export class KeyringService implements OnModuleInit {
         retiredAt: null,
       }));
     }
-    const rows = (await this.repo.allSigningKeys()).map((row) => ({ ...row, signsFrom: row.signsFrom ?? row.createdAt }));
-    const signing = signerAt(
-      rows.filter((r) => r.retiredAt === null),
-      Date.now(),
-    )?.kid;
+    const rows = (await this.repo.allSigningKeys()).map((row) => ({ ...row, signsFrom: signsFromOf(row) }));
+    const signing = signerIn(inTurn(rows.filter((r) => r.retiredAt === null)), Date.now())?.kid;
     return rows.map((r) => ({
       kid: r.kid,
       source: 'database',

@@ -298,11 +298,6 @@ function jpegStructure(b: Buffer): ImageStructure {
   return { end, extras: segments.some(jpegExtraTest(b, segments)), cutShort };
 }
 
-/**
- * A JPEG's segments after SOI, in one walk (for SOS, with its entropy-coded data), and where
- * EOI ends; `end` is null when the structure cannot be followed to it (the segments then are
- * those read before it broke off).
- */
 /** Where the next marker's 0xFF is from `from` on, as libjpeg looks for one (a stuffed 0xFF00 is none); -1 when none is. */
 function nextMarker(b: Buffer, from: number): number {
   for (let at = b.indexOf(0xff, from); at >= 0; at = b.indexOf(0xff, at)) {
@@ -314,6 +309,12 @@ function nextMarker(b: Buffer, from: number): number {
   return -1;
 }
 
+/**
+ * A JPEG's segments after SOI, in one walk (for SOS, with its entropy-coded data), and where
+ * EOI ends; `end` is null when the structure cannot be followed to it (the segments then are
+ * those read before it broke off, and after it where the walk stepped over to a marker), and
+ * `cutShort` says whether the bytes stop before EOI.
+ */
 function jpegSegments(b: Buffer): { segments: JpegSegment[]; end: number | null; cutShort: boolean } {
   const segments: JpegSegment[] = [];
   // Bytes where a marker belongs, or a length under 2: the structure breaks off there (`end`

@@ -46,10 +46,7 @@ export class RedisGate {
       return { ok: true, value: await command(this.redis) };
     } catch (error) {
       const message = (error as Error).message;
-      if (message === TIMED_OUT) {
-        this.reconnect();
-        this.stopAsking();
-      }
+      if (message === TIMED_OUT) this.stopAsking();
       return { ok: false, reason: message };
     }
   }
@@ -66,6 +63,8 @@ export class RedisGate {
     this.logger.warn(
       `not answering within its command timeout: rate limits and token failures are counted per process until it answers a PING (checked every ${this.recheckMs} ms)`,
     );
+    // Once, for the commands in flight that time out together: the connection is ended once.
+    this.reconnect();
     this.scheduleCheck();
   }
 
