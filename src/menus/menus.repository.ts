@@ -128,10 +128,24 @@ export class MenusRepository {
   /**
    * Adds or updates one dish (by menu and code) with its image, and gives it as written: read in
    * its own transaction, since a concurrent post of the same code may replace it (and delete
-   * its image) as soon as it commits.
+   * its image) as soon as it commits. `admit` judges the menu as the transaction reads it,
+   * held against writers until the dish is written (PostgreSQL: a share lock on its row, taken
+   * before the dish's own lock, in the order an import takes them; SQLite: the write lock
+   * every transaction begins with), so a menu an import ends meanwhile takes no dish.
    */
-  saveDish(input: DishInput, image: PreparedImage | null, expected: 'absent' | 'present' | 'any' = 'any'): Promise<DishWithImage> {
+  saveDish(
+    input: DishInput,
+    image: PreparedImage | null,
+    expected: 'absent' | 'present' | 'any' = 'any',
+    admit: (menu: Menu | null) => void = () => undefined,
+  ): Promise<DishWithImage> {
     return this.withImages(async (tx, written, replaced) => {
+      admit(
+        await tx.getRepository(Menu).findOne({
+          where: { id: input.menuId },
+          ...(this.postgres ? { lock: { mode: 'pessimistic_read' as const } } : {}),
+        }),
+      );
       const saved = await this.writeDish(tx, input, image, written, replaced, expected);
       return (await this.dishWithImage(saved.id, tx))!;
     });

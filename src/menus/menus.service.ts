@@ -12,6 +12,7 @@ import { readUploadForm, type UploadParts } from './dish-upload-form.js';
 import type { DishDto, MenuDto } from './dto/menu.dto.js';
 import { dishesScope, menusScope } from './dto/menus-query.dto.js';
 import type { DishImage } from './entities/dish-image.entity.js';
+import type { Menu } from './entities/menu.entity.js';
 import { ImageRejected, imageLimits, prepareImage, type ImageLimits, type PreparedImage } from './image-inspector.js';
 import { MenusRepository, UNORDERED, type DishWithImage } from './menus.repository.js';
 
@@ -119,15 +120,19 @@ export class MenusService {
     const { fields, image } = form;
     if (form.errors.length > 0 || !fields || !image) throw new ValidationProblem(form.errors.length > 0 ? form.errors : ['The form is incomplete.']);
     const menuId = fields.menuId;
-    const menu = await this.repo.findMenu(menuId);
-    if (!menu) throw new ValidationProblem([`'menuId' ${menuId} is not a menu of client ${clientId}.`]);
-    if (menu.clientId !== clientId) throw ofAnotherClient(`Menu ${menuId} is not a menu`, clientId);
-    // A menu as GET /menus lists them: one that has ended takes no new dishes.
-    if (menu.endDate !== null && menu.endDate < localDate(this.config.RESULTS_TIMEZONE)) {
-      throw new ValidationProblem([`'menuId' ${menuId} is a menu that ended on ${menu.endDate}: dishes are added to active menus (as GET /menus lists them).`]);
-    }
+    const admit = (menu: Menu | null): void => {
+      if (!menu) throw new ValidationProblem([`'menuId' ${menuId} is not a menu of client ${clientId}.`]);
+      if (menu.clientId !== clientId) throw ofAnotherClient(`Menu ${menuId} is not a menu`, clientId);
+      // A menu as GET /menus lists them: one that has ended takes no new dishes.
+      if (menu.endDate !== null && menu.endDate < localDate(this.config.RESULTS_TIMEZONE)) {
+        throw new ValidationProblem([`'menuId' ${menuId} is a menu that ended on ${menu.endDate}: dishes are added to active menus (as GET /menus lists them).`]);
+      }
+    };
+    // Refused before a transaction when it can be; judged again in the write's own, where
+    // an import that ends the menu meanwhile is either seen or waits for the dish to be written.
+    admit(await this.repo.findMenu(menuId));
     // The request's preconditions (If-Match, If-None-Match), once every other rule holds.
-    return this.dishDto(await this.repo.saveDish(fields, image, precondition()), clientId);
+    return this.dishDto(await this.repo.saveDish(fields, image, precondition(), admit), clientId);
   }
 
   /** An image of one of the client's dishes, with its validator. */
