@@ -157,4 +157,13 @@ describe('PageWriter', () => {
     const visit = { id: 1, brandId: null, branchId: 'BR-NEW', fields: fc.sample(fields, { numRuns: 1, seed: 3 })[0] };
     expect(() => visitsPageJson([documentRow(visit)], names, false)).toThrow(StaleNames);
   });
+
+  it('refuses a visit whose brand its names do not know (a brand added and the branch moved to it since), never writing it without its name', () => {
+    const names = new NameFragments({ clientId: 1, clientName: 'A', brands: new Map([[5, 'Five']]), branches: new Map([['BR-1', { code: 'C1', name: 'One' }]]) });
+    const drawn = fc.sample(fields, { numRuns: 1, seed: 4 })[0];
+    expect(() => visitsPageJson([documentRow({ id: 1, brandId: 9, branchId: 'BR-1', fields: drawn })], names, false)).toThrow(StaleNames);
+    // The brands it knows, and none, are written with their names.
+    expect(visitsPageJson([documentRow({ id: 2, brandId: 5, branchId: 'BR-1', fields: drawn })], names, false).toString()).toContain('"brandName":"Five","branchId":"BR-1"');
+    expect(visitsPageJson([documentRow({ id: 3, brandId: null, branchId: 'BR-1', fields: drawn })], names, false).toString()).toContain('"brandName":null,"branchId":"BR-1"');
+  });
 });

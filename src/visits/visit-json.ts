@@ -116,14 +116,17 @@ export class NameFragments {
     this.head = `,"clientId":${number(names.clientId)},"clientName":${text(names.clientName)}`;
   }
 
-  /** The fragment, or undefined when the branch is not among the names (they are older than the visit). */
+  /**
+   * The fragment, or undefined when the branch or the brand is not among the names: they are
+   * older than the visit (a brand added and a branch moved to it since they were read).
+   */
   of(brandId: number | null, branchId: string): Buffer | undefined {
     const key = `${brandId ?? ''}|${branchId}`;
     let fragment = this.fragments.get(key);
     if (fragment === undefined) {
       const branch = this.names.branches.get(branchId);
-      if (!branch) return undefined;
-      const brandName = brandId === null ? null : (this.names.brands.get(brandId) ?? null);
+      const brandName = brandId === null ? null : this.names.brands.get(brandId);
+      if (!branch || brandName === undefined) return undefined;
       fragment = Buffer.from(
         `${this.head},"brandName":${text(brandName)},"branchId":${text(branchId)}` +
           `,"branchCode":${text(branch.code)},"branchName":${text(branch.name)}`,
@@ -177,10 +180,10 @@ export class PageWriter {
     return this.rows;
   }
 
-  /** Appends a visit; throws StaleNames when its branch is not among the names. */
+  /** Appends a visit; throws StaleNames when its branch or brand is not among the names. */
   add(row: DocumentRow): void {
     const fragment = this.names.of(row.brand_id, row.branch_id);
-    if (!fragment) throw new StaleNames(`branch ${row.branch_id} is not among the names read`);
+    if (!fragment) throw new StaleNames(`branch ${row.branch_id} or brand ${row.brand_id} is not among the names read`);
     let out = this.out;
     if (out === null) out = this.out = new ByteWriter(this.expectedBytes, this.pool).text('{"data":{"visits":[{"visitId":');
     else out.text(',{"visitId":');
