@@ -109,13 +109,39 @@ export class WebhooksRepository {
     return result.affected ?? 0;
   }
 
-  async insertEndpoint(endpoint: Omit<WebhookEndpoint, 'createdAt' | 'credential'>): Promise<void> {
-    await this.db.getRepository(WebhookEndpoint).insert(endpoint);
+  /**
+   * Adds an endpoint unless its credential has one at its URL already, which it gives instead.
+   * The look and the insert are one transaction that holds the credential's row (PostgreSQL) or
+   * the write lock (SQLite), so two adds of one URL at once make one endpoint, not two.
+   */
+  async insertEndpointOnce(endpoint: Omit<WebhookEndpoint, 'createdAt' | 'credential'>): Promise<WebhookEndpoint | null> {
+    return inTransaction(this.db, async (tx) => {
+      if (this.postgres) await tx.query('SELECT 1 FROM credentials WHERE client_id = $1 FOR NO KEY UPDATE', [endpoint.credentialId]);
+      const existing = await tx.getRepository(WebhookEndpoint).findOneBy({ credentialId: endpoint.credentialId, url: endpoint.url });
+      if (existing) return existing;
+      await tx.getRepository(WebhookEndpoint).insert(endpoint);
+      return null;
+    });
   }
 
-  /** The endpoint of the credential at this URL, if it has one. */
-  findEndpointAt(credentialId: string, url: string): Promise<WebhookEndpoint | null> {
-    return this.db.getRepository(WebhookEndpoint).findOneBy({ credentialId, url });
+  /**
+   * Changes an endpoint by what `change` makes of it as it stands, read and written in one
+   * transaction that holds its row against other changes (PostgreSQL: FOR NO KEY UPDATE, which
+   * an import's key-share lock does not wait for), so two changes at once never lose one.
+   * Null when no endpoint has the id.
+   */
+  async changeEndpoint<T>(
+    id: string,
+    change: (endpoint: WebhookEndpoint) => { patch: Partial<Pick<WebhookEndpoint, 'secret' | 'previousSecret' | 'previousSecretUntil'>>; result: T },
+  ): Promise<T | null> {
+    return inTransaction(this.db, async (tx) => {
+      const endpoints = tx.getRepository(WebhookEndpoint);
+      const endpoint = await endpoints.findOne({ where: { id }, ...(this.postgres ? { lock: { mode: 'for_no_key_update' as const } } : {}) });
+      if (!endpoint) return null;
+      const { patch, result } = change(endpoint);
+      await endpoints.update({ id }, patch);
+      return result;
+    });
   }
 
   findEndpoint(id: string): Promise<WebhookEndpoint | null> {
@@ -145,9 +171,16 @@ export class WebhooksRepository {
     await this.db.getRepository(WebhookEndpoint).update({ id }, patch);
   }
 
-  /** Removes an endpoint and, with it, the events waiting for it. */
+  /**
+   * Removes an endpoint and, with it, the events waiting for it. On PostgreSQL its row is taken
+   * first (FOR UPDATE): an import that has read it as a destination (a key-share lock, see
+   * recordVisitChanges) is waited for, and one that reads it after waits for the removal and
+   * then no longer finds it, so no event is written for an endpoint that is gone. Taking the row
+   * before its events keeps the order an import takes them in.
+   */
   async removeEndpoint(id: string): Promise<void> {
     await inTransaction(this.db, async (tx) => {
+      if (this.postgres) await tx.query('SELECT 1 FROM webhook_endpoints WHERE id = $1 FOR UPDATE', [id]);
       await tx.getRepository(WebhookDelivery).delete({ endpointId: id });
       await tx.getRepository(WebhookEndpoint).delete({ id });
     });
@@ -172,9 +205,11 @@ export class WebhooksRepository {
    */
   async recordVisitChanges(tx: EntityManager, visits: readonly ChangedVisit[], at: Date): Promise<void> {
     if (visits.length === 0) return;
+    // On PostgreSQL each endpoint read is held (FOR KEY SHARE) until the import commits: a
+    // removal waits for it, instead of deleting the endpoint its event is about to name.
     const endpoints = await tx.query<EntitlementRow[]>(
       `SELECT e.id, c.scopes, c.client_ids, c.brand_ids, c.visit_types FROM webhook_endpoints e
-        JOIN credentials c ON c.client_id = e.credential_id WHERE NOT e.disabled AND NOT c.disabled ORDER BY e.id`,
+        JOIN credentials c ON c.client_id = e.credential_id WHERE NOT e.disabled AND NOT c.disabled ORDER BY e.id${this.postgres ? ' FOR KEY SHARE OF e' : ''}`,
     );
     const clients = [...new Set(visits.map((v) => v.clientId))].sort((a, b) => a - b);
     for (const endpoint of endpoints) {

@@ -46,6 +46,8 @@ export interface EndpointSummary {
 const iso = (at: Date | null): string | null => at?.toISOString() ?? null;
 
 /** The operator's webhook commands (CLI): endpoints, their secrets, and a test event. */
+const noEndpoint = (id: string): OperatorError => new OperatorError(`webhook endpoint '${id}' does not exist`);
+
 @Injectable()
 export class WebhooksService {
   private readonly box: SecretBox;
@@ -68,12 +70,10 @@ export class WebhooksService {
     } catch (error) {
       throw new OperatorError(`--url: ${(error as Error).message}`);
     }
-    // A second endpoint at the same URL would have the receiver get every event twice.
-    const existing = await this.repo.findEndpointAt(credentialId, checked.href);
-    if (existing) throw new OperatorError(`--url: credential ${credentialId} has an endpoint at ${checked.href} already (${existing.id})`);
     const secret = newSigningSecret();
     const id = `wh_${randomBytes(8).toString('hex')}`;
-    await this.repo.insertEndpoint({
+    // A second endpoint at the same URL would have the receiver get every event twice.
+    const existing = await this.repo.insertEndpointOnce({
       id,
       credentialId,
       url: checked.href,
@@ -87,6 +87,7 @@ export class WebhooksService {
       lastError: null,
       lastErrorAt: null,
     });
+    if (existing) throw new OperatorError(`--url: credential ${credentialId} has an endpoint at ${checked.href} already (${existing.id})`);
     return { id, url: checked.href, credential: credentialId, secret };
   }
 
@@ -111,7 +112,7 @@ export class WebhooksService {
 
   private async requireEndpoint(id: string): Promise<WebhookEndpoint> {
     const endpoint = await this.repo.findEndpoint(id);
-    if (!endpoint) throw new OperatorError(`webhook endpoint '${id}' does not exist`);
+    if (!endpoint) throw noEndpoint(id);
     return endpoint;
   }
 
@@ -132,14 +133,21 @@ export class WebhooksService {
    * one signs alone.
    */
   async rotateSecret(id: string): Promise<IssuedSecret & { previousSecretUntil: string | null; secretDroppedEarly: string | null }> {
-    const endpoint = await this.requireEndpoint(id);
     const secret = newSigningSecret();
-    const now = new Date();
-    const until = opens(this.box, endpoint.secret) ? new Date(now.getTime() + PREVIOUS_SECRET_HOURS * 3_600_000) : null;
-    // Two secrets sign at most: the one before the last rotation, if it still signed, stops now.
-    const dropped = endpoint.previousSecret && endpoint.previousSecretUntil && endpoint.previousSecretUntil > now ? endpoint.previousSecretUntil : null;
-    await this.repo.updateEndpoint(id, { secret: this.box.seal(secret), previousSecret: until ? endpoint.secret : null, previousSecretUntil: until });
-    return { id, url: endpoint.url, credential: endpoint.credentialId, secret, previousSecretUntil: iso(until), secretDroppedEarly: iso(dropped) };
+    // Judged on the endpoint as it stands under its lock: of two rotations at once, the second
+    // sees the first's secret as the current one, and the secret before both stops signing.
+    const rotated = await this.repo.changeEndpoint(id, (endpoint) => {
+      const now = new Date();
+      const until = opens(this.box, endpoint.secret) ? new Date(now.getTime() + PREVIOUS_SECRET_HOURS * 3_600_000) : null;
+      // Two secrets sign at most: the one before the last rotation, if it still signed, stops now.
+      const dropped = endpoint.previousSecret && endpoint.previousSecretUntil && endpoint.previousSecretUntil > now ? endpoint.previousSecretUntil : null;
+      return {
+        patch: { secret: this.box.seal(secret), previousSecret: until ? endpoint.secret : null, previousSecretUntil: until },
+        result: { id, url: endpoint.url, credential: endpoint.credentialId, secret, previousSecretUntil: iso(until), secretDroppedEarly: iso(dropped) },
+      };
+    });
+    if (!rotated) throw noEndpoint(id);
+    return rotated;
   }
 
   /** Sends a ping event now, from this process, signed as deliveries are; the receiver's answer is the result. */

@@ -1,0 +1,156 @@
+import { DataSource, type QueryRunner } from 'typeorm';
+import { SecretBox } from '../../src/webhooks/webhook-secrets.js';
+import { WebhookEndpoint } from '../../src/webhooks/entities/webhook-endpoint.entity.js';
+import { WebhooksRepository } from '../../src/webhooks/webhooks.repository.js';
+import { WebhooksService } from '../../src/webhooks/webhooks.service.js';
+import { issueCredential } from '../helpers/auth.js';
+import { eventually } from '../helpers/eventually.js';
+import { startTestApp, type TestApp } from '../helpers/test-app.js';
+import { QUICK_WEBHOOKS, seedWebhookClients } from '../helpers/webhooks-fixture.js';
+
+/**
+ * Operators changing webhook endpoints while imports write events, and while other operators
+ * change them, on PostgreSQL (several replicas and CLI runs share the database). Each race is
+ * made certain by holding the lock the other party would hold, then waiting until the party
+ * under test is queued behind it.
+ */
+describe('webhook endpoints changed at once (postgres)', () => {
+  let t: TestApp;
+  let db: DataSource;
+  let service: WebhooksService;
+  // No receiver answers: nothing here is delivered (the dispatcher's polls find no due event for minutes).
+  const url = (path: string) => `http://127.0.0.1:9/${path}`;
+
+  beforeAll(async () => {
+    t = await startTestApp({ ...QUICK_WEBHOOKS, WEBHOOKS_COALESCE_MS: String(10 * 60_000) });
+    await seedWebhookClients(t);
+    db = t.app.get(DataSource);
+    service = t.app.get(WebhooksService);
+  });
+  afterAll(async () => {
+    await t.close();
+  });
+
+  async function runner(): Promise<QueryRunner> {
+    const r = db.createQueryRunner();
+    await r.connect();
+    return r;
+  }
+  async function done(r: QueryRunner): Promise<void> {
+    if (r.isTransactionActive) await r.rollbackTransaction();
+    await r.release();
+  }
+  const pidOf = async (r: QueryRunner): Promise<number> => (await r.query('SELECT pg_backend_pid() AS pid'))[0].pid as number;
+  /** Until `n` backends wait, directly or behind another waiter, for a lock the backend `pid` holds. */
+  const queuedBehind = (pid: number, n = 1) =>
+    eventually(
+      () =>
+        db.query<{ n: string }[]>(
+          `WITH RECURSIVE queued(pid) AS (
+             SELECT pid FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))
+             UNION SELECT a.pid FROM pg_stat_activity a JOIN queued q ON q.pid = ANY(pg_blocking_pids(a.pid)))
+           SELECT COUNT(*) AS n FROM queued`,
+          [pid],
+        ),
+      (rows) => Number(rows[0].n) >= n,
+      30_000,
+      20,
+    );
+  const deliveriesOf = async (endpointId: string): Promise<number> =>
+    Number((await db.query<{ n: string }[]>('SELECT COUNT(*) AS n FROM webhook_deliveries WHERE endpoint_id = $1', [endpointId]))[0].n);
+
+  it('removes an endpoint while an import writing events has read it: the removal waits, the import completes', async () => {
+    const credential = await issueCredential(t, { clients: [1001] });
+    const a = await service.add(credential.clientId, url('a'));
+    const b = await service.add(credential.clientId, url('b'));
+    const [first, second] = [a.id, b.id].sort();
+    const repo = t.app.get(WebhooksRepository);
+    const change = [{ clientId: 1001, brandId: 5, visitType: 'MV' }];
+    // An open event for the first endpoint only.
+    await db.transaction((tx) => repo.recordVisitChanges(tx, change, new Date()));
+    await db.query('DELETE FROM webhook_deliveries WHERE endpoint_id = $1', [second]);
+    expect([await deliveriesOf(first), await deliveriesOf(second)]).toEqual([1, 0]);
+
+    const holder = await runner();
+    const visitsImport = await runner();
+    // Asked before the import's connection is busy with a query that waits.
+    const [holderPid, importPid] = [await pidOf(holder), await pidOf(visitsImport)];
+    try {
+      // Another writer holds the first endpoint's open event: the import reads the endpoints, then waits there.
+      await holder.startTransaction();
+      await holder.query('SELECT 1 FROM webhook_deliveries WHERE endpoint_id = $1 FOR UPDATE', [first]);
+      await visitsImport.startTransaction();
+      const importing = repo.recordVisitChanges(visitsImport.manager, change, new Date()).then(() => visitsImport.commitTransaction());
+      importing.catch(() => undefined);
+      await queuedBehind(holderPid);
+      // The removal of the second endpoint, which the import has read and will write an event for, waits for the import.
+      const removing = service.remove(second);
+      removing.catch(() => undefined);
+      expect(Number((await queuedBehind(importPid))[0].n)).toBe(1);
+      await holder.commitTransaction();
+      await expect(importing).resolves.toBeUndefined();
+      await expect(removing).resolves.toBeUndefined();
+    } finally {
+      await done(holder);
+      await done(visitsImport);
+    }
+    expect((await service.list()).map((e) => e.id)).toEqual(expect.not.arrayContaining([second]));
+    expect(await deliveriesOf(second)).toBe(0);
+    // The import's change counted for the endpoint that stays.
+    expect(Number((await db.query<{ count: string }[]>('SELECT count FROM webhook_deliveries WHERE endpoint_id = $1', [first]))[0].count)).toBe(2);
+    await service.remove(first);
+  });
+
+  it('adds one endpoint, not two, when two adds of one URL run at once', async () => {
+    const credential = await issueCredential(t, { clients: [1001] });
+    const holder = await runner();
+    let outcomes: PromiseSettledResult<{ id: string }>[];
+    try {
+      await holder.startTransaction();
+      await holder.query('SELECT 1 FROM credentials WHERE client_id = $1 FOR NO KEY UPDATE', [credential.clientId]);
+      const adds = [service.add(credential.clientId, url('twice')), service.add(credential.clientId, url('twice'))];
+      for (const p of adds) p.catch(() => undefined);
+      await queuedBehind(await pidOf(holder), 2);
+      await holder.commitTransaction();
+      outcomes = await Promise.allSettled(adds);
+    } finally {
+      await done(holder);
+    }
+    const added = outcomes.filter((o): o is PromiseFulfilledResult<{ id: string }> => o.status === 'fulfilled').map((o) => o.value.id);
+    const refused = outcomes.filter((o): o is PromiseRejectedResult => o.status === 'rejected').map((o) => (o.reason as Error).message);
+    expect(added).toHaveLength(1);
+    expect(refused).toEqual([`--url: credential ${credential.clientId} has an endpoint at ${url('twice')} already (${added[0]})`]);
+    const stored = await db.getRepository(WebhookEndpoint).findBy({ credentialId: credential.clientId });
+    expect(stored.map((e) => e.id)).toEqual(added);
+    await service.remove(added[0]);
+  });
+
+  it('keeps both of two rotations at once: the later one retires the secret before both', async () => {
+    const credential = await issueCredential(t, { clients: [1001] });
+    const { id, secret: original } = await service.add(credential.clientId, url('rotated'));
+    const holder = await runner();
+    let rotations: { secret: string; secretDroppedEarly: string | null }[];
+    try {
+      await holder.startTransaction();
+      await holder.query('SELECT 1 FROM webhook_endpoints WHERE id = $1 FOR NO KEY UPDATE', [id]);
+      const rotating = [service.rotateSecret(id), service.rotateSecret(id)];
+      for (const p of rotating) p.catch(() => undefined);
+      await queuedBehind(await pidOf(holder), 2);
+      await holder.commitTransaction();
+      rotations = await Promise.all(rotating);
+    } finally {
+      await done(holder);
+    }
+    // One rotated the original away (keeping it for a while), the other rotated that one's secret, ending the original at once.
+    const earlier = rotations.find((r) => r.secretDroppedEarly === null)!;
+    const later = rotations.find((r) => r.secretDroppedEarly !== null)!;
+    expect(earlier).toBeDefined();
+    expect(later).toBeDefined();
+    const box = new SecretBox(t.config.API_KEY_HASH_KEY);
+    const stored = (await db.getRepository(WebhookEndpoint).findOneBy({ id }))!;
+    expect(box.open(stored.secret)).toBe(later.secret);
+    expect(box.open(stored.previousSecret!)).toBe(earlier.secret);
+    expect([later.secret, earlier.secret]).not.toContain(original);
+    await service.remove(id);
+  });
+});
