@@ -21,7 +21,9 @@ export interface SweepReport {
  * images whose file it had no time (or no permission) to remove after its commit. With images
  * kept in the database, the folder of those stored before the switch is swept alike. Files
  * younger than the minimum age are left: an upload on another replica may have written its
- * file and not yet committed.
+ * file and not yet committed; so are those younger than a transaction still open that may have
+ * written one (PostgreSQL), and on SQLite the last look and the removals wait for the writer
+ * in progress, if any, to commit.
  */
 @Injectable()
 export class ImageSweeper {
@@ -35,14 +37,20 @@ export class ImageSweeper {
     const files = (await folder.files()).filter((f) => f.kind !== 'other');
     // With images kept in the database, the folder of those stored before the switch, once it holds no files of the storage, is nothing to sweep.
     if (!(this.storage instanceof FileImageStorage) && files.length === 0) return { folder: null, checked: 0, orphans: [], tooRecent: 0, removed: false };
+    // A transaction still open that may have written a file keeps every file younger than its
+    // start (less the minimum age, for the clocks of the database and the folder): its row
+    // comes with its commit, however long it has waited for a lock.
+    const writer = await this.repo.oldestImageWriterStart();
     const named = await this.repo.storedImageKeys(files.filter((f) => f.kind === 'image').map((f) => f.name));
     const unnamed = files.filter((f) => f.kind === 'temporary' || !named.has(f.name));
-    const before = (options.now ?? new Date()).getTime() - options.minAgeMs;
+    const before = Math.min((options.now ?? new Date()).getTime(), writer?.getTime() ?? Infinity) - options.minAgeMs;
     const orphans: StoredFile[] = unnamed.filter((f) => f.modifiedAt.getTime() <= before);
     if (!options.dryRun) {
-      // Asked again just before: an image committed since the first look keeps its file.
-      const namedNow = await this.repo.storedImageKeys(orphans.filter((f) => f.kind === 'image').map((f) => f.name));
-      for (const file of orphans) if (!namedNow.has(file.name)) await folder.remove(file);
+      // Asked again just before, with no writer mid-way on SQLite: an image committed since the first look keeps its file.
+      await this.repo.withoutImageWriters(async () => {
+        const namedNow = await this.repo.storedImageKeys(orphans.filter((f) => f.kind === 'image').map((f) => f.name));
+        for (const file of orphans) if (!namedNow.has(file.name)) await folder.remove(file);
+      });
     }
     return {
       folder: folder.dir,

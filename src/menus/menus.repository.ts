@@ -244,6 +244,32 @@ export class MenusRepository {
     return found;
   }
 
+  /**
+   * When the oldest transaction that may have written an image file and not yet committed its
+   * row began (PostgreSQL): every write of a dish reads the dishes table first, so such a
+   * transaction holds a lock on it. Null when none is open, and on SQLite (see
+   * withoutImageWriters).
+   */
+  async oldestImageWriterStart(): Promise<Date | null> {
+    if (!this.postgres) return null;
+    const [row] = await this.db.query<{ oldest: Date | null }[]>(
+      `SELECT min(a.xact_start) AS oldest FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+        WHERE l.locktype = 'relation' AND l.relation = $1::regclass AND l.pid <> pg_backend_pid()`,
+      [this.db.getMetadata(Dish).tableName],
+    );
+    return row?.oldest ? new Date(row.oldest) : null;
+  }
+
+  /**
+   * Runs `work` while no writer is between writing an image's file and committing its row. On
+   * SQLite under the write lock (every writer, the CLI's in another process too, writes its
+   * files inside a transaction begun with it); on PostgreSQL as it is (see
+   * oldestImageWriterStart).
+   */
+  withoutImageWriters<T>(work: () => Promise<T>): Promise<T> {
+    return this.postgres ? work() : inTransaction(this.db, () => work());
+  }
+
   count(): Promise<{ menus: number; dishes: number; images: number }> {
     return Promise.all([
       this.db.getRepository(Menu).count(),
