@@ -233,6 +233,10 @@ export class VisitsRepository {
       // that one wrote, never with what it read before (a re-import moving a
       // modificationDate back over a later one written meanwhile).
       await lockClients(tx, visits.map((v) => v.clientId));
+      // Each visit takes its branch's brand as it is now before it is compared: a branch that
+      // a branches import moved while this one waited (it holds the same locks first) leaves a
+      // visit re-imported as it is unchanged, not written again with the brand the move gave it.
+      await this.takeBranchBrands(tx, visits);
       await this.writeBatch(tx, settle(await this.findStored(visits.map((v) => v.id), tx)));
     });
   }

@@ -1,10 +1,13 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { BranchesRepository } from '../../src/branches/branches.repository.js';
 import { Branch } from '../../src/branches/entities/branch.entity.js';
 import { DataSource } from 'typeorm';
 import { ClientsService } from '../../src/clients/clients.service.js';
 import { eventually } from '../helpers/eventually.js';
 import { startTestApp, type TestApp } from '../helpers/test-app.js';
-import { importVisits, seedVisits, type VisitRecord } from '../helpers/visits-fixture.js';
+import { importBranches, importVisits, seedVisits, type VisitRecord } from '../helpers/visits-fixture.js';
 
 /**
  * Writers of one client's data at once on PostgreSQL: a visits import, a branches import and
@@ -98,6 +101,61 @@ describe('writers of one client at once (postgres)', () => {
       const owner = (won[0] as PromiseFulfilledResult<{ clientId: number }>).value.clientId;
       expect((await clients().findBrand(id))?.clientId).toBe(owner);
     }
+  });
+
+  it('writes nothing for a visit re-imported as it is while a branches import moves its branch to another brand', async () => {
+    const own = visits.find((v) => v.clientId === 1001 && v.brandId === 5)!;
+    const branchId = own.branchId as string;
+    // Stored as the record says (the tests above changed it), so that importing it again changes nothing.
+    await importVisits(t, [own]);
+    await clients().addBrand(1001, 77, 'Moved to');
+    const [branch] = await t.app.get(BranchesRepository).findByIds([branchId]);
+    const file = join(mkdtempSync(join(tmpdir(), 'branch-move-')), 'branches.json');
+    writeFileSync(file, JSON.stringify([{ id: branch.id, name: branch.name, branchCode: branch.branchCode, brandId: 77 }]));
+    const db = t.app.get(DataSource);
+    const sequence = async (): Promise<number> => Number((await db.query<{ s: string }[]>('SELECT change_seq AS s FROM clients WHERE id = 1001'))[0].s);
+    const before = await sequence();
+
+    const holder = db.createQueryRunner();
+    await holder.connect();
+    const holderPid = (await holder.query('SELECT pg_backend_pid() AS pid'))[0].pid as number;
+    const queued = (n: number) =>
+      eventually(
+        () =>
+          db.query<{ n: string }[]>(
+            `WITH RECURSIVE queued(pid) AS (
+               SELECT pid FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))
+               UNION SELECT a.pid FROM pg_stat_activity a JOIN queued q ON q.pid = ANY(pg_blocking_pids(a.pid)))
+             SELECT COUNT(*) AS n FROM queued`,
+            [holderPid],
+          ),
+        (rows) => Number(rows[0].n) >= n,
+        30_000,
+        20,
+      );
+    try {
+      // Another writer of the client holds its row: the move queues first, then the re-import, which has read the branch before the move.
+      await holder.startTransaction();
+      await holder.query('UPDATE clients SET data_version = data_version WHERE id = 1001');
+      const moving = importBranches(t, 1001, file);
+      moving.catch(() => undefined);
+      await queued(1);
+      const reimporting = importVisits(t, [own]);
+      reimporting.catch(() => undefined);
+      await queued(2);
+      await holder.commitTransaction();
+      expect((await moving).rejected).toEqual([]);
+      await reimporting;
+    } finally {
+      if (holder.isTransactionActive) await holder.rollbackTransaction();
+      await holder.release();
+    }
+    // The move wrote the visit (and its departure from brand 5) once; the re-import, compared with the visit as moved, nothing.
+    const [departure] = await db.query<{ s: string }[]>('SELECT change_seq AS s FROM visit_departures WHERE visit_id = $1 AND new_brand_id = 77', [own.visitId]);
+    const [visit] = await db.query<{ s: string }[]>('SELECT change_seq AS s FROM visits WHERE id = $1', [own.visitId]);
+    expect(visit.s).toBe(departure.s);
+    expect(await sequence()).toBeGreaterThan(before);
+    expect((await db.query<{ brand_id: number }[]>('SELECT brand_id FROM visits WHERE id = $1', [own.visitId]))[0].brand_id).toBe(77);
   });
 
   const clients = () => t.app.get(ClientsService);
