@@ -125,6 +125,13 @@ describe(`GET /visits/standard/changes and /visits/plus/changes (${process.env.T
     expect(new Set(seen.map((v) => v.visitId)).size).toBe(seen.length);
   });
 
+  it('starts at the end from a Since on the last day of the year 9999, local or with an offset into the year 10000, on both databases', async () => {
+    for (const since of ['9999-12-31T23:59:59', '9999-12-31T12:00:00', '9999-12-31T23:30:00-01:00', '9999-12-31T23:59:59-12:00', '9999-12-31T23:59:59Z']) {
+      const body = await page(`/visits/standard/changes?SvcClientId=1001&Take=5&Since=${encodeURIComponent(since)}`);
+      expect([since, body.data.visits]).toEqual([since, []]);
+    }
+  });
+
   it('starts at the end when nothing was written since Since (a local time in the service zone)', async () => {
     const now = localDateTime(t.config.RESULTS_TIMEZONE, new Date(Date.now() + 3600_000));
     const body = await page(`/visits/standard/changes?SvcClientId=1001&Since=${now}`);

@@ -61,8 +61,12 @@ export function daysBetween(from: string, to: string): number {
 export function instantOfLocal(local: string, zone: string): Date {
   const asUtc = Date.parse(`${local}Z`);
   const offsetAt = (at: number): number => Date.parse(`${localDateTime(zone, new Date(at))}Z`) - Math.floor(at / 1000) * 1000;
-  // Two offsets may apply near a change: try the one in force a day before and a day after.
-  const candidates = [offsetAt(asUtc - 86_400_000), offsetAt(asUtc + 86_400_000)].map((offset) => asUtc - offset);
+  // Two offsets may apply near a change: try the one in force a day before and a day after
+  // (one of them only at the ends of the years 0000 to 9999, where the other day has no
+  // four-digit year to read the offset from).
+  const candidates = [offsetAt(asUtc - 86_400_000), offsetAt(asUtc + 86_400_000)]
+    .filter((offset) => !Number.isNaN(offset))
+    .map((offset) => asUtc - offset);
   const exact = candidates.filter((at) => localDateTime(zone, new Date(at)) === local.slice(0, 19)).sort((a, b) => a - b);
-  return new Date(exact[0] ?? candidates[0]);
+  return new Date(exact[0] ?? candidates[0] ?? asUtc);
 }

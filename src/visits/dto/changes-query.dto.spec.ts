@@ -13,6 +13,16 @@ describe('Since of the change feed', () => {
     expect(sinceInstant('2026-07-01T12:00:00+02:00', 'Europe/London')?.toISOString()).toBe('2026-07-01T10:00:00.000Z');
     expect(sinceInstant('2026-07-01T12:00:00.5-01:30', 'UTC')?.toISOString()).toBe('2026-07-01T13:30:00.500Z');
     expect(sinceInstant('2026-07-01T12:00z', 'UTC')?.toISOString()).toBe('2026-07-01T12:00:00.000Z');
+    // The last day of the year 9999, as local times (whose next day has no four-digit year) and
+    // with offsets that put it in the year 10000: no later than the last instant of 9999.
+    for (const zone of ['Europe/London', 'Australia/Sydney', 'Etc/GMT+12', 'UTC']) {
+      expect(sinceInstant('9999-12-31T23:59:59', zone)?.getTime()).toBeLessThanOrEqual(Date.parse('9999-12-31T23:59:59.999Z'));
+      expect(sinceInstant('9999-12-31T09:59:59', zone)).toBeInstanceOf(Date);
+    }
+    expect(sinceInstant('9999-12-31T23:59:59', 'Australia/Sydney')?.toISOString()).toBe('9999-12-31T12:59:59.000Z');
+    expect(sinceInstant('9999-12-31T23:59:59', 'Etc/GMT+12')?.toISOString()).toBe('9999-12-31T23:59:59.999Z');
+    expect(sinceInstant('9999-12-31T23:30:00-01:00', 'UTC')?.toISOString()).toBe('9999-12-31T23:59:59.999Z');
+    expect(sinceInstant('9999-12-31T23:59:59-12:00', 'UTC')?.toISOString()).toBe('9999-12-31T23:59:59.999Z');
   });
 
   it("reads one without an offset on the wall clock of the service's zone, summer and winter", () => {

@@ -24,6 +24,9 @@ export function changesTake(query: { Take?: number }, takeMax: number): number {
 /** yyyy-mm-ddThh:mm[:ss[.fff]] with an optional zone: Z or ±hh:mm. */
 const SINCE_FORMAT = /^(\d{4}-\d{2}-\d{2})T(\d{2}):(\d{2})(?::(\d{2})(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})?$/i;
 
+/** The last instant of the year 9999, UTC: the latest time the databases keep. */
+const LAST_INSTANT = Date.parse('9999-12-31T23:59:59.999Z');
+
 /**
  * The instant a `Since` value names: with a zone offset as given, without one as the wall
  * clock of the service's time zone. Undefined when it is not such a date-time.
@@ -38,7 +41,11 @@ export function sinceInstant(value: string, zone: string): Date | undefined {
   const probe = new Date(`${local}Z`);
   if (Number.isNaN(probe.getTime()) || probe.toISOString().slice(0, 23) !== local) return undefined;
   const at = offset ? new Date(Date.parse(`${local}${offset.toUpperCase()}`)) : instantOfLocal(local, zone);
-  return Number.isNaN(at.getTime()) ? undefined : at;
+  if (Number.isNaN(at.getTime())) return undefined;
+  // A Since after the last instant of the year 9999 (UTC), which a local time or an offset on
+  // its last day can name, starts where that instant does: no change is that late, and the
+  // databases keep no later time.
+  return at.getTime() > LAST_INSTANT ? new Date(LAST_INSTANT) : at;
 }
 
 /** The earliest instant a feed may start from: the retention before now. */
