@@ -332,6 +332,31 @@ describe(`HTTP hardening (${process.env.TEST_DATABASE})`, () => {
     expect(third.match(/HTTP\/1\.1 \d{3} /g)?.at(-1)).toBe('HTTP/1.1 505 ');
   });
 
+  it('answers a request asking to upgrade in HTTP/1.1 and closes, so one pipelined behind it is sent again, not left waiting', async () => {
+    for (const [asked, path] of [
+      ['Connection: Upgrade\r\nUpgrade: h2c', '/health/live'],
+      ['Connection: keep-alive, Upgrade\r\nUpgrade: websocket', '/health/live'],
+      ['Connection: Upgrade\r\nUpgrade: h2c', '/no-such-path'],
+    ]) {
+      // rawExchange gives what was sent once the service closed: before, it waited for the idle timeout (65 s).
+      const answer = await rawExchange(`GET ${path} HTTP/1.1\r\nHost: x\r\n${asked}\r\n\r\nGET /health/live HTTP/1.1\r\nHost: x\r\n\r\n`);
+      const statuses = answer.match(/HTTP\/1\.1 \d{3} /g);
+      expect([asked, statuses]).toEqual([asked, [path === '/health/live' ? 'HTTP/1.1 200 ' : 'HTTP/1.1 404 ']]);
+      expect(answer.split('\r\n\r\n')[0].split('\r\n')).toContain('Connection: close');
+    }
+    // A token request (answered ahead of Express) the same.
+    const token = await rawExchange(
+      'POST /connect/token HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: h2c\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 29\r\n\r\ngrant_type=client_credentials',
+    );
+    const tokenHead = token.split('\r\n\r\n')[0].split('\r\n');
+    // 401 without a key, or 429 once this file's low rate limit (2 a minute) is spent.
+    expect(tokenHead[0]).toMatch(/^HTTP\/1\.1 (401 Unauthorized|429 Too Many Requests)$/);
+    expect(tokenHead).toContain('Connection: close');
+    // Without Connection: upgrade, Upgrade alone asks for nothing: the connection stays open for the next request.
+    const kept = await rawExchange('GET /health/live HTTP/1.1\r\nHost: x\r\nUpgrade: h2c\r\n\r\nGET /health/live HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+    expect(kept.match(/HTTP\/1\.1 \d{3} /g)).toEqual(['HTTP/1.1 200 ', 'HTTP/1.1 200 ']);
+  });
+
   it('serves HTTP/1.0', async () => {
     const answer = await rawExchange('GET /health/live HTTP/1.0\r\n\r\n');
     expect(answer.split('\r\n')[0]).toBe('HTTP/1.1 200 OK');

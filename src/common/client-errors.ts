@@ -154,6 +154,11 @@ function lineOf(status: number, problem: EarlyAnswer, detail: string, req?: Inco
   };
 }
 
+/** Whether Node's parser takes the request as asking to upgrade: Upgrade with `upgrade` among the Connection options. */
+function asksUpgrade(req: IncomingMessage): boolean {
+  return req.headers.upgrade !== undefined && /(?:^|,)[ \t]*upgrade[ \t]*(?:,|$)/i.test(req.headers.connection ?? '');
+}
+
 /**
  * Answers a request that Node's HTTP parser refuses (headers too large, a malformed header
  * line, conflicting Content-Length and Transfer-Encoding, a request too slow to arrive) with
@@ -169,7 +174,13 @@ export function answerClientErrors(server: Server, tokenPath: string, log: Early
   (server as Server & { requireHostHeader: boolean }).requireHostHeader = false;
   putAhead(
     server,
-    (req) => {
+    (req, res) => {
+      // A request asking to switch protocols (Connection: upgrade with Upgrade: h2c, websocket)
+      // is answered in HTTP/1.1, its Upgrade ignored (RFC 9110 §7.8), and the connection closes
+      // after it: Node's parser stops reading what came in the same packet after such a request,
+      // so a request pipelined behind it would wait unanswered until the idle timeout; closed,
+      // the client sends it again on a new connection (RFC 9112 §9.3.2).
+      if (asksUpgrade(req)) res.setHeader('Connection', 'close');
       // HTTP/1.0 and HTTP/1.1 are spoken; a request line of another version (HTTP/2.0 in
       // cleartext, HTTP/0.9's line without one) is a 505 (RFC 9110 §15.6.6), not served.
       if (req.httpVersionMajor !== 1 || req.httpVersionMinor > 1) return VERSION_NOT_SUPPORTED;

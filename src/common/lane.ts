@@ -34,7 +34,7 @@ export const nothing = (): void => undefined;
  */
 export function putAhead<R>(
   server: Server,
-  route: (req: IncomingMessage) => R | undefined,
+  route: (req: IncomingMessage, res: ServerResponse) => R | undefined,
   answer: (req: IncomingMessage, res: ServerResponse, route: R) => Promise<boolean>,
 ): void {
   const listeners = server.listeners('request') as Listener[];
@@ -42,7 +42,7 @@ export function putAhead<R>(
   const [behind] = listeners as [Listener];
   server.removeListener('request', behind);
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
-    const taken = route(req);
+    const taken = route(req, res);
     if (taken === undefined) return behind(req, res);
     answer(req, res, taken).then(
       (answered) => {
