@@ -6,6 +6,7 @@ import { Menu } from '../../src/menus/entities/menu.entity.js';
 import { MenusRepository } from '../../src/menus/menus.repository.js';
 import { issueCredential, seedClients, tokenFor } from '../helpers/auth.js';
 import { eventually } from '../helpers/eventually.js';
+import { backendPid, queuedBehind, waitingForLock } from '../helpers/pg-locks.js';
 import { makeImage } from '../helpers/images.js';
 import { startTestApp, type TestApp } from '../helpers/test-app.js';
 
@@ -54,23 +55,6 @@ describe('a dish posted while its menu ends (postgres)', () => {
     (await db.query<{ code: string }[]>('SELECT code FROM dishes WHERE menu_id = $1 ORDER BY code', [menuId])).map((r) => r.code);
   const images = async (): Promise<number> => Number((await db.query<{ n: string }[]>('SELECT COUNT(*) AS n FROM dish_images'))[0].n);
 
-  const pidOf = async (runner: QueryRunner): Promise<number> => (await runner.query('SELECT pg_backend_pid() AS pid'))[0].pid as number;
-  /** Until some backend waits for a lock `pid` holds (the post queued behind the holder), or the pid itself waits. */
-  const blockedBy = (pid: number): Promise<unknown> =>
-    eventually(
-      () => db.query<{ n: string }[]>('SELECT COUNT(*) AS n FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))', [pid]),
-      (rows) => Number(rows[0].n) > 0,
-      30_000,
-      20,
-    );
-  const blocked = (pid: number): Promise<unknown> =>
-    eventually(
-      () => db.query<{ n: number }[]>('SELECT cardinality(pg_blocking_pids($1)) AS n', [pid]),
-      (rows) => Number(rows[0].n) > 0,
-      30_000,
-      20,
-    );
-
   async function holding<T>(work: (runner: QueryRunner) => Promise<T>): Promise<T> {
     const runner = db.createQueryRunner();
     await runner.connect();
@@ -90,7 +74,7 @@ describe('a dish posted while its menu ends (postgres)', () => {
       // The import has written the menu's end and not committed: the post's first look sees it active.
       await menusImport.query('UPDATE menus SET end_date = $1 WHERE id = $2', [addDays(today, -1), 601]);
       const answered = post(601, 'LATE').then((res) => res);
-      await blockedBy(await pidOf(menusImport));
+      await queuedBehind(db, await backendPid(menusImport));
       await menusImport.commitTransaction();
       return answered;
     });
@@ -110,18 +94,18 @@ describe('a dish posted while its menu ends (postgres)', () => {
       // Another post of the same code holds the dish's lock: this post waits behind it, holding the menu.
       await otherPost.query('SELECT pg_advisory_xact_lock(hashtext($1))', ['dish:602:EARLY']);
       const answered = post(602, 'EARLY').then((res) => res);
-      await blockedBy(await pidOf(otherPost));
+      await queuedBehind(db, await backendPid(otherPost));
       // The import that ends the menu now waits for the post.
       let importPid = 0;
       const ending = holding(async (menusImport) => {
-        importPid = await pidOf(menusImport);
+        importPid = await backendPid(menusImport);
         await menusImport.startTransaction();
         await menusImport.query('UPDATE menus SET end_date = $1 WHERE id = $2', [addDays(today, -1), 602]);
         await menusImport.commitTransaction();
         return Date.now();
       });
       await eventually(() => Promise.resolve(importPid), (pid) => pid > 0, 30_000, 20);
-      await blocked(importPid);
+      await waitingForLock(db, importPid);
       const released = Date.now();
       await otherPost.commitTransaction();
       const [res, endedAt] = await Promise.all([answered, ending]);

@@ -4,7 +4,7 @@ import { WebhookEndpoint } from '../../src/webhooks/entities/webhook-endpoint.en
 import { WebhooksRepository } from '../../src/webhooks/webhooks.repository.js';
 import { WebhooksService } from '../../src/webhooks/webhooks.service.js';
 import { issueCredential } from '../helpers/auth.js';
-import { eventually } from '../helpers/eventually.js';
+import { backendPid, queuedBehind } from '../helpers/pg-locks.js';
 import { startTestApp, type TestApp } from '../helpers/test-app.js';
 import { QUICK_WEBHOOKS, seedWebhookClients } from '../helpers/webhooks-fixture.js';
 
@@ -40,22 +40,6 @@ describe('webhook endpoints changed at once (postgres)', () => {
     if (r.isTransactionActive) await r.rollbackTransaction();
     await r.release();
   }
-  const pidOf = async (r: QueryRunner): Promise<number> => (await r.query('SELECT pg_backend_pid() AS pid'))[0].pid as number;
-  /** Until `n` backends wait, directly or behind another waiter, for a lock the backend `pid` holds. */
-  const queuedBehind = (pid: number, n = 1) =>
-    eventually(
-      () =>
-        db.query<{ n: string }[]>(
-          `WITH RECURSIVE queued(pid) AS (
-             SELECT pid FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))
-             UNION SELECT a.pid FROM pg_stat_activity a JOIN queued q ON q.pid = ANY(pg_blocking_pids(a.pid)))
-           SELECT COUNT(*) AS n FROM queued`,
-          [pid],
-        ),
-      (rows) => Number(rows[0].n) >= n,
-      30_000,
-      20,
-    );
   const deliveriesOf = async (endpointId: string): Promise<number> =>
     Number((await db.query<{ n: string }[]>('SELECT COUNT(*) AS n FROM webhook_deliveries WHERE endpoint_id = $1', [endpointId]))[0].n);
 
@@ -74,7 +58,7 @@ describe('webhook endpoints changed at once (postgres)', () => {
     const holder = await runner();
     const visitsImport = await runner();
     // Asked before the import's connection is busy with a query that waits.
-    const [holderPid, importPid] = [await pidOf(holder), await pidOf(visitsImport)];
+    const [holderPid, importPid] = [await backendPid(holder), await backendPid(visitsImport)];
     try {
       // Another writer holds the first endpoint's open event: the import reads the endpoints, then waits there.
       await holder.startTransaction();
@@ -82,11 +66,11 @@ describe('webhook endpoints changed at once (postgres)', () => {
       await visitsImport.startTransaction();
       const importing = repo.recordVisitChanges(visitsImport.manager, change, new Date()).then(() => visitsImport.commitTransaction());
       importing.catch(() => undefined);
-      await queuedBehind(holderPid);
+      await queuedBehind(db, holderPid);
       // The removal of the second endpoint, which the import has read and will write an event for, waits for the import.
       const removing = service.remove(second);
       removing.catch(() => undefined);
-      expect(Number((await queuedBehind(importPid))[0].n)).toBe(1);
+      expect(await queuedBehind(db, importPid)).toBe(1);
       await holder.commitTransaction();
       await expect(importing).resolves.toBeUndefined();
       await expect(removing).resolves.toBeUndefined();
@@ -110,7 +94,7 @@ describe('webhook endpoints changed at once (postgres)', () => {
       await holder.query('SELECT 1 FROM credentials WHERE client_id = $1 FOR NO KEY UPDATE', [credential.clientId]);
       const adds = [service.add(credential.clientId, url('twice')), service.add(credential.clientId, url('twice'))];
       for (const p of adds) p.catch(() => undefined);
-      await queuedBehind(await pidOf(holder), 2);
+      await queuedBehind(db, await backendPid(holder), 2);
       await holder.commitTransaction();
       outcomes = await Promise.allSettled(adds);
     } finally {
@@ -135,7 +119,7 @@ describe('webhook endpoints changed at once (postgres)', () => {
       await holder.query('SELECT 1 FROM webhook_endpoints WHERE id = $1 FOR NO KEY UPDATE', [id]);
       const rotating = [service.rotateSecret(id), service.rotateSecret(id)];
       for (const p of rotating) p.catch(() => undefined);
-      await queuedBehind(await pidOf(holder), 2);
+      await queuedBehind(db, await backendPid(holder), 2);
       await holder.commitTransaction();
       rotations = await Promise.all(rotating);
     } finally {

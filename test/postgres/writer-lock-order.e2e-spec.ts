@@ -6,6 +6,7 @@ import { Branch } from '../../src/branches/entities/branch.entity.js';
 import { DataSource } from 'typeorm';
 import { ClientsService } from '../../src/clients/clients.service.js';
 import { eventually } from '../helpers/eventually.js';
+import { backendPid, queuedBehind } from '../helpers/pg-locks.js';
 import { startTestApp, type TestApp } from '../helpers/test-app.js';
 import { importBranches, importVisits, seedVisits, type VisitRecord } from '../helpers/visits-fixture.js';
 
@@ -118,31 +119,17 @@ describe('writers of one client at once (postgres)', () => {
 
     const holder = db.createQueryRunner();
     await holder.connect();
-    const holderPid = (await holder.query('SELECT pg_backend_pid() AS pid'))[0].pid as number;
-    const queued = (n: number) =>
-      eventually(
-        () =>
-          db.query<{ n: string }[]>(
-            `WITH RECURSIVE queued(pid) AS (
-               SELECT pid FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))
-               UNION SELECT a.pid FROM pg_stat_activity a JOIN queued q ON q.pid = ANY(pg_blocking_pids(a.pid)))
-             SELECT COUNT(*) AS n FROM queued`,
-            [holderPid],
-          ),
-        (rows) => Number(rows[0].n) >= n,
-        30_000,
-        20,
-      );
+    const holderPid = await backendPid(holder);
     try {
       // Another writer of the client holds its row: the move queues first, then the re-import, which has read the branch before the move.
       await holder.startTransaction();
       await holder.query('UPDATE clients SET data_version = data_version WHERE id = 1001');
       const moving = importBranches(t, 1001, file);
       moving.catch(() => undefined);
-      await queued(1);
+      await queuedBehind(db, holderPid, 1);
       const reimporting = importVisits(t, [own]);
       reimporting.catch(() => undefined);
-      await queued(2);
+      await queuedBehind(db, holderPid, 2);
       await holder.commitTransaction();
       expect((await moving).rejected).toEqual([]);
       await reimporting;
