@@ -226,22 +226,25 @@ export class VisitsRepository {
   async upsertBatch(visits: Visit[], settle?: (stored: Map<number, StoredVisit>) => Visit[]): Promise<void> {
     if (visits.length === 0) return;
     await inTransaction(this.db, async (tx) => {
-      if (!settle) return this.writeBatch(tx, visits);
-      // An import weighs each visit against the one stored when the write is made: the
-      // clients' locks first, then the stored visits, handed to `settle`, which gives what to
-      // write. A writer that waited for another writer of the client so compares with what
-      // that one wrote, never with what it read before (a re-import moving a
-      // modificationDate back over a later one written meanwhile).
+      // The clients' locks first, which a branches import moving a branch to another brand
+      // takes first too; then each visit takes its branch's brand as it is now, even when the
+      // import read the branch before such a move committed. An import then weighs each visit
+      // against the one stored when the write is made, handed to `settle`, which gives what to
+      // write: a writer that waited for another writer of the client compares with what that
+      // one wrote (a branch it moved included), never with what it read before (a re-import
+      // moving a modificationDate back over a later one written meanwhile, or writing a visit
+      // again that the move already gave its new brand).
       await lockClients(tx, visits.map((v) => v.clientId));
-      // Each visit takes its branch's brand as it is now before it is compared: a branch that
-      // a branches import moved while this one waited (it holds the same locks first) leaves a
-      // visit re-imported as it is unchanged, not written again with the brand the move gave it.
       await this.takeBranchBrands(tx, visits);
-      await this.writeBatch(tx, settle(await this.findStored(visits.map((v) => v.id), tx)));
+      await this.writeBatch(tx, settle ? settle(await this.findStored(visits.map((v) => v.id), tx)) : visits);
     });
   }
 
-  /** Writes the visits of one batch as upsertBatch does, within a transaction the caller holds. */
+  /**
+   * Writes the visits of one batch as upsertBatch does, within a transaction the caller holds:
+   * each with the brand it has (upsertBatch gives each its branch's, under the clients' locks;
+   * a branch move, the branch's new one).
+   */
   async writeBatch(tx: EntityManager, visits: Visit[]): Promise<void> {
     if (visits.length === 0) return;
     const byClient = new Map<number, Visit[]>();
@@ -261,10 +264,6 @@ export class VisitsRepository {
         visit.changeSeq = last - written.length + 1 + i;
         visit.changedAt = changedAt;
       });
-      // Read under the client's lock, which a branches import moving a branch to another brand
-      // takes first too: a visit takes its branch's brand as it is now, even when the import
-      // read the branch before such a move committed.
-      await this.takeBranchBrands(tx, written);
       // Read under the client's lock: no other writer moves these visits meanwhile.
       const before = await this.placesOf(tx, clientId, written);
       for (const visit of written) {

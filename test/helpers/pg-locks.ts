@@ -32,13 +32,37 @@ export async function queuedBehind(db: DataSource, pid: number, n = 1): Promise<
   return Number(rows[0].n);
 }
 
-/** Until the backend `pid` waits for a lock another holds (or 30 s); whether it does. */
-export async function waitingForLock(db: DataSource, pid: number): Promise<boolean> {
-  const rows = await eventually(
-    () => db.query<{ n: number }[]>('SELECT cardinality(pg_blocking_pids($1)) AS n', [pid]),
-    (found) => Number(found[0].n) > 0,
-    30_000,
-    20,
-  );
-  return Number(rows[0].n) > 0;
+/** Runs `work` on a connection of its own, rolled back if it is still in a transaction and given back after. */
+export async function withConnection<T>(db: DataSource, work: (runner: QueryRunner) => Promise<T>): Promise<T> {
+  const runner = db.createQueryRunner();
+  await runner.connect();
+  try {
+    return await work(runner);
+  } finally {
+    if (runner.isTransactionActive) await runner.rollbackTransaction();
+    await runner.release();
+  }
+}
+
+/**
+ * Takes a lock (`lockSql`, run in a transaction of its own), starts `parties`, waits until
+ * every one of them is queued behind it, then commits: how many were seen queued, and how
+ * each party ended.
+ */
+export function behindALock<T>(
+  db: DataSource,
+  lockSql: string,
+  params: unknown[],
+  parties: () => Promise<T>[],
+): Promise<{ queued: number; outcomes: PromiseSettledResult<T>[] }> {
+  return withConnection(db, async (holder) => {
+    const pid = await backendPid(holder);
+    await holder.startTransaction();
+    await holder.query(lockSql, params);
+    const started = parties();
+    for (const party of started) party.catch(() => undefined);
+    const queued = await queuedBehind(db, pid, started.length);
+    await holder.commitTransaction();
+    return { queued, outcomes: await Promise.allSettled(started) };
+  });
 }

@@ -1,12 +1,11 @@
 import request from 'supertest';
-import { DataSource, type QueryRunner } from 'typeorm';
+import { DataSource } from 'typeorm';
 import type { IssuedCredential } from '../../src/auth/credentials.service.js';
 import { addDays, localDate } from '../../src/common/clock.js';
 import { Menu } from '../../src/menus/entities/menu.entity.js';
 import { MenusRepository } from '../../src/menus/menus.repository.js';
 import { issueCredential, seedClients, tokenFor } from '../helpers/auth.js';
-import { eventually } from '../helpers/eventually.js';
-import { backendPid, queuedBehind, waitingForLock } from '../helpers/pg-locks.js';
+import { backendPid, behindALock, queuedBehind, withConnection } from '../helpers/pg-locks.js';
 import { makeImage } from '../helpers/images.js';
 import { startTestApp, type TestApp } from '../helpers/test-app.js';
 
@@ -55,29 +54,13 @@ describe('a dish posted while its menu ends (postgres)', () => {
     (await db.query<{ code: string }[]>('SELECT code FROM dishes WHERE menu_id = $1 ORDER BY code', [menuId])).map((r) => r.code);
   const images = async (): Promise<number> => Number((await db.query<{ n: string }[]>('SELECT COUNT(*) AS n FROM dish_images'))[0].n);
 
-  async function holding<T>(work: (runner: QueryRunner) => Promise<T>): Promise<T> {
-    const runner = db.createQueryRunner();
-    await runner.connect();
-    try {
-      return await work(runner);
-    } finally {
-      if (runner.isTransactionActive) await runner.rollbackTransaction();
-      await runner.release();
-    }
-  }
-
   it('refuses the post when an import that ends the menu commits while the post waits for it', async () => {
     await activeMenu(601);
     const before = await images();
-    const answer = await holding(async (menusImport) => {
-      await menusImport.startTransaction();
-      // The import has written the menu's end and not committed: the post's first look sees it active.
-      await menusImport.query('UPDATE menus SET end_date = $1 WHERE id = $2', [addDays(today, -1), 601]);
-      const answered = post(601, 'LATE').then((res) => res);
-      await queuedBehind(db, await backendPid(menusImport));
-      await menusImport.commitTransaction();
-      return answered;
-    });
+    // The import has written the menu's end and not committed: the post's first look sees it active, then waits.
+    const { queued, outcomes } = await behindALock(db, 'UPDATE menus SET end_date = $1 WHERE id = $2', [addDays(today, -1), 601], () => [post(601, 'LATE')]);
+    expect(queued).toBe(1);
+    const answer = (outcomes[0] as PromiseFulfilledResult<request.Response>).value;
     expect(answer.status).toBe(400);
     expect(answer.headers['content-type']).toBe('application/problem+json; charset=utf-8');
     expect(answer.body.errors).toEqual([
@@ -89,32 +72,24 @@ describe('a dish posted while its menu ends (postgres)', () => {
 
   it('makes an import that ends the menu wait for a post that holds the menu, which is written before the end', async () => {
     await activeMenu(602);
-    const { answer, ended } = await holding(async (otherPost) => {
+    const answer = await withConnection(db, async (otherPost) => {
+      const otherPid = await backendPid(otherPost);
       await otherPost.startTransaction();
       // Another post of the same code holds the dish's lock: this post waits behind it, holding the menu.
       await otherPost.query('SELECT pg_advisory_xact_lock(hashtext($1))', ['dish:602:EARLY']);
-      const answered = post(602, 'EARLY').then((res) => res);
-      await queuedBehind(db, await backendPid(otherPost));
-      // The import that ends the menu now waits for the post.
-      let importPid = 0;
-      const ending = holding(async (menusImport) => {
-        importPid = await backendPid(menusImport);
-        await menusImport.startTransaction();
-        await menusImport.query('UPDATE menus SET end_date = $1 WHERE id = $2', [addDays(today, -1), 602]);
-        await menusImport.commitTransaction();
-        return Date.now();
-      });
-      await eventually(() => Promise.resolve(importPid), (pid) => pid > 0, 30_000, 20);
-      await waitingForLock(db, importPid);
-      const released = Date.now();
+      const answered = post(602, 'EARLY');
+      expect(await queuedBehind(db, otherPid)).toBe(1);
+      // The import that ends the menu now waits for the post: two queued behind the other post.
+      const ending = withConnection(db, (menusImport) =>
+        menusImport.query('UPDATE menus SET end_date = $1 WHERE id = $2', [addDays(today, -1), 602]),
+      );
+      expect(await queuedBehind(db, otherPid, 2)).toBe(2);
       await otherPost.commitTransaction();
-      const [res, endedAt] = await Promise.all([answered, ending]);
-      expect(endedAt).toBeGreaterThanOrEqual(released);
-      return { answer: res, ended: endedAt };
+      const [res] = await Promise.all([answered, ending]);
+      return res;
     });
     expect(answer.status).toBe(200);
     expect(answer.body.data.dish).toMatchObject({ menuId: 602, code: 'EARLY' });
-    expect(ended).toEqual(expect.any(Number));
     expect(await dishesOf(602)).toEqual(['EARLY']);
     const [menu] = await db.query<{ end_date: string }[]>('SELECT end_date FROM menus WHERE id = $1', [602]);
     expect(menu.end_date).toBe(addDays(today, -1));

@@ -1,10 +1,10 @@
-import { DataSource, type QueryRunner } from 'typeorm';
+import { DataSource } from 'typeorm';
 import { SecretBox } from '../../src/webhooks/webhook-secrets.js';
 import { WebhookEndpoint } from '../../src/webhooks/entities/webhook-endpoint.entity.js';
 import { WebhooksRepository } from '../../src/webhooks/webhooks.repository.js';
 import { WebhooksService } from '../../src/webhooks/webhooks.service.js';
 import { issueCredential } from '../helpers/auth.js';
-import { backendPid, queuedBehind } from '../helpers/pg-locks.js';
+import { backendPid, behindALock, queuedBehind, withConnection } from '../helpers/pg-locks.js';
 import { startTestApp, type TestApp } from '../helpers/test-app.js';
 import { QUICK_WEBHOOKS, seedWebhookClients } from '../helpers/webhooks-fixture.js';
 
@@ -31,15 +31,6 @@ describe('webhook endpoints changed at once (postgres)', () => {
     await t.close();
   });
 
-  async function runner(): Promise<QueryRunner> {
-    const r = db.createQueryRunner();
-    await r.connect();
-    return r;
-  }
-  async function done(r: QueryRunner): Promise<void> {
-    if (r.isTransactionActive) await r.rollbackTransaction();
-    await r.release();
-  }
   const deliveriesOf = async (endpointId: string): Promise<number> =>
     Number((await db.query<{ n: string }[]>('SELECT COUNT(*) AS n FROM webhook_deliveries WHERE endpoint_id = $1', [endpointId]))[0].n);
 
@@ -55,29 +46,26 @@ describe('webhook endpoints changed at once (postgres)', () => {
     await db.query('DELETE FROM webhook_deliveries WHERE endpoint_id = $1', [second]);
     expect([await deliveriesOf(first), await deliveriesOf(second)]).toEqual([1, 0]);
 
-    const holder = await runner();
-    const visitsImport = await runner();
-    // Asked before the import's connection is busy with a query that waits.
-    const [holderPid, importPid] = [await backendPid(holder), await backendPid(visitsImport)];
-    try {
-      // Another writer holds the first endpoint's open event: the import reads the endpoints, then waits there.
-      await holder.startTransaction();
-      await holder.query('SELECT 1 FROM webhook_deliveries WHERE endpoint_id = $1 FOR UPDATE', [first]);
-      await visitsImport.startTransaction();
-      const importing = repo.recordVisitChanges(visitsImport.manager, change, new Date()).then(() => visitsImport.commitTransaction());
-      importing.catch(() => undefined);
-      await queuedBehind(db, holderPid);
-      // The removal of the second endpoint, which the import has read and will write an event for, waits for the import.
-      const removing = service.remove(second);
-      removing.catch(() => undefined);
-      expect(await queuedBehind(db, importPid)).toBe(1);
-      await holder.commitTransaction();
-      await expect(importing).resolves.toBeUndefined();
-      await expect(removing).resolves.toBeUndefined();
-    } finally {
-      await done(holder);
-      await done(visitsImport);
-    }
+    await withConnection(db, (holder) =>
+      withConnection(db, async (visitsImport) => {
+        // Asked before the import's connection is busy with a query that waits.
+        const [holderPid, importPid] = [await backendPid(holder), await backendPid(visitsImport)];
+        // Another writer holds the first endpoint's open event: the import reads the endpoints, then waits there.
+        await holder.startTransaction();
+        await holder.query('SELECT 1 FROM webhook_deliveries WHERE endpoint_id = $1 FOR UPDATE', [first]);
+        await visitsImport.startTransaction();
+        const importing = repo.recordVisitChanges(visitsImport.manager, change, new Date()).then(() => visitsImport.commitTransaction());
+        importing.catch(() => undefined);
+        expect(await queuedBehind(db, holderPid)).toBe(1);
+        // The removal of the second endpoint, which the import has read and will write an event for, waits for the import.
+        const removing = service.remove(second);
+        removing.catch(() => undefined);
+        expect(await queuedBehind(db, importPid)).toBe(1);
+        await holder.commitTransaction();
+        await expect(importing).resolves.toBeUndefined();
+        await expect(removing).resolves.toBeUndefined();
+      }),
+    );
     expect((await service.list()).map((e) => e.id)).toEqual(expect.not.arrayContaining([second]));
     expect(await deliveriesOf(second)).toBe(0);
     // The import's change counted for the endpoint that stays.
@@ -87,20 +75,12 @@ describe('webhook endpoints changed at once (postgres)', () => {
 
   it('adds one endpoint, not two, when two adds of one URL run at once', async () => {
     const credential = await issueCredential(t, { clients: [1001] });
-    const holder = await runner();
-    let outcomes: PromiseSettledResult<{ id: string }>[];
-    try {
-      await holder.startTransaction();
-      await holder.query('SELECT 1 FROM credentials WHERE client_id = $1 FOR NO KEY UPDATE', [credential.clientId]);
-      const adds = [service.add(credential.clientId, url('twice')), service.add(credential.clientId, url('twice'))];
-      for (const p of adds) p.catch(() => undefined);
-      await queuedBehind(db, await backendPid(holder), 2);
-      await holder.commitTransaction();
-      outcomes = await Promise.allSettled(adds);
-    } finally {
-      await done(holder);
-    }
-    const added = outcomes.filter((o): o is PromiseFulfilledResult<{ id: string }> => o.status === 'fulfilled').map((o) => o.value.id);
+    const { queued, outcomes } = await behindALock(db, 'SELECT 1 FROM credentials WHERE client_id = $1 FOR NO KEY UPDATE', [credential.clientId], () => [
+      service.add(credential.clientId, url('twice')),
+      service.add(credential.clientId, url('twice')),
+    ]);
+    expect(queued).toBe(2);
+    const added = outcomes.flatMap((o) => (o.status === 'fulfilled' ? [o.value.id] : []));
     const refused = outcomes.filter((o): o is PromiseRejectedResult => o.status === 'rejected').map((o) => (o.reason as Error).message);
     expect(added).toHaveLength(1);
     expect(refused).toEqual([`--url: credential ${credential.clientId} has an endpoint at ${url('twice')} already (${added[0]})`]);
@@ -112,22 +92,15 @@ describe('webhook endpoints changed at once (postgres)', () => {
   it('keeps both of two rotations at once: the later one retires the secret before both', async () => {
     const credential = await issueCredential(t, { clients: [1001] });
     const { id, secret: original } = await service.add(credential.clientId, url('rotated'));
-    const holder = await runner();
-    let rotations: { secret: string; secretDroppedEarly: string | null }[];
-    try {
-      await holder.startTransaction();
-      await holder.query('SELECT 1 FROM webhook_endpoints WHERE id = $1 FOR NO KEY UPDATE', [id]);
-      const rotating = [service.rotateSecret(id), service.rotateSecret(id)];
-      for (const p of rotating) p.catch(() => undefined);
-      await queuedBehind(db, await backendPid(holder), 2);
-      await holder.commitTransaction();
-      rotations = await Promise.all(rotating);
-    } finally {
-      await done(holder);
-    }
+    const { queued, outcomes } = await behindALock(db, 'SELECT 1 FROM webhook_endpoints WHERE id = $1 FOR NO KEY UPDATE', [id], () => [
+      service.rotateSecret(id),
+      service.rotateSecret(id),
+    ]);
+    expect(queued).toBe(2);
+    const rotations = outcomes.map((o) => (o.status === 'fulfilled' ? o.value : null));
     // One rotated the original away (keeping it for a while), the other rotated that one's secret, ending the original at once.
-    const earlier = rotations.find((r) => r.secretDroppedEarly === null)!;
-    const later = rotations.find((r) => r.secretDroppedEarly !== null)!;
+    const earlier = rotations.find((r) => r?.secretDroppedEarly === null)!;
+    const later = rotations.find((r) => r && r.secretDroppedEarly !== null)!;
     expect(earlier).toBeDefined();
     expect(later).toBeDefined();
     const box = new SecretBox(t.config.API_KEY_HASH_KEY);

@@ -6,7 +6,7 @@ import { Branch } from '../../src/branches/entities/branch.entity.js';
 import { DataSource } from 'typeorm';
 import { ClientsService } from '../../src/clients/clients.service.js';
 import { eventually } from '../helpers/eventually.js';
-import { backendPid, queuedBehind } from '../helpers/pg-locks.js';
+import { backendPid, queuedBehind, withConnection } from '../helpers/pg-locks.js';
 import { startTestApp, type TestApp } from '../helpers/test-app.js';
 import { importBranches, importVisits, seedVisits, type VisitRecord } from '../helpers/visits-fixture.js';
 
@@ -117,26 +117,21 @@ describe('writers of one client at once (postgres)', () => {
     const sequence = async (): Promise<number> => Number((await db.query<{ s: string }[]>('SELECT change_seq AS s FROM clients WHERE id = 1001'))[0].s);
     const before = await sequence();
 
-    const holder = db.createQueryRunner();
-    await holder.connect();
-    const holderPid = await backendPid(holder);
-    try {
+    await withConnection(db, async (holder) => {
+      const holderPid = await backendPid(holder);
       // Another writer of the client holds its row: the move queues first, then the re-import, which has read the branch before the move.
       await holder.startTransaction();
       await holder.query('UPDATE clients SET data_version = data_version WHERE id = 1001');
       const moving = importBranches(t, 1001, file);
       moving.catch(() => undefined);
-      await queuedBehind(db, holderPid, 1);
+      expect(await queuedBehind(db, holderPid, 1)).toBe(1);
       const reimporting = importVisits(t, [own]);
       reimporting.catch(() => undefined);
-      await queuedBehind(db, holderPid, 2);
+      expect(await queuedBehind(db, holderPid, 2)).toBe(2);
       await holder.commitTransaction();
       expect((await moving).rejected).toEqual([]);
       await reimporting;
-    } finally {
-      if (holder.isTransactionActive) await holder.rollbackTransaction();
-      await holder.release();
-    }
+    });
     // The move wrote the visit (and its departure from brand 5) once; the re-import, compared with the visit as moved, nothing.
     const [departure] = await db.query<{ s: string }[]>('SELECT change_seq AS s FROM visit_departures WHERE visit_id = $1 AND new_brand_id = 77', [own.visitId]);
     const [visit] = await db.query<{ s: string }[]>('SELECT change_seq AS s FROM visits WHERE id = $1', [own.visitId]);
