@@ -19,20 +19,30 @@ export async function openDataSource(config: AppConfig): Promise<DataSource> {
  * each would otherwise find the same migrations pending and fail on the tables another had
  * just made. A process that waited finds them applied. Gives the migrations this process applied.
  */
-export async function runMigrationsExclusively(db: DataSource): Promise<Migration[]> {
+export function runMigrationsExclusively(db: DataSource): Promise<Migration[]> {
+  return oneProcessAtATime(db, 'migrations', 'the migrations', () => db.runMigrations({ transaction: 'each' }));
+}
+
+/**
+ * Runs `work` while no other process runs work of the same `purpose` on this database (this
+ * PostgreSQL schema, this SQLite file): a check-then-write that several replicas may start at
+ * once (the migrations, the demo's seeding of an empty database) finds what the first wrote.
+ * `purpose` names the lock (a word), `what` the work in the error of a wait that lasts too long.
+ */
+export async function oneProcessAtATime<T>(db: DataSource, purpose: string, what: string, work: () => Promise<T>): Promise<T> {
   if (db.options.type === 'postgres') {
-    const key = `results-service:migrations:${db.options.schema ?? 'public'}`;
-    // A session lock on a connection of its own, held while the migrations run on others.
+    const key = `results-service:${purpose}:${db.options.schema ?? 'public'}`;
+    // A session lock on a connection of its own, held while the work runs on others.
     const holder = db.createQueryRunner('master');
     await holder.connect();
     try {
       // Tried again and again rather than waited for in one statement, which the query timeout would end.
-      await untilTaken(async () => {
+      await untilTaken(what, async () => {
         const rows = (await holder.query('SELECT pg_try_advisory_lock(hashtext($1)) AS taken', [key])) as { taken: boolean }[];
         return rows[0]?.taken === true;
       });
       try {
-        return await db.runMigrations({ transaction: 'each' });
+        return await work();
       } finally {
         await holder.query('SELECT pg_advisory_unlock(hashtext($1))', [key]);
       }
@@ -42,12 +52,12 @@ export async function runMigrationsExclusively(db: DataSource): Promise<Migratio
   }
   // SQLite: an exclusive transaction on a lock file beside the database, ended with the process if it dies.
   const file = typeof db.options.database === 'string' ? db.options.database : null;
-  if (!file || file === ':memory:') return db.runMigrations({ transaction: 'each' });
-  const lock = new Database(`${file}.migrations-lock`, { timeout: 0 });
+  if (!file || file === ':memory:') return work();
+  const lock = new Database(`${file}.${purpose}-lock`, { timeout: 0 });
   try {
     // Tried again and again rather than waited for inside SQLite, which would hold the event loop
     // (and a process's own second data source, a test's, could never let go).
-    await untilTaken(() => {
+    await untilTaken(what, () => {
       try {
         lock.exec('BEGIN EXCLUSIVE');
         return Promise.resolve(true);
@@ -57,7 +67,7 @@ export async function runMigrationsExclusively(db: DataSource): Promise<Migratio
       }
     });
     try {
-      return await db.runMigrations({ transaction: 'each' });
+      return await work();
     } finally {
       lock.exec('COMMIT');
     }
@@ -66,14 +76,14 @@ export async function runMigrationsExclusively(db: DataSource): Promise<Migratio
   }
 }
 
-/** How long a process waits for another's migrations to end before it gives up. */
-const MIGRATION_LOCK_WAIT_MS = 10 * 60_000;
+/** How long a process waits for another's migrations (or demo seeding) to end before it gives up. */
+const LOCK_WAIT_MS = 10 * 60_000;
 
-/** Calls `take` every 50 ms until it takes the lock; an error past MIGRATION_LOCK_WAIT_MS. */
-async function untilTaken(take: () => Promise<boolean>): Promise<void> {
-  const deadline = Date.now() + MIGRATION_LOCK_WAIT_MS;
+/** Calls `take` every 50 ms until it takes the lock; an error past LOCK_WAIT_MS. */
+async function untilTaken(what: string, take: () => Promise<boolean>): Promise<void> {
+  const deadline = Date.now() + LOCK_WAIT_MS;
   while (!(await take())) {
-    if (Date.now() > deadline) throw new Error(`another process has been running the migrations for over ${MIGRATION_LOCK_WAIT_MS / 60_000} minutes`);
+    if (Date.now() > deadline) throw new Error(`another process has been running ${what} for over ${LOCK_WAIT_MS / 60_000} minutes`);
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }

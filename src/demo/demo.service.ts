@@ -2,6 +2,8 @@ import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Injectable, Logger } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
 import { CredentialsService, type IssuedCredential } from '../auth/credentials.service.js';
 import { OperatorError } from '../common/operator-error.js';
 import { ALL_SCOPES, Scope } from '../auth/scopes.js';
@@ -10,6 +12,7 @@ import { ClientsService } from '../clients/clients.service.js';
 import { localDate } from '../common/clock.js';
 import type { ImportReport } from '../common/import-report.js';
 import { AppConfig } from '../config/app-config.js';
+import { oneProcessAtATime } from '../database/migration-tools.js';
 import { MenusImportService } from '../menus/menus-import.service.js';
 import { VisitsImportService } from '../visits/visits-import.service.js';
 import { demoClients, demoMenus, demoReviews, demoVisits } from './demo-data.js';
@@ -43,22 +46,33 @@ export class DemoService {
     private readonly menus: MenusImportService,
     private readonly credentials: CredentialsService,
     private readonly config: AppConfig,
+    @InjectDataSource() private readonly db: DataSource,
   ) {}
 
   get credentialsPath(): string {
     return resolve(this.config.DATA_DIR, DEMO_CREDENTIALS_FILE);
   }
 
-  /** Seeds the demo set into an empty database; a database with any client is left alone. */
-  async seedIfEmpty(): Promise<boolean> {
-    if (await this.clients.anyClient()) return false;
-    this.logger.log('Empty database: loading the demo data set');
-    await this.load();
-    return true;
+  /**
+   * Seeds the demo set into an empty database; a database with any client is left alone.
+   * Replicas starting together on one empty database seed it once: the look and the load run
+   * one process at a time, and a process that waited finds the clients the first wrote.
+   */
+  seedIfEmpty(): Promise<boolean> {
+    return oneProcessAtATime(this.db, 'demo', 'the demo seeding', async () => {
+      if (await this.clients.anyClient()) return false;
+      this.logger.log('Empty database: loading the demo data set');
+      await this.loadHere();
+      return true;
+    });
   }
 
-  /** Loads (or refreshes) the demo data and issues fresh demo credentials. */
-  async load(): Promise<DemoSummary> {
+  /** Loads (or refreshes) the demo data and issues fresh demo credentials; not beside a seeding replica. */
+  load(): Promise<DemoSummary> {
+    return oneProcessAtATime(this.db, 'demo', 'the demo seeding', () => this.loadHere());
+  }
+
+  private async loadHere(): Promise<DemoSummary> {
     // The credentials file goes there at the end: a folder that cannot be made fails the load before anything is written.
     await mkdir(this.config.DATA_DIR, { recursive: true });
     // Refused before anything is written: a brand id of the demo's that another client holds here.

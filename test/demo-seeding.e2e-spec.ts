@@ -1,0 +1,44 @@
+import { DataSource } from 'typeorm';
+import { DemoService } from '../src/demo/demo.service.js';
+import { startTestApp, type TestApp } from './helpers/test-app.js';
+
+/**
+ * Replicas that start together on one empty database (SEED_DEMO=true, the default) seed the
+ * demo once: each looks for a client and loads the demo if it finds none, and without a lock
+ * both would find none and both load it (two sets of demo credentials, the first disabled).
+ */
+describe(`the demo seeding of an empty database by two processes at once (${process.env.TEST_DATABASE})`, () => {
+  let first: TestApp;
+  let second: TestApp;
+
+  beforeAll(async () => {
+    first = await startTestApp();
+    // The same database (SQLite file or PostgreSQL schema) and the same DATA_DIR, as replicas share them.
+    second = await startTestApp({ DATA_DIR: first.env.DATA_DIR, ...(first.env.DATABASE_SCHEMA ? { DATABASE_SCHEMA: first.env.DATABASE_SCHEMA } : {}) });
+  });
+  afterAll(async () => {
+    await second.close();
+    await first.close();
+  });
+
+  it('is done by one of them; the other finds its clients and writes nothing', async () => {
+    const seeded = await Promise.all([first.app.get(DemoService).seedIfEmpty(), second.app.get(DemoService).seedIfEmpty()]);
+    expect(seeded.sort()).toEqual([false, true]);
+
+    const db = first.app.get(DataSource);
+    const count = async (table: string): Promise<number> => Number((await db.query<{ n: number | string }[]>(`SELECT COUNT(*) AS n FROM ${table}`))[0].n);
+    expect(await count('clients')).toBe(2);
+    // One set of demo credentials, both in the file and both usable.
+    expect(await count('credentials')).toBe(2);
+    const file = (await first.app.get(DemoService).readCredentials())!;
+    expect(file.credentials).toHaveLength(2);
+    const rows = await db.query<{ client_id: string; disabled: boolean | number }[]>('SELECT client_id, disabled FROM credentials');
+    expect(rows.map((r) => r.client_id).sort()).toEqual(file.credentials.map((c) => c.clientId).sort());
+    expect(rows.map((r) => Boolean(r.disabled))).toEqual([false, false]);
+    // Every demo visit once: as many as one load writes.
+    const visits = await count('visits');
+    expect(visits).toBeGreaterThan(1000);
+    expect(await second.app.get(DemoService).seedIfEmpty()).toBe(false);
+    expect(await count('visits')).toBe(visits);
+  });
+});
