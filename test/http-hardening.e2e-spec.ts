@@ -52,6 +52,10 @@ describe(`HTTP hardening (${process.env.TEST_DATABASE})`, () => {
     ['two Host headers', 'GET /health/live HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n', 400, 'The request has more than one Host header; it must have one.'],
     ['a Transfer-Encoding that does not end in chunked', 'GET /branches HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n', 400, 'The request is not well-formed HTTP/1.1.'],
     ['Transfer-Encoding: identity on a token request', 'POST /connect/token HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: identity\r\nContent-Type: application/x-www-form-urlencoded\r\n\r\ngrant_type=client_credentials', 400, 'The request is not well-formed HTTP/1.1.'],
+    ['a Host with a space', 'GET /health/live HTTP/1.1\r\nHost: a b\r\n\r\n', 400, "The request's Host header is not a host name or address with an optional port."],
+    ['a Host with a path', 'GET /health/live HTTP/1.1\r\nHost: a/b?c\r\n\r\n', 400, "The request's Host header is not a host name or address with an optional port."],
+    ['a Host with userinfo', 'GET /health/live HTTP/1.1\r\nHost: user@a\r\n\r\n', 400, "The request's Host header is not a host name or address with an optional port."],
+    ['a Host with a port that is no number', 'GET /health/live HTTP/1.1\r\nHost: a:80x\r\n\r\n', 400, "The request's Host header is not a host name or address with an optional port."],
     ['a second Host after 2000 other headers', `GET /health/live HTTP/1.1\r\nHost: a\r\n${'a: 1\r\n'.repeat(2000)}Host: b\r\n\r\n`, 400, 'The request has more than one Host header; it must have one.'],
   ])('answers what the HTTP parser refuses (%s) with a problem document, and closes', async (_what, raw, status, detail) => {
     const logged = jest.spyOn(t.app.get(AppLogger), 'warnFields');
@@ -356,6 +360,15 @@ describe(`HTTP hardening (${process.env.TEST_DATABASE})`, () => {
     const kept = await rawExchange('GET /health/live HTTP/1.1\r\nHost: x\r\nUpgrade: h2c\r\n\r\nGET /health/live HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
     expect(kept.match(/HTTP\/1\.1 \d{3} /g)).toEqual(['HTTP/1.1 200 ', 'HTTP/1.1 200 ']);
   });
+
+  it.each(['127.0.0.1:3000', '[::1]:3000', '[v1.fe80::a+en1]', 'results.example.com', 'results.example.com:', 'xn--bcher-kva.example', '', 'my_host.local'])(
+    'serves a request whose Host is a host name or address with an optional port (%j)',
+    async (host) => {
+      const answer = await rawExchange(`GET /health/live HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`);
+      expect(answer.split('\r\n')[0]).toBe('HTTP/1.1 200 OK');
+      expect(answer.endsWith('{"status":"ok"}')).toBe(true);
+    },
+  );
 
   it('serves HTTP/1.0', async () => {
     const answer = await rawExchange('GET /health/live HTTP/1.0\r\n\r\n');

@@ -86,6 +86,12 @@ function refusal(code: string | undefined, raw?: Buffer, parsed?: number, connec
 }
 
 /** Whether the request repeats Host, which may appear once only (RFC 9112 §3.2). */
+/**
+ * A Host header's value (RFC 9110 §7.2): uri-host [ ":" port ] of RFC 3986, where uri-host is
+ * an IP literal in brackets or a reg-name (which an IPv4 address also is, and which may be empty).
+ */
+const HOST = /^(?:\[(?:[0-9A-Fa-f:.]+|v[0-9A-Fa-f]+\.[\w\-.~!$&'()*+,;=:]+)\]|[\w\-.~!$&'()*+,;=%]*)(?::[0-9]*)?$/;
+
 function repeatedHost(raw: string[]): boolean {
   let host = 0;
   for (let i = 0; i < raw.length; i += 2) {
@@ -186,6 +192,10 @@ export function answerClientErrors(server: Server, tokenPath: string, log: Early
       if (req.httpVersionMajor !== 1 || req.httpVersionMinor > 1) return VERSION_NOT_SUPPORTED;
       if (req.httpVersionMajor === 1 && req.httpVersionMinor === 1 && req.headers.host === undefined) return refusal(undefined);
       if (repeatedHost(req.rawHeaders)) return { status: 400, detail: 'The request has more than one Host header; it must have one.' };
+      // A Host that is no host and port (RFC 9112 §3.2: a 400): spaces, a path, userinfo.
+      if (req.headers.host !== undefined && !HOST.test(req.headers.host)) {
+        return { status: 400, detail: 'The request\'s Host header is not a host name or address with an optional port.' };
+      }
       // HTTP/1.0 has no Transfer-Encoding: a request carrying one has faulty framing, whatever
       // its other headers say (RFC 9112 §6.1), and the connection closes after the answer.
       if (req.httpVersionMinor === 0 && req.headers['transfer-encoding'] !== undefined) {
