@@ -305,31 +305,38 @@ export class WebhooksRepository {
     }));
   }
 
+  /*
+   * The outcome of an attempt writes the endpoint's row before the event's, the order in which
+   * a removal (removeEndpoint) and an import (recordVisitChanges) take them: taking the event
+   * first, a removal of its endpoint meanwhile held the endpoint and waited for the event, and
+   * PostgreSQL ended one of the two (deadlock detected).
+   */
+
   /** A receiver took the event: it leaves the outbox, and the endpoint is healthy again. */
   async delivered(d: ClaimedDelivery, at: Date): Promise<void> {
     await inTransaction(this.db, async (tx) => {
-      await this.run(tx, 'DELETE FROM webhook_deliveries WHERE event_id = ? AND lock_token = ?', [d.eventId, d.lockToken]);
       await this.run(tx, 'UPDATE webhook_endpoints SET last_delivery_at = ?, failing_since = NULL WHERE id = ?', [this.time(at), d.endpointId]);
+      await this.run(tx, 'DELETE FROM webhook_deliveries WHERE event_id = ? AND lock_token = ?', [d.eventId, d.lockToken]);
     });
   }
 
   /** The attempt failed: the event waits until `dueAt` (its claim released) and the endpoint shows the error. */
   async retryLater(d: ClaimedDelivery, dueAt: Date, error: string, at: Date): Promise<void> {
     await inTransaction(this.db, async (tx) => {
+      await this.noteError(tx, d.endpointId, error, at, false);
       await this.run(
         tx,
         'UPDATE webhook_deliveries SET due_at = ?, locked_until = NULL, lock_token = NULL, last_error = ? WHERE event_id = ? AND lock_token = ?',
         [this.time(dueAt), error.slice(0, 500), d.eventId, d.lockToken],
       );
-      await this.noteError(tx, d.endpointId, error, at, false);
     });
   }
 
   /** The event's retries are over: it leaves the outbox and the endpoint is marked failing (since the first such event). */
   async giveUp(d: ClaimedDelivery, error: string, at: Date): Promise<void> {
     await inTransaction(this.db, async (tx) => {
-      await this.run(tx, 'DELETE FROM webhook_deliveries WHERE event_id = ? AND lock_token = ?', [d.eventId, d.lockToken]);
       await this.noteError(tx, d.endpointId, error, at, true);
+      await this.run(tx, 'DELETE FROM webhook_deliveries WHERE event_id = ? AND lock_token = ?', [d.eventId, d.lockToken]);
     });
   }
 

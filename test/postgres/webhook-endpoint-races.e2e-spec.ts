@@ -1,7 +1,7 @@
 import { DataSource } from 'typeorm';
 import { SecretBox } from '../../src/webhooks/webhook-secrets.js';
 import { WebhookEndpoint } from '../../src/webhooks/entities/webhook-endpoint.entity.js';
-import { WebhooksRepository } from '../../src/webhooks/webhooks.repository.js';
+import { WebhooksRepository, type ClaimedDelivery } from '../../src/webhooks/webhooks.repository.js';
 import { WebhooksService } from '../../src/webhooks/webhooks.service.js';
 import { issueCredential } from '../helpers/auth.js';
 import { backendPid, behindALock, queuedBehind, withConnection } from '../helpers/pg-locks.js';
@@ -71,6 +71,41 @@ describe('webhook endpoints changed at once (postgres)', () => {
     // The import's change counted for the endpoint that stays.
     expect(Number((await db.query<{ count: string }[]>('SELECT count FROM webhook_deliveries WHERE endpoint_id = $1', [first]))[0].count)).toBe(2);
     await service.remove(first);
+  });
+
+  it.each([
+    ['delivered', (repo: WebhooksRepository, d: ClaimedDelivery) => repo.delivered(d, new Date())],
+    ['retried later', (repo: WebhooksRepository, d: ClaimedDelivery) => repo.retryLater(d, new Date(Date.now() + 60_000), 'HTTP 500', new Date())],
+    ['given up', (repo: WebhooksRepository, d: ClaimedDelivery) => repo.giveUp(d, 'HTTP 500', new Date())],
+  ])('removes an endpoint while an attempt of its event is %s: the removal waits for it, both complete', async (_outcome, report) => {
+    const credential = await issueCredential(t, { clients: [1001] });
+    const { id } = await service.add(credential.clientId, url('attempted'));
+    const repo = t.app.get(WebhooksRepository);
+    await db.transaction((tx) => repo.recordVisitChanges(tx, [{ clientId: 1001, brandId: 5, visitType: 'MV' }], new Date()));
+    // Claimed as the dispatcher would once the event is due (in two hours: this file's own dispatcher never is).
+    const later = new Date(Date.now() + 7_200_000);
+    const claimed = await repo.claim({ now: later, limit: 10, inFlight: new Map(), perEndpoint: 1, leaseUntil: later, lockToken: 'attempt' });
+    const attempt = claimed.find((d) => d.endpointId === id)!;
+    expect(attempt).toMatchObject({ endpointId: id, attempts: 1 });
+
+    await withConnection(db, async (holder) => {
+      const holderPid = await backendPid(holder);
+      // The event's row is held elsewhere: the report of the attempt waits there, then the removal comes.
+      await holder.startTransaction();
+      await holder.query('SELECT 1 FROM webhook_deliveries WHERE event_id = $1 FOR UPDATE', [attempt.eventId]);
+      const reporting = report(repo, attempt);
+      reporting.catch(() => undefined);
+      expect(await queuedBehind(db, holderPid)).toBe(1);
+      const removing = service.remove(id);
+      removing.catch(() => undefined);
+      expect(await queuedBehind(db, holderPid, 2)).toBe(2);
+      await holder.commitTransaction();
+      // Taking the event before its endpoint, the report held the event while the removal held the endpoint: deadlock detected.
+      await expect(reporting).resolves.toBeUndefined();
+      await expect(removing).resolves.toBeUndefined();
+    });
+    expect((await service.list()).map((e) => e.id)).not.toContain(id);
+    expect(await deliveriesOf(id)).toBe(0);
   });
 
   it('adds one endpoint, not two, when two adds of one URL run at once', async () => {
