@@ -10,7 +10,7 @@ const SLOW = [
   'test/embedded/production-start.e2e-spec.ts',
   'test/cli.e2e-spec.ts',
   'test/embedded/swagger-ui.e2e-spec.ts',
-  'test/redis.e2e-spec.ts',
+  'test/http/redis.e2e-spec.ts',
   'test/embedded/start.e2e-spec.ts',
 ];
 

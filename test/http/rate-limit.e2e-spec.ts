@@ -1,8 +1,8 @@
 import request from 'supertest';
-import type { IssuedCredential } from '../src/auth/credentials.service.js';
-import { MetricsService } from '../src/metrics/metrics.service.js';
-import { issueCredential, seedClients, tokenFor } from './helpers/auth.js';
-import { startTestApp, type TestApp } from './helpers/test-app.js';
+import type { IssuedCredential } from '../../src/auth/credentials.service.js';
+import { MetricsService } from '../../src/metrics/metrics.service.js';
+import { issueCredential, seedClients, tokenFor } from '../helpers/auth.js';
+import { startTestApp, type TestApp } from '../helpers/test-app.js';
 
 const POLICY = /^"default";q=5;w=60$/;
 
@@ -119,7 +119,7 @@ describe(`rate limits (${process.env.TEST_DATABASE}, counters in the process)`, 
         .set('svc-api-key', apiKey)
         .type('form')
         .send({ grant_type: 'client_credentials', client_id: third.clientId, client_secret: third.clientSecret });
-    const keys = [third.apiKey, (await t.app.get((await import('../src/auth/credentials.service.js')).CredentialsService).addKey(third.clientId)).apiKey];
+    const keys = [third.apiKey, (await t.app.get((await import('../../src/auth/credentials.service.js')).CredentialsService).addKey(third.clientId)).apiKey];
     for (let i = 0; i < 3; i++) {
       const answer = await timed(ask(keys[i % 2]));
       const ok = answer.res;

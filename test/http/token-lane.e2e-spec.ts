@@ -2,14 +2,14 @@ import { request as httpRequest, type IncomingMessage, type ServerResponse } fro
 import type { AddressInfo } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import { jest } from '@jest/globals';
-import type { IssuedCredential } from '../src/auth/credentials.service.js';
-import { TokenLane } from '../src/auth/token-lane.js';
-import { TokenService } from '../src/auth/token.service.js';
-import { MetricsService } from '../src/metrics/metrics.service.js';
-import { issueCredential, seedClients } from './helpers/auth.js';
-import { stableHeaders, watchLane, type Watch } from './helpers/lanes.js';
-import { rawRequest, type RawResponse } from './helpers/raw-http.js';
-import { startTestApp, type TestApp } from './helpers/test-app.js';
+import type { IssuedCredential } from '../../src/auth/credentials.service.js';
+import { TokenLane } from '../../src/auth/token-lane.js';
+import { TokenService } from '../../src/auth/token.service.js';
+import { MetricsService } from '../../src/metrics/metrics.service.js';
+import { issueCredential, seedClients } from '../helpers/auth.js';
+import { stableHeaders, watchLane, type Watch } from '../helpers/lanes.js';
+import { rawRequest, type RawResponse } from '../helpers/raw-http.js';
+import { startTestApp, type TestApp } from '../helpers/test-app.js';
 
 /**
  * The token lane answers a token request before Express; its answers must be the ones

@@ -3,8 +3,8 @@ import { connect } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import request from 'supertest';
 import { jest } from '@jest/globals';
-import { AppLogger } from '../src/logging/app-logger.js';
-import { startTestApp, type TestApp } from './helpers/test-app.js';
+import { AppLogger } from '../../src/logging/app-logger.js';
+import { startTestApp, type TestApp } from '../helpers/test-app.js';
 
 const ORDER = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'];
 const TITLES: Record<number, string> = { 400: 'Bad Request', 414: 'URI Too Long', 431: 'Request Header Fields Too Large', 501: 'Not Implemented' };
@@ -249,7 +249,7 @@ describe(`HTTP hardening (${process.env.TEST_DATABASE})`, () => {
   });
 
   it('answers a method a path does not have with 405 and Allow, and a path no route has with 404', async () => {
-    const contract = JSON.parse(readFileSync(new URL('../openapi/openapi.json', import.meta.url), 'utf8')) as { paths: Record<string, object> };
+    const contract = JSON.parse(readFileSync(new URL('../../openapi/openapi.json', import.meta.url), 'utf8')) as { paths: Record<string, object> };
     for (const [template, operations] of Object.entries(contract.paths)) {
       const path = template.replace('{imageId}', '00000000-0000-4000-8000-000000000000');
       const methods = Object.keys(operations).map((m) => m.toUpperCase());

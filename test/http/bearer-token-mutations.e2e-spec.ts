@@ -2,10 +2,10 @@ import { connect, type AddressInfo } from 'node:net';
 import fc from 'fast-check';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
-import type { IssuedCredential } from '../src/auth/credentials.service.js';
-import { issueCredential, seedClients, tokenFor } from './helpers/auth.js';
-import { startTestApp, type TestApp } from './helpers/test-app.js';
-import { propertyRuns } from './helpers/property-runs.js';
+import type { IssuedCredential } from '../../src/auth/credentials.service.js';
+import { issueCredential, seedClients, tokenFor } from '../helpers/auth.js';
+import { startTestApp, type TestApp } from '../helpers/test-app.js';
+import { propertyRuns } from '../helpers/property-runs.js';
 
 const INSTANCE = /^urn:svc:api:results:error:[0-9a-f-]{36}$/;
 const BASE64URL = [...'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_'];

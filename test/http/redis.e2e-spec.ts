@@ -1,17 +1,17 @@
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import request from 'supertest';
-import { MetricsService } from '../src/metrics/metrics.service.js';
-import { RedisGate } from '../src/redis/redis-gate.js';
-import { REDIS_OPTIONS } from '../src/redis/redis.module.js';
-import { issueCredential, seedClients, tokenFor } from './helpers/auth.js';
-import { cliJson } from './helpers/cli.js';
-import { eventually } from './helpers/eventually.js';
-import { freePort } from './helpers/listen.js';
-import { startService, type ServiceProcess } from './helpers/service-process.js';
-import { startTestApp, type TestApp } from './helpers/test-app.js';
-import { TcpProxy } from './helpers/tcp-proxy.js';
-import { isolatedConfig } from './helpers/test-config.js';
+import { MetricsService } from '../../src/metrics/metrics.service.js';
+import { RedisGate } from '../../src/redis/redis-gate.js';
+import { REDIS_OPTIONS } from '../../src/redis/redis.module.js';
+import { issueCredential, seedClients, tokenFor } from '../helpers/auth.js';
+import { cliJson } from '../helpers/cli.js';
+import { eventually } from '../helpers/eventually.js';
+import { freePort } from '../helpers/listen.js';
+import { startService, type ServiceProcess } from '../helpers/service-process.js';
+import { startTestApp, type TestApp } from '../helpers/test-app.js';
+import { TcpProxy } from '../helpers/tcp-proxy.js';
+import { isolatedConfig } from '../helpers/test-config.js';
 
 const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 

@@ -1,0 +1,56 @@
+import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { cli } from '../helpers/cli.js';
+import { isolatedConfig } from '../helpers/test-config.js';
+
+/**
+ * The operator CLI on the embedded database (no DATABASE_URL) and a DATA_DIR it has to make,
+ * find empty or cannot use: what the commands say about the folder and the database file.
+ * The commands run in this process (`cli`), which is on SQLite as they are; the built binary
+ * itself is started by test/cli.e2e-spec.ts.
+ */
+describe('operator CLI on the embedded database', () => {
+  const { env, drop } = isolatedConfig();
+  const base = mkdtempSync(join(tmpdir(), 'results-cli-embedded-'));
+  const embedded = (dataDir: string): Record<string, string> => ({ ...env, DATABASE_URL: '', DATA_DIR: dataDir });
+  afterAll(() => drop());
+
+  it('makes and says the database of a DATA_DIR with none (a typo), then says nothing more', async () => {
+    const elsewhere = join(base, 'typo');
+    const fresh = await cli(['clients', 'list'], embedded(elsewhere));
+    expect(fresh).toEqual({
+      code: 0,
+      stdout: '(no clients)\n',
+      stderr: `note: there was no database at ${join(elsewhere, 'results.sqlite')}; a new, empty one is made (is DATA_DIR right?)\n`,
+    });
+    expect(await cli(['clients', 'list'], embedded(elsewhere))).toEqual({ code: 0, stdout: '(no clients)\n', stderr: '' });
+  });
+
+  it('checks migrations without making the database or its folder; the first run makes it without a word', async () => {
+    const unchecked = join(base, 'unchecked');
+    const noDatabase = join(unchecked, 'results.sqlite');
+    expect(await cli(['migrations', 'check'], embedded(unchecked))).toEqual({
+      code: 1,
+      stdout: `migrations are pending: there is no database at ${noDatabase} yet (is DATA_DIR right? migrations run makes it)\n`,
+      stderr: '',
+    });
+    const asJson = await cli(['--json', 'migrations', 'check'], embedded(unchecked));
+    expect([asJson.code, JSON.parse(asJson.stdout)]).toEqual([1, { pendingMigrations: true, drift: [], databaseMissing: noDatabase }]);
+    expect(existsSync(unchecked)).toBe(false);
+    const firstRun = await cli(['migrations', 'run'], embedded(join(base, 'first')));
+    expect({ code: firstRun.code, stderr: firstRun.stderr }).toEqual({ code: 0, stderr: '' });
+    expect(existsSync(join(base, 'first', 'results.sqlite'))).toBe(true);
+  });
+
+  it('says a DATA_DIR it cannot use or make in one line with exit 2, without a stack, in JSON too', async () => {
+    const aFile = join(base, 'not-a-folder');
+    writeFileSync(aFile, 'a file where DATA_DIR should be a folder');
+    const dataDirFile = await cli(['migrations', 'run'], embedded(aFile));
+    expect(dataDirFile.code).toBe(2);
+    expect(dataDirFile.stderr).toMatch(new RegExp(`^error: cannot use ${aFile.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: E[A-Z]+[^\n]*\n$`));
+    const dataDir = join(aFile, 'data');
+    const refusal = `cannot use ${dataDir}: ENOTDIR: not a directory, mkdir '${dataDir}'`;
+    expect(await cli(['--json', 'clients', 'list'], embedded(dataDir))).toEqual({ code: 2, stdout: `${JSON.stringify({ error: refusal })}\n`, stderr: `error: ${refusal}\n` });
+  });
+});
