@@ -1,7 +1,9 @@
 // Builds dist/ (`tsc -p tsconfig.build.json`) when what it is built from changed since the
 // last build, or always with --force. A start, a CLI call or a test run with nothing changed
 // then costs a digest of the sources (milliseconds) instead of a compile (seconds).
-// Usage: node scripts/build.mjs [--force]
+// Usage: node scripts/build.mjs [--force] [--no-check]
+// --no-check emits without type checking (tsc --noCheck: the same files), for a caller that has
+// just type-checked the same sources, as `npm test` does.
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -42,13 +44,14 @@ function builtDigest() {
  * Runs the compiler unless dist/ was built from the current inputs; returns whether it ran.
  * Throws when the compiler fails (no stamp is written, so the next call compiles again).
  */
-export function build({ force = false, log = (line) => process.stderr.write(`${line}\n`) } = {}) {
+export function build({ force = false, check = true, log = (line) => process.stderr.write(`${line}\n`) } = {}) {
   const digest = inputDigest();
   if (!force && builtDigest() === digest) return false;
   log('building dist/ (tsc -p tsconfig.build.json)');
   // Forced: from nothing. tsc's incremental state alone would not bring back an output file that was removed or edited.
   if (force) rmSync(join(ROOT, 'dist', '.tsbuildinfo'), { force: true });
-  const tsc = spawnSync(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], {
+  const args = ['-p', 'tsconfig.build.json', ...(check ? [] : ['--noCheck'])];
+  const tsc = spawnSync(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), ...args], {
     cwd: ROOT,
     stdio: 'inherit',
   });
@@ -59,7 +62,7 @@ export function build({ force = false, log = (line) => process.stderr.write(`${l
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   try {
-    build({ force: process.argv.includes('--force') });
+    build({ force: process.argv.includes('--force'), check: !process.argv.includes('--no-check') });
   } catch (error) {
     process.stderr.write(`${error.message}\n`);
     process.exit(1);

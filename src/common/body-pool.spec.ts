@@ -78,7 +78,8 @@ describe('BodyPool', () => {
     [a, b, c, d].forEach((buffer) => pool.give(buffer));
     expect(pool.freeBytes).toBe(3 * MB);
     const taken = [pool.take(MB), pool.take(MB), pool.take(MB)];
-    expect(taken).toEqual(expect.arrayContaining([b, c, d]));
+    // The very buffers given back (by identity: a deep comparison of 1 MB buffers of zeros could not tell a new one from them).
+    expect([b, c, d].filter((buffer) => taken.includes(buffer))).toHaveLength(3);
     expect(pool.take(MB)).not.toBe(a);
   });
 

@@ -34,9 +34,12 @@ afterAll(async () => {
   await browser?.close();
 });
 
+/** The file's demo database: its first service seeds it, the next (started once the first stopped) reuses it. */
+let dataDir: string | undefined;
+
 /** Starts the built service with demo data; returns it and the first demo credential. */
 async function startDemoService(env: (port: number) => Record<string, string>): Promise<{ service: ServiceProcess; demo: DemoCredential; port: number }> {
-  const dataDir = mkdtempSync(join(tmpdir(), 'results-swagger-'));
+  dataDir ??= mkdtempSync(join(tmpdir(), 'results-swagger-'));
   const port = await freePort();
   const service = await startService({ DATA_DIR: dataDir, PORT: String(port), ...env(port) });
   const demo = (JSON.parse(readFileSync(join(dataDir, 'demo-credentials.json'), 'utf8')) as { credentials: DemoCredential[] }).credentials[0];
