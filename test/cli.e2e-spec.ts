@@ -608,18 +608,25 @@ describe(`operator CLI (${process.env.TEST_DATABASE})`, () => {
     });
   });
 
+  /** The demo data set with a week of visits (DEMO_DAYS; 90 by default, which test/embedded/start loads). */
+  const demoEnv = { ...env, DEMO_DAYS: '7' };
+
   it('loads the demo data set and writes its credentials', async () => {
-    const summary = await cliJson<{ clients: number; branches: number; visits: number; menus: number; credentialsFile: string }>(['demo'], env);
+    const visitsBefore = await count('visits');
+    const summary = await cliJson<{ clients: number; branches: number; visits: number; menus: number; credentialsFile: string }>(['demo'], demoEnv);
     expect(summary.clients).toBe(2);
     expect(summary.branches).toBeGreaterThanOrEqual(35);
-    expect(summary.visits).toBeGreaterThan(3000);
+    // About 50 a day, each written once.
+    expect(summary.visits).toBeGreaterThan(7 * 30);
+    expect(summary.visits).toBeLessThan(7 * 80);
+    expect(await count('visits')).toBe(visitsBefore + summary.visits);
     expect(summary.menus).toBe(3);
     expect(summary.credentialsFile).toBe(join(config.DATA_DIR, 'demo-credentials.json'));
     const types = await db.query<{ visit_type: string }[]>('SELECT DISTINCT visit_type FROM visits ORDER BY visit_type');
     expect(types.map((t) => t.visit_type)).toEqual(['MV', 'OF', 'TA']);
     const nullable = await db.query<{ n: string | number }[]>('SELECT COUNT(*) AS n FROM visits WHERE recommend_score IS NULL');
     expect(Number(nullable[0]?.n)).toBeGreaterThan(0);
-    // Thousands of visits and dozens of images: seconds on an idle machine, many times that on a busy one.
+    // Hundreds of visits and dozens of images: seconds on an idle machine, many times that on a busy one.
   }, 300_000);
 
   it('refuses the demo data set before writing anything when a brand id of it belongs to another client, and disables the demo credentials it replaces', async () => {
@@ -628,7 +635,7 @@ describe(`operator CLI (${process.env.TEST_DATABASE})`, () => {
       await cliJson(['migrations', 'run'], other.env);
       await cliJson(['clients', 'add', '--id', '7', '--name', 'Seven'], other.env);
       await cliJson(['brands', 'add', '--client', '7', '--id', '21', '--name', 'Taken'], other.env);
-      const refused = await cli(['demo'], other.env);
+      const refused = await cli(['demo'], { ...other.env, DEMO_DAYS: '7' });
       expect([refused.code, refused.stderr]).toEqual([
         1,
         'error: brand 21 belongs to client 7, not 1002: the demo data set needs a database without it (nothing was written)\n',
@@ -639,7 +646,7 @@ describe(`operator CLI (${process.env.TEST_DATABASE})`, () => {
     }
     // The demo loaded above: its credentials, then loaded again: the earlier ones are disabled, the file has the new ones.
     const first = JSON.parse(readFileSync(join(config.DATA_DIR, 'demo-credentials.json'), 'utf8')) as { credentials: { clientId: string }[] };
-    await cliJson(['demo'], env);
+    await cliJson(['demo'], demoEnv);
     const second = JSON.parse(readFileSync(join(config.DATA_DIR, 'demo-credentials.json'), 'utf8')) as { credentials: { clientId: string }[] };
     const listed = await cliJson<{ clientId: string; disabled: boolean }[]>(['credentials', 'list'], env);
     const state = (id: string) => listed.find((c) => c.clientId === id)?.disabled;

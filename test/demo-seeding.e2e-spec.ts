@@ -12,9 +12,10 @@ describe(`the demo seeding of an empty database by two processes at once (${proc
   let second: TestApp;
 
   beforeAll(async () => {
-    first = await startTestApp();
+    // A week of demo visits: what is tested is who loads them, not how many there are.
+    first = await startTestApp({ DEMO_DAYS: '7' });
     // The same database (SQLite file or PostgreSQL schema) and the same DATA_DIR, as replicas share them.
-    second = await startTestApp({ DATA_DIR: first.env.DATA_DIR, ...(first.env.DATABASE_SCHEMA ? { DATABASE_SCHEMA: first.env.DATABASE_SCHEMA } : {}) });
+    second = await startTestApp({ DEMO_DAYS: '7', DATA_DIR: first.env.DATA_DIR, ...(first.env.DATABASE_SCHEMA ? { DATABASE_SCHEMA: first.env.DATABASE_SCHEMA } : {}) });
   });
   afterAll(async () => {
     await second.close();
@@ -37,7 +38,7 @@ describe(`the demo seeding of an empty database by two processes at once (${proc
     expect(rows.map((r) => Boolean(r.disabled))).toEqual([false, false]);
     // Every demo visit once: as many as one load writes.
     const visits = await count('visits');
-    expect(visits).toBeGreaterThan(1000);
+    expect(visits).toBeGreaterThan(100);
     expect(await second.app.get(DemoService).seedIfEmpty()).toBe(false);
     expect(await count('visits')).toBe(visits);
   });

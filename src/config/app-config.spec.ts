@@ -25,6 +25,7 @@ describe('loadConfig', () => {
     expect(config.VISITS_MAX_RANGE_DAYS).toBe(31);
     expect(config.LOG_LEVEL).toBe('info');
     expect(config.SEED_DEMO).toBe(true);
+    expect(config.DEMO_DAYS).toBe(90);
     expect(config.baseUrl).toBe('http://localhost:3000');
   });
 
@@ -72,16 +73,17 @@ describe('loadConfig', () => {
   });
 
   it('names each wrong variable and what it expected, all at once', () => {
-    const problems = problemsOf({ PORT: 'eighty', VISITS_TAKE_MAX: '0', SEED_DEMO: 'maybe', DATABASE_URL: 'mysql://x' });
+    const problems = problemsOf({ PORT: 'eighty', VISITS_TAKE_MAX: '0', SEED_DEMO: 'maybe', DEMO_DAYS: '0', DATABASE_URL: 'mysql://x' });
     expect(problems).toEqual(
       expect.arrayContaining([
         'PORT="eighty": expected an integer from 0 to 65535',
         'VISITS_TAKE_MAX="0": expected an integer from 1 to 100000',
         'SEED_DEMO="maybe": expected true or false',
+        'DEMO_DAYS="0": expected an integer from 1 to 366',
         'DATABASE_URL="mysql://x": expected a postgres:// or postgresql:// URL',
       ]),
     );
-    expect(problems).toHaveLength(4);
+    expect(problems).toHaveLength(5);
   });
 
   it('refuses a time zone that is not an IANA name', () => {

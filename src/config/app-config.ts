@@ -81,6 +81,10 @@ export class AppConfig {
   @BooleanSetting()
   SEED_DEMO = true;
 
+  /** Days of visits in the demo data set (the days before today), seeded at start or loaded by `demo`. */
+  @IntSetting(1, 366)
+  DEMO_DAYS = 90;
+
   /** Run pending migrations at start (the embedded default); production runs them as a Job. */
   @BooleanSetting()
   MIGRATIONS_RUN = true;

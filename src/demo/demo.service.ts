@@ -96,7 +96,7 @@ export class DemoService {
         branches += check(await this.branches.importFile(client.id, file, (tx, written) => this.visits.followBranchBrands(tx, written)));
       }
       const visitsFile = join(work, 'visits.ndjson');
-      const generated = demoVisits({ today, days: 90, zone: this.config.RESULTS_TIMEZONE });
+      const generated = demoVisits({ today, days: this.config.DEMO_DAYS, zone: this.config.RESULTS_TIMEZONE });
       await writeFile(visitsFile, generated.map((v) => JSON.stringify(v)).join('\n'));
       const visits = check(await this.visits.importFile(visitsFile));
       // Then the reviews of the latest mystery visits, re-scored: the change feed shows them last.
