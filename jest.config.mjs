@@ -50,8 +50,8 @@ export default {
       testMatch: ['**/*.e2e-spec.ts'],
       setupFiles: ['<rootDir>/test/setup/postgres.ts'],
       // The embedded-default tests are about the SQLite start path only; the HTTP tests of
-      // test/http/ (parsing, limits, compression, token damage, rate-limit counters) are of
-      // layers no database decides, so they run once, on SQLite.
+      // test/http/ (parsing, limits, compression, token damage, rate-limit counters, OAuth
+      // client libraries) are of layers no database decides, so they run once, on SQLite.
       testPathIgnorePatterns: ['/test/embedded/', '/test/http/'],
     },
   ],

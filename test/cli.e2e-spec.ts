@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import sharp from 'sharp';
 import { DataSource } from 'typeorm';
 import { dataSourceOptions } from '../src/database/data-source-options.js';
-import { cli, cliJson, SPAWN_TIMEOUT_MS, spawnCli, spawnCliUnread, startCli } from './helpers/cli.js';
+import { cli, cliJson, SPAWN_TIMEOUT_MS, spawnCli, startCli } from './helpers/cli.js';
 import { isolatedConfig } from './helpers/test-config.js';
 
 const files = mkdtempSync(join(tmpdir(), 'cli-files-'));
@@ -715,32 +715,10 @@ describe(`operator CLI (${process.env.TEST_DATABASE})`, () => {
     expect(await cliJson(['signing-keys', 'retire', second.kid], { ...env, AUTH_CACHE_SECONDS: '0' })).toEqual({ kid: second.kid, retired: true });
   });
 
-  // The commands above run in this process; these start the binary itself, as operators and the migration Job do.
+  // The commands above run in this process; this starts the binary itself, as operators and the migration Job do.
+  // Its output, exit codes and help: test/embedded/cli-embedded.e2e-spec.ts (once, on SQLite).
   describe('the built binary, node dist/cli.js', () => {
     const LIMIT = SPAWN_TIMEOUT_MS + 30_000;
-
-    it('prints the help and exits 0', async () => {
-      const result = await spawnCli(['--help'], env);
-      expect(result.code).toBe(0);
-      expect(result.stdout).toMatch(/^Usage: results-cli \[options\] \[command\]/);
-      expect(result.stdout).toContain('migrations');
-    }, LIMIT);
-
-    it('answers --json with the data of the configured database', async () => {
-      const result = await spawnCli(['clients', 'list', '--json'], env);
-      expect(result.code).toBe(0);
-      const clients = JSON.parse(result.stdout) as { id: number; name: string }[];
-      expect(clients.map((c) => c.id)).toEqual([1001, 1002]);
-      expect(clients).toEqual(await cliJson(['clients', 'list'], env));
-    }, LIMIT);
-
-    it('ends with its own exit code and no stack when the reader closes its output early', async () => {
-      expect(await spawnCliUnread(['clients', 'list', '--json'], env)).toEqual({ code: 0, stderr: '' });
-      expect(await spawnCliUnread(['brands', 'add', '--client', '4242', '--id', '9', '--name', 'X'], env)).toEqual({
-        code: 1,
-        stderr: "error: client 4242 does not exist; add it with 'clients add'\n",
-      });
-    }, LIMIT);
 
     it('stops an import asked to stop (SIGTERM) after the batch being written, and says what was written and where it stopped', async () => {
       // 40,000 visits of their own ids, 80 batches: the signal comes once the first are in.
@@ -777,10 +755,6 @@ describe(`operator CLI (${process.env.TEST_DATABASE})`, () => {
       }
     }, LIMIT);
 
-    it("exits 1 with the message on stderr on an operator's mistake", async () => {
-      const result = await spawnCli(['brands', 'add', '--client', '4242', '--id', '9', '--name', 'X'], env);
-      expect(result).toEqual({ code: 1, stdout: '', stderr: "error: client 4242 does not exist; add it with 'clients add'\n" });
-    }, LIMIT);
   });
 
   it('says a folder it cannot make, IMAGE_STORAGE_DIR (DATA_DIR: test/embedded/cli-embedded), in one line with exit 2, and ends its --json error with a newline', async () => {

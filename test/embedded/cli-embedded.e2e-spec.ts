@@ -1,14 +1,15 @@
 import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { cli } from '../helpers/cli.js';
+import { cli, cliJson, SPAWN_TIMEOUT_MS, spawnCli, spawnCliUnread } from '../helpers/cli.js';
 import { isolatedConfig } from '../helpers/test-config.js';
 
 /**
  * The operator CLI on the embedded database (no DATABASE_URL) and a DATA_DIR it has to make,
  * find empty or cannot use: what the commands say about the folder and the database file.
- * The commands run in this process (`cli`), which is on SQLite as they are; the built binary
- * itself is started by test/cli.e2e-spec.ts.
+ * The commands run in this process (`cli`), which is on SQLite as they are. Then the built
+ * binary itself: its help, output and exit codes, which no database decides (its stop on
+ * SIGTERM between batches is tested on both, in test/cli.e2e-spec.ts).
  */
 describe('operator CLI on the embedded database', () => {
   const { env, drop } = isolatedConfig();
@@ -53,4 +54,43 @@ describe('operator CLI on the embedded database', () => {
     const refusal = `cannot use ${dataDir}: ENOTDIR: not a directory, mkdir '${dataDir}'`;
     expect(await cli(['--json', 'clients', 'list'], embedded(dataDir))).toEqual({ code: 2, stdout: `${JSON.stringify({ error: refusal })}\n`, stderr: `error: ${refusal}\n` });
   });
+});
+
+describe('the built binary, node dist/cli.js', () => {
+  const { env, drop } = isolatedConfig();
+  const LIMIT = SPAWN_TIMEOUT_MS + 30_000;
+  beforeAll(async () => {
+    await cliJson(['migrations', 'run'], env);
+    await cliJson(['clients', 'add', '--id', '1001', '--name', 'Acme Dining'], env);
+    await cliJson(['clients', 'add', '--id', '1002', '--name', 'Other Group'], env);
+  });
+  afterAll(() => drop());
+
+  it('prints the help and exits 0', async () => {
+    const result = await spawnCli(['--help'], env);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toMatch(/^Usage: results-cli \[options\] \[command\]/);
+    expect(result.stdout).toContain('migrations');
+  }, LIMIT);
+
+  it('answers --json with the data of the configured database', async () => {
+    const result = await spawnCli(['clients', 'list', '--json'], env);
+    expect(result.code).toBe(0);
+    const clients = JSON.parse(result.stdout) as { id: number; name: string }[];
+    expect(clients.map((c) => c.id)).toEqual([1001, 1002]);
+    expect(clients).toEqual(await cliJson(['clients', 'list'], env));
+  }, LIMIT);
+
+  it('ends with its own exit code and no stack when the reader closes its output early', async () => {
+    expect(await spawnCliUnread(['clients', 'list', '--json'], env)).toEqual({ code: 0, stderr: '' });
+    expect(await spawnCliUnread(['brands', 'add', '--client', '4242', '--id', '9', '--name', 'X'], env)).toEqual({
+      code: 1,
+      stderr: "error: client 4242 does not exist; add it with 'clients add'\n",
+    });
+  }, LIMIT);
+
+  it("exits 1 with the message on stderr on an operator's mistake", async () => {
+    const result = await spawnCli(['brands', 'add', '--client', '4242', '--id', '9', '--name', 'X'], env);
+    expect(result).toEqual({ code: 1, stdout: '', stderr: "error: client 4242 does not exist; add it with 'clients add'\n" });
+  }, LIMIT);
 });

@@ -14,11 +14,11 @@ import {
 } from 'jose';
 import * as oidc from 'openid-client';
 import request from 'supertest';
-import type { IssuedCredential } from '../src/auth/credentials.service.js';
-import { cli, cliJson } from './helpers/cli.js';
-import { issueCredential, seedClients, tokenFor } from './helpers/auth.js';
-import { freePort } from './helpers/listen.js';
-import { startTestApp, type TestApp } from './helpers/test-app.js';
+import type { IssuedCredential } from '../../src/auth/credentials.service.js';
+import { cli, cliJson } from '../helpers/cli.js';
+import { issueCredential, seedClients, tokenFor } from '../helpers/auth.js';
+import { freePort } from '../helpers/listen.js';
+import { startTestApp, type TestApp } from '../helpers/test-app.js';
 
 /**
  * The server as an OAuth client written by others sees it: openid-client discovers it
