@@ -420,6 +420,13 @@ describe(`menus and dishes (${process.env.TEST_DATABASE})`, () => {
           ["'menuId' must be an integer: '102'.", "'order' must be an integer: '3'."],
         ],
         [
+          // JSON.parse reads both as whole numbers (101 and 1): the dish would land on menu 101.
+          'numbers that only round to whole ones, and one past every bound',
+          (r) => r.attach('', png, 'a.png').field('json', dish().replace('"menuId":102', '"menuId":100.99999999999999999').replace('"order":3', '"order":0.99999999999999999,"x":1e400')),
+          ["'menuId' must be an integer: '100.99999999999999999'.", "'order' must be an integer: '0.99999999999999999'."],
+        ],
+        ['a menu id past every double', (r) => r.attach('', png, 'a.png').field('json', dish().replace('"menuId":102', '"menuId":1e400')), ["'menuId' must be less than or equal to '2147483647'."]],
+        [
           'names in another case beside the fields (one would be ignored)',
           (r) => r.attach('', png, 'a.png').field('json', JSON.stringify({ ...(JSON.parse(dish()) as object), Keywords: ['lost'], Order: 3, expirydate: '2027-01-01' })),
           [

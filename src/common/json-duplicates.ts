@@ -18,19 +18,10 @@ export function duplicateKey(text: string): string | null {
   for (let at = 0; at < text.length; at++) {
     const c = text.charCodeAt(at);
     if (c === QUOTE) {
-      let end = at + 1;
-      for (;;) {
-        end = text.indexOf('"', end);
-        // A quote after an odd run of backslashes is escaped.
-        let slashes = 0;
-        while (text.charCodeAt(end - 1 - slashes) === BACKSLASH) slashes++;
-        if (slashes % 2 === 0) break;
-        end++;
-      }
+      const end = stringEnd(text, at);
       const keys = open[open.length - 1];
       if (expectingKey && keys) {
-        const raw = text.slice(at + 1, end);
-        const key = raw.includes('\\') ? (JSON.parse(`"${raw}"`) as string) : raw;
+        const key = stringValue(text, at, end);
         if (keys.has(key)) return key;
         keys.add(key);
         expectingKey = false;
@@ -51,10 +42,29 @@ export function duplicateKey(text: string): string | null {
   return null;
 }
 
-const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
-const OPEN_BRACE = 0x7b;
-const CLOSE_BRACE = 0x7d;
-const OPEN_BRACKET = 0x5b;
-const CLOSE_BRACKET = 0x5d;
-const COMMA = 0x2c;
+/** The index of the quote that closes the JSON string opening at `start`. Only for text JSON.parse has accepted. */
+export function stringEnd(text: string, start: number): number {
+  let end = start + 1;
+  for (;;) {
+    end = text.indexOf('"', end);
+    // A quote after an odd run of backslashes is escaped.
+    let slashes = 0;
+    while (text.charCodeAt(end - 1 - slashes) === BACKSLASH) slashes++;
+    if (slashes % 2 === 0) return end;
+    end++;
+  }
+}
+
+/** The value of the JSON string from the quote at `start` to the one at `end`. */
+export function stringValue(text: string, start: number, end: number): string {
+  const raw = text.slice(start + 1, end);
+  return raw.includes('\\') ? (JSON.parse(`"${raw}"`) as string) : raw;
+}
+
+export const QUOTE = 0x22;
+export const BACKSLASH = 0x5c;
+export const OPEN_BRACE = 0x7b;
+export const CLOSE_BRACE = 0x7d;
+export const OPEN_BRACKET = 0x5b;
+export const CLOSE_BRACKET = 0x5d;
+export const COMMA = 0x2c;

@@ -1,6 +1,7 @@
 import { mkdtempSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { UnkeptNumber } from './json-numbers.js';
 import { MAX_LINE_BYTES, readAllRecords, RecordFileError } from './record-file.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'records-'));
@@ -36,6 +37,20 @@ describe('readAllRecords', () => {
       { line: 1, value: { id: 1 } },
       { line: 2, error: "the record names 'id' more than once" },
       { line: 3, value: { id: 4 } },
+    ]);
+  });
+
+  it('leaves a number a double cannot keep as it was written, in a JSON array or NDJSON, for the record to be refused by', async () => {
+    const array = file('unkept.json', '[{"visitId": 100.99999999999999999}, {"visitId": 101.5}, 1e400]');
+    expect(await readAllRecords(array)).toEqual([
+      { line: 1, element: 1, value: { visitId: new UnkeptNumber('100.99999999999999999') } },
+      { line: 1, element: 2, value: { visitId: 101.5 } },
+      { line: 1, element: 3, value: new UnkeptNumber('1e400') },
+    ]);
+    const lines = file('unkept.ndjson', '{"visitId":9007199254740993,"s":[{"score":1e-400}]}\n{"visitId":7}\n');
+    expect(await readAllRecords(lines)).toEqual([
+      { line: 1, value: { visitId: new UnkeptNumber('9007199254740993'), s: [{ score: new UnkeptNumber('1e-400') }] } },
+      { line: 2, value: { visitId: 7 } },
     ]);
   });
 

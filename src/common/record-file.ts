@@ -4,6 +4,7 @@ import { readFile, stat } from 'node:fs/promises';
 import { extname } from 'node:path';
 import { parse as parseCsv } from 'csv-parse';
 import { duplicateKey, quotedKey } from './json-duplicates.js';
+import { parseRecordJson } from './json-numbers.js';
 
 /**
  * A record of an import file, or why it could not be read, with its line number; `text`: its
@@ -162,7 +163,7 @@ async function* jsonArray(path: string): AsyncGenerator<FileRecord> {
   const text = bytes.toString('utf8').replace(BOM, '');
   let parsed: unknown;
   try {
-    parsed = JSON.parse(text);
+    parsed = parseRecordJson(text);
   } catch (error) {
     throw new RecordFileError(`${path} is not valid JSON: ${(error as Error).message}`);
   }
@@ -194,7 +195,7 @@ async function* ndjson(path: string): AsyncGenerator<FileRecord> {
     if (text.trim() === '') continue;
     let value: unknown;
     try {
-      value = JSON.parse(text);
+      value = parseRecordJson(text);
     } catch (error) {
       yield { line, error: `not valid JSON: ${(error as Error).message}` };
       continue;

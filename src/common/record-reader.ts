@@ -1,3 +1,4 @@
+import { keptExactly, UnkeptNumber } from './json-numbers.js';
 import { ID_MAX } from './query-fields.js';
 
 /** A number as text (CSV): decimal digits with an optional fraction and exponent, nothing else. */
@@ -48,7 +49,7 @@ export class RecordReader {
   constructor(value: unknown, options: { prefix?: string; what?: string; textValues?: boolean } = {}) {
     this.prefix = options.prefix ?? '';
     this.textValues = options.textValues ?? false;
-    this.notObject = typeof value !== 'object' || value === null || Array.isArray(value);
+    this.notObject = typeof value !== 'object' || value === null || Array.isArray(value) || value instanceof UnkeptNumber;
     this.data = this.notObject ? {} : (value as Record<string, unknown>);
     if (this.notObject) this.errors.push(`${options.what ?? (this.prefix ? `'${this.prefix.replace(/\.$/, '')}'` : 'the record')} must be a JSON object.`);
   }
@@ -120,19 +121,29 @@ export class RecordReader {
   }
 
   /** An integer; integer strings (CSV) are accepted. */
-  int(field: string, opts: { min?: number; max?: number; required?: boolean } = {}): number | null {
+  int(field: string, opts: { min?: number; max?: number; required?: boolean } = {}, given?: UnkeptNumber): number | null {
     const required = opts.required ?? true;
-    const v = this.value(field);
+    const v = given ?? this.value(field);
     if (this.missing(field, required, v)) return null;
-    const n = this.textValues && typeof v === 'string' && /^-?\d+$/.test(v.trim()) ? Number(v) : v;
+    if (v instanceof UnkeptNumber) {
+      // A number a double cannot hold as written: not a whole number, or one beyond every bound.
+      if (!v.integral) this.errors.push(`${this.name(field)} must be an integer: '${v.text}'.`);
+      else if (opts.max !== undefined && v.read > opts.max) this.errors.push(`${this.name(field)} must be less than or equal to '${opts.max}'.`);
+      else if (opts.min !== undefined && v.read < opts.min) this.errors.push(this.belowMin(field, opts.min));
+      else this.errors.push(`${this.name(field)} must be an integer from -9007199254740991 to 9007199254740991: '${v.text}'.`);
+      return null;
+    }
+    // Text (CSV) as JSON would have it: digits, or a decimal of a whole value (`71.0`, `1e3`).
+    const text = this.textValues && typeof v === 'string' ? v.trim() : undefined;
+    if (text !== undefined && DECIMAL.test(text) && !keptExactly(text)) return this.int(field, opts, new UnkeptNumber(text));
+    const n = text !== undefined && DECIMAL.test(text) ? Number(text) : v;
     if (typeof n !== 'number' || !Number.isInteger(n)) {
       this.errors.push(`${this.name(field)} must be an integer: '${shown(v)}'.`);
       return null;
     }
     // An integer past a bound breaks the bound, as the API says it, however many digits it has.
     if (opts.min !== undefined && n < opts.min) {
-      // Ids say it as the API's parameters do: 'menuId' must be greater than '0'.
-      this.errors.push(`${this.name(field)} must be ${opts.min === 1 ? "greater than '0'" : `greater than or equal to '${opts.min}'`}.`);
+      this.errors.push(this.belowMin(field, opts.min));
       return null;
     }
     if (opts.max !== undefined && n > opts.max) {
@@ -146,6 +157,11 @@ export class RecordReader {
     return n;
   }
 
+  private belowMin(field: string, min: number): string {
+    // Ids say it as the API's parameters do: 'menuId' must be greater than '0'.
+    return `${this.name(field)} must be ${min === 1 ? "greater than '0'" : `greater than or equal to '${min}'`}.`;
+  }
+
   /** An id of the service's integer ids (clients, brands, menus): 1 to ID_MAX, as the API's parameters take them. */
   id(field: string, opts: { required?: boolean } = {}): number | null {
     return this.int(field, { min: 1, max: ID_MAX, required: opts.required });
@@ -156,16 +172,28 @@ export class RecordReader {
     const required = opts.required ?? true;
     const v = this.value(field);
     if (this.missing(field, required, v)) return null;
-    const n = this.textValues && typeof v === 'string' && DECIMAL.test(v.trim()) ? Number(v) : v;
+    const text = this.textValues && typeof v === 'string' && DECIMAL.test(v.trim()) ? v.trim() : undefined;
+    const unkept = v instanceof UnkeptNumber ? v : text !== undefined && !keptExactly(text) ? new UnkeptNumber(text) : undefined;
+    if (unkept) {
+      // Rounded to the nearest double it would be stored, and served, as another number.
+      const outside = (opts.min !== undefined && unkept.read < opts.min) || (opts.max !== undefined && unkept.read > opts.max);
+      this.errors.push(outside ? this.outside(field, opts) : `${this.name(field)} has more digits than the service keeps: '${unkept.text}' would be stored as '${unkept.read}'.`);
+      return null;
+    }
+    const n = text !== undefined ? Number(text) : v;
     if (typeof n !== 'number' || !Number.isFinite(n)) {
       this.errors.push(`${this.name(field)} must be a number: '${shown(v)}'.`);
       return null;
     }
     if ((opts.min !== undefined && n < opts.min) || (opts.max !== undefined && n > opts.max)) {
-      this.errors.push(`${this.name(field)} must be between '${opts.min}' and '${opts.max}'.`);
+      this.errors.push(this.outside(field, opts));
       return null;
     }
     return n;
+  }
+
+  private outside(field: string, opts: { min?: number; max?: number }): string {
+    return `${this.name(field)} must be between '${opts.min}' and '${opts.max}'.`;
   }
 
   /** Text, kept as given (`""` included, when the field is optional); `max` counts characters. */
@@ -264,6 +292,7 @@ export class RecordReader {
 function shown(value: unknown): string {
   if (typeof value === 'string') return value;
   if (typeof value === 'number') return String(value);
+  if (value instanceof UnkeptNumber) return value.text;
   return JSON.stringify(value) ?? String(value);
 }
 

@@ -1,4 +1,5 @@
 import { duplicateKey, quotedKey } from '../common/json-duplicates.js';
+import { parseRecordJson } from '../common/json-numbers.js';
 
 /** The parts of an upload as the multipart reader left them. */
 export interface UploadParts {
@@ -74,7 +75,7 @@ function jsonPart(parts: UploadParts, errors: string[]): unknown {
   }
   let value: unknown;
   try {
-    value = JSON.parse(text);
+    value = parseRecordJson(text);
   } catch {
     errors.push("The 'json' part is not valid JSON.");
     return undefined;

@@ -1,0 +1,137 @@
+import { CLOSE_BRACE, CLOSE_BRACKET, COMMA, OPEN_BRACE, OPEN_BRACKET, QUOTE, stringEnd, stringValue } from './json-duplicates.js';
+
+/**
+ * Numbers of untrusted JSON that a double cannot keep as they were written.
+ *
+ * JSON.parse reads every number as the nearest double: `100.99999999999999999` becomes 101,
+ * `9007199254740993` becomes 9007199254740992, `1e400` Infinity and `1e-400` 0. Stored, such a
+ * value would come back as another number than was sent (a dish posted to menu
+ * 100.99999999999999999 would land on menu 101), so the records the service reads from
+ * partners and operators are parsed with `parseRecordJson`, which leaves such a number as an
+ * `UnkeptNumber` (its text, and what JSON.parse read) for the record reader to refuse.
+ * A number whose double gives back the same value (`70.1`, `1.0`, `1e2`) is a number as usual.
+ */
+export class UnkeptNumber {
+  /** What JSON.parse reads the text as. */
+  readonly read: number;
+  /** Whether the number written is a whole number (however large). */
+  readonly integral: boolean;
+
+  constructor(readonly text: string) {
+    this.read = Number(text);
+    this.integral = isIntegral(text);
+  }
+
+  /** In a message that quotes a value as JSON, the number as it was written (as a string). */
+  toJSON(): string {
+    return this.text;
+  }
+}
+
+/** A JSON number: sign, integer part, fraction, exponent. */
+const NUMBER = /^(-?)(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?$/;
+
+/** A decimal number's value in one form: sign, digits without leading or trailing zeros, and the power of ten of the last digit; '0' for zero. */
+function canonical(text: string): string | null {
+  const m = NUMBER.exec(text);
+  if (!m) return null;
+  const [, sign, whole, fraction = '', exponent = '0'] = m;
+  const digits = `${whole}${fraction}`.replace(/^0+/, '');
+  if (digits === '') return '0';
+  const significant = digits.replace(/0+$/, '');
+  const power = BigInt(exponent) - BigInt(fraction.length) + BigInt(digits.length - significant.length);
+  return `${sign}${significant}e${power}`;
+}
+
+function isIntegral(text: string): boolean {
+  const form = canonical(text);
+  return form === '0' || (form !== null && !form.includes('e-'));
+}
+
+/** Whether the double JSON.parse makes of a number's text has the very value written. */
+export function keptExactly(text: string): boolean {
+  const read = Number(text);
+  // String() gives the shortest text that reads back as the same double: its value is the double's.
+  return Number.isFinite(read) && canonical(String(read).replace(/e\+/, 'e')) === canonical(text);
+}
+
+type PathSegment = string | number;
+
+/** Where each number of the text that a double cannot keep stands, in document order. Only for text JSON.parse has accepted. */
+export function unkeptNumbers(text: string): { path: PathSegment[]; text: string }[] {
+  const found: { path: PathSegment[]; text: string }[] = [];
+  /** Per open container: an object's key being read or last read, or an array's next index. */
+  const path: PathSegment[] = [];
+  const containers: ('object' | 'array')[] = [];
+  let expectingKey = false;
+  for (let at = 0; at < text.length; at++) {
+    const c = text.charCodeAt(at);
+    if (c === QUOTE) {
+      const end = stringEnd(text, at);
+      if (expectingKey) {
+        path[path.length - 1] = stringValue(text, at, end);
+        expectingKey = false;
+      }
+      at = end;
+    } else if (c === OPEN_BRACE) {
+      containers.push('object');
+      path.push('');
+      expectingKey = true;
+    } else if (c === OPEN_BRACKET) {
+      containers.push('array');
+      path.push(0);
+    } else if (c === CLOSE_BRACE || c === CLOSE_BRACKET) {
+      containers.pop();
+      path.pop();
+      expectingKey = false;
+    } else if (c === COMMA) {
+      const top = containers.length - 1;
+      if (containers[top] === 'array') path[top] = (path[top] as number) + 1;
+      expectingKey = containers[top] === 'object';
+    } else if (c === MINUS || (c >= DIGIT_0 && c <= DIGIT_9)) {
+      let end = at + 1;
+      while (end < text.length && NUMBER_CHARS.has(text.charCodeAt(end))) end++;
+      const lexeme = text.slice(at, end);
+      if (!keptExactly(lexeme)) found.push({ path: [...path], text: lexeme });
+      at = end - 1;
+    }
+  }
+  return found;
+}
+
+/**
+ * JSON.parse for a record from outside (a dish form's `json` part, a line of an import file):
+ * the same value, except that a number a double cannot keep as written is an `UnkeptNumber`.
+ * Throws what JSON.parse throws.
+ */
+export function parseRecordJson(text: string): unknown {
+  const value: unknown = JSON.parse(text);
+  const unkept = unkeptNumbers(text);
+  if (unkept.length === 0) return value;
+  let root: unknown = value;
+  for (const { path, text: lexeme } of unkept) {
+    if (path.length === 0) {
+      root = new UnkeptNumber(lexeme);
+      continue;
+    }
+    let parent: unknown = root;
+    for (const segment of path.slice(0, -1)) parent = ownValue(parent, segment);
+    // A key named twice leaves its last value in the object (such a record is refused anyway).
+    if (typeof parent === 'object' && parent !== null && typeof ownValue(parent, path[path.length - 1]) === 'number') {
+      Object.defineProperty(parent, path[path.length - 1], { value: new UnkeptNumber(lexeme), enumerable: true, writable: true, configurable: true });
+    }
+  }
+  return root;
+}
+
+/** An object's own property (`__proto__` included, as JSON.parse makes it), or undefined. */
+function ownValue(container: unknown, key: PathSegment): unknown {
+  if (typeof container !== 'object' || container === null) return undefined;
+  return Object.prototype.hasOwnProperty.call(container, key) ? (container as Record<PathSegment, unknown>)[key] : undefined;
+}
+
+const MINUS = 0x2d;
+const DIGIT_0 = 0x30;
+const DIGIT_9 = 0x39;
+/** What follows a number's first character within it: digits, `.`, `e`, `E`, `+`, `-`. */
+const NUMBER_CHARS = new Set([...'0123456789.eE+-'].map((ch) => ch.charCodeAt(0)));
