@@ -211,6 +211,11 @@ export function answerClientErrors(server: Server, tokenPath: string, log: Early
       if (coding !== undefined && !/^[ \t]*chunked[ \t]*$/i.test(coding)) {
         return { status: 501, detail: 'The request has a transfer coding the service does not apply: send its body with Transfer-Encoding: chunked alone, or with Content-Length.' };
       }
+      // A fragment is the client's, never sent (RFC 9112 §3.2): a raw '#' in the target would
+      // be read as part of the path by one parser and as the fragment's start by another.
+      if (req.url?.includes('#')) {
+        return { status: 400, detail: "The request target holds '#', which a request does not carry: leave the fragment out, and send '#' in a value as %23." };
+      }
       // One spelling of each path for every route: `/%62ranches` is `/branches`.
       if (req.url !== undefined) req.url = unescapeUnreserved(req.url);
       // Checked where every credential is (see REPEATED_AUTHORIZATION), not answered here.

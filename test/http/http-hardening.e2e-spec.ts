@@ -56,6 +56,8 @@ describe(`HTTP hardening (${process.env.TEST_DATABASE})`, () => {
     ['a Host with a path', 'GET /health/live HTTP/1.1\r\nHost: a/b?c\r\n\r\n', 400, "The request's Host header is not a host name or address with an optional port."],
     ['a Host with userinfo', 'GET /health/live HTTP/1.1\r\nHost: user@a\r\n\r\n', 400, "The request's Host header is not a host name or address with an optional port."],
     ['a Host with a port that is no number', 'GET /health/live HTTP/1.1\r\nHost: a:80x\r\n\r\n', 400, "The request's Host header is not a host name or address with an optional port."],
+    ['a fragment in the target', 'GET /branches#x?SvcClientId=1001 HTTP/1.1\r\nHost: x\r\n\r\n', 400, "The request target holds '#', which a request does not carry: leave the fragment out, and send '#' in a value as %23."],
+    ["a '#' in a query value", 'GET /visits/standard?Take=1#frag HTTP/1.1\r\nHost: x\r\n\r\n', 400, "The request target holds '#', which a request does not carry: leave the fragment out, and send '#' in a value as %23."],
     ['a second Host after 2000 other headers', `GET /health/live HTTP/1.1\r\nHost: a\r\n${'a: 1\r\n'.repeat(2000)}Host: b\r\n\r\n`, 400, 'The request has more than one Host header; it must have one.'],
   ])('answers what the HTTP parser refuses (%s) with a problem document, and closes', async (_what, raw, status, detail) => {
     const logged = jest.spyOn(t.app.get(AppLogger), 'warnFields');
