@@ -1,4 +1,4 @@
-import { mkdtempSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError, databaseKindFromEnvironment, loadConfig, usableFolder } from './app-config.js';
@@ -205,5 +205,39 @@ describe('databaseKindFromEnvironment', () => {
     expect(databaseKindFromEnvironment({ DATABASE_URL: 'postgres://u@db/results' })).toBe('postgres');
     expect(databaseKindFromEnvironment({})).toBe('sqlite');
     expect(databaseKindFromEnvironment({ DATABASE_URL: '  ' })).toBe('sqlite');
+  });
+});
+
+describe("the README's table of settings", () => {
+  const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+  /** Name → the Accepts cell of its row. */
+  const rows = new Map(
+    [...readme.matchAll(/^\| `([A-Z][A-Z0-9_]+)` \| [^|]* \| ([^|]*) \| [^|]* \|$/gm)].map(([, name, accepts]) => [name, accepts.trim()] as const),
+  );
+  /** What a value of the wrong kind is refused with, after "expected": the text the table must give. */
+  const expected = (name: string, value: string): string | undefined => {
+    try {
+      loadConfig({ [name]: value });
+      return undefined;
+    } catch (error) {
+      if (!(error instanceof ConfigError)) throw error;
+      return error.problems.find((p) => p.startsWith(`${name}=`))?.replace(/^[^:]*: expected /, '');
+    }
+  };
+
+  it('has a row for every setting, and each says what the setting accepts as a wrong value is told', () => {
+    const settings = Object.keys(loadConfig({})).concat('DATABASE_URL', 'REDIS_URL', 'PUBLIC_BASE_URL', 'CORS_ORIGINS', 'JWT_SIGNING_KEYS', 'JWT_SIGNING_KEYS_FILE', 'PAGE_TOKEN_KEY');
+    const named = [...new Set(settings.filter((key) => /^[A-Z][A-Z0-9_]+$/.test(key)))];
+    expect(named.filter((name) => !rows.has(name))).toEqual([]);
+    let checked = 0;
+    for (const name of named) {
+      // A value no setting of a number, a word, a URL or an identifier takes.
+      const told = name === 'JWT_SIGNING_KEYS_FILE' ? undefined : expected(name, '\u0001 x');
+      if (told === undefined) continue;
+      checked++;
+      // The origins' message goes on to name the value that is wrong.
+      expect([name, told.startsWith(rows.get(name) ?? '-')]).toEqual([name, true]);
+    }
+    expect(checked).toBeGreaterThan(40);
   });
 });
