@@ -1,5 +1,5 @@
 import { request as httpRequest } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { connect, type AddressInfo } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import { decodeJwt, decodeProtectedHeader } from 'jose';
 import request from 'supertest';
@@ -162,6 +162,30 @@ describe(`POST /connect/token (${process.env.TEST_DATABASE})`, () => {
   it('refuses a body that is not form-encoded', async () => {
     const res = await request(t.http).post('/connect/token').set('svc-api-key', partner.apiKey).send(creds());
     expectOAuthError(res, 400, 'invalid_request', 'The request body must be application/x-www-form-urlencoded.');
+  });
+
+  it('reads a form request with neither Content-Length nor Transfer-Encoding as an empty form, as it reads Content-Length: 0', async () => {
+    const server = t.app.getHttpServer();
+    if (!server.listening) await t.app.listen(0, '127.0.0.1');
+    const { port } = server.address() as AddressInfo;
+    const basic = `Basic ${Buffer.from(`${partner.clientId}:${partner.clientSecret}`).toString('base64')}`;
+    const exchange = (framing: string): Promise<string> =>
+      new Promise((resolve, reject) => {
+        const head = `POST /connect/token HTTP/1.1\r\nHost: x\r\nsvc-api-key: ${partner.apiKey}\r\nAuthorization: ${basic}\r\nContent-Type: application/x-www-form-urlencoded\r\n${framing}Connection: close\r\n\r\n`;
+        const socket = connect(port, '127.0.0.1', () => socket.write(head));
+        let received = '';
+        socket.on('data', (chunk: Buffer) => (received += chunk.toString('utf8')));
+        socket.on('close', () => resolve(received));
+        socket.on('error', reject);
+      });
+    for (const framing of ['', 'Content-Length: 0\r\n']) {
+      const [head, body] = (await exchange(framing)).split('\r\n\r\n');
+      expect([framing, head.split('\r\n')[0], JSON.parse(body)]).toEqual([
+        framing,
+        'HTTP/1.1 400 Bad Request',
+        { error: 'invalid_request', error_description: "The parameter 'grant_type' is required." },
+      ]);
+    }
   });
 
   it('refuses a parameter given twice', async () => {

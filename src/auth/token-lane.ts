@@ -3,7 +3,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { InjectThrottlerStorage, type ThrottlerStorage } from '@nestjs/throttler';
 import { readBodyAhead } from '../common/body-errors.js';
 import { sendBody } from '../common/compression.js';
-import { nothing, pathOf, putAhead, setAnswerHeaders, type LaneSetup } from '../common/lane.js';
+import { namesForm, nothing, pathOf, putAhead, setAnswerHeaders, type LaneSetup } from '../common/lane.js';
 import { NO_STORE_HEADERS, OAuthException } from '../common/oauth-error.js';
 import { AppConfig } from '../config/app-config.js';
 import { REQUEST_LOGGER, type RequestLogger } from '../logging/logging.module.js';
@@ -14,7 +14,6 @@ import type { CountResult } from '../rate-limit/rate-limit.storage.js';
 import { AuthCacheService } from './auth-cache.service.js';
 import { sentByScript, TokenService } from './token.service.js';
 
-const FORM_TYPE = 'application/x-www-form-urlencoded';
 
 /** An answer of the token endpoint: the token, or an OAuth error. */
 interface TokenAnswer {
@@ -69,11 +68,8 @@ export class TokenLane {
    */
   private takes(req: IncomingMessage): boolean {
     if (req.method !== 'POST' || pathOf(req) !== TOKEN_PATH) return false;
-    const type = req.headers['content-type'];
     const key = req.headers['svc-api-key'];
-    if (type === undefined || typeof key !== 'string' || key.trim() === '') return false;
-    const semicolon = type.indexOf(';');
-    return (semicolon < 0 ? type : type.slice(0, semicolon)).trim().toLowerCase() === FORM_TYPE;
+    return typeof key === 'string' && key.trim() !== '' && namesForm(req.headers['content-type']);
   }
 
   /** Answers the request and gives true, or gives false with nothing written (the request is then Express's). Never rejects. */

@@ -1,6 +1,7 @@
 import { applyDecorators, Body, Controller, Headers, HttpCode, Post, Req, Res, UseFilters } from '@nestjs/common';
 import { ApiBody, ApiConsumes, ApiExtraModels, ApiOkResponse, ApiOperation, ApiResponse, ApiSecurity, ApiTags, getSchemaPath } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
+import { namesForm } from '../common/lane.js';
 import { API_KEY_SCHEME } from '../common/openapi-names.js';
 import { Public } from '../common/public.decorator.js';
 import { OAuthErrorDto, TokenRequestDto, TokenResponseDto } from './dto/token.dto.js';
@@ -77,7 +78,7 @@ export class TokenController {
     @Body() body: unknown,
   ): Promise<TokenResponse> {
     for (const [name, value] of Object.entries(NO_STORE_HEADERS)) res.setHeader(name, value);
-    if (!req.is('application/x-www-form-urlencoded')) {
+    if (!namesForm(req.headers['content-type'])) {
       throw new OAuthException('invalid_request', 'The request body must be application/x-www-form-urlencoded.');
     }
     const form = typeof body === 'object' && body !== null ? (body as Record<string, unknown>) : {};

@@ -61,6 +61,20 @@ export function pathOf(req: IncomingMessage): string {
   return at < 0 ? url : url.slice(0, at);
 }
 
+/** The media type of a form (the token request's body). */
+export const FORM_TYPE = 'application/x-www-form-urlencoded';
+
+/**
+ * Whether a Content-Type names a form, whatever its parameters; whether a body came with it
+ * is not asked (Express's `req.is` gives null without one, though a request with neither
+ * Content-Length nor Transfer-Encoding has a body: an empty one, RFC 9112 §6.3).
+ */
+export function namesForm(contentType: string | undefined): boolean {
+  if (contentType === undefined) return false;
+  const semicolon = contentType.indexOf(';');
+  return (semicolon < 0 ? contentType : contentType.slice(0, semicolon)).trim().toLowerCase() === FORM_TYPE;
+}
+
 /** What Express's middlewares give every response of a lane besides the request line: the security and CORS headers. */
 export function setAnswerHeaders(req: IncomingMessage, res: ServerResponse, setup: LaneSetup): void {
   setup.securityHeaders.set(res, cameOverTls(req, setup.trust));
