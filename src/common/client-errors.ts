@@ -166,6 +166,41 @@ function asksUpgrade(req: IncomingMessage): boolean {
 }
 
 /**
+ * What makes a request's head one the service does not read on (Node's parser lets these
+ * through): Host missing, repeated or no host; a Transfer-Encoding HTTP/1.0 cannot have, that
+ * does not end in chunked or that has a coding before it; a fragment in the target.
+ */
+function malformedHead(req: IncomingMessage): { status: number; detail: string } | undefined {
+  if (req.httpVersionMajor === 1 && req.httpVersionMinor === 1 && req.headers.host === undefined) return refusal(undefined);
+  if (repeatedHost(req.rawHeaders)) return { status: 400, detail: 'The request has more than one Host header; it must have one.' };
+  // A Host that is no host and port (RFC 9112 §3.2: a 400): spaces, a path, userinfo.
+  if (req.headers.host !== undefined && !HOST.test(req.headers.host)) {
+    return { status: 400, detail: 'The request\'s Host header is not a host name or address with an optional port.' };
+  }
+  // HTTP/1.0 has no Transfer-Encoding: a request carrying one has faulty framing, whatever
+  // its other headers say (RFC 9112 §6.1), and the connection closes after the answer.
+  if (req.httpVersionMinor === 0 && req.headers['transfer-encoding'] !== undefined) {
+    return { status: 400, detail: 'An HTTP/1.0 request cannot carry Transfer-Encoding: send its body with Content-Length.' };
+  }
+  // A request's Transfer-Encoding must end in chunked (RFC 9112 §6.3): its body has no
+  // framing otherwise. Node's parser finds that out only when the body comes, by which time
+  // the application has the request: it is refused here, before the application sees it.
+  const coding = req.headers['transfer-encoding'];
+  if (coding !== undefined && !/(?:^|,)[ \t]*chunked[ \t]*$/i.test(coding)) return refusal(undefined);
+  // A coding before chunked (gzip, chunked) would have its bytes taken as the body: one
+  // the service does not apply is a 501 (RFC 9112 §6.1).
+  if (coding !== undefined && !/^[ \t]*chunked[ \t]*$/i.test(coding)) {
+    return { status: 501, detail: 'The request has a transfer coding the service does not apply: send its body with Transfer-Encoding: chunked alone, or with Content-Length.' };
+  }
+  // A fragment is the client's, never sent (RFC 9112 §3.2): a raw '#' in the target would
+  // be read as part of the path by one parser and as the fragment's start by another.
+  if (req.url?.includes('#')) {
+    return { status: 400, detail: "The request target holds '#', which a request does not carry: leave the fragment out, and send '#' in a value as %23." };
+  }
+  return undefined;
+}
+
+/**
  * Answers a request that Node's HTTP parser refuses (headers too large, a malformed header
  * line, conflicting Content-Length and Transfer-Encoding, a request too slow to arrive) with
  * a problem document, as every other error is answered, instead of Node's bare status line;
@@ -190,32 +225,8 @@ export function answerClientErrors(server: Server, tokenPath: string, log: Early
       // HTTP/1.0 and HTTP/1.1 are spoken; a request line of another version (HTTP/2.0 in
       // cleartext, HTTP/0.9's line without one) is a 505 (RFC 9110 §15.6.6), not served.
       if (req.httpVersionMajor !== 1 || req.httpVersionMinor > 1) return VERSION_NOT_SUPPORTED;
-      if (req.httpVersionMajor === 1 && req.httpVersionMinor === 1 && req.headers.host === undefined) return refusal(undefined);
-      if (repeatedHost(req.rawHeaders)) return { status: 400, detail: 'The request has more than one Host header; it must have one.' };
-      // A Host that is no host and port (RFC 9112 §3.2: a 400): spaces, a path, userinfo.
-      if (req.headers.host !== undefined && !HOST.test(req.headers.host)) {
-        return { status: 400, detail: 'The request\'s Host header is not a host name or address with an optional port.' };
-      }
-      // HTTP/1.0 has no Transfer-Encoding: a request carrying one has faulty framing, whatever
-      // its other headers say (RFC 9112 §6.1), and the connection closes after the answer.
-      if (req.httpVersionMinor === 0 && req.headers['transfer-encoding'] !== undefined) {
-        return { status: 400, detail: 'An HTTP/1.0 request cannot carry Transfer-Encoding: send its body with Content-Length.' };
-      }
-      // A request's Transfer-Encoding must end in chunked (RFC 9112 §6.3): its body has no
-      // framing otherwise. Node's parser finds that out only when the body comes, by which time
-      // the application has the request: it is refused here, before the application sees it.
-      const coding = req.headers['transfer-encoding'];
-      if (coding !== undefined && !/(?:^|,)[ \t]*chunked[ \t]*$/i.test(coding)) return refusal(undefined);
-      // A coding before chunked (gzip, chunked) would have its bytes taken as the body: one
-      // the service does not apply is a 501 (RFC 9112 §6.1).
-      if (coding !== undefined && !/^[ \t]*chunked[ \t]*$/i.test(coding)) {
-        return { status: 501, detail: 'The request has a transfer coding the service does not apply: send its body with Transfer-Encoding: chunked alone, or with Content-Length.' };
-      }
-      // A fragment is the client's, never sent (RFC 9112 §3.2): a raw '#' in the target would
-      // be read as part of the path by one parser and as the fragment's start by another.
-      if (req.url?.includes('#')) {
-        return { status: 400, detail: "The request target holds '#', which a request does not carry: leave the fragment out, and send '#' in a value as %23." };
-      }
+      const refused = malformedHead(req);
+      if (refused) return refused;
       // One spelling of each path for every route: `/%62ranches` is `/branches`.
       if (req.url !== undefined) req.url = unescapeUnreserved(req.url);
       // Checked where every credential is (see REPEATED_AUTHORIZATION), not answered here.
