@@ -62,4 +62,15 @@ describe('parseQuery', () => {
   it('decodes percent-encoding and plus signs', () => {
     expect(errorsOf('SvcClientId=1&VisitTypes=M%2CV')).toEqual(["'VisitTypes' must be 2 alpha characters: 'M,V'."]);
   });
+
+  it('refuses percent-escapes whose bytes are no UTF-8 rather than quote what they decode to (U+FFFD)', () => {
+    expect(errorsOf('SvcClientId=%E0%A4%A&VisitTypes=%FF%FE')).toEqual([
+      "'SvcClientId' holds percent-escapes whose bytes are not UTF-8.",
+      "'VisitTypes' holds percent-escapes whose bytes are not UTF-8.",
+    ]);
+    expect(errorsOf('SvcClientId=1&VisitTypes=%C0%AF&visittypes=MV')).toEqual(["'VisitTypes' holds percent-escapes whose bytes are not UTF-8.", "'VisitTypes' must be given only once."]);
+    // U+FFFD sent as such is a character like another; unknown parameters are not read at all.
+    expect(errorsOf('SvcClientId=1&VisitTypes=%EF%BF%BD')).toEqual(["'VisitTypes' must be 2 alpha characters: '\uFFFD'."]);
+    expect(parseQuery(SampleQuery, 'SvcClientId=3&utm=%FF')).toEqual({ SvcClientId: 3 });
+  });
 });

@@ -108,6 +108,9 @@ function parsedQueries(dto: Function, context: object = NO_CONTEXT): LRUCache<st
   return cache;
 }
 
+/** U+FFFD itself, percent-encoded as UTF-8: a query holding it may have sent the character. */
+const ENCODED_REPLACEMENT = /%EF%BF%BD/i;
+
 function validQuery<T extends object>(dto: DtoClass<T>, queryString: string, context?: object): T {
   const names = parameterNames(dto);
   const raw: Record<string, string> = {};
@@ -122,6 +125,14 @@ function validQuery<T extends object>(dto: DtoClass<T>, queryString: string, con
   for (const [key, value] of search) {
     const name = names.get(key.toLowerCase());
     if (name === undefined) continue;
+    // Percent-escapes whose bytes are no UTF-8 decode to U+FFFD: the value a message would
+    // quote is then not the one sent, so the bytes themselves are what is refused.
+    if (value.includes('\uFFFD') && !ENCODED_REPLACEMENT.test(queryString)) {
+      const problem = `'${name}' holds percent-escapes whose bytes are not UTF-8.`;
+      if (!problems.includes(problem)) problems.push(problem);
+      seen.add(name);
+      continue;
+    }
     if (seen.has(name)) {
       // An empty value counts as absent: beside a value it is no second one.
       if (value === '') continue;
