@@ -48,8 +48,12 @@ function isIntegral(text: string): boolean {
   return form === '0' || (form !== null && !form.includes('e-'));
 }
 
+/** At most 15 digits and no exponent: a decimal every double gives back (15 significant digits always round-trip). */
+const SHORT = /^-?\d+(?:\.\d+)?$/;
+
 /** Whether the double JSON.parse makes of a number's text has the very value written. */
 export function keptExactly(text: string): boolean {
+  if (text.length <= 16 && SHORT.test(text) && text.length - (text.startsWith('-') ? 1 : 0) - (text.includes('.') ? 1 : 0) <= 15) return true;
   const read = Number(text);
   // String() gives the shortest text that reads back as the same double: its value is the double's.
   return Number.isFinite(read) && canonical(String(read).replace(/e\+/, 'e')) === canonical(text);
