@@ -31,6 +31,11 @@ describe('numbers a double cannot keep as written', () => {
     ]);
     expect(unkeptNumbers('[1, 2, 3]')).toEqual([]);
     expect(unkeptNumbers('1e400')).toEqual([{ path: [], text: '1e400' }]);
+    // An exponent of a million digits is told by its size: it is not read as a number.
+    const huge = `1e${'9'.repeat(1_000_000)}`;
+    expect(unkeptNumbers(`[${huge}, 1e-${'9'.repeat(1_000_000)}, 0e${'9'.repeat(1_000_000)}]`).map((n) => n.text.length)).toEqual([huge.length, huge.length + 1]);
+    expect(new UnkeptNumber(huge).integral).toBe(true);
+    expect(new UnkeptNumber(`1e-${'9'.repeat(1_000_000)}`).integral).toBe(false);
   });
 
   it('parses as JSON.parse does, but leaves those numbers as they were written', () => {

@@ -39,6 +39,11 @@ function canonical(text: string): string | null {
   const digits = `${whole}${fraction}`.replace(/^0+/, '');
   if (digits === '') return '0';
   const significant = digits.replace(/0+$/, '');
+  // An exponent of more than 15 digits puts any nonzero number past every double (the digits
+  // written cannot make up for it, however many): its size is all that is said of it, and it
+  // is never read as a number (BigInt would take quadratic time over a long one).
+  const magnitude = exponent.replace(/^[+-]?0*/, '');
+  if (magnitude.length > 15) return `${sign}${significant}e${exponent.startsWith('-') ? '-' : ''}huge`;
   const power = BigInt(exponent) - BigInt(fraction.length) + BigInt(digits.length - significant.length);
   return `${sign}${significant}e${power}`;
 }
