@@ -665,6 +665,30 @@ describe(`operator CLI (${process.env.TEST_DATABASE})`, () => {
     expect(listed.find((c) => c.clientId === issued.clientId)?.keys).toEqual([expect.objectContaining({ prefix: issued.apiKey.slice(0, 12), revoked: true })]);
   });
 
+  it('takes back a credential, a key or a webhook endpoint whose secret its output could not show (a full disk), and says so in one line, exit 2', async () => {
+    const full = Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
+    const credentials = await count('credentials');
+    const keys = await count('api_keys');
+    const lost = await cli(['credentials', 'add', '--clients', '1001', '--scopes', 'visits/standard.read', '--name', 'never shown'], env, { stdoutFails: full });
+    expect(lost).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: 'error: cannot write the output (ENOSPC: no space left on device, write): what it would have shown once was taken back; nothing was made\n',
+    });
+    expect([await count('credentials'), await count('api_keys')]).toEqual([credentials, keys]);
+
+    const owner = await cliJson<{ clientId: string }>(['credentials', 'add', '--clients', '1001', '--scopes', 'visits/standard.read', '--name', 'key owner'], env);
+    const key = await cli(['keys', 'add', owner.clientId, '--json'], env, { stdoutFails: full });
+    expect([key.code, key.stderr]).toEqual([2, expect.stringMatching(/^error: cannot write the output \(ENOSPC[^)]*\): what it would have shown once was taken back; nothing was made\n$/)]);
+    const [listed] = (await cliJson<{ clientId: string; keys: { revoked: boolean }[] }[]>(['credentials', 'list'], env)).filter((c) => c.clientId === owner.clientId);
+    // The first key stays; the one never shown is revoked.
+    expect(listed.keys.map((k) => k.revoked)).toEqual([false, true]);
+
+    const endpoint = await cli(['webhooks', 'add', owner.clientId, '--url', 'https://10.1.2.3/hook', '--allow-private'], env, { stdoutFails: full });
+    expect(endpoint.code).toBe(2);
+    expect(await cliJson(['webhooks', 'list'], env)).toEqual([]);
+  });
+
   it('reports keys and credentials that do not exist', async () => {
     expect((await cli(['keys', 'revoke', 'svck_nothing'], env)).stderr).toContain("no API key has the prefix 'svck_nothing'");
     expect((await cli(['credentials', 'disable', 'svc_nobody'], env)).stderr).toContain("credential 'svc_nobody' does not exist");

@@ -39,6 +39,14 @@ export class AuthRepository {
     });
   }
 
+  /** Deletes a credential and its keys: one just made whose secret was never shown (see CredentialsService.takeBack). */
+  async deleteCredential(clientId: string): Promise<void> {
+    await inTransaction(this.db, async (tx) => {
+      await tx.getRepository(ApiKey).delete({ credentialId: clientId });
+      await tx.getRepository(Credential).delete({ clientId });
+    });
+  }
+
   async addKey(credentialId: string, key: Pick<ApiKey, 'prefix' | 'hash'>): Promise<void> {
     await this.db.getRepository(ApiKey).insert({ ...key, credentialId, revoked: false });
   }

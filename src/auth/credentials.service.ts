@@ -136,6 +136,14 @@ export class CredentialsService {
     return secretMatches ? null : 'its client secret is no longer the one stored';
   }
 
+  /**
+   * Takes back a credential just made whose secret and key could not be shown (the CLI's output
+   * failed): nobody holds them, so nothing may sign in with them, and nothing of it stays.
+   */
+  async takeBack(clientId: string): Promise<void> {
+    await this.repo.deleteCredential(clientId);
+  }
+
   async disable(clientId: string): Promise<void> {
     await this.requireCredential(clientId);
     await this.repo.setDisabled(clientId, true);

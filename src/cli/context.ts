@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { inspect } from 'node:util';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import type { INestApplicationContext, LoggerService } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { Redis } from 'ioredis';
@@ -19,7 +19,8 @@ const BATCH_QUERY_TIMEOUT_MS = 600_000;
 
 /** A stream the CLI writes to: the process's own, or a test's buffer. */
 export interface CliStream {
-  write(text: string): unknown;
+  /** `done` is called once the text is written, with the error when it could not be. */
+  write(text: string, done?: (error?: Error | null) => void): unknown;
   isTTY?: boolean;
   columns?: number;
 }
@@ -37,7 +38,15 @@ export interface Output {
   text: string;
   /** Exit code; 1 when an import refused records. */
   code?: number;
+  /** Already written (see CliContext.printOnce). */
+  printed?: boolean;
 }
+
+/**
+ * The command's output could not be written (a full disk, a closed pipe) after it made
+ * something it shows once: that was taken back, or is said to be lost.
+ */
+export class OutputFailure extends Error {}
 
 /**
  * The state of one run of the CLI: where its output goes, whether it is JSON, and its exit
@@ -64,8 +73,28 @@ export class CliContext {
   }
 
   emit(output: Output): void {
-    this.io.stdout.write(this.json ? `${JSON.stringify(output.json, null, 2)}\n` : `${output.text}\n`);
+    if (!output.printed) this.io.stdout.write(this.text(output));
     this.exitCode = output.code ?? 0;
+  }
+
+  private text(output: Output): string {
+    return this.json ? `${JSON.stringify(output.json, null, 2)}\n` : `${output.text}\n`;
+  }
+
+  /**
+   * Writes output that shows a secret once, and waits until it is written. When it cannot be
+   * (a full disk, a reader gone), `takeBack` undoes what was made, since a secret nobody saw
+   * must not stay usable, and the command fails saying so (`lost`: what is left to do instead,
+   * when nothing can be taken back).
+   */
+  async printOnce(output: Output, takeBack: (() => Promise<void>) | { lost: string }): Promise<Output> {
+    const error = await writeChecked(this.io.stdout, this.text(output));
+    if (error === undefined) return { ...output, printed: true };
+    if (typeof takeBack === 'function') {
+      await takeBack();
+      throw new OutputFailure(`cannot write the output (${error.message}): what it would have shown once was taken back; nothing was made`);
+    }
+    throw new OutputFailure(`cannot write the output (${error.message}): ${takeBack.lost}`);
   }
 
   /** A commander action that prints what `run` returns. */
@@ -80,9 +109,9 @@ export class CliContext {
     // A schema made here, as the service would make it: said, since a mistyped DATABASE_SCHEMA is the likelier cause.
     if ((await prepareSchema(config)) === 'made') this.noteNewSchema(config.DATABASE_SCHEMA);
     // The folders the settings name, checked as the service checks them at start (before the application, which would log a stack).
-    const dataDir = prepareDataDir(config);
+    const made = this.newDatabase(config);
+    prepareDataDir(config);
     prepareImageFolder(config);
-    this.noteNewDatabase(dataDir);
     // What the context created so far, to close it when the start itself fails (the context is not returned then).
     const created: unknown[] = [];
     let app: INestApplicationContext;
@@ -98,6 +127,7 @@ export class CliContext {
       await closeCreated(created);
       throw error;
     }
+    this.noteNewDatabase(made);
     try {
       return await use(app);
     } finally {
@@ -109,24 +139,41 @@ export class CliContext {
     this.io.stderr.write(`note: there was no schema "${schema}" in the database; a new, empty one is made (is DATABASE_SCHEMA right?)\n`);
   }
 
-  /** An embedded database is made where there is none, as the service does: said, since a wrong DATA_DIR is the likelier cause. */
-  private noteNewDatabase(dataDir: string | null): void {
-    const sqlite = dataDir === null ? null : join(dataDir, SQLITE_FILE);
-    if (sqlite && !existsSync(sqlite)) this.io.stderr.write(`note: there was no database at ${sqlite}; a new, empty one is made (is DATA_DIR right?)\n`);
+  /** The embedded database's file when there is none yet (opening it makes it, as the service does), else null. */
+  private newDatabase(config: AppConfig): string | null {
+    const sqlite = config.DATABASE_URL ? null : join(resolve(config.DATA_DIR), SQLITE_FILE);
+    return sqlite && !existsSync(sqlite) ? sqlite : null;
+  }
+
+  /** Said once the database was made, since a wrong DATA_DIR is the likelier cause. */
+  private noteNewDatabase(sqlite: string | null): void {
+    if (sqlite) this.io.stderr.write(`note: there was no database at ${sqlite}; a new, empty one was made (is DATA_DIR right?)\n`);
   }
 
   /** Runs `use` with a data source for migration commands, destroyed afterwards in every case. */
   async withDataSource<T>(use: (db: DataSource) => Promise<T>, options: { noteNewDatabase?: boolean } = {}): Promise<T> {
     const config = this.config();
-    const dataDir = prepareDataDir(config);
-    if (options.noteNewDatabase ?? true) this.noteNewDatabase(dataDir);
+    const made = (options.noteNewDatabase ?? true) ? this.newDatabase(config) : null;
+    prepareDataDir(config);
     const db = await openDataSource(config);
+    this.noteNewDatabase(made);
     try {
       return await use(db);
     } finally {
       await db.destroy();
     }
   }
+}
+
+/** Writes `text`, resolving to the error when it could not be written (a stream that takes a callback says so through it). */
+function writeChecked(stream: CliStream, text: string): Promise<Error | undefined> {
+  return new Promise((resolve) => {
+    try {
+      stream.write(text, (error) => resolve(error ?? undefined));
+    } catch (error) {
+      resolve(error instanceof Error ? error : new Error(String(error)));
+    }
+  });
 }
 
 /** Closes the connections of a context whose start failed. */

@@ -23,8 +23,9 @@ export function registerCredentials(program: Command, cli: CliContext): void {
     .action(
       cli.action(async (opts: AddOptions) =>
         cli.withApp(async (app) => {
-          const issued = await app.get(CredentialsService).add(opts);
-          return { json: issued, text: JSON.stringify(issued) };
+          const credentials = app.get(CredentialsService);
+          const issued = await credentials.add(opts);
+          return cli.printOnce({ json: issued, text: JSON.stringify(issued) }, () => credentials.takeBack(issued.clientId));
         }),
       ),
     );

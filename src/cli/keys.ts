@@ -11,8 +11,11 @@ export function registerKeys(program: Command, cli: CliContext): void {
     .action(
       cli.action(async (clientId: string) =>
         cli.withApp(async (app) => {
-          const key = await app.get(CredentialsService).addKey(clientId);
-          return { json: key, text: JSON.stringify(key) };
+          const credentials = app.get(CredentialsService);
+          const key = await credentials.addKey(clientId);
+          return cli.printOnce({ json: key, text: JSON.stringify(key) }, async () => {
+            await credentials.revokeKey(key.prefix);
+          });
         }),
       ),
     );

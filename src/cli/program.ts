@@ -8,7 +8,7 @@ import { SchemaMissingError } from '../database/migration-tools.js';
 import { registerBranches } from './branches.js';
 import { registerBrands } from './brands.js';
 import { registerClients } from './clients.js';
-import { CliContext, type CliIo } from './context.js';
+import { CliContext, OutputFailure, type CliIo } from './context.js';
 import { registerCredentials } from './credentials.js';
 import { registerDemo } from './demo.js';
 import { registerKeys } from './keys.js';
@@ -104,6 +104,11 @@ export async function runCli(args: readonly string[], io: CliIo): Promise<number
     const known =
       folder === undefined &&
       (error instanceof OperatorError || error instanceof ConfigError || error instanceof RecordFileError || error instanceof SchemaMissingError);
+    // The output could not be written: said on stderr in one line, exit 2, as a full disk is.
+    if (error instanceof OutputFailure) {
+      io.stderr.write(`error: ${error.message}\n`);
+      return 2;
+    }
     // What the environment did (a database out of reach, a folder that cannot be used): said in one line, still exit 2.
     const environment = known ? undefined : (folder ?? environmentFailure(error));
     const message = known ? error.message : (environment ?? `unexpected error: ${(error as Error)?.stack ?? String(error)}`);

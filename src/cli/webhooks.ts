@@ -29,7 +29,11 @@ export function registerWebhooks(program: Command, cli: CliContext): void {
     .option('--allow-private', 'allow a URL that leads to a private, link-local or loopback address')
     .action(
       cli.action(async (clientId: string, opts: { url: string; allowPrivate?: boolean }) =>
-        cli.withApp(async (app) => secretOutput(await app.get(WebhooksService).add(clientId, opts.url, opts.allowPrivate ?? false), '')),
+        cli.withApp(async (app) => {
+          const service = app.get(WebhooksService);
+          const issued = await service.add(clientId, opts.url, opts.allowPrivate ?? false);
+          return cli.printOnce(secretOutput(issued, ''), () => service.remove(issued.id));
+        }),
       ),
     );
   webhooks
@@ -77,7 +81,8 @@ export function registerWebhooks(program: Command, cli: CliContext): void {
           const dropped = issued.secretDroppedEarly
             ? `the secret before the previous rotation, which was to sign until ${issued.secretDroppedEarly}, signs no more: a receiver still verifying with it fails from now on`
             : '';
-          return secretOutput(issued, note, dropped);
+          // The previous secret signs on: a rotation whose new secret was not shown is made again.
+          return cli.printOnce(secretOutput(issued, note, dropped), { lost: `the new signing secret of ${id} was not shown; rotate it again` });
         }),
       ),
     );

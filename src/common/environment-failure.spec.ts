@@ -17,6 +17,13 @@ describe('environmentFailure', () => {
       'cannot listen: listen EADDRINUSE: address already in use 0.0.0.0:9464',
     );
     expect(environmentFailure(failure("EACCES: permission denied, mkdir '/data'", { code: 'EACCES', path: '/data' }))).toBe("cannot use /data: EACCES: permission denied, mkdir '/data'");
+    // An embedded database file that cannot be opened or written (read-only, a folder where no file can be made).
+    expect(environmentFailure(failure('attempt to write a readonly database', { code: 'SQLITE_READONLY' }))).toBe('the database cannot be used: attempt to write a readonly database');
+    expect(environmentFailure(failure('SqliteError: attempt to write a readonly database', { driverError: { code: 'SQLITE_READONLY_DBMOVED' } }))).toBe(
+      'the database cannot be used: SqliteError: attempt to write a readonly database',
+    );
+    expect(environmentFailure(failure('unable to open database file', { code: 'SQLITE_CANTOPEN' }))).toBe('the database cannot be used: unable to open database file');
+    expect(environmentFailure(failure('UNIQUE constraint failed: clients.id', { code: 'SQLITE_CONSTRAINT_PRIMARYKEY' }))).toBeUndefined();
     expect(environmentFailure(new TypeError('x is not a function'))).toBeUndefined();
     expect(environmentFailure('text')).toBeUndefined();
   });

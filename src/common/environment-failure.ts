@@ -19,6 +19,9 @@ const CERTIFICATE_CODES = new Set([
   'ERR_TLS_CERT_ALTNAME_INVALID',
 ]);
 
+/** SQLite's codes (and extended codes) for a database file it cannot open or write: its file's or folder's permissions, a read-only file system. */
+const SQLITE_FILE_CODES = /^SQLITE_(READONLY|CANTOPEN|PERM|IOERR)(_|$)/;
+
 /** File system errors of a folder or file the configuration names. */
 const PATH_CODES = new Set(['EEXIST', 'ENOTDIR', 'EACCES', 'EPERM', 'EROFS', 'ENOENT', 'EISDIR']);
 
@@ -32,7 +35,8 @@ export function environmentFailure(error: unknown): string | undefined {
   if (!e || typeof e !== 'object' || typeof e.message !== 'string') return undefined;
   const cause = unavailableCause(error);
   if (cause === 'disk-full') return `no room left on the disk: ${e.message}`;
-  if (cause === 'database' || CONNECTION_REFUSED_CODES.has(String(e.code ?? e.driverError?.code))) return `the database cannot be used: ${e.message}`;
+  const code = String(e.code ?? e.driverError?.code);
+  if (cause === 'database' || CONNECTION_REFUSED_CODES.has(code) || SQLITE_FILE_CODES.test(code)) return `the database cannot be used: ${e.message}`;
   if (CERTIFICATE_CODES.has(String(e.code))) {
     return `the database cannot be used: its TLS certificate is not trusted (${e.message}); give its CA with sslrootcert=<file> in DATABASE_URL (deploy/README.md)`;
   }

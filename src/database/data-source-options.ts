@@ -14,7 +14,31 @@ export const SQLITE_FILE = 'results.sqlite';
  * Null with PostgreSQL, where nothing is kept in DATA_DIR.
  */
 export function prepareDataDir(config: AppConfig): string | null {
-  return config.DATABASE_URL ? null : usableFolder('DATA_DIR', config.DATA_DIR);
+  if (config.DATABASE_URL) return null;
+  const dir = usableFolder('DATA_DIR', config.DATA_DIR);
+  openable(join(dir, SQLITE_FILE));
+  return dir;
+}
+
+const requireHere = createRequire(import.meta.url);
+
+/**
+ * better-sqlite3's addon, by its own path, so that no module loader has to guess it through
+ * `bindings`. Asked for only on SQLite: an install for PostgreSQL may have no addon built.
+ */
+function nativeBinding(): string {
+  return requireHere.resolve('better-sqlite3/build/Release/better_sqlite3.node');
+}
+
+/**
+ * Opens and closes the embedded database's file (made, empty, where there is none, as the
+ * application's first connection would make it), so that a file that cannot be opened (a
+ * folder where no file can be made, such as a kernel's) fails here, in one line, rather than
+ * inside the application's start, whose logger reports it first.
+ */
+function openable(file: string): void {
+  const Database = requireHere('better-sqlite3') as typeof import('better-sqlite3');
+  new Database(file, { nativeBinding: nativeBinding() }).close();
 }
 
 /**
@@ -51,8 +75,7 @@ export function dataSourceOptions(config: AppConfig): DataSourceOptions {
     entities: ENTITIES,
     migrations: SQLITE_MIGRATIONS,
     migrationsTableName: 'migrations',
-    // The addon's own path, so that no module loader has to guess it through `bindings`.
-    nativeBinding: createRequire(import.meta.url).resolve('better-sqlite3/build/Release/better_sqlite3.node'),
+    nativeBinding: nativeBinding(),
     enableWAL: true,
     // How long a write waits for another process's (an import, the service) before it fails.
     timeout: config.DATABASE_QUERY_TIMEOUT_MS,

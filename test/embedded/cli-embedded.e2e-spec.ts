@@ -23,7 +23,7 @@ describe('operator CLI on the embedded database', () => {
     expect(fresh).toEqual({
       code: 0,
       stdout: '(no clients)\n',
-      stderr: `note: there was no database at ${join(elsewhere, 'results.sqlite')}; a new, empty one is made (is DATA_DIR right?)\n`,
+      stderr: `note: there was no database at ${join(elsewhere, 'results.sqlite')}; a new, empty one was made (is DATA_DIR right?)\n`,
     });
     expect(await cli(['clients', 'list'], embedded(elsewhere))).toEqual({ code: 0, stdout: '(no clients)\n', stderr: '' });
   });

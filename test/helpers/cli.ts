@@ -23,7 +23,7 @@ function commandEnv(env: Record<string, string>): Record<string, string | undefi
  * Runs an operator command in this process, as `npm run cli -- <args>` would run it with the
  * given environment: same commands, output and exit code, without the start of a process.
  */
-export async function cli(args: string[], env: Record<string, string>): Promise<CliResult> {
+export async function cli(args: string[], env: Record<string, string>, options: { stdoutFails?: Error } = {}): Promise<CliResult> {
   let stdout = '';
   let stderr = '';
   // passport keeps its strategies per process: the command's application context registers its
@@ -34,7 +34,14 @@ export async function cli(args: string[], env: Record<string, string>): Promise<
   try {
     const code = await runCli(args, {
       env: commandEnv(env),
-      stdout: { write: (text: string) => (stdout += text) },
+      // `stdoutFails`: every write fails, as on a full disk.
+      stdout: {
+        write: (text: string, done?: (error?: Error | null) => void) => {
+          if (options.stdoutFails) return done?.(options.stdoutFails);
+          stdout += text;
+          done?.();
+        },
+      },
       stderr: { write: (text: string) => (stderr += text) },
     });
     return { code, stdout, stderr };
