@@ -511,7 +511,7 @@ describe(`operator CLI (${process.env.TEST_DATABASE})`, () => {
       {
         line: 1,
         element: 1,
-        errors: ["'dishes[1].code' must be at most 50 characters.", "'dishes[1].image' The image must be a JPEG, PNG or WebP file."],
+        errors: ["'dishes[1].code' must be at most 50 characters.", "'dishes[1].image': The image must be a JPEG, PNG or WebP file."],
       },
     ]);
     expect(await count('menus')).toBe(0);
@@ -533,13 +533,13 @@ describe(`operator CLI (${process.env.TEST_DATABASE})`, () => {
     const ended = await cli(['--json', 'menus', 'import', '--client', '1001', file('ended.json', JSON.stringify([{ id: 120, name: 'Backwards', startDate: '2026-11-01', endDate: '2026-10-01' }]))], env);
     expect(JSON.parse(ended.stdout).rejected[0].errors).toEqual(["'endDate' must be on or after 'startDate' (2026-11-01): '2026-10-01'."]);
     const unreadable = await cli(['--json', 'menus', 'import', '--client', '1001', menu([{ ...odd, expiryDate: null, keywords: [' '], image: '.' }])], env);
-    expect(JSON.parse(unreadable.stdout).rejected[0].errors).toEqual(["'dishes[0].image' cannot read '.': it is not a file."]);
+    expect(JSON.parse(unreadable.stdout).rejected[0].errors).toEqual(["'dishes[0].image': cannot read '.': it is not a file."]);
     // A device is not read at all, a file past the size limit not whole.
     const device = await cli(['--json', 'menus', 'import', '--client', '1001', menu([{ ...odd, expiryDate: null, keywords: [], image: '/dev/zero' }])], env);
-    expect(JSON.parse(device.stdout).rejected[0].errors).toEqual(["'dishes[0].image' cannot read '/dev/zero': it is not a file."]);
+    expect(JSON.parse(device.stdout).rejected[0].errors).toEqual(["'dishes[0].image': cannot read '/dev/zero': it is not a file."]);
     const large = file('large.png', Buffer.alloc(5000, 1));
     const tooLarge = await cli(['--json', 'menus', 'import', '--client', '1001', menu([{ ...odd, expiryDate: null, keywords: [], image: large }])], { ...env, IMAGE_MAX_BYTES: '4096' });
-    expect(JSON.parse(tooLarge.stdout).rejected[0].errors).toEqual(["'dishes[0].image' The image must be at most 4096 bytes (4 KiB)."]);
+    expect(JSON.parse(tooLarge.stdout).rejected[0].errors).toEqual(["'dishes[0].image': The image must be at most 4096 bytes (4 KiB)."]);
 
     const good = await cliJson<{ imported: number }>(['menus', 'import', '--client', '1001', menu([steak, salad])], env);
     expect(good.imported).toBe(1);

@@ -79,7 +79,7 @@ export class MenusImportService {
           image = await prepareImage(await readImageFile(resolve(folder, imagePath), imagePath, limits.maxBytes), limits);
         } catch (error) {
           const reason = error instanceof ImageRejected ? error.message : `cannot read '${imagePath}'.`;
-          r.errors.push(`'dishes[${i}].image' ${reason}`);
+          r.errors.push(`'dishes[${i}].image': ${reason}`);
         }
       }
       if (fields) dishes.push({ dish: fields, image });
