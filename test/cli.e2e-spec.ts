@@ -179,6 +179,8 @@ describe(`operator CLI (${process.env.TEST_DATABASE})`, () => {
       [['clients', 'add', '--id', '4243', '--name', ' \t '], 'client name must not be blank'],
       [['clients', 'add', '--id', '4243', '--name', '\u{1F37D}'.repeat(201)], 'client name must be at most 200 characters: it has 201'],
       [['brands', 'add', '--client', '1001', '--id', '9', '--name', 'a\u0000b'], 'brand name must not contain NUL characters or unpaired UTF-16 surrogates'],
+      // Bytes that are no UTF-8 on the command line, which Node reads as U+FFFD.
+      [['clients', 'add', '--id', '4243', '--name', 'a\uFFFD'], "the argument 'a\uFFFD' is not UTF-8 text (U+FFFD stands where its bytes were not): give it in UTF-8"],
     ];
     for (const [args, error] of names) expect(JSON.parse((await cli(['--json', ...args], env)).stdout)).toEqual({ error });
     expect(await cliJson(['clients', 'add', '--id', '4243', '--name', ` ${'n'.repeat(198)} `], env)).toEqual({ id: 4243, name: ` ${'n'.repeat(198)} ` });

@@ -80,6 +80,12 @@ function refuseRepeatedOptions(command: Command): void {
 export async function runCli(args: readonly string[], io: CliIo): Promise<number> {
   const cli = new CliContext(io, args);
   try {
+    // Node reads the command line as UTF-8, bytes that are not as U+FFFD: a name given so would
+    // be stored as other text than was typed (an import file's such bytes are refused alike).
+    const garbled = args.find((arg) => arg.includes('\uFFFD'));
+    if (garbled !== undefined) {
+      throw new OperatorError(`the argument '${garbled}' is not UTF-8 text (U+FFFD stands where its bytes were not): give it in UTF-8`);
+    }
     await buildCli(cli).parseAsync([...args], { from: 'user' });
     return cli.exitCode;
   } catch (error) {
