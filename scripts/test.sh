@@ -9,9 +9,10 @@ bash scripts/ensure-services.sh
 bash scripts/ensure-chromium.sh
 bash scripts/ensure-kubectl.sh
 fresh=$(mktemp -d)
-# Lint is the longest check and runs on one core: it runs beside the checks after it, and its
-# verdict is read before the tests start.
-echo "== lint (beside the checks below)"
+# Lint is the longest check and runs on one core: it runs beside the checks after it and the
+# tests (whose workers leave a core idle while they wait on a spawned process or a browser),
+# and its verdict is read once the tests are over.
+echo "== lint (beside the checks and tests below; its verdict after the tests)"
 npx eslint --max-warnings=0 . >"$fresh/lint.log" 2>&1 &
 lint=$!
 trap 'kill "$lint" 2>/dev/null || true; rm -rf "$fresh"' EXIT
@@ -33,6 +34,12 @@ if ! diff -u test/generated/results-api.ts "$fresh/results-api.ts"; then
   exit 1
 fi
 echo "== contract lint" && npx redocly lint openapi/openapi.json --format=stylish
+echo "== tests"
+# A larger young generation: the workers load the service's modules afresh for every test
+# file, and collected less often that costs them about 7% less CPU.
+tests=0
+NODE_OPTIONS="--experimental-vm-modules --no-warnings=ExperimentalWarning --max-semi-space-size=64 ${NODE_OPTIONS:-}" \
+  node node_modules/jest/bin/jest.js --ci "$@" || tests=$?
 echo "== lint"
 if ! wait "$lint"; then
   cat "$fresh/lint.log" >&2
@@ -40,8 +47,4 @@ if ! wait "$lint"; then
   exit 1
 fi
 cat "$fresh/lint.log"
-echo "== tests"
-# A larger young generation: the workers load the service's modules afresh for every test
-# file, and collected less often that costs them about 7% less CPU.
-NODE_OPTIONS="--experimental-vm-modules --no-warnings=ExperimentalWarning --max-semi-space-size=64 ${NODE_OPTIONS:-}" \
-  node node_modules/jest/bin/jest.js --ci "$@"
+exit "$tests"
