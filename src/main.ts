@@ -7,6 +7,7 @@ import { AppModule } from './app.module.js';
 import { BodyPool } from './common/body-pool.js';
 import { lingerAfterResponse } from './common/body-drain.js';
 import { environmentFailure } from './common/environment-failure.js';
+import { closeIdleConnections, openConnections } from './common/idle-connections.js';
 import { startIdleCollector } from './common/idle-collector.js';
 import { AppConfig, BUILT_IN_API_KEY_HASH_KEY, ConfigError, loadConfig } from './config/app-config.js';
 import { prepareDataDir } from './database/data-source-options.js';
@@ -69,7 +70,7 @@ async function bootstrap(): Promise<void> {
     app.get(LifecycleService).shuttingDown = true;
     const server = app.getHttpServer() as Server;
     const drained = new Promise<void>((resolve) => server.close(() => resolve()));
-    server.closeIdleConnections();
+    closeIdleConnections(server, connections);
     // Node counts a connection that has not sent a byte (a proxy's connection opened ahead of
     // need) as busy, and the grace period waited for it: it carries no request, so it goes now.
     for (const socket of connections) {
@@ -94,7 +95,7 @@ async function bootstrap(): Promise<void> {
         const req = (res as ServerResponse & { req?: IncomingMessage }).req;
         if (req && !req.complete) lingerAfterResponse(req, SHUTDOWN_LINGER_MS, { readNow: false });
       }
-      res.once('finish', () => setImmediate(() => server.closeIdleConnections()));
+      res.once('finish', () => setImmediate(() => closeIdleConnections(server, connections)));
     }
     const deadline = setTimeout(() => {
       logger.warn('grace period over: closing the remaining connections');
@@ -144,12 +145,3 @@ bootstrap().catch((error: unknown) => {
   process.exit(1);
 });
 
-/** The server's open connections, kept up to date as they come and close. */
-function openConnections(server: Server): ReadonlySet<Socket> {
-  const open = new Set<Socket>();
-  server.on('connection', (socket: Socket) => {
-    open.add(socket);
-    socket.once('close', () => open.delete(socket));
-  });
-  return open;
-}

@@ -1,0 +1,34 @@
+import { ServerResponse, type IncomingMessage, type Server } from 'node:http';
+import type { Socket } from 'node:net';
+
+/** The server's open connections, kept up to date as they come and close. */
+export function openConnections(server: Server): ReadonlySet<Socket> {
+  const open = new Set<Socket>();
+  server.on('connection', (socket: Socket) => {
+    open.add(socket);
+    socket.once('close', () => open.delete(socket));
+  });
+  return open;
+}
+
+/**
+ * Closes the server's idle connections, as `server.closeIdleConnections()` does, except one
+ * whose answer is ended but still being written. Node counts such a connection idle once the
+ * answer's `end()` was called (`finished`), and destroying it drops what the process still
+ * holds of the answer: a slow reader of a large page got a cut body. Such a connection is left
+ * to finish writing (call this again once its answer's `finish` has come).
+ */
+export function closeIdleConnections(server: Server, connections: ReadonlySet<Socket>): void {
+  const writing: ServerResponse<IncomingMessage>[] = [];
+  for (const socket of connections) {
+    const res = (socket as Socket & { _httpMessage?: unknown })._httpMessage;
+    if (res instanceof ServerResponse && res.finished && !res.writableFinished) writing.push(res as ServerResponse<IncomingMessage>);
+  }
+  // Node skips a connection whose answer is not `finished`: these are, for the call's length.
+  for (const res of writing) res.finished = false;
+  try {
+    server.closeIdleConnections();
+  } finally {
+    for (const res of writing) res.finished = true;
+  }
+}
