@@ -12,7 +12,7 @@ export class VisitsChangedDataDto {
     type: 'integer',
     minimum: 1,
     example: 3,
-    description: 'Visit inserts and changes the credential may read, over the changes this event stands for (a visit changed twice counts twice).',
+    description: 'Visit inserts and changes the credential may read, and changes that moved a visit out of what it may read (the change feed reports those in removed), over the changes this event stands for (a visit changed twice counts twice).',
   })
   count!: number;
 }
