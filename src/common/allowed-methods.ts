@@ -5,7 +5,7 @@ const ORDER = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'];
 
 /** A layer of Express's router (router 2): a route's layer has `route`, and matches a path. */
 interface RouterLayer {
-  route?: { methods: Record<string, boolean | undefined> };
+  route?: { methods: Record<string, boolean | undefined>; path?: unknown };
   match(path: string): boolean;
 }
 
@@ -22,14 +22,32 @@ export function allowedMethods(app: unknown, path: string): string[] {
   const methods = new Set<string>();
   for (const layer of stack) {
     if (layer.route === undefined) continue;
-    const answered = Object.entries(layer.route.methods).filter(([method, on]) => on && method !== '_all');
-    // A route for every method is a middleware mounted on all paths (Nest's), not a resource.
-    if (layer.route.methods._all || answered.length >= METHODS.length || !layer.match(path)) continue;
-    for (const [method] of answered) methods.add(method.toUpperCase());
+    const answered = answeredMethods(layer.route);
+    if (answered === null || !layer.match(path)) continue;
+    for (const method of answered) methods.add(method);
   }
   if (methods.has('GET')) methods.add('HEAD');
   const rank = (method: string): number => (ORDER.includes(method) ? ORDER.indexOf(method) : ORDER.length);
   return [...methods].sort((a, b) => rank(a) - rank(b) || a.localeCompare(b));
+}
+
+/**
+ * The template of the route that has `path` (for some method), or undefined: what a request
+ * to that path with a method the route does not answer (a 405) is counted under.
+ */
+export function routeTemplateOf(app: unknown, path: string): string | undefined {
+  const stack = (app as { router?: { stack?: RouterLayer[] } } | undefined)?.router?.stack ?? [];
+  for (const layer of stack) {
+    if (layer.route === undefined || answeredMethods(layer.route) === null) continue;
+    if (typeof layer.route.path === 'string' && layer.match(path)) return layer.route.path;
+  }
+  return undefined;
+}
+
+/** The methods a route answers, upper-case; null for a route of every method, which is a middleware mounted on all paths (Nest's), not a resource. */
+function answeredMethods(route: NonNullable<RouterLayer['route']>): string[] | null {
+  const answered = Object.entries(route.methods).filter(([method, on]) => on && method !== '_all');
+  return route.methods._all || answered.length >= METHODS.length ? null : answered.map(([method]) => method.toUpperCase());
 }
 
 /**

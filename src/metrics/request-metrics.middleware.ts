@@ -1,5 +1,7 @@
 import { Injectable, type NestMiddleware } from '@nestjs/common';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { routeTemplateOf } from '../common/allowed-methods.js';
+import { pathOf } from '../common/lane.js';
 import { MetricsService } from './metrics.service.js';
 
 /** Routes of requests answered before Express routed them (see VisitPagesLane). */
@@ -10,10 +12,19 @@ export function answeredByRoute(req: IncomingMessage, route: string): void {
   answeredRoutes.set(req, route);
 }
 
-/** The route template of a request, once routing is done ('unmatched' when no route took it). */
+/** The path of the middleware Nest mounts for every request (the request lines'): no route of the API. */
+const EVERY_PATH = '{/*splat}';
+
+/**
+ * The route template of a request, once routing is done: the route that answered it, or whose
+ * path it named with another method (a 405), else 'unmatched' (a 404).
+ */
 export function routeOf(req: IncomingMessage): string {
-  const route: unknown = (req as unknown as { route?: { path?: unknown } }).route?.path ?? answeredRoutes.get(req);
-  return typeof route === 'string' ? route : 'unmatched';
+  const routed: unknown = (req as unknown as { route?: { path?: unknown } }).route?.path;
+  if (typeof routed === 'string' && routed !== EVERY_PATH) return routed;
+  const answered = answeredRoutes.get(req);
+  if (answered !== undefined) return answered;
+  return routeTemplateOf((req as IncomingMessage & { app?: unknown }).app, pathOf(req)) ?? 'unmatched';
 }
 
 /** Requests timed already: one timed before Express (see VisitPagesLane) is not timed twice. */

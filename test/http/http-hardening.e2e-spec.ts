@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import request from 'supertest';
 import { jest } from '@jest/globals';
 import { AppLogger } from '../../src/logging/app-logger.js';
+import { MetricsService } from '../../src/metrics/metrics.service.js';
 import { startTestApp, type TestApp } from '../helpers/test-app.js';
 
 const ORDER = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'];
@@ -248,6 +249,18 @@ describe(`HTTP hardening (${process.env.TEST_DATABASE})`, () => {
     const other = await from('198.51.100.9');
     expect(other.status).toBe(200);
     expect(other.headers.ratelimit).toMatch(/^"default";r=1;/);
+  });
+
+  it('counts a 405 in the metrics under the route whose path it named, and a 404 as unmatched', async () => {
+    const before = await t.app.get(MetricsService).registry.metrics();
+    const count = (text: string, labels: string): number => Number(new RegExp(`^results_http_requests_total\\{${labels}\\} (\\d+)$`, 'm').exec(text)?.[1] ?? 0);
+    const wrongMethod = '(?=.*method="POST")(?=.*route="/health/live")(?=.*status="405")[^}]*';
+    const nowhere = '(?=.*method="GET")(?=.*route="unmatched")(?=.*status="404")[^}]*';
+    expect((await request(t.http).post('/health/live')).status).toBe(405);
+    expect((await request(t.http).get('/no/such/path')).status).toBe(404);
+    const after = await t.app.get(MetricsService).registry.metrics();
+    expect([count(after, wrongMethod) - count(before, wrongMethod), count(after, nowhere) - count(before, nowhere)]).toEqual([1, 1]);
+    expect(after).not.toContain('{/*splat}');
   });
 
   it('answers a method a path does not have with 405 and Allow, and a path no route has with 404', async () => {
