@@ -13,6 +13,12 @@ const SECRET_PARAMETER =
  */
 const SECRET_VALUE = /eyJ[\w-]*\.[\w-]+\.[\w-]*|svck_[\w-]+|whsec_[\w-]+/g;
 
+/** Whether text holds a value that is a credential by its form (see SECRET_VALUE). */
+export function holdsCredential(text: string): boolean {
+  SECRET_VALUE.lastIndex = 0;
+  return SECRET_VALUE.test(text);
+}
+
 /**
  * The URL as a log line may hold it: the values of query parameters that carry credentials
  * (a client that sent `client_secret` or `access_token` in the query string, where they do not

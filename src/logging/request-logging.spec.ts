@@ -34,9 +34,13 @@ describe('requestLogger', () => {
     try {
       const given = await fetch(`${url}/a?b=1`, { headers: { 'x-request-id': 'partner-1' } });
       const generated = await fetch(`${url}/c`, { headers: { 'x-request-id': 'not a token!' } });
+      const key = await fetch(`${url}/d`, { headers: { 'x-request-id': 'svck_Z8F3L8-5mr3BjpnSIa8X-SLJSOXLOxAW89tRog-8sjY' } });
       expect(given.headers.get('x-request-id')).toBe('partner-1');
       expect(generated.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
-      await until(() => lines.length === 2);
+      // An API key (or a token) sent as the request id is neither echoed nor logged.
+      expect(key.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+      await until(() => lines.length === 3);
+      expect(JSON.stringify(lines)).not.toContain('svck_');
       expect(lines[0]).toMatchObject({ level: 30, msg: 'request completed', clientId: 'svc_abc', req: { id: 'partner-1', method: 'GET', url: '/a?b=1' }, res: { statusCode: 200 } });
       expect(typeof lines[0].responseTime).toBe('number');
       expect((lines[1].req as { id: string }).id).toBe(generated.headers.get('x-request-id'));

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { pino, type Level, type Logger } from 'pino';
-import { loggableUrl } from '../common/loggable-url.js';
+import { holdsCredential, loggableUrl } from '../common/loggable-url.js';
 import type { AppConfig } from '../config/app-config.js';
 import { routeOf } from '../metrics/request-metrics.middleware.js';
 
@@ -66,7 +66,9 @@ export function requestLogger(root: Logger): (req: IncomingMessage, res: ServerR
     started.add(req);
     unlogged++;
     const given = req.headers['x-request-id'];
-    const id = typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+    // One that is a credential by its form (an API key or a token pasted in the wrong header) is
+    // neither logged nor echoed: the request gets an id of its own.
+    const id = typeof given === 'string' && REQUEST_ID.test(given) && !holdsCredential(given) ? given : randomUUID();
     (req as IncomingMessage & { id?: string }).id = id;
     res.setHeader('X-Request-Id', id);
     const since = performance.now();
