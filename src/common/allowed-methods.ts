@@ -3,9 +3,15 @@ import { NotFoundException } from '@nestjs/common';
 
 const ORDER = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'];
 
-/** A layer of Express's router (router 2): a route's layer has `route`, and matches a path. */
+/** A route of Express's router (router 2): the methods it answers, and its path template. */
+interface Route {
+  methods: Record<string, boolean | undefined>;
+  path?: unknown;
+}
+
+/** A layer of Express's router: a route's layer has `route`, and matches a path. */
 interface RouterLayer {
-  route?: { methods: Record<string, boolean | undefined>; path?: unknown };
+  route?: Route;
   match(path: string): boolean;
 }
 
@@ -18,14 +24,8 @@ interface RouterLayer {
  * routes; it runs synchronously here, as there, so no request's routing is in between.
  */
 export function allowedMethods(app: unknown, path: string): string[] {
-  const stack = (app as { router?: { stack?: RouterLayer[] } } | undefined)?.router?.stack ?? [];
   const methods = new Set<string>();
-  for (const layer of stack) {
-    if (layer.route === undefined) continue;
-    const answered = answeredMethods(layer.route);
-    if (answered === null || !layer.match(path)) continue;
-    for (const method of answered) methods.add(method);
-  }
+  for (const route of resourceRoutesAt(app, path)) for (const method of answeredMethods(route) ?? []) methods.add(method);
   if (methods.has('GET')) methods.add('HEAD');
   const rank = (method: string): number => (ORDER.includes(method) ? ORDER.indexOf(method) : ORDER.length);
   return [...methods].sort((a, b) => rank(a) - rank(b) || a.localeCompare(b));
@@ -36,16 +36,25 @@ export function allowedMethods(app: unknown, path: string): string[] {
  * to that path with a method the route does not answer (a 405) is counted under.
  */
 export function routeTemplateOf(app: unknown, path: string): string | undefined {
-  const stack = (app as { router?: { stack?: RouterLayer[] } } | undefined)?.router?.stack ?? [];
-  for (const layer of stack) {
-    if (layer.route === undefined || answeredMethods(layer.route) === null) continue;
-    if (typeof layer.route.path === 'string' && layer.match(path)) return layer.route.path;
-  }
+  for (const route of resourceRoutesAt(app, path)) if (typeof route.path === 'string') return route.path;
   return undefined;
 }
 
+/** Whether a route (a request's `req.route`) is a resource of the API rather than a middleware Nest mounts on every path. */
+export function isResourceRoute(route: unknown): route is Route {
+  return typeof route === 'object' && route !== null && 'methods' in route && answeredMethods(route as Route) !== null;
+}
+
+/** The resource routes (see isResourceRoute) of the app's router that match `path`, in the router's order. */
+function* resourceRoutesAt(app: unknown, path: string): Generator<Route> {
+  const stack = (app as { router?: { stack?: RouterLayer[] } } | undefined)?.router?.stack ?? [];
+  for (const layer of stack) {
+    if (layer.route !== undefined && answeredMethods(layer.route) !== null && layer.match(path)) yield layer.route;
+  }
+}
+
 /** The methods a route answers, upper-case; null for a route of every method, which is a middleware mounted on all paths (Nest's), not a resource. */
-function answeredMethods(route: NonNullable<RouterLayer['route']>): string[] | null {
+function answeredMethods(route: Route): string[] | null {
   const answered = Object.entries(route.methods).filter(([method, on]) => on && method !== '_all');
   return route.methods._all || answered.length >= METHODS.length ? null : answered.map(([method]) => method.toUpperCase());
 }

@@ -13,10 +13,12 @@ const SECRET_PARAMETER =
  */
 const SECRET_VALUE = /eyJ[\w-]*\.[\w-]+\.[\w-]*|svck_[\w-]+|whsec_[\w-]+/g;
 
+/** SECRET_VALUE for a test, which a global expression's lastIndex would make depend on the call before. */
+const CREDENTIAL_FORM = new RegExp(SECRET_VALUE.source);
+
 /** Whether text holds a value that is a credential by its form (see SECRET_VALUE). */
 export function holdsCredential(text: string): boolean {
-  SECRET_VALUE.lastIndex = 0;
-  return SECRET_VALUE.test(text);
+  return CREDENTIAL_FORM.test(text);
 }
 
 /**

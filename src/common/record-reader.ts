@@ -121,22 +121,21 @@ export class RecordReader {
   }
 
   /** An integer; integer strings (CSV) are accepted. */
-  int(field: string, opts: { min?: number; max?: number; required?: boolean } = {}, given?: UnkeptNumber): number | null {
+  int(field: string, opts: { min?: number; max?: number; required?: boolean } = {}): number | null {
     const required = opts.required ?? true;
-    const v = given ?? this.value(field);
+    const v = this.value(field);
     if (this.missing(field, required, v)) return null;
-    if (v instanceof UnkeptNumber) {
+    const { text, unkept } = this.numberText(v);
+    if (unkept) {
       // A number a double cannot hold as written: not a whole number, or one beyond every bound.
-      if (!v.integral) this.errors.push(`${this.name(field)} must be an integer: '${v.text}'.`);
-      else if (opts.max !== undefined && v.read > opts.max) this.errors.push(`${this.name(field)} must be less than or equal to '${opts.max}'.`);
-      else if (opts.min !== undefined && v.read < opts.min) this.errors.push(this.belowMin(field, opts.min));
-      else this.errors.push(`${this.name(field)} must be an integer from -9007199254740991 to 9007199254740991: '${v.text}'.`);
+      if (!unkept.integral) this.errors.push(`${this.name(field)} must be an integer: '${unkept.text}'.`);
+      else if (opts.max !== undefined && unkept.read > opts.max) this.errors.push(`${this.name(field)} must be less than or equal to '${opts.max}'.`);
+      else if (opts.min !== undefined && unkept.read < opts.min) this.errors.push(this.belowMin(field, opts.min));
+      else this.errors.push(`${this.name(field)} must be an integer from -9007199254740991 to 9007199254740991: '${unkept.text}'.`);
       return null;
     }
     // Text (CSV) as JSON would have it: digits, or a decimal of a whole value (`71.0`, `1e3`).
-    const text = this.textValues && typeof v === 'string' ? v.trim() : undefined;
-    if (text !== undefined && DECIMAL.test(text) && !keptExactly(text)) return this.int(field, opts, new UnkeptNumber(text));
-    const n = text !== undefined && DECIMAL.test(text) ? Number(text) : v;
+    const n = text !== undefined ? Number(text) : v;
     if (typeof n !== 'number' || !Number.isInteger(n)) {
       this.errors.push(`${this.name(field)} must be an integer: '${shown(v)}'.`);
       return null;
@@ -172,8 +171,7 @@ export class RecordReader {
     const required = opts.required ?? true;
     const v = this.value(field);
     if (this.missing(field, required, v)) return null;
-    const text = this.textValues && typeof v === 'string' && DECIMAL.test(v.trim()) ? v.trim() : undefined;
-    const unkept = v instanceof UnkeptNumber ? v : text !== undefined && !keptExactly(text) ? new UnkeptNumber(text) : undefined;
+    const { text, unkept } = this.numberText(v);
     if (unkept) {
       // Rounded to the nearest double it would be stored, and served, as another number.
       const outside = (opts.min !== undefined && unkept.read < opts.min) || (opts.max !== undefined && unkept.read > opts.max);
@@ -190,6 +188,17 @@ export class RecordReader {
       return null;
     }
     return n;
+  }
+
+  /**
+   * A value read as a number: `text`, a CSV cell's decimal (trimmed), and `unkept`, a number a
+   * double cannot hold as written (from JSON, see parseRecordJson, or such a cell).
+   */
+  private numberText(v: unknown): { text?: string; unkept?: UnkeptNumber } {
+    if (v instanceof UnkeptNumber) return { unkept: v };
+    const text = this.textValues && typeof v === 'string' ? v.trim() : undefined;
+    if (text === undefined || !DECIMAL.test(text)) return {};
+    return keptExactly(text) ? { text } : { unkept: new UnkeptNumber(text) };
   }
 
   private outside(field: string, opts: { min?: number; max?: number }): string {

@@ -1,6 +1,6 @@
 import { Injectable, type NestMiddleware } from '@nestjs/common';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { routeTemplateOf } from '../common/allowed-methods.js';
+import { isResourceRoute, routeTemplateOf } from '../common/allowed-methods.js';
 import { pathOf } from '../common/lane.js';
 import { MetricsService } from './metrics.service.js';
 
@@ -12,16 +12,14 @@ export function answeredByRoute(req: IncomingMessage, route: string): void {
   answeredRoutes.set(req, route);
 }
 
-/** The path of the middleware Nest mounts for every request (the request lines'): no route of the API. */
-const EVERY_PATH = '{/*splat}';
-
 /**
  * The route template of a request, once routing is done: the route that answered it, or whose
  * path it named with another method (a 405), else 'unmatched' (a 404).
  */
 export function routeOf(req: IncomingMessage): string {
-  const routed: unknown = (req as unknown as { route?: { path?: unknown } }).route?.path;
-  if (typeof routed === 'string' && routed !== EVERY_PATH) return routed;
+  // A request no route answered keeps the route of the middleware Nest mounts on every path.
+  const routed: unknown = (req as unknown as { route?: unknown }).route;
+  if (isResourceRoute(routed) && typeof routed.path === 'string') return routed.path;
   const answered = answeredRoutes.get(req);
   if (answered !== undefined) return answered;
   return routeTemplateOf((req as IncomingMessage & { app?: unknown }).app, pathOf(req)) ?? 'unmatched';
