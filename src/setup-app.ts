@@ -9,6 +9,7 @@ import { localDate } from './common/clock.js';
 import { keepingBodyErrors } from './common/body-errors.js';
 import { answerClientErrors } from './common/client-errors.js';
 import { continueOnRead } from './common/expect-continue.js';
+import { verifyFormEscapes } from './common/form-escapes.js';
 import { repairPathEscapes } from './common/path-escapes.js';
 import { FORM_FIELDS_MAX } from './common/problem.filter.js';
 import { compressResponses } from './common/compression.js';
@@ -101,7 +102,7 @@ export function setupApp(app: INestApplication): NestExpressApplication {
   express.use(compressResponses());
   // Small bodies only: the token form and JSON are tiny; uploads are read by their own limits.
   // A body that cannot be read is refused after the rate limit (see BodyErrorGuard).
-  const formParser = keepingBodyErrors(urlencoded({ limit: FORM_MAX_BYTES, extended: false, parameterLimit: FORM_FIELDS_MAX }), {
+  const formParser = keepingBodyErrors(urlencoded({ limit: FORM_MAX_BYTES, extended: false, parameterLimit: FORM_FIELDS_MAX, verify: verifyFormEscapes }), {
     type: 'application/x-www-form-urlencoded',
     limit: FORM_MAX_BYTES,
   });
@@ -148,7 +149,7 @@ export function setupApp(app: INestApplication): NestExpressApplication {
   // `httpAllowHalfOpen` (Node's own switch, not in its typings) keeps them.
   (express.getHttpServer() as { httpAllowHalfOpen?: boolean }).httpAllowHalfOpen = true;
   const logger = app.get(AppLogger);
-  answerClientErrors(express.getHttpServer(), TOKEN_PATH, (fields, message) => logger.warnFields(fields, message));
+  answerClientErrors(express.getHttpServer(), TOKEN_PATH, (fields, message) => logger.warnFields(fields, message), lanes.cors);
   // `Expect: 100-continue` is answered when the body is read: a request refused before then is not sent its body.
   continueOnRead(express.getHttpServer());
   return express;

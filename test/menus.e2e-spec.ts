@@ -282,6 +282,12 @@ describe(`menus and dishes (${process.env.TEST_DATABASE})`, () => {
         instance: expect.stringMatching(/^urn:svc:api:results:error:/),
       });
       expect(failed.headers['cache-control']).toBe('no-store');
+      // A weak marker in lower case is no entity tag: the field is no list of tags, and fails.
+      const malformed = await auth(request(t.http).get(record.image!.url.slice(t.config.baseUrl.length))).set('If-Match', `w/${image.headers.etag}`);
+      expect([malformed.status, problem(malformed).detail]).toEqual([412, 'If-Match is neither * nor a list of entity tags ("tag" or W/"tag").']);
+      // An If-None-Match that is no list of tags holds none the client could hold: the image itself.
+      const unread = await auth(request(t.http).get(record.image!.url.slice(t.config.baseUrl.length))).set('If-None-Match', `x${image.headers.etag}`).buffer(true);
+      expect([unread.status, Buffer.compare(unread.body as Buffer, bytes)]).toEqual([200, 0]);
     });
 
     it("accepts the image in a part named 'file' (as Swagger UI sends it)", async () => {
@@ -528,7 +534,11 @@ describe(`menus and dishes (${process.env.TEST_DATABASE})`, () => {
           expect([coding, res.status, res.headers['content-type']]).toEqual([coding, 415, 'application/problem+json; charset=utf-8']);
           expect(problem(res).detail).toBe(`The upload's Content-Encoding '${coding}' is not read: send the multipart body as it is, with no Content-Encoding.`);
         }
-        expect((await post((r) => r.set('Content-Encoding', 'identity').attach('', png, 'a.png').field('json', dish({ code: 'CODED-identity' })))).status).toBe(200);
+        // identity, and an empty field, which names no coding (as the token form takes it).
+        for (const coding of ['identity', '']) {
+          const res = await post((r) => r.set('Content-Encoding', coding).attach('', png, 'a.png').field('json', dish({ code: `CODED-${coding || 'none'}` })));
+          expect([coding, res.status]).toEqual([coding, 200]);
+        }
       });
 
       it('a body that ends inside a file part, and the service answers on', async () => {
@@ -770,6 +780,13 @@ describe(`menus and dishes (${process.env.TEST_DATABASE})`, () => {
       // If-None-Match naming tags always holds: no tag names a dish.
       const untagged = await post((r) => r.set('If-None-Match', '"abc"').attach('', png, 'p.png').field('json', dish({ code: 'ONCE', order: 97 })));
       expect([untagged.status, untagged.body.data.dish.order]).toEqual([200, 97]);
+      // A field that is neither * nor tags cannot be told: a 412, and the dish stays as it was.
+      const garbled = await post((r) => r.set('If-None-Match', '*x').attach('', png, 'p.png').field('json', dish({ code: 'ONCE', order: 96 })));
+      expect([garbled.status, problem(garbled).detail]).toEqual([
+        412,
+        'If-None-Match is neither * nor a list of entity tags ("tag" or W/"tag"), and nothing was written: send If-None-Match: * to add only, or leave it out.',
+      ]);
+      expect(await db.query<{ o: number }[]>("SELECT sort_order AS o FROM dishes WHERE code = 'ONCE'")).toEqual([{ o: 97 }]);
       // A precondition is weighed last: a menu that does not exist is its 400, whatever If-Match says.
       const elsewhere = await post((r) => r.set('If-Match', '"abc"').attach('', png, 'p.png').field('json', dish({ menuId: 999_999, code: 'ONCE' })));
       expect(elsewhere.status).toBe(400);

@@ -259,6 +259,38 @@ describe(`POST /connect/token (${process.env.TEST_DATABASE})`, () => {
     expectOAuthError(zstd, 415, 'invalid_request', "The request body's Content-Encoding is not one the service reads: send it as it is, or as gzip, deflate or br.");
   });
 
+  it('refuses a form whose escapes mean no text, naming the field, before any credential is looked at', async () => {
+    const form = new URLSearchParams(creds()).toString();
+    for (const [body, description] of [
+      [`${form}&scope=a%ZZ`, "The form field 'scope' holds a '%' that starts no percent-escape: send '%' as %25."],
+      [form.replace('client_id=', 'client_id=%'), "The form field 'client_id' holds a '%' that starts no percent-escape: send '%' as %25."],
+      [`${form}&scope=%C3%28`, "The form field 'scope' holds percent-escapes whose bytes are not UTF-8."],
+      [`${form}&sc%6Fpe=%FF`, "The form field 'scope' holds percent-escapes whose bytes are not UTF-8."],
+    ] as const) {
+      expectOAuthError(await post(body), 400, 'invalid_request', description);
+    }
+    // Bytes that are no UTF-8, sent as they are, in a form that says (or defaults to) UTF-8.
+    if (!t.app.getHttpServer().listening) await t.app.listen(0, '127.0.0.1');
+    const sendBytes = async (contentType: string, body: Buffer) => {
+      const res = await rawRequest(t.app.getHttpServer(), '/connect/token', { 'svc-api-key': partner.apiKey, 'content-type': contentType }, 'POST', body);
+      return { status: res.status, type: res.headers['content-type'], body: JSON.parse(res.body.toString('utf8')) as unknown };
+    };
+    const latin1 = Buffer.concat([Buffer.from(`${form}&scope=`), Buffer.from([0xe9])]);
+    expect(await sendBytes('application/x-www-form-urlencoded', latin1)).toEqual({
+      status: 400,
+      type: 'application/json; charset=utf-8',
+      body: { error: 'invalid_request', error_description: 'The form is not UTF-8 text: send its bytes as UTF-8, or name its charset (iso-8859-1).' },
+    });
+    // In a form that names iso-8859-1 every byte is a character, escaped or not: only a lone '%' is refused.
+    const named = await sendBytes('application/x-www-form-urlencoded; charset=iso-8859-1', Buffer.concat([Buffer.from(`${form}&scope=%E9`), Buffer.from([0xe9])]));
+    expect(named).toEqual({ status: 400, type: 'application/json; charset=utf-8', body: { error: 'invalid_scope', error_description: expect.any(String) } });
+    const lone = await sendBytes('application/x-www-form-urlencoded; charset=iso-8859-1', Buffer.from(`${form}&scope=%E`));
+    expect(lone.body).toEqual({ error: 'invalid_request', error_description: "The form field 'scope' holds a '%' that starts no percent-escape: send '%' as %25." });
+    // A '%' sent as %25 and U+FFFD sent as its escapes are text: the form is read.
+    const fine = await post(`${form}&extra=100%25&other=%EF%BF%BD`);
+    expect(fine.status).toBe(200);
+  });
+
   it.each(['gzip', 'x-gzip', 'X-GZIP'])('reads a form sent with Content-Encoding %s', async (coding) => {
     const form = gzipSync(new URLSearchParams(creds()).toString());
     if (!t.app.getHttpServer().listening) await t.app.listen(0, '127.0.0.1');

@@ -224,6 +224,11 @@ describe(`GET /visits/standard and /visits/plus (${process.env.TEST_DATABASE})`,
       expect([listed.status, listed.headers.etag]).toEqual([304, first.headers.etag]);
       expect((await get(range(5, 3)).set('If-None-Match', '*')).status).toBe(304);
       expect((await get(range(5, 3)).set('If-None-Match', 'W/"older"')).status).toBe(200);
+      // A field that is no list of entity tags names none the client holds: the page itself.
+      for (const garbled of [`x${first.headers.etag}`, `${first.headers.etag};q=1`, `w/${first.headers.etag.replace(/^W\//, '')}`]) {
+        const page = await get(range(5, 3)).set('If-None-Match', garbled);
+        expect([page.status, page.body.data.visits.length]).toEqual([200, first.body.data.visits.length]);
+      }
       // As Node's fetch sends it: the validator with Cache-Control: no-cache, on the visit pages' own path too.
       const revalidated = await get(range(5, 3)).set('If-None-Match', first.headers.etag).set('Cache-Control', 'no-cache');
       expect([revalidated.status, revalidated.text]).toEqual([304, '']);

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { ServerResponse, type IncomingMessage, type Server } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { putAhead } from './lane.js';
+import { nothing, putAhead, type Middleware } from './lane.js';
 import { loggableUrl } from './loggable-url.js';
-import { unescapeUnreserved } from './path-escapes.js';
+import { routeSpelling, unescapeUnreserved } from './path-escapes.js';
 import { NO_STORE_HEADERS } from './oauth-error.js';
 import { authorizationCount, REPEATED_AUTHORIZATION } from './repeated-authorization.js';
 import { newInstance, PROBLEM_CONTENT_TYPE, statusTitle } from './problem.js';
@@ -192,6 +192,10 @@ function malformedHead(req: IncomingMessage): { status: number; detail: string }
   if (coding !== undefined && !/^[ \t]*chunked[ \t]*$/i.test(coding)) {
     return { status: 501, detail: 'The request has a transfer coding the service does not apply: send its body with Transfer-Encoding: chunked alone, or with Content-Length.' };
   }
+  // The asterisk form names the server, not a resource: OPTIONS's alone (RFC 9112 §3.2.4).
+  if (req.url === '*' && req.method !== 'OPTIONS') {
+    return { status: 400, detail: "The request target '*' is for OPTIONS alone: name a path." };
+  }
   // A fragment is the client's, never sent (RFC 9112 §3.2): a raw '#' in the target would
   // be read as part of the path by one parser and as the fragment's start by another.
   if (req.url?.includes('#')) {
@@ -209,8 +213,10 @@ function malformedHead(req: IncomingMessage): { status: number; detail: string }
  * requests reaches the application; each is logged (`log`, a warning) with its request id and
  * problem instance, so that the ids a partner quotes find it. A request the application was
  * already reading when the parser gave up on it (a body too slow) is logged by its own line.
+ * The 417's request was read whole, its Origin too: it carries the CORS headers (`cors`, the
+ * middleware Express runs, when CORS is on).
  */
-export function answerClientErrors(server: Server, tokenPath: string, log: EarlyAnswerLog): void {
+export function answerClientErrors(server: Server, tokenPath: string, log: EarlyAnswerLog, cors: Middleware | null = null): void {
   // An HTTP/1.1 request without Host (RFC 9112 §3.2): a 400 problem, not Node's empty 400.
   (server as Server & { requireHostHeader: boolean }).requireHostHeader = false;
   putAhead(
@@ -241,8 +247,10 @@ export function answerClientErrors(server: Server, tokenPath: string, log: Early
   // An Expect other than 100-continue (RFC 9110 §10.1.1): a 417 problem instead of Node's empty answer.
   server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
     const detail = `The expectation '${String(req.headers.expect).slice(0, 100)}' cannot be met; only 100-continue is supported.`;
-    // The token endpoint answers every error in OAuth's form (RFC 6749 §5.2).
-    if ((req.url ?? '').split('?')[0] === tokenPath) answer(res, 417, earlyOAuthError(detail), log, req, detail);
+    // A preflight (OPTIONS) is the CORS middleware's own answer, not a header to add.
+    if (cors !== null && req.method !== 'OPTIONS') cors(req, res, nothing);
+    // The token endpoint answers every error in OAuth's form (RFC 6749 §5.2), however its path is spelt.
+    if (routeSpelling(unescapeUnreserved(req.url ?? '').split('?')[0]) === tokenPath) answer(res, 417, earlyOAuthError(detail), log, req, detail);
     else answer(res, 417, earlyProblem(417, detail), log, req, detail);
   });
   // CONNECT asks for a tunnel, which no endpoint gives: Node would close the connection without a word.

@@ -1,11 +1,13 @@
 import { PreconditionFailedException } from '@nestjs/common';
 import express from 'express';
 import request from 'supertest';
-import { answeredNotModified, ifMatchFails, writePrecondition } from './conditional-get.js';
+import { answeredNotModified, ifMatchFails, preconditionMembers, writePrecondition } from './conditional-get.js';
 
 /** A route that validates with the given ETag, as the visits and image routes do. */
 function app(etag: string) {
   const server = express();
+  // As the service's setup does: Express's own freshness test answers no request (see setup-app).
+  Object.defineProperty(server.request, 'fresh', { configurable: true, get: () => false });
   server.get('/', (req, res) => {
     res.setHeader('Cache-Control', 'private, no-cache');
     try {
@@ -44,6 +46,12 @@ describe('answeredNotModified', () => {
     ['another tag', '"abd"'],
     ['a list without it', '"x", "y"'],
     ['no If-None-Match', undefined],
+    ['the tag with something before it (no list of tags)', 'x"abc"'],
+    ['the tag with a parameter after it', '"abc";q=1'],
+    ['the tag marked weak in lower case', 'w/"abc"'],
+    ['the tag marked weak twice', 'W/W/"abc"'],
+    ['the tag without its quotes', 'abc'],
+    ['the tag and a malformed member', '"abc", x'],
   ])('answers 200 with the body for %s', async (_what, ifNoneMatch) => {
     const call = request(app('"abc"')).get('/');
     const res = await (ifNoneMatch === undefined ? call : call.set('If-None-Match', ifNoneMatch));
@@ -67,6 +75,10 @@ describe('ifMatchFails (RFC 9110 §13.1.1, strong comparison)', () => {
     ['* said on two field lines', '*, *', '"abc"', false],
     ['a tag holding a comma and a star', '"x,*"', '"abc"', true],
     ['a tag holding a comma, and the tag', '"x,y", "abc"', '"abc"', false],
+    ['the tag marked weak in lower case', 'w/"abc"', '"abc"', true],
+    ['the tag with something before it', 'x"abc"', '"abc"', true],
+    ['the tag and a malformed member', '"abc", x', '"abc"', true],
+    ['an unclosed tag', '"abc', '"abc"', true],
   ])('%s', (_what, header, etag, fails) => {
     expect(ifMatchFails(header, etag)).toBe(fails);
   });
@@ -78,6 +90,27 @@ describe('ifMatchFails (RFC 9110 §13.1.1, strong comparison)', () => {
     const held = await request(app('"abc"')).get('/').set('If-Match', '"abc"');
     expect(held.status).toBe(200);
     expect(held.text).toBe('body');
+  });
+
+  it('answers 412 naming the field when If-Match is no list of entity tags', async () => {
+    const res = await request(app('"abc"')).get('/').set('If-Match', 'w/"abc"');
+    expect([res.status, res.text]).toEqual([412, 'If-Match is neither * nor a list of entity tags ("tag" or W/"tag").']);
+  });
+});
+
+describe('preconditionMembers (RFC 9110 §13.1.1)', () => {
+  it.each([
+    ['', []],
+    [' , ,', []],
+    ['*', ['*']],
+    ['"a", W/"b" ,"c,d"', ['"a"', 'W/"b"', '"c,d"']],
+    ['"é"', ['"é"']],
+  ])('reads %j as its members', (field, members) => {
+    expect(preconditionMembers(field)).toEqual(members);
+  });
+
+  it.each(['abc', 'w/"a"', 'W/W/"a"', 'x"a"', '"a"x', '"a";q=1', '"a', '"a b"', '"a\tb"', '"a" "b"', '**', '*x'])('reads %j as no list of entity tags', (field) => {
+    expect(preconditionMembers(field)).toBeNull();
   });
 });
 
@@ -100,6 +133,16 @@ describe('writePrecondition (a write to a resource without entity tags)', () => 
     ['If-Match naming * and a tag', { 'if-match': '*, "a"' }, 'If-Match names entity tags, and a dish has none: send If-Match: * to write only over an existing one.'],
     ['an empty If-Match', { 'if-match': '' }, 'If-Match names entity tags, and a dish has none: send If-Match: * to write only over an existing one.'],
     ['If-Match: * with If-None-Match: *', { 'if-match': '*', 'if-none-match': '*, *' }, 'If-Match: * and If-None-Match: * cannot both hold: send one of them.'],
+    [
+      'an If-Match that is no list of tags',
+      { 'if-match': '*x' },
+      'If-Match is neither * nor a list of entity tags ("tag" or W/"tag"), and nothing was written: send If-Match: * to write only over an existing one.',
+    ],
+    [
+      'an If-None-Match that is no list of tags',
+      { 'if-none-match': '"a", *x' },
+      'If-None-Match is neither * nor a list of entity tags ("tag" or W/"tag"), and nothing was written: send If-None-Match: * to add only, or leave it out.',
+    ],
   ])('%s is a 412', (_what, headers, message) => {
     let thrown: unknown;
     try {

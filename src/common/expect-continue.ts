@@ -27,6 +27,12 @@ const declined = new WeakSet<IncomingMessage>();
  */
 export function continueOnRead(server: Server): void {
   server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
+    // Node takes any field that holds the word (`100-continue, foo`, `foo-100-continue`) as
+    // asking for a 100; an expectation beside it, or another spelling, cannot be met: a 417.
+    if (!onlyContinue(req.headers.expect)) {
+      server.emit('checkExpectation', req, res);
+      return;
+    }
     // A setter that keeps the rule: an assignment by Node (none in its versions so far) would otherwise throw.
     Object.defineProperty(res, '_expect_continue', { configurable: true, get: () => !req.complete, set: () => undefined });
     req._read = (size: number): void => {
@@ -37,6 +43,12 @@ export function continueOnRead(server: Server): void {
     };
     server.emit('request', req, res);
   });
+}
+
+/** Whether an Expect field asks for 100-continue and nothing else (RFC 9110 §10.1.1; empty members allowed, the name in any case). */
+export function onlyContinue(field: string | undefined): boolean {
+  const members = (field ?? '').split(',').map((member) => member.trim()).filter((member) => member !== '');
+  return members.length > 0 && members.every((member) => member.toLowerCase() === '100-continue');
 }
 
 /** Whether the client is waiting for a 100 Continue before it sends the body: then the body is not coming unless it is asked for. */

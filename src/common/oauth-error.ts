@@ -1,6 +1,7 @@
 import { Catch, HttpException } from '@nestjs/common';
 import type { Request, Response } from 'express';
 import { isDefaultDetail, ProblemFilter } from './problem.filter.js';
+import { routeSpelling } from './path-escapes.js';
 import type { ProblemBody, SelfRenderingError } from './problem.js';
 
 /** RFC 6749 §5.2 error codes, plus RFC 8628's `slow_down` for too many failed attempts. */
@@ -98,8 +99,8 @@ export class AppErrorFilter extends ProblemFilter {
   }
 
   protected override send(response: Response, problem: ProblemBody, headers: Record<string, string>): void {
-    const path = (response.req as Request | undefined)?.path.toLowerCase().replace(/(.)\/$/, '$1');
-    if (path === this.oauthAt) sendAsOAuth(response, problem, headers);
+    const path = (response.req as Request | undefined)?.path;
+    if (path !== undefined && routeSpelling(path) === this.oauthAt) sendAsOAuth(response, problem, headers);
     else super.send(response, problem, headers);
   }
 }

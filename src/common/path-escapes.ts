@@ -59,3 +59,12 @@ export function unescapeUnreserved(url: string): string {
   });
   return normal === path ? url : normal + (end < 0 ? '' : url.slice(end));
 }
+
+/**
+ * A request path as Express's router matches it to a route's: in any case, and with or without
+ * one trailing slash (`/Connect/Token/` is `/connect/token`). Give it a path whose unreserved
+ * escapes are written out (see unescapeUnreserved), without its query.
+ */
+export function routeSpelling(path: string): string {
+  return path.toLowerCase().replace(/(.)\/$/, '$1');
+}

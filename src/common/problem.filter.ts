@@ -2,6 +2,7 @@ import { ArgumentsHost, Catch, HttpException, Logger, type ExceptionFilter } fro
 import type { Request, Response } from 'express';
 import { methodsOfUnroutedPath } from './allowed-methods.js';
 import { formatBytes } from './byte-size.js';
+import { FORM_ESCAPES_TYPE } from './form-escapes.js';
 import { loggableUrl } from './loggable-url.js';
 import {
   BAD_REQUEST_DETAIL,
@@ -135,6 +136,8 @@ function render(exception: unknown): RenderedError {
     if (type === 'parameters.too.many') {
       return { status: 400, detail: BAD_REQUEST_DETAIL, errors: [`The form has more fields than the service accepts (${FORM_FIELDS_MAX}).`], headers: {} };
     }
+    // A form whose escapes mean no text says which field holds them (see verifyFormEscapes).
+    if (type === FORM_ESCAPES_TYPE) return { status: 400, detail: BAD_REQUEST_DETAIL, errors: [String((exception as { message?: unknown }).message)], headers: {} };
     if (type === 'encoding.unsupported') return { status: 415, detail: UNSUPPORTED_CODING, headers: {} };
     // A 413 names the limit the body broke, as the upload's does.
     const limit = (exception as { limit?: unknown }).limit;

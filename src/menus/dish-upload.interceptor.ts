@@ -58,9 +58,10 @@ export class DishUploadInterceptor implements NestInterceptor {
       return next.handle();
     }
     try {
-      // The form is read as it comes: one sent in a content coding would be read as the coded bytes.
+      // The form is read as it comes: one sent in a content coding would be read as the coded
+      // bytes. An empty field names no coding (RFC 9110 §5.6.1), as the token form takes it.
       const coding = request.headers['content-encoding'];
-      if (coding !== undefined && coding.trim().toLowerCase() !== 'identity') {
+      if (coding !== undefined && !['', 'identity'].includes(coding.trim().toLowerCase())) {
         throw new ProblemException(415, `The upload's Content-Encoding '${coding.slice(0, 50)}' is not read: send the multipart body as it is, with no Content-Encoding.`);
       }
       const declared = Number(request.headers['content-length']);

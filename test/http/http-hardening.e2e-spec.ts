@@ -410,6 +410,38 @@ describe(`HTTP hardening (${process.env.TEST_DATABASE})`, () => {
     expect(lines).toEqual(expect.arrayContaining(['Content-Type: application/json; charset=utf-8', 'Cache-Control: no-store', 'Pragma: no-cache', 'Connection: close']));
     expect(JSON.parse(body)).toEqual({ error: 'invalid_request', error_description: "The expectation 'foo' cannot be met; only 100-continue is supported." });
   });
+
+  it.each(['/Connect/Token', '/connect/token/', '/CONNECT/TOKEN/', '/connect/%74oken'])(
+    "answers it in OAuth's form on the token endpoint spelt %s, as the router takes that path",
+    async (path) => {
+      const answer = await rawExchange(`POST ${path} HTTP/1.1\r\nHost: x\r\nExpect: foo\r\nContent-Length: 0\r\n\r\n`);
+      const [head, body] = answer.split('\r\n\r\n');
+      expect(head.split('\r\n')).toEqual(expect.arrayContaining(['HTTP/1.1 417 Expectation Failed', 'Content-Type: application/json; charset=utf-8']));
+      expect(JSON.parse(body)).toEqual({ error: 'invalid_request', error_description: "The expectation 'foo' cannot be met; only 100-continue is supported." });
+    },
+  );
+
+  it.each(['100-continue, foo', 'foo, 100-continue', 'foo-100-continue', '100-continue;x=1'])(
+    'answers an Expect of %j, which asks for more than 100-continue or another thing, with a 417 and no 100 Continue',
+    async (expectation) => {
+      const answer = await rawExchange(`POST /connect/token HTTP/1.1\r\nHost: x\r\nExpect: ${expectation}\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 5\r\n\r\n`);
+      expect(answer.split('\r\n')[0]).toBe('HTTP/1.1 417 Expectation Failed');
+      expect(answer).not.toContain('100 Continue');
+    },
+  );
+
+  it('takes 100-continue in any case, with empty members around it, as the one expectation it meets', async () => {
+    const answer = await rawExchange('GET /health/live HTTP/1.1\r\nHost: x\r\nExpect: , 100-Continue ,\r\nConnection: close\r\n\r\n');
+    expect(answer.split('\r\n')[0]).toBe('HTTP/1.1 200 OK');
+    expect(answer.endsWith('{"status":"ok"}')).toBe(true);
+  });
+
+  it("answers a request target of '*' with a 400 unless it is OPTIONS's (RFC 9112 §3.2.4)", async () => {
+    const answer = await rawExchange('GET * HTTP/1.1\r\nHost: x\r\n\r\n');
+    const [head, body] = answer.split('\r\n\r\n');
+    expect(head.split('\r\n')).toEqual(expect.arrayContaining(['HTTP/1.1 400 Bad Request', 'Content-Type: application/problem+json; charset=utf-8', 'Connection: close']));
+    expect(JSON.parse(body)).toMatchObject({ status: 400, detail: "The request target '*' is for OPTIONS alone: name a path." });
+  });
 });
 
 describe(`CORS when origins are configured, no trusted proxy (${process.env.TEST_DATABASE})`, () => {
@@ -472,6 +504,24 @@ describe(`CORS when origins are configured, no trusted proxy (${process.env.TEST
     // A preflight is sent by a browser, with the page's Origin: without one it is an OPTIONS like any other.
     const originless = await request(t.http).options('/visits/standard').set('Access-Control-Request-Method', 'GET');
     expect({ status: originless.status, allow: originless.headers.allow }).toEqual({ status: 405, allow: 'GET, HEAD' });
+  });
+
+  it('gives a 417, whose request was read whole, the CORS headers of the allowed origin', async () => {
+    if (!t.app.getHttpServer().listening) await t.app.listen(0, '127.0.0.1');
+    const { port } = t.app.getHttpServer().address() as AddressInfo;
+    const exchange = (origin: string): Promise<string> =>
+      new Promise((resolve, reject) => {
+        const socket = connect(port, '127.0.0.1', () => socket.write(`GET /health/live HTTP/1.1\r\nHost: x\r\nOrigin: ${origin}\r\nExpect: foo\r\n\r\n`));
+        let received = '';
+        socket.on('data', (chunk: Buffer) => (received += chunk.toString('utf8')));
+        socket.on('close', () => resolve(received.split('\r\n\r\n')[0]));
+        socket.on('error', reject);
+      });
+    const allowed = (await exchange('https://bi.example.com')).split('\r\n');
+    expect(allowed).toEqual(expect.arrayContaining(['HTTP/1.1 417 Expectation Failed', 'Access-Control-Allow-Origin: https://bi.example.com']));
+    const other = await exchange('https://evil.example.net');
+    expect(other.split('\r\n')[0]).toBe('HTTP/1.1 417 Expectation Failed');
+    expect(other).not.toMatch(/access-control-allow-origin/i);
   });
 
   it('lets a browser read the rate-limit, retry and challenge headers', async () => {
