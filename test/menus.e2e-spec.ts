@@ -541,6 +541,27 @@ describe(`menus and dishes (${process.env.TEST_DATABASE})`, () => {
         }
       });
 
+      it('a part header, or a parameter, given twice: two readers would read the form two ways', async () => {
+        const png = await makeImage('png', 4, 4);
+        const image = `--B\r\nContent-Disposition: form-data; name=""; filename="a.png"\r\nContent-Type: image/png\r\n\r\n${png.toString('latin1')}\r\n`;
+        const json = (head: string) => `--B\r\n${head}\r\n\r\n${dish({ code: 'TWICE' })}\r\n--B--\r\n`;
+        const send = (body: string, type = 'multipart/form-data; boundary=B') => post((r) => r.set('Content-Type', type).send(Buffer.from(body, 'latin1')));
+        for (const [head, reason] of [
+          ['Content-Disposition: form-data; name="json"\r\nContent-Disposition: form-data; name="x"', 'A part of the form has its Content-Disposition header more than once: send each part header once.'],
+          ['Content-Disposition: form-data; name="json"\r\nContent-Type: text/plain; charset=utf-16le\r\nContent-Type: text/plain; charset=utf-8', 'A part of the form has its Content-Type header more than once: send each part header once.'],
+          ['Content-Disposition: form-data; name="x"; name="json"', "A part of the form names its Content-Disposition parameter 'name' more than once: send each once."],
+        ]) {
+          const res = await send(image + json(head));
+          expect({ head, status: res.status, errors: problem(res).errors }).toEqual({ head, status: 400, errors: [reason] });
+        }
+        const boundary = await send(image + json('Content-Disposition: form-data; name="json"'), 'multipart/form-data; boundary=B; boundary=C');
+        expect([boundary.status, problem(boundary).errors]).toEqual([400, ["The request's Content-Type names its Content-Type parameter 'boundary' more than once: send each once."]]);
+        expect(await db.query("SELECT id FROM dishes WHERE code = 'TWICE'")).toEqual([]);
+        // The same form with each header once is taken.
+        const once = await send(image + json('Content-Disposition: form-data; name="json"\r\nContent-Type: application/json'));
+        expect([once.status, once.body.data?.dish?.code, once.status === 200 ? [] : problem(once).errors]).toEqual([200, 'TWICE', []]);
+      });
+
       it('a body that ends inside a file part, and the service answers on', async () => {
         const raw = (body: string) => post((r) => r.set('Content-Type', 'multipart/form-data; boundary=B').send(Buffer.from(body, 'latin1')));
         for (const name of ['file', '', 'json']) {

@@ -8,6 +8,7 @@ import { awaitsContinue, declineContinue } from '../common/expect-continue.js';
 import { PayloadTooLargeProblem, ProblemException, ValidationProblem } from '../common/problem.js';
 import { AppConfig } from '../config/app-config.js';
 import { imageTooLargeMessage } from './image-inspector.js';
+import { partHeadWatcher } from './part-heads.js';
 import { DISH_JSON_PART_MAX_BYTES } from './dto/menu.dto.js';
 import { UNDECLARED_CHARSET, type UploadParts } from './dish-upload-form.js';
 
@@ -124,13 +125,11 @@ export class DishUploadInterceptor implements NestInterceptor {
         if (!stop()) return;
         void discardBody(request, { maxBytes: this.drainBytes - received, maxMs: DRAIN_MS }).then(() => reject(problem));
       };
+      // Thrown here, a refusal of the Content-Type rejects the promise.
+      const heads = partHeadWatcher(request.headers['content-type']);
       try {
-        parser = busboy({
-          headers: request.headers,
-          // A text part that declares no charset is handed over as its bytes (see fieldText).
-          defCharset: UNDECLARED_CHARSET,
-          limits: this.limits(),
-        });
+        // A text part that declares no charset is handed over as its bytes (see fieldText).
+        parser = busboy({ headers: request.headers, defCharset: UNDECLARED_CHARSET, limits: this.limits() });
         twin = latin1Reading(request, parts.fieldsAsLatin1, this.limits());
       } catch {
         reject(new ValidationProblem(['The multipart body is malformed: its boundary is missing.']));
@@ -181,6 +180,8 @@ export class DishUploadInterceptor implements NestInterceptor {
       parser.on('close', closeOne);
       request.on('aborted', () => fail('The upload was interrupted.'));
       request.on('data', (chunk: Buffer) => {
+        const unclear = heads?.feed(chunk);
+        if (unclear !== undefined) fail(unclear);
         // Past the largest form, not by an image (its part's limit comes first): a text part busboy would read to its end, a preamble.
         if ((received += chunk.length) > this.maxForm) tooLarge(this.formTooLarge());
       });

@@ -1,0 +1,75 @@
+import { ValidationProblem } from '../common/problem.js';
+import { boundaryOf, parameterNames, partHeadWatcher, PartHeadWatcher } from './part-heads.js';
+
+/** What the watcher says of a body fed in chunks of `size` bytes (every size must give the same). */
+function watch(body: string, size: number, boundary = 'B'): string | undefined {
+  const watcher = new PartHeadWatcher(boundary);
+  const bytes = Buffer.from(body, 'latin1');
+  for (let at = 0; at < bytes.length; at += size) {
+    const reason = watcher.feed(bytes.subarray(at, at + size));
+    if (reason !== undefined) return reason;
+  }
+  return undefined;
+}
+
+const part = (head: string, body = 'x') => `--B\r\n${head}\r\n\r\n${body}\r\n`;
+const CHUNKS = [1, 2, 3, 7, 1000];
+
+describe('PartHeadWatcher', () => {
+  it.each([
+    ['an image part and a json part', `${part('Content-Disposition: form-data; name=""; filename="a.png"\r\nContent-Type: image/png', '\r\n--Bx')}${part('Content-Disposition: form-data; name="json"\r\nContent-Type: application/json; charset=utf-8', '{}')}--B--\r\n`],
+    ['a preamble and an epilogue', `preamble\r\n${part('Content-Disposition: form-data; name="json"')}--B--\r\nContent-Type: a\r\nContent-Type: b\r\n`],
+    ['a part without headers', `${part('', 'x')}--B--\r\n`],
+    ['a body that holds header lines', `${part('Content-Disposition: form-data; name="json"', 'Content-Type: a\r\n\r\nContent-Type: b')}--B--\r\n`],
+    ['a quoted filename holding ; name=', `${part('Content-Disposition: form-data; name="f"; filename="a; name=b.png"')}--B--\r\n`],
+    ['one header in each of two parts', `${part('Content-Type: a')}${part('Content-Type: b')}--B--\r\n`],
+  ])('passes %s, whatever the chunks', (_what, body) => {
+    for (const size of CHUNKS) expect([size, watch(body, size)]).toEqual([size, undefined]);
+  });
+
+  it.each([
+    ['Content-Disposition twice', part('Content-Disposition: form-data; name="json"\r\ncontent-disposition: form-data; name="x"'), 'A part of the form has its Content-Disposition header more than once: send each part header once.'],
+    ['Content-Type twice', part('Content-Disposition: form-data; name="json"\r\nContent-Type: text/plain; charset=utf-16le\r\nContent-Type: text/plain'), 'A part of the form has its Content-Type header more than once: send each part header once.'],
+    ['a name given twice', part('Content-Disposition: form-data; name="json"; NAME="x"'), "A part of the form names its Content-Disposition parameter 'name' more than once: send each once."],
+    ['a charset given twice', part('Content-Type: text/plain; charset=utf-8; charset="utf-16le"'), "A part of the form names its Content-Type parameter 'charset' more than once: send each once."],
+    ['the second part repeating', `${part('Content-Type: a')}${part('Content-Transfer-Encoding: 8bit\r\nContent-Transfer-Encoding: base64')}`, 'A part of the form has its Content-Transfer-Encoding header more than once: send each part header once.'],
+  ])('refuses %s, whatever the chunks', (_what, body, reason) => {
+    for (const size of CHUNKS) expect([size, watch(body, size)]).toEqual([size, reason]);
+  });
+
+  it('says nothing of a head larger than the multipart reader reads (the reader refuses that body)', () => {
+    expect(watch(`--B\r\nX-Long: ${'a'.repeat(20_000)}\r\nContent-Type: a\r\nContent-Type: b\r\n\r\nx`, 4096)).toBeUndefined();
+  });
+});
+
+describe('parameterNames and boundaryOf', () => {
+  it.each([
+    ['form-data; name="a"; filename="b"', ['name', 'filename']],
+    ['form-data;name=a;FileName*=UTF-8\'\'b', ['name', 'filename*']],
+    ['text/plain; x="a;b=c"; y=1', ['x', 'y']],
+    ['text/plain; x="a\\";b=c"', ['x']],
+    ['text/plain', []],
+  ])('reads the parameter names of %j', (value, names) => {
+    expect(parameterNames(value)).toEqual(names);
+  });
+
+  it.each([
+    ['multipart/form-data; boundary=abc', 'abc'],
+    ['multipart/form-data; BOUNDARY="a b;c"', 'a b;c'],
+    ['multipart/form-data', undefined],
+  ])('takes the boundary of %j', (type, boundary) => {
+    expect(boundaryOf(type)).toBe(boundary);
+  });
+
+  it('refuses a Content-Type that names its boundary twice, and watches none without a boundary', () => {
+    expect(() => partHeadWatcher('multipart/form-data; boundary=a; boundary=b')).toThrow(ValidationProblem);
+    let thrown: unknown;
+    try {
+      partHeadWatcher('multipart/form-data; boundary=a; Boundary=b');
+    } catch (error) {
+      thrown = error;
+    }
+    expect((thrown as ValidationProblem).errors).toEqual(["The request's Content-Type names its Content-Type parameter 'boundary' more than once: send each once."]);
+    expect(partHeadWatcher('multipart/form-data')).toBeNull();
+  });
+});

@@ -1,0 +1,174 @@
+import { ValidationProblem } from '../common/problem.js';
+
+/** A token character of RFC 9110 §5.6.2 (a header or parameter name). */
+const TOKEN_CHAR = /[!#$%&'*+.^_`|~0-9A-Za-z-]/;
+
+/** The headers of a part that may appear once (RFC 7578 §4.8 names these three). */
+const ONCE = new Map([
+  ['content-disposition', 'Content-Disposition'],
+  ['content-type', 'Content-Type'],
+  ['content-transfer-encoding', 'Content-Transfer-Encoding'],
+]);
+
+/** The most a part's headers may take: past it the multipart reader refuses the body itself. */
+const HEAD_MAX = 16 * 1024;
+
+const CRLF = Buffer.from('\r\n');
+
+/** What one step of the watcher's scan gives: wait for more bytes, go on, or refuse the form. */
+const MORE = 'more';
+const NEXT = 'next';
+type Step = typeof MORE | typeof NEXT | { refuse: string };
+const HEAD_END = Buffer.from('\r\n\r\n');
+
+/**
+ * The names of a header value's parameters (`form-data; name="a"; filename="b"` gives name and
+ * filename), in lower case, in order; quoted strings are passed over whole, whatever they hold.
+ */
+export function parameterNames(value: string): string[] {
+  const names: string[] = [];
+  let at = value.indexOf(';');
+  while (at >= 0 && at < value.length) {
+    at++;
+    while (value[at] === ' ' || value[at] === '\t') at++;
+    let name = '';
+    while (at < value.length && TOKEN_CHAR.test(value[at])) name += value[at++];
+    if (name !== '' && value[at] === '=') names.push(name.toLowerCase());
+    // On to the next ';' outside a quoted string.
+    while (at < value.length && value[at] !== ';') {
+      if (value[at] === '"') {
+        at++;
+        while (at < value.length && value[at] !== '"') at += value[at] === '\\' ? 2 : 1;
+      }
+      at++;
+    }
+  }
+  return names;
+}
+
+/** What a header value repeats of its parameters, as a sentence's end; undefined when none is repeated. */
+function repeatedParameter(header: string, value: string): string | undefined {
+  const seen = new Set<string>();
+  for (const name of parameterNames(value)) {
+    if (seen.has(name)) return `names its ${header} parameter '${name}' more than once`;
+    seen.add(name);
+  }
+  return undefined;
+}
+
+/** The boundary a multipart Content-Type names (quoted or not), as the multipart reader takes it; undefined without one. */
+export function boundaryOf(contentType: string): string | undefined {
+  const match = /;\s*boundary\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^;\s]+))/i.exec(contentType);
+  if (match === null) return undefined;
+  return match[1] !== undefined ? match[1].replace(/\\(.)/g, '$1') : match[2];
+}
+
+/**
+ * The watcher of a multipart body's part heads (see PartHeadWatcher), null without a boundary
+ * (the multipart reader refuses that body itself). Throws a ValidationProblem for a Content-Type
+ * that cannot be read one way only: a parameter (`boundary`) given twice.
+ */
+export function partHeadWatcher(contentType: string | undefined): PartHeadWatcher | null {
+  const repeated = repeatedParameter('Content-Type', contentType ?? '');
+  if (repeated !== undefined) throw new ValidationProblem([`The request's Content-Type ${repeated}: send each once.`]);
+  const boundary = boundaryOf(contentType ?? '');
+  return boundary === undefined ? null : new PartHeadWatcher(boundary);
+}
+
+/**
+ * Watches a multipart body as it streams, beside the multipart reader, for part headers that
+ * could be read two ways: a Content-Disposition, Content-Type or Content-Transfer-Encoding
+ * given twice in one part (the reader would take the first, another reader the last), or one
+ * of their parameters given twice (`name`, `filename`, `charset`). Such a part is refused, as a
+ * query parameter or a JSON key given twice is. What the body breaks otherwise (no closing
+ * boundary, headers too large) is the reader's to say: the watcher then says nothing.
+ */
+export class PartHeadWatcher {
+  private readonly delimiter: Buffer;
+  /** Bytes not yet looked at, from the last place a delimiter or the end of a head could start. */
+  private pending: Buffer;
+  private mode: 'seek' | 'boundary-line' | 'head' | 'done' = 'seek';
+
+  constructor(boundary: string) {
+    this.delimiter = Buffer.from(`\r\n--${boundary}`, 'latin1');
+    // The first delimiter may open the body without the line break before it.
+    this.pending = CRLF;
+  }
+
+  /** Looks at the next bytes of the body; gives why the form cannot be read one way, once it is known. */
+  feed(chunk: Buffer): string | undefined {
+    if (this.mode === 'done') return undefined;
+    this.pending = this.pending.length === 0 ? chunk : Buffer.concat([this.pending, chunk]);
+    for (;;) {
+      const step = this.step();
+      if (step === MORE) return undefined;
+      if (step !== NEXT) {
+        this.mode = 'done';
+        return step.refuse;
+      }
+    }
+  }
+
+  /** One step of the scan: MORE when the bytes so far say no more, NEXT to go on, or why the form is refused. */
+  private step(): Step {
+    switch (this.mode) {
+      case 'seek': {
+        const at = this.pending.indexOf(this.delimiter);
+        if (at < 0) {
+          // Keep what could be the start of a delimiter cut by the chunk's end.
+          this.pending = this.pending.subarray(Math.max(0, this.pending.length - this.delimiter.length + 1));
+          return MORE;
+        }
+        this.pending = this.pending.subarray(at + this.delimiter.length);
+        this.mode = 'boundary-line';
+        return NEXT;
+      }
+      case 'boundary-line': {
+        if (this.pending.length < 2) return MORE;
+        // The closing delimiter: what follows is the epilogue.
+        if (this.pending[0] === 0x2d && this.pending[1] === 0x2d) return this.finish();
+        const end = this.pending.indexOf(CRLF);
+        if (end < 0) return this.pending.length > HEAD_MAX ? this.finish() : MORE;
+        this.pending = this.pending.subarray(end);
+        this.mode = 'head';
+        return NEXT;
+      }
+      case 'head': {
+        // The head starts after the boundary line's CRLF (kept in `pending`), so an empty one is CRLF CRLF too.
+        const end = this.pending.indexOf(HEAD_END);
+        if (end < 0 || end > HEAD_MAX) return end > HEAD_MAX || this.pending.length > HEAD_MAX ? this.finish() : MORE;
+        const reason = ambiguousHead(this.pending.toString('latin1', 2, end));
+        if (reason !== undefined) return { refuse: reason };
+        // The part's body begins after the blank line; the delimiter that ends it starts with its own CRLF.
+        this.pending = this.pending.subarray(end + HEAD_END.length);
+        this.mode = 'seek';
+        return NEXT;
+      }
+      case 'done':
+        return MORE;
+    }
+  }
+
+  private finish(): typeof MORE {
+    this.mode = 'done';
+    this.pending = Buffer.alloc(0);
+    return MORE;
+  }
+}
+
+/** Why a part's head (its header lines) cannot be read one way, if it cannot. */
+function ambiguousHead(head: string): string | undefined {
+  const seen = new Set<string>();
+  for (const line of head.split('\r\n')) {
+    const colon = line.indexOf(':');
+    if (colon <= 0) continue;
+    const name = line.slice(0, colon).trim().toLowerCase();
+    const header = ONCE.get(name);
+    if (header === undefined) continue;
+    if (seen.has(name)) return `A part of the form has its ${header} header more than once: send each part header once.`;
+    seen.add(name);
+    const repeated = repeatedParameter(header, line.slice(colon + 1));
+    if (repeated !== undefined) return `A part of the form ${repeated}: send each once.`;
+  }
+  return undefined;
+}
