@@ -4,8 +4,11 @@ describe('LocalTokenFailures', () => {
   const T0 = 1_000_000;
   let clock = T0;
   const store = (capacity = 1000) => new LocalTokenFailures({ limit: 3, windowMs: 60_000, capacity, now: () => clock });
+  // Every failure another wrong secret, unless a test says otherwise.
+  let guesses = 0;
+  const fail = (s: LocalTokenFailures, id: string) => s.recordFailure(id, `guess-${guesses++}`);
   const failAll = (s: LocalTokenFailures, ids: Iterable<string>) => {
-    for (const id of ids) s.recordFailure(id);
+    for (const id of ids) fail(s, id);
   };
   const others = function* (count: number, tag = 'other'): Generator<string> {
     for (let i = 0; i < count; i++) yield `svc_${tag}_${i}`;
@@ -19,7 +22,7 @@ describe('LocalTokenFailures', () => {
     const failures = store();
     failAll(failures, ['svc_a', 'svc_a']);
     expect(failures.blockedFor('svc_a')).toBe(0);
-    failures.recordFailure('svc_a');
+    fail(failures, 'svc_a');
     clock = T0 + 1000;
     expect(failures.blockedFor('svc_a')).toBe(59);
     expect(failures.blockedFor('svc_b')).toBe(0);
@@ -27,11 +30,36 @@ describe('LocalTokenFailures', () => {
     expect(failures.blockedFor('svc_a')).toBe(0);
   });
 
+  it('counts a wrong secret once in its window, however often it is sent', () => {
+    const failures = store();
+    for (let i = 0; i < 10; i++) failures.recordFailure('svc_a', 'same');
+    failures.recordFailure('svc_a', 'other');
+    expect(failures.blockedFor('svc_a')).toBe(0);
+    // Another client id's guesses are its own.
+    failures.recordFailure('svc_b', 'same');
+    failures.recordFailure('svc_a', 'third');
+    expect(failures.blockedFor('svc_a')).toBe(60);
+    expect(failures.blockedFor('svc_b')).toBe(0);
+  });
+
+  it('forgets the guesses with the window: the same wrong secret counts again in the next one', () => {
+    const failures = store();
+    failures.recordFailure('svc_a', 'same');
+    failures.recordFailure('svc_a', 'same');
+    clock = T0 + 61_000;
+    failures.recordFailure('svc_a', 'same');
+    failures.recordFailure('svc_a', 'other');
+    failures.recordFailure('svc_a', 'same');
+    expect(failures.blockedFor('svc_a')).toBe(0);
+    failures.recordFailure('svc_a', 'third');
+    expect(failures.blockedFor('svc_a')).toBe(60);
+  });
+
   it('starts a new window after the old one ends', () => {
     const failures = store();
     failAll(failures, ['svc_a', 'svc_a']);
     clock = T0 + 61_000;
-    failures.recordFailure('svc_a');
+    fail(failures, 'svc_a');
     expect(failures.blockedFor('svc_a')).toBe(0);
     failAll(failures, ['svc_a', 'svc_a']);
     expect(failures.blockedFor('svc_a')).toBe(60);
@@ -57,8 +85,8 @@ describe('LocalTokenFailures', () => {
     const failures = store(3);
     failAll(failures, ['svc_old', 'svc_mid', 'svc_new', 'svc_old']);
     // Full: svc_mid failed least recently, so it alone makes room for svc_x.
-    failures.recordFailure('svc_x');
-    failures.recordFailure('svc_old');
+    fail(failures, 'svc_x');
+    fail(failures, 'svc_old');
     expect(failures.blockedFor('svc_old')).toBe(60);
     failAll(failures, ['svc_new', 'svc_new']);
     expect(failures.blockedFor('svc_new')).toBe(60);

@@ -15,11 +15,13 @@ export interface LocalTokenFailuresOptions {
 interface Window {
   failures: number;
   resetsAt: number;
+  /** The guesses counted in the window (fewer than the limit: at the limit the window becomes a lockout). */
+  guesses: Set<string>;
 }
 
 /**
  * Failed token requests per client id in this process, in fixed windows that start with a
- * client id's first failure. Every entry leaves on its own, when its window ends, or when
+ * client id's first failure; a guess (the secret tried) counts once in its window. Every entry leaves on its own, when its window ends, or when
  * its tier is full and it is the least recently used there; nothing is ever cleared whole.
  *
  * Client ids still below the limit are counted in one tier: making room there forgets at
@@ -50,14 +52,17 @@ export class LocalTokenFailures {
     return left > 0 ? Math.ceil(left / 1000) : 0;
   }
 
-  recordFailure(clientId: string): void {
+  /** Counts a failure of the client id, unless its window has seen the guess (the same wrong secret again). */
+  recordFailure(clientId: string, guess: string): void {
     const now = this.now();
     if (this.blockedFor(clientId) > 0) return;
     let window = this.counting.get(clientId);
     if (!window || window.resetsAt <= now) {
-      window = { failures: 0, resetsAt: now + this.options.windowMs };
+      window = { failures: 0, resetsAt: now + this.options.windowMs, guesses: new Set() };
       this.counting.set(clientId, window, { ttl: this.options.windowMs });
     }
+    if (window.guesses.has(guess)) return;
+    window.guesses.add(guess);
     window.failures++;
     if (window.failures >= this.options.limit) {
       this.counting.delete(clientId);

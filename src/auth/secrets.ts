@@ -29,6 +29,15 @@ function secretDigest(secret: string, key: Buffer): Buffer {
 }
 
 /**
+ * What a failed token request tried, as the failure counts keep it (TokenFailuresService): the
+ * same wrong secret sent again is no new guess. A truncated HMAC under a label of its own, so
+ * that it is never a secret's stored form, and tells nothing without the key.
+ */
+export function guessDigest(secret: string, key: Buffer): string {
+  return createHmac('sha256', key).update('failed-guess\0').update(secret).digest('base64url').slice(0, 22);
+}
+
+/**
  * A client secret's stored form: `hmac-sha256$<hex>`, HMAC-SHA-256 under clientSecretKey().
  * Secrets are 256-bit random values the service generates: no dictionary or brute force
  * reaches one, so a salt or a slow KDF would only add cost to every token request. Without

@@ -9,10 +9,16 @@ import { LocalTokenFailures } from './local-token-failures.js';
 /** Client ids the process tracks at most, in each tier of LocalTokenFailures. */
 const LOCAL_CAPACITY = 100_000;
 
-/** Counts one failure; the first starts the window (a key left without one gets it too). */
+/**
+ * Counts one failure, unless the window has seen its guess (KEYS[2], the set of the window's
+ * guesses, expires with the count): the first starts the window (a key left without one gets
+ * it too). Gives the count, or -1 for a guess made before.
+ */
 const RECORD_SCRIPT = `
+if redis.call('SADD', KEYS[2], ARGV[2]) == 0 then return -1 end
 local failures = redis.call('INCR', KEYS[1])
 if failures == 1 or redis.call('PTTL', KEYS[1]) == -1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
+redis.call('PEXPIRE', KEYS[2], redis.call('PTTL', KEYS[1]))
 return failures
 `;
 
@@ -28,7 +34,9 @@ return math.max(left, 0)
 /**
  * Counts failed token requests per client id in a fixed window. Once a client id reaches
  * TOKEN_FAILURES_MAX, every token request for it is refused until the window ends, the
- * right secret included, so guessing a secret runs at a few attempts per window.
+ * right secret included, so guessing a secret runs at a few attempts per window. What counts
+ * is each different wrong secret: the same one sent again (a job retrying, a client library
+ * that tries Basic and then the body with the same secret) is no new guess and counts once.
  *
  * The counts are kept where the rate limits are: in Redis when REDIS_URL is set, so that
  * a lockout holds on every replica, each client id a key of its own that expires with its
@@ -61,9 +69,10 @@ export class TokenFailuresService {
     return Math.max(shared, this.local.blockedFor(clientId));
   }
 
-  async recordFailure(clientId: string): Promise<void> {
-    const counted = await this.inRedis(clientId, (redis, key) => redis.eval(RECORD_SCRIPT, 1, key, this.windowMs));
-    if (counted === undefined) this.local.recordFailure(clientId);
+  /** Counts a failed token request for the client id; `guess` stands for the secret it tried (guessDigest). */
+  async recordFailure(clientId: string, guess: string): Promise<void> {
+    const counted = await this.inRedis(clientId, (redis, key) => redis.eval(RECORD_SCRIPT, 2, key, `${key}:g`, this.windowMs, guess));
+    if (counted === undefined) this.local.recordFailure(clientId, guess);
   }
 
   /** The script's answer, or undefined when there is no Redis or it failed (then count here). */

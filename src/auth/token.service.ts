@@ -13,7 +13,7 @@ import { apiKeyChallenge, basicChallenge, withoutBasicChallenge } from './challe
 import { KeyringService, SIGNING_ALG } from './keyring.service.js';
 import { OAuthException } from '../common/oauth-error.js';
 import { isScope, Scope } from './scopes.js';
-import { clientSecretKey, hashSecret, needsUpgrade, verifySecret } from './secrets.js';
+import { clientSecretKey, guessDigest, hashSecret, needsUpgrade, verifySecret } from './secrets.js';
 import { TokenFailuresService } from './token-failures.service.js';
 
 export const TOKEN_LIFETIME_SECONDS = 3600;
@@ -198,7 +198,7 @@ export class TokenService {
     if (!credential || !matches || credential.disabled) {
       // The right secret of a disabled credential is no guess: a partner's job retrying while
       // it is disabled must not find it locked out once it is enabled again.
-      if (!credential || !matches) await this.failures.recordFailure(clientId);
+      if (!credential || !matches) await this.failures.recordFailure(clientId, guessDigest(secret, this.secretKey));
       throw new OAuthException('invalid_client', 'Client authentication failed.', 401, basic ? BASIC_CHALLENGE : {});
     }
     if (needsUpgrade(stored)) await this.upgradeSecretHash(clientId, stored, secret);

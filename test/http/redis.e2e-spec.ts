@@ -99,7 +99,10 @@ describe(`two service processes sharing one Redis (${process.env.TEST_DATABASE})
         body: new URLSearchParams({ grant_type: 'client_credentials', client_id: victim.clientId, client_secret: secret }),
       });
     // Three failures, two through A and one through B: neither process saw the three alone.
-    for (const target of [a, b, a]) expect((await ask(target, 'a-guess')).status).toBe(401);
+    // The first guess sent again through B is no new one: it does not count.
+    for (const [target, guess] of [[a, 'guess-1'], [b, 'guess-1'], [b, 'guess-2']] as const) expect((await ask(target, guess)).status).toBe(401);
+    expect((await ask(a, victim.clientSecret)).status).toBe(200);
+    expect((await ask(a, 'guess-3')).status).toBe(401);
     for (const target of [b, a]) {
       const refused = await ask(target, victim.clientSecret);
       expect(refused.status).toBe(429);
@@ -114,13 +117,20 @@ describe(`two service processes sharing one Redis (${process.env.TEST_DATABASE})
     // One key per client id, under the prefix, naming a digest of the id, expiring with the window.
     const redis = new Redis(REDIS_URL);
     try {
-      const keys = await redis.keys(`${prefix}tf:*`);
-      expect(keys).toEqual([expect.stringMatching(/^test:[0-9a-f]{12}:tf:[\w-]{22}$/)]);
-      expect(keys[0]).not.toContain(victim.clientId);
-      expect(await redis.get(keys[0])).toBe('3');
-      const ttl = await redis.pttl(keys[0]);
-      expect(ttl).toBeGreaterThan(800_000);
-      expect(ttl).toBeLessThanOrEqual(900_000);
+      const [key, ...others] = (await redis.keys(`${prefix}tf:*`)).sort();
+      expect(key).toMatch(/^test:[0-9a-f]{12}:tf:[\w-]{22}$/);
+      expect(key).not.toContain(victim.clientId);
+      expect(await redis.get(key)).toBe('3');
+      // Beside the count, the window's guesses: digests, not the secrets tried, expiring with it.
+      expect(others).toEqual([`${key}:g`]);
+      const guesses = await redis.smembers(`${key}:g`);
+      expect(guesses).toHaveLength(3);
+      for (const guess of guesses) expect(guess).toMatch(/^[\w-]{22}$/);
+      for (const name of [key, `${key}:g`]) {
+        const ttl = await redis.pttl(name);
+        expect(ttl).toBeGreaterThan(800_000);
+        expect(ttl).toBeLessThanOrEqual(900_000);
+      }
     } finally {
       await redis.quit();
     }
@@ -180,16 +190,18 @@ describe(`token-failure lockout with Redis unreachable (${process.env.TEST_DATAB
         .type('form')
         .send({ grant_type: 'client_credentials', client_id: victim.clientId, client_secret: secret });
     expect((await ask('a-guess')).status).toBe(401);
+    // The same wrong secret again is no new guess; another one is the second.
     expect((await ask('a-guess')).status).toBe(401);
+    expect((await ask('another-guess')).status).toBe(401);
     const refused = await ask(victim.clientSecret);
     expect(refused.status).toBe(429);
     expect(refused.body).toEqual({
       error: 'slow_down',
       error_description: expect.stringMatching(/^Too many failed token requests for this client; retry after \d+ seconds\.$/),
     });
-    // Each of the three requests checked the lockout, the two failures counted one each.
+    // Each of the four requests checked the lockout, the three failures were counted one each.
     const metrics = await t.app.get(MetricsService).registry.metrics();
-    expect(metrics).toMatch(/^results_token_failure_store_fallbacks_total 5$/m);
+    expect(metrics).toMatch(/^results_token_failure_store_fallbacks_total 7$/m);
   });
 });
 
