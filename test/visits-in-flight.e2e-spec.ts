@@ -1,4 +1,5 @@
 import { EventEmitter } from 'node:events';
+import { connect, type AddressInfo } from 'node:net';
 import type { ServerResponse } from 'node:http';
 import request from 'supertest';
 import { addDays } from '../src/common/clock.js';
@@ -98,5 +99,52 @@ describe(`visit pages when no room comes in time (${process.env.TEST_DATABASE})`
     holder.emit('close');
     expect((await get(page)).status).toBe(200);
     expect((await get(feed)).status).toBe(200);
+  });
+});
+
+/**
+ * Pages pipelined on one connection are answered in turn; those still queued when the
+ * connection goes never emit 'close' in Node. What their bodies hold of the budget is given
+ * back all the same, so that no partner's dropped connection keeps other pages waiting.
+ */
+describe(`pages queued on a pipelined connection that goes away (${process.env.TEST_DATABASE})`, () => {
+  let app: VisitsApp;
+
+  beforeAll(async () => {
+    app = await startVisitsApp({ VISITS_CACHE_MB: '0', RATE_LIMIT_PER_MINUTE: '1000' });
+    await app.t.app.listen(0, '127.0.0.1');
+  });
+  afterAll(async () => {
+    await app.t.close();
+  });
+
+  it('gives back every body they hold once the connection is closed', async () => {
+    const { t, today, partner, token } = app;
+    const inFlight = t.app.get(PagesInFlight);
+    const atRest = inFlight.room;
+    const { port } = t.app.getHttpServer().address() as AddressInfo;
+    const from = addDays(today, -31);
+    const to = addDays(today, -1);
+    const head = (path: string) => `GET ${path} HTTP/1.1\r\nHost: x\r\nsvc-api-key: ${partner.apiKey}\r\nAuthorization: Bearer ${token}\r\n\r\n`;
+    const requests = Array.from({ length: 200 }, (_, i) =>
+      head(i % 3 === 2 ? `/visits/plus/changes?SvcClientId=1001&Since=${addDays(today, -60)}T00:00:00Z&Take=${40 + (i % 50)}` : `/visits/standard?SvcClientId=1001&FromDate=${from}&ToDate=${to}&Skip=${i % 40}&Take=50`),
+    );
+    // The client reads nothing, so that answers queue behind the first, then goes.
+    const socket = connect(port, '127.0.0.1');
+    socket.pause();
+    await new Promise<void>((resolve, reject) => {
+      socket.once('connect', () => socket.write(requests.join(''), () => resolve()));
+      socket.on('error', reject);
+    });
+    const filling = Date.now() + 5_000;
+    while (inFlight.room === atRest && Date.now() < filling) await new Promise((wake) => setTimeout(wake, 20));
+    await new Promise((wake) => setTimeout(wake, 300));
+    expect(inFlight.room).toBeLessThan(atRest);
+    socket.destroy();
+    const deadline = Date.now() + 10_000;
+    while (inFlight.room !== atRest && Date.now() < deadline) await new Promise((wake) => setTimeout(wake, 50));
+    expect(inFlight.room).toBe(atRest);
+    const res = await request(t.http).get(`/visits/standard?SvcClientId=1001&FromDate=${from}&ToDate=${to}&Skip=0&Take=50`).set('svc-api-key', partner.apiKey).set('Authorization', `Bearer ${token}`);
+    expect(res.status).toBe(200);
   });
 });

@@ -1,5 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import { POOLED_MIN_BYTES } from './body-pool.js';
+import { whenGone } from './response-gone.js';
 
 /**
  * The memory a body holds: a large one its whole buffer, of which it may be the start (a page
@@ -159,8 +160,9 @@ export class BodiesInFlight {
     if (res.destroyed) return;
     const held = heldBytes(body);
     const releases = this.holdingsOf(owner).map((holding) => holding.carry(body, held));
-    // 'close' comes once the response is written out, or when the connection went away first.
-    res.once('close', () => {
+    // Once the response is written out, or its connection went away first: a response queued
+    // on a pipelined connection that closed before its turn never emits 'close' (see whenGone).
+    whenGone(res, () => {
       for (const release of releases) release();
       this.forgetIfEmpty(owner);
       this.wake();

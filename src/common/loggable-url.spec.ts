@@ -31,6 +31,11 @@ describe('loggableUrl', () => {
     expect(loggableUrl(`/branches?SvcClientId=1&t=${jwt}`)).toBe('/branches?SvcClientId=1&t=[redacted]');
     expect(loggableUrl(`/${jwt}/x`)).toBe('/[redacted]/x');
     expect(loggableUrl('/branches;k=svck_AbC-123_x?SvcClientId=1&h=whsec_Zz9')).toBe('/branches;k=[redacted]?SvcClientId=1&h=[redacted]');
+    // Escaped, a credential's form is still its form; names holding a credential's word are credentials' names.
+    expect(loggableUrl('/health/live?k=%73vck_AbC123&j=%65yJa.b.c&x-api-key=SEKRET10&sessionToken=t&my_secret=s&Take=5')).toBe(
+      '/health/live?k=[redacted]&j=[redacted]&x-api-key=[redacted]&sessionToken=[redacted]&my_secret=[redacted]&Take=5',
+    );
+    expect(loggableUrl('/menus/dishes/images/%77hsec_Zz9?a=%E0%A4%A')).toBe('/menus/dishes/images/[redacted]?a=%E0%A4%A');
     // A page token (two parts, sealed) is no credential.
     const after = '/visits/standard/changes?SvcClientId=1001&after=AQx7k2_-Zz.Tg9a';
     expect(loggableUrl(after)).toBe(after);

@@ -6,6 +6,9 @@
 const SECRET_PARAMETER =
   /^(clientsecret|clientassertion|assertion|accesstoken|refreshtoken|idtoken|password|passwd|pwd|secret|apikey|svcapikey|key|token|bearer|jwt|auth|authorization|credentials?|sig|signature|code)$/i;
 
+/** Words that make any parameter name one of a credential (`x-api-key`, `my_secret`, `sessionToken`), wherever they stand in it. */
+const SECRET_WORD = /secret|token|apikey|password|passwd|assertion|credential|signature|authorization/i;
+
 /**
  * Values that are credentials wherever they stand (another parameter name, a path segment, a
  * matrix parameter): a JWT (its header is base64url JSON, `eyJ…`), this service's API keys and
@@ -28,7 +31,29 @@ export function holdsCredential(text: string): boolean {
  * `[redacted]`; the rest as received.
  */
 export function loggableUrl(url: string): string {
-  return redactNamed(url).replace(SECRET_VALUE, '[redacted]');
+  return redactEscaped(redactNamed(url)).replace(SECRET_VALUE, '[redacted]');
+}
+
+/** Text with its percent-escapes decoded, or null when it has none or they decode to no text. */
+function decoded(text: string): string | null {
+  if (!text.includes('%')) return null;
+  try {
+    return decodeURIComponent(text.replace(/\+/g, ' '));
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Path segments and query values that are credentials by their form once their escapes are
+ * decoded (`%73vck_…` is an API key as much as `svck_…`), redacted whole.
+ */
+function redactEscaped(url: string): string {
+  if (!url.includes('%')) return url;
+  return url.replace(/[^/?&=;]+/g, (part) => {
+    const text = decoded(part);
+    return text !== null && holdsCredential(text) ? '[redacted]' : part;
+  });
 }
 
 function redactNamed(url: string): string {
@@ -47,7 +72,8 @@ function redactNamed(url: string): string {
       // Not percent-encoding: judged as it is.
     }
     // `name[]` and `name[key]` are the same parameter to a query parser.
-    if (SECRET_PARAMETER.test(name.trim().replace(/\[.*$/, '').replace(/[-_]/g, ''))) {
+    const bare = name.trim().replace(/\[.*$/, '').replace(/[-_]/g, '');
+    if (SECRET_PARAMETER.test(bare) || SECRET_WORD.test(bare)) {
       pairs[i] = `${raw}=[redacted]`;
       redacted = true;
     }

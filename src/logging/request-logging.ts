@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { pino, type Level, type Logger } from 'pino';
 import { holdsCredential, loggableUrl } from '../common/loggable-url.js';
+import { whenGone } from '../common/response-gone.js';
 import type { AppConfig } from '../config/app-config.js';
 import { routeOf } from '../metrics/request-metrics.middleware.js';
 
@@ -83,7 +84,9 @@ export function requestLogger(root: Logger): (req: IncomingMessage, res: ServerR
     res.once('finish', () => {
       whole = socket === null ? res.writableFinished : !socket.destroyed;
     });
-    res.once('close', () => {
+    // Also for a response queued on a pipelined connection that closed before its turn, which
+    // never emits 'close' itself (see whenGone): its line says it was aborted.
+    whenGone(res, () => {
       logged();
       const aborted = !whole;
       // A 503 says the service cannot answer for now (a database away, a replica not ready or

@@ -19,6 +19,34 @@ function response(): ServerResponse & { close(): void } {
 }
 
 describe('PagesInFlight', () => {
+  it('never learns a figure per visit below the first from pages short of their Take', async () => {
+    // 8 MB: one credential holds at most 4 MB, one Take=1000 page's reservation at 4 KB a visit.
+    const inFlight = new PagesInFlight(loadConfig({ PAGES_IN_FLIGHT_MB: '8', PAGES_WAIT_SECONDS: '1' }));
+    const serveEmpty = (res: ServerResponse) =>
+      inFlight.serve(res, 1000, 'c1', () => Promise.resolve({ body: Buffer.from('{"data":{"visits":[]}}'), release: () => undefined }), (page, sending) => {
+        sending(page.body);
+        return Promise.resolve();
+      });
+    for (let i = 0; i < 60; i++) {
+      const res = response();
+      await serveEmpty(res);
+      res.close();
+    }
+    // A page being read holds its reservation: a second one of the same credential must wait.
+    let finishRead!: () => void;
+    const holding = inFlight.serve(
+      response(),
+      1000,
+      'c1',
+      () => new Promise<{ body: Buffer; release: () => void }>((resolve) => (finishRead = () => resolve({ body: Buffer.alloc(10), release: () => undefined }))),
+      () => Promise.resolve(),
+    );
+    await new Promise((resolve) => setImmediate(resolve));
+    await expect(serveEmpty(response())).rejects.toBeInstanceOf(ProblemException);
+    finishRead();
+    await holding;
+  });
+
   it("releases the page's hold on its body only once the write has settled and the response has closed", async () => {
     const inFlight = new PagesInFlight(loadConfig({}));
     const res = response();

@@ -2,10 +2,11 @@ import { Injectable } from '@nestjs/common';
 import type { ServerResponse } from 'node:http';
 import { BodiesInFlight, heldBytes, NoRoomInTime } from '../common/bodies-in-flight.js';
 import { ProblemException } from '../common/problem.js';
+import { whenGone } from '../common/response-gone.js';
 import { AppConfig } from '../config/app-config.js';
 import { dropWhenStalled } from './stalled-connections.js';
 
-/** Bytes per visit assumed before any page was sent: about what a visit with a few sections takes. */
+/** Bytes per visit assumed before any page was sent (about what a visit with a few sections takes), and the least ever assumed. */
 const FIRST_BYTES_PER_VISIT = 4096;
 
 /** The answer to a page request that found no room in time: the service is busy, not broken. */
@@ -84,13 +85,18 @@ export class PagesInFlight {
       // From here the connection must keep taking the page's bytes: one that takes none for
       // PAGES_STALL_SECONDS is closed, and its body leaves the budget.
       dropWhenStalled(res, this.stallMs);
-      if (take > 0 && page.body.length > 0) this.bytesPerVisit = Math.round(0.8 * this.bytesPerVisit + (0.2 * heldBytes(page.body)) / take);
+      // Never below the first figure: pages short of their Take (an empty range asked for with
+      // Take=1000, again and again) would teach a figure far below what full pages take, and
+      // many of those would then be let in at once.
+      if (take > 0 && page.body.length > 0) {
+        this.bytesPerVisit = Math.max(FIRST_BYTES_PER_VISIT, Math.round(0.8 * this.bytesPerVisit + (0.2 * heldBytes(page.body)) / take));
+      }
       await write(page, (sent) => slot.sending(res, sent));
     } finally {
       slot.cancel();
       if (page !== undefined) {
         if (res.closed) page.release();
-        else res.once('close', page.release);
+        else whenGone(res, page.release);
       }
     }
   }

@@ -1,0 +1,41 @@
+import type { ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+
+/** For each connection, what waits for it to close: one listener per connection, however many responses are queued on it. */
+const waitingOn = new WeakMap<Socket, Set<() => void>>();
+
+/**
+ * Calls `done` once, when the response is finished with: its 'close' (written out, or its
+ * connection gone while it was being written), or the close of the connection its request came
+ * on. A response queued behind earlier ones on a pipelined connection has no socket yet, and
+ * Node never emits its 'close' when the connection goes before its turn: what it holds (a
+ * budget, a buffer) would otherwise be held for good. Called at once when that connection is
+ * closed already.
+ */
+export function whenGone(res: ServerResponse, done: () => void): void {
+  const socket = (res.req as { socket?: Socket | null } | undefined)?.socket ?? null;
+  let called = false;
+  const once = (): void => {
+    if (called) return;
+    called = true;
+    if (socket) waitingOn.get(socket)?.delete(once);
+    done();
+  };
+  res.once('close', once);
+  if (!socket) return;
+  if (socket.destroyed) {
+    once();
+    return;
+  }
+  let waiting = waitingOn.get(socket);
+  if (!waiting) {
+    const set = new Set<() => void>();
+    waiting = set;
+    waitingOn.set(socket, set);
+    socket.once('close', () => {
+      waitingOn.delete(socket);
+      for (const gone of [...set]) gone();
+    });
+  }
+  waiting.add(once);
+}
