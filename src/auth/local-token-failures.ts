@@ -21,8 +21,9 @@ interface Window {
 
 /**
  * Failed token requests per client id in this process, in fixed windows that start with a
- * client id's first failure; a guess (the secret tried) counts once in its window. Every entry leaves on its own, when its window ends, or when
- * its tier is full and it is the least recently used there; nothing is ever cleared whole.
+ * client id's first failure; a guess (the secret tried) counts once in its window. Every entry
+ * leaves on its own, when its window ends, or when its tier is full and it is the least
+ * recently used there; nothing is ever cleared whole.
  *
  * Client ids still below the limit are counted in one tier: making room there forgets at
  * most limit - 1 failures of the client id that failed least recently. A client id that

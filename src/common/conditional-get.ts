@@ -47,17 +47,18 @@ function onlyAny(members: readonly string[] | null): boolean {
 }
 
 /**
- * Whether an If-Match header, when sent, fails for the representation tagged `etag` (RFC 9110
- * §13.1.1): `*` passes; otherwise a listed tag must equal it by strong comparison, which a
- * weak tag on either side never passes. A field that is no list of tags (see
- * preconditionMembers) names no tag that could pass: it fails, as nothing can be shown to match.
+ * Why an If-Match header, when sent, fails for the representation tagged `etag` (RFC 9110
+ * §13.1.1), as a 412's detail; null when it holds. `*` passes; otherwise a listed tag must
+ * equal it by strong comparison, which a weak tag on either side never passes. A field that is
+ * no list of tags (see preconditionMembers) names no tag that could pass: it fails, as nothing
+ * can be shown to match.
  */
-export function ifMatchFails(header: string | undefined, etag: string): boolean {
-  if (header === undefined) return false;
+export function ifMatchFailure(header: string | undefined, etag: string): string | null {
+  if (header === undefined) return null;
   const members = preconditionMembers(header);
-  if (onlyAny(members)) return false;
-  if (members === null || etag.startsWith('W/')) return true;
-  return !members.includes(etag);
+  if (members === null) return `${notAList('If-Match')}.`;
+  if (onlyAny(members)) return null;
+  return etag.startsWith('W/') || !members.includes(etag) ? IF_MATCH_FAILED : null;
 }
 
 /**
@@ -98,10 +99,8 @@ export function answeredNotModified(req: IncomingMessage, res: ServerResponse, e
   if (req.method !== 'GET' && req.method !== 'HEAD') return false;
   const status = res.statusCode;
   if (!((status >= 200 && status < 300) || status === 304)) return false;
-  const ifMatch = req.headers['if-match'];
-  if (ifMatchFails(ifMatch, etag)) {
-    throw new PreconditionFailedException(ifMatch !== undefined && preconditionMembers(ifMatch) === null ? `${notAList('If-Match')}.` : IF_MATCH_FAILED);
-  }
+  const failure = ifMatchFailure(req.headers['if-match'], etag);
+  if (failure !== null) throw new PreconditionFailedException(failure);
   const lastModified = res.getHeader('Last-Modified');
   if (!holdsCurrent(req.headers, etag, typeof lastModified === 'string' ? lastModified : undefined)) return false;
   res.statusCode = 304;

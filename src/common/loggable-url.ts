@@ -1,12 +1,14 @@
 /**
- * Query parameters whose values are credentials (OAuth's and this service's names), matched
- * with `-` and `_` left out and in any case, so `client-secret`, `svc_api_key` and
- * `AccessToken` are the same names as their usual spellings.
+ * Query parameter names that are credentials' by themselves (short ones, which as parts of a
+ * longer name would mean anything: `monkey`, `decode`), matched with `-` and `_` left out and in
+ * any case, as SECRET_WORD is.
  */
-const SECRET_PARAMETER =
-  /^(clientsecret|clientassertion|assertion|accesstoken|refreshtoken|idtoken|password|passwd|pwd|secret|apikey|svcapikey|key|token|bearer|jwt|auth|authorization|credentials?|sig|signature|code)$/i;
+const SECRET_PARAMETER = /^(pwd|key|bearer|jwt|auth|sig|code)$/i;
 
-/** Words that make any parameter name one of a credential (`x-api-key`, `my_secret`, `sessionToken`), wherever they stand in it. */
+/**
+ * Words that make any parameter name one of a credential wherever they stand in it
+ * (`client_secret`, `access_token`, `x-api-key`, `sessionToken`), matched the same way.
+ */
 const SECRET_WORD = /secret|token|apikey|password|passwd|assertion|credential|signature|authorization/i;
 
 /**

@@ -9,8 +9,8 @@ const waitingOn = new WeakMap<Socket, Set<() => void>>();
  * connection gone while it was being written), or the close of the connection its request came
  * on. A response queued behind earlier ones on a pipelined connection has no socket yet, and
  * Node never emits its 'close' when the connection goes before its turn: what it holds (a
- * budget, a buffer) would otherwise be held for good. Called at once when that connection is
- * closed already.
+ * budget, a buffer) would otherwise be held for good. Called at once when the response or that
+ * connection is closed already.
  */
 export function whenGone(res: ServerResponse, done: () => void): void {
   const socket = (res.req as { socket?: Socket | null } | undefined)?.socket ?? null;
@@ -21,6 +21,11 @@ export function whenGone(res: ServerResponse, done: () => void): void {
     if (socket) waitingOn.get(socket)?.delete(once);
     done();
   };
+  // Closed already: its 'close' has been emitted.
+  if (res.closed) {
+    once();
+    return;
+  }
   res.once('close', once);
   if (!socket) return;
   if (socket.destroyed) {

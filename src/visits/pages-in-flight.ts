@@ -94,10 +94,7 @@ export class PagesInFlight {
       await write(page, (sent) => slot.sending(res, sent));
     } finally {
       slot.cancel();
-      if (page !== undefined) {
-        if (res.closed) page.release();
-        else whenGone(res, page.release);
-      }
+      if (page !== undefined) whenGone(res, page.release);
     }
   }
 }
