@@ -7,6 +7,7 @@ import { AppLogger } from './logging/app-logger.js';
 import { REQUEST_LOGGER, type RequestLogger } from './logging/logging.module.js';
 import { localDate } from './common/clock.js';
 import { keepingBodyErrors } from './common/body-errors.js';
+import { answerServerOptions } from './common/allowed-methods.js';
 import { answerClientErrors } from './common/client-errors.js';
 import { continueOnRead } from './common/expect-continue.js';
 import { verifyFormEscapes } from './common/form-escapes.js';
@@ -96,6 +97,7 @@ export function setupApp(app: INestApplication): NestExpressApplication {
     securityHeaders.set(res, cameOverTls(req, trust));
     next();
   });
+  express.use(answerServerOptions);
   // A path segment that cannot be decoded reaches the routes and their checks, not Express's own 400.
   express.use(repairPathEscapes);
   // br or gzip for every body over 1 KB the client accepts it for (the visit pages encode their own).

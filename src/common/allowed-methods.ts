@@ -1,4 +1,4 @@
-import { METHODS } from 'node:http';
+import { METHODS, type ServerResponse } from 'node:http';
 import { NotFoundException } from '@nestjs/common';
 
 const ORDER = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'];
@@ -27,6 +27,11 @@ export function allowedMethods(app: unknown, path: string): string[] {
   const methods = new Set<string>();
   for (const route of resourceRoutesAt(app, path)) for (const method of answeredMethods(route) ?? []) methods.add(method);
   if (methods.has('GET')) methods.add('HEAD');
+  return sortedMethods(methods);
+}
+
+/** Methods in the fixed order (ORDER first, any other after them by name). */
+function sortedMethods(methods: Set<string>): string[] {
   const rank = (method: string): number => (ORDER.includes(method) ? ORDER.indexOf(method) : ORDER.length);
   return [...methods].sort((a, b) => rank(a) - rank(b) || a.localeCompare(b));
 }
@@ -69,4 +74,24 @@ export function methodsOfUnroutedPath(exception: unknown, request: { method: str
   if (!(exception instanceof NotFoundException) || !/^Cannot [A-Z-]+ /.test(exception.message)) return [];
   const methods = allowedMethods(request.app, request.path);
   return methods.includes(request.method) ? [] : methods;
+}
+
+/** The methods some route of the app answers (HEAD with GET), in the fixed order: what the server as a whole implements. */
+export function serverMethods(app: unknown): string[] {
+  const methods = new Set<string>();
+  const stack = (app as { router?: { stack?: RouterLayer[] } } | undefined)?.router?.stack ?? [];
+  for (const layer of stack) for (const method of (layer.route && answeredMethods(layer.route)) ?? []) methods.add(method);
+  if (methods.has('GET')) methods.add('HEAD');
+  return sortedMethods(methods);
+}
+
+/**
+ * `OPTIONS *` asks what the server as a whole offers (RFC 9110 §9.3.7): a 200 with no content
+ * and `Allow` naming the methods of the server's routes. Run after the request line and security
+ * headers are set; every other request goes on.
+ */
+export function answerServerOptions(req: { method: string; url: string; app?: unknown }, res: ServerResponse, next: () => void): void {
+  if (req.method !== 'OPTIONS' || req.url !== '*') return next();
+  res.writeHead(200, { Allow: serverMethods(req.app).join(', '), 'Content-Length': '0', 'Cache-Control': 'no-store' });
+  res.end();
 }

@@ -442,6 +442,16 @@ describe(`HTTP hardening (${process.env.TEST_DATABASE})`, () => {
     expect(head.split('\r\n')).toEqual(expect.arrayContaining(['HTTP/1.1 400 Bad Request', 'Content-Type: application/problem+json; charset=utf-8', 'Connection: close']));
     expect(JSON.parse(body)).toMatchObject({ status: 400, detail: "The request target '*' is for OPTIONS alone: name a path." });
   });
+
+  it("answers OPTIONS * with a 200, no content and the methods the server's routes have in Allow (RFC 9110 §9.3.7)", async () => {
+    const answer = await rawExchange('OPTIONS * HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+    const [head, body] = answer.split('\r\n\r\n');
+    const lines = head.split('\r\n');
+    expect(lines[0]).toBe('HTTP/1.1 200 OK');
+    expect(lines).toEqual(expect.arrayContaining(['Allow: GET, HEAD, POST', 'Content-Length: 0', 'Cache-Control: no-store', 'X-Content-Type-Options: nosniff']));
+    expect(lines.some((line) => /^X-Request-Id: [0-9a-f-]{36}$/.test(line))).toBe(true);
+    expect(body).toBe('');
+  });
 });
 
 describe(`CORS when origins are configured, no trusted proxy (${process.env.TEST_DATABASE})`, () => {
