@@ -474,6 +474,11 @@ describe(`menus and dishes (${process.env.TEST_DATABASE})`, () => {
           ],
         ],
         ['an expiry at hour 24', (r) => r.attach('', png, 'a.png').field('json', dish({ expiryDate: '2026-02-28T24:00:00' })), ["'expiryDate' is not in the expected format yyyy-mm-dd: '2026-02-28T24:00:00'."]],
+        [
+          'an expiry in the year 0000, which neither database keeps',
+          (r) => r.attach('', png, 'a.png').field('json', dish({ expiryDate: '0000-01-01T10:00:00Z' })),
+          ["'expiryDate' must be a date in the years 0001 to 9999: '0000-01-01T10:00:00Z'."],
+        ],
         ['a menu that does not exist', (r) => r.attach('', png, 'a.png').field('json', dish({ menuId: 999 })), ["'menuId' 999 is not a menu of client 1001."]],
         ['a menu id past 32 bits', (r) => r.attach('', png, 'a.png').field('json', dish({ menuId: 3000000000 })), ["'menuId' must be less than or equal to '2147483647'."]],
       ];

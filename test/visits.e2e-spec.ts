@@ -348,7 +348,7 @@ describe(`GET /visits/standard and /visits/plus (${process.env.TEST_DATABASE})`,
         "The range from 'FromDate' to 'ToDate' must not exceed 31 days.",
       ]);
       expect(await errorsOf(valid({ FromDate: '0000-12-31', ToDate: '0001-01-01' }))).toEqual([
-        "'FromDate' is not in the expected format yyyy-mm-dd: '0000-12-31'.",
+        "'FromDate' must be a date in the years 0001 to 9999: '0000-12-31'.",
       ]);
     });
 

@@ -65,9 +65,14 @@ describe('RecordReader', () => {
     for (const date of ['0001-01-01', '0099-12-31', '0004-02-29', '0100-01-01', '2024-02-29', '9999-12-31']) expect([date, isCalendarDate(date)]).toEqual([date, true]);
     for (const date of ['0000-01-01', '0001-02-29', '0100-02-29', '2025-02-29', '2024-13-01', '2024-00-10', '2024-04-31', '24-01-01']) expect([date, isCalendarDate(date)]).toEqual([date, false]);
     expect(isLocalDateTime('0001-01-01T00:00:00')).toBe(true);
-    const r = new RecordReader({ expiryDate: '0099-12-31', startDate: '0000-12-31' });
-    expect([r.date('expiryDate'), r.date('startDate')]).toEqual(['0099-12-31', null]);
-    expect(r.errors).toEqual(["'startDate' is not in the expected format yyyy-mm-dd: '0000-12-31'."]);
+    const r = new RecordReader({ expiryDate: '0099-12-31', startDate: '0000-12-31', leap: '0000-02-29', none: '0000-02-30' });
+    expect([r.date('expiryDate'), r.date('startDate'), r.date('leap'), r.date('none')]).toEqual(['0099-12-31', null, null, null]);
+    // The year 0000 has yyyy-mm-dd's form (RFC 3339's full-date takes it): the message names the years taken, not the format.
+    expect(r.errors).toEqual([
+      "'startDate' must be a date in the years 0001 to 9999: '0000-12-31'.",
+      "'leap' must be a date in the years 0001 to 9999: '0000-02-29'.",
+      "'none' is not in the expected format yyyy-mm-dd: '0000-02-30'.",
+    ]);
   });
 
   it('takes an instant only when its every part exists: no 30 February, no 24:00, no second 60, no offset of 24 hours', () => {

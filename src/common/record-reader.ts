@@ -244,7 +244,7 @@ export class RecordReader {
     const s = this.string(field, { required: opts.required ?? true });
     if (s === null) return null;
     if (!isCalendarDate(s)) {
-      this.errors.push(`${this.name(field)} is not in the expected format yyyy-mm-dd: '${s}'.`);
+      this.errors.push(`${this.name(field)} ${calendarDateFault(s)}`);
       return null;
     }
     return s;
@@ -305,11 +305,27 @@ function shown(value: unknown): string {
   return JSON.stringify(value) ?? String(value);
 }
 
+/** A calendar date `yyyy-mm-dd` that exists, in the years 0001 to 9999 (neither database keeps a year 0). */
 export function isCalendarDate(s: string): boolean {
+  return existsInSomeYear(s) && !s.startsWith('0000');
+}
+
+/**
+ * What a message says of a date isCalendarDate refuses, after the field's name, quoting
+ * `value` (the date, or what it was read from): a day of the year 0000, whose form is right
+ * (RFC 3339's full-date has it), names the years taken; anything else is not in the format.
+ */
+export function calendarDateFault(s: string, value = s): string {
+  return s.startsWith('0000') && existsInSomeYear(s)
+    ? `must be a date in the years 0001 to 9999: '${value}'.`
+    : `is not in the expected format yyyy-mm-dd: '${value}'.`;
+}
+
+/** Whether `s` is yyyy-mm-dd naming a day that exists in its year; the year 0000 is read as a leap year (proleptic Gregorian). */
+function existsInSomeYear(s: string): boolean {
   const m = /^(\d{4})-(\d{2})-(\d{2})$/.exec(s);
   if (!m) return false;
-  const [y, mo, d] = [Number(m[1]), Number(m[2]), Number(m[3])];
-  if (y === 0) return false;
+  const [y, mo, d] = [Number(m[1]) || 2000, Number(m[2]), Number(m[3])];
   // setUTCFullYear, not Date.UTC, which reads the years 0 to 99 as 1900 to 1999.
   const date = new Date(0);
   date.setUTCFullYear(y, mo - 1, d);

@@ -1,4 +1,4 @@
-import { characters, isCalendarDate, isStorableText, type RecordReader } from '../common/record-reader.js';
+import { calendarDateFault, characters, isCalendarDate, isStorableText, type RecordReader } from '../common/record-reader.js';
 import type { DishInput } from './menus.repository.js';
 
 /**
@@ -23,7 +23,7 @@ export function readDishFields(r: RecordReader, menuId: number): DishInput | nul
     // An ISO date, or an ISO 8601 date-time of which the date is kept.
     const date = ISO_DATE_TIME.exec(expiryRaw)?.[1];
     if (date !== undefined && isCalendarDate(date)) expiryDate = date;
-    else r.fail('expiryDate', `is not in the expected format yyyy-mm-dd: '${expiryRaw}'.`);
+    else r.fail('expiryDate', calendarDateFault(date ?? '', expiryRaw));
   }
   const keywords: string[] = [];
   const rawKeywords = r.array('keywords', { required: false }) ?? [];

@@ -134,7 +134,7 @@ export class DishInputDto {
     nullable: true,
     maxLength: 35,
     pattern: ISO_DATE_TIME.source,
-    description: 'yyyy-mm-dd, or an ISO 8601 date-time of which the date (as written, whatever its offset) is kept; absent or null: none.',
+    description: 'yyyy-mm-dd (a day of the years 0001 to 9999), or an ISO 8601 date-time of which the date (as written, whatever its offset) is kept; absent or null: none.',
     example: '2026-12-31',
   })
   expiryDate?: string | null;

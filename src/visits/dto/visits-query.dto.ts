@@ -13,7 +13,7 @@ import {
 import { daysBetween } from '../../common/clock.js';
 import { emptyIsAbsent, ID_MAX, IntegerParam, QUERY_INTEGER_MAX, SvcClientIdParam } from '../../common/query-fields.js';
 import { queryContextOf } from '../../common/query-params.js';
-import { isCalendarDate } from '../../common/record-reader.js';
+import { calendarDateFault, isCalendarDate } from '../../common/record-reader.js';
 
 @ValidatorConstraint({ name: 'calendarDate' })
 class CalendarDate implements ValidatorConstraintInterface {
@@ -21,7 +21,7 @@ class CalendarDate implements ValidatorConstraintInterface {
     return typeof value === 'string' && isCalendarDate(value);
   }
   defaultMessage(args: ValidationArguments): string {
-    return `'${args.property}' is not in the expected format yyyy-mm-dd: '${String(args.value)}'.`;
+    return `'${args.property}' ${calendarDateFault(String(args.value))}`;
   }
 }
 
@@ -117,7 +117,7 @@ export class VisitsQueryDto {
   @SvcClientIdParam()
   SvcClientId!: number;
 
-  @DateParam('FromDate', "First day of the visits (their local date), yyyy-mm-dd; before today in the service's time zone.")
+  @DateParam('FromDate', "First day of the visits (their local date), yyyy-mm-dd (the years 0001 to 9999); before today in the service's time zone.")
   FromDate!: string;
 
   @DateParam('ToDate', 'Last day of the visits, inclusive; on or after FromDate, before today. The range is at most 31 days (configurable).')
