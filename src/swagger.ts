@@ -125,9 +125,10 @@ function complete(document: OpenAPIObject, config: AppConfig): OpenAPIObject {
       }
       for (const [status, response] of Object.entries(operation.responses)) {
         const headers = { ...response.headers };
-        // Headers over 16 KiB are refused by Node's parser, before any of the service runs; a
-        // body too large is refused after the rate limit has counted it (body-errors.ts).
-        const beforeLimiter = status === '431';
+        // Headers over 16 KiB are refused by Node's parser, and an Expect other than
+        // 100-continue as Node reads the head, before any of the service runs; a body too large
+        // is refused after the rate limit has counted it (body-errors.ts).
+        const beforeLimiter = status === '431' || status === '417';
         if (!path.startsWith('/health/') && !beforeLimiter) {
           for (const name of Object.keys(RATE_LIMIT_HEADERS)) headers[name] = ref(name);
         }

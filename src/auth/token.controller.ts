@@ -7,7 +7,7 @@ import { Public } from '../common/public.decorator.js';
 import { OAuthErrorDto, TokenRequestDto, TokenResponseDto } from './dto/token.dto.js';
 import { FORM_DESCRIPTIONS, NO_STORE_HEADERS, OAuthErrorFilter, OAuthException } from '../common/oauth-error.js';
 import { sentByScript, TokenService, type TokenResponse } from './token.service.js';
-import { ApiHeadersTooLarge } from '../common/api-responses.js';
+import { ApiHeadersTooLarge, EXPECTATION_FAILED } from '../common/api-responses.js';
 
 /** An OAuth error response (RFC 6749 §5.2) of the token endpoint, with an example body of its status. */
 function ApiOAuthErrorResponse(status: number, description: string, example: OAuthErrorDto): MethodDecorator {
@@ -61,6 +61,10 @@ export class TokenController {
   @ApiOAuthErrorResponse(415, '`invalid_request`: the form names a charset other than utf-8 or iso-8859-1.', {
     error: 'invalid_request',
     error_description: FORM_DESCRIPTIONS[415],
+  })
+  @ApiOAuthErrorResponse(417, `\`invalid_request\`: ${EXPECTATION_FAILED}`, {
+    error: 'invalid_request',
+    error_description: "The expectation 'foo' cannot be met; only 100-continue is supported.",
   })
   @ApiOAuthErrorResponse(503, '`temporarily_unavailable`: the credentials cannot be read now; retry after `Retry-After` seconds.', {
     error: 'temporarily_unavailable',

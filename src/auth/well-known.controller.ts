@@ -1,7 +1,7 @@
 import { Controller, Get, Header } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { JWK } from 'jose';
-import { ApiHeadersTooLarge, ApiProblemResponse } from '../common/api-responses.js';
+import { ApiExpectationFailed, ApiHeadersTooLarge, ApiProblemResponse } from '../common/api-responses.js';
 import { Public } from '../common/public.decorator.js';
 import { AppConfig } from '../config/app-config.js';
 import { JWKS_MAX_AGE_SECONDS, KeyringService } from './keyring.service.js';
@@ -46,6 +46,7 @@ const METADATA_SCHEMA = {
 @ApiTags('auth')
 @Public()
 @ApiHeadersTooLarge()
+@ApiExpectationFailed()
 @Controller('.well-known')
 export class WellKnownController {
   constructor(

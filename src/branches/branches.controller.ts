@@ -3,13 +3,14 @@ import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { EntitledQuery, selectionOf } from '../auth/entitled-query.js';
 import { RequiresScope } from '../auth/requires-scope.decorator.js';
 import { Scope } from '../auth/scopes.js';
-import { ApiDataErrors, ApiHeadersTooLarge } from '../common/api-responses.js';
+import { ApiDataErrors, ApiExpectationFailed, ApiHeadersTooLarge } from '../common/api-responses.js';
 import { BranchesService } from './branches.service.js';
 import { BranchDto } from './dto/branch.dto.js';
 import { BranchesQueryDto } from './dto/branches-query.dto.js';
 
 @ApiTags('branches')
 @ApiHeadersTooLarge()
+@ApiExpectationFailed()
 @Controller('branches')
 export class BranchesController {
   constructor(private readonly branches: BranchesService) {}

@@ -111,3 +111,10 @@ export function ApiDataErrors(badRequest: string[] = VISITS_BAD_REQUEST): Method
 export function ApiHeadersTooLarge(): MethodDecorator & ClassDecorator {
   return ApiProblemResponse(431, 'The request line and headers are larger than 16 KiB; the connection closes.');
 }
+
+/** An Expect other than 100-continue (RFC 9110 §10.1.1), refused before any operation: for a class, as ApiHeadersTooLarge. */
+export const EXPECTATION_FAILED = 'An `Expect` other than `100-continue`, which is the only expectation met; the connection closes.';
+
+export function ApiExpectationFailed(): MethodDecorator & ClassDecorator {
+  return ApiProblemResponse(417, EXPECTATION_FAILED, "The expectation 'foo' cannot be met; only 100-continue is supported.");
+}

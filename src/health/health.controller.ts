@@ -1,6 +1,6 @@
 import { Controller, Get, Header, Inject, ServiceUnavailableException } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
-import { ApiHeadersTooLarge, ApiProblemResponse } from '../common/api-responses.js';
+import { ApiExpectationFailed, ApiHeadersTooLarge, ApiProblemResponse } from '../common/api-responses.js';
 import { HealthCheckService, HealthIndicatorService } from '@nestjs/terminus';
 import { SkipThrottle } from '@nestjs/throttler';
 import { InjectDataSource } from '@nestjs/typeorm';
@@ -30,6 +30,7 @@ const READINESS_SCHEMA = {
 @Public()
 @SkipThrottle()
 @ApiHeadersTooLarge()
+@ApiExpectationFailed()
 @Controller('health')
 export class HealthController {
   constructor(

@@ -18,7 +18,7 @@ import { Scope } from '../auth/scopes.js';
 import { answeredNotModified, writePrecondition } from '../common/conditional-get.js';
 import { positionOf } from '../common/page-token-param.js';
 import { ValidationProblem } from '../common/problem.js';
-import { ApiConditionalResponses, ApiDataErrors, ApiHeadersTooLarge, ApiProblemResponse } from '../common/api-responses.js';
+import { ApiConditionalResponses, ApiDataErrors, ApiExpectationFailed, ApiHeadersTooLarge, ApiProblemResponse } from '../common/api-responses.js';
 import { AppConfig } from '../config/app-config.js';
 import { DishUploadInterceptor, type UploadRequest } from './dish-upload.interceptor.js';
 import { imageTooLargeMessage } from './image-inspector.js';
@@ -33,6 +33,7 @@ const NEXT_PAGE_LINK = {
 
 @ApiTags('menus')
 @ApiHeadersTooLarge()
+@ApiExpectationFailed()
 @Controller('menus')
 export class MenusController {
   constructor(

@@ -4,7 +4,7 @@ import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { EntitledQuery, selectionOf } from '../auth/entitled-query.js';
 import { RequiresScope } from '../auth/requires-scope.decorator.js';
 import { Scope } from '../auth/scopes.js';
-import { ApiConditionalResponses, ApiDataErrors, ApiHeadersTooLarge } from '../common/api-responses.js';
+import { ApiConditionalResponses, ApiDataErrors, ApiExpectationFailed, ApiHeadersTooLarge } from '../common/api-responses.js';
 import { sendBody } from '../common/compression.js';
 import {
   PlusChangesResponseDto,
@@ -43,6 +43,7 @@ const LINK = {
 
 @ApiTags('visits')
 @ApiHeadersTooLarge()
+@ApiExpectationFailed()
 @Controller('visits')
 export class VisitsController {
   constructor(

@@ -378,7 +378,7 @@ export interface components {
             /** @example Ribeye steak, 10oz */
             description: string;
             /**
-             * @description yyyy-mm-dd, or an ISO 8601 date-time of which the date (as written, whatever its offset) is kept; absent or null: none.
+             * @description yyyy-mm-dd (a day of the years 0001 to 9999), or an ISO 8601 date-time of which the date (as written, whatever its offset) is kept; absent or null: none.
              * @example 2026-12-31
              */
             expiryDate?: string | null;
@@ -786,6 +786,24 @@ export interface operations {
                     };
                 };
             };
+            /** @description An `Expect` other than `100-continue`, which is the only expectation met; the connection closes. */
+            417: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The expectation 'foo' cannot be met; only 100-continue is supported.",
+                     *       "instance": "urn:svc:api:results:error:3f1c2a9e-8b7d-4c55-9a10-2f4e6d8b1c07",
+                     *       "status": 417,
+                     *       "title": "Expectation Failed"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
             /** @description Rate limit reached (per address); retry after `Retry-After` seconds. */
             429: {
                 headers: {
@@ -908,6 +926,24 @@ export interface operations {
                         token_endpoint: string;
                         token_endpoint_auth_methods_supported: string[];
                     };
+                };
+            };
+            /** @description An `Expect` other than `100-continue`, which is the only expectation met; the connection closes. */
+            417: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The expectation 'foo' cannot be met; only 100-continue is supported.",
+                     *       "instance": "urn:svc:api:results:error:3f1c2a9e-8b7d-4c55-9a10-2f4e6d8b1c07",
+                     *       "status": 417,
+                     *       "title": "Expectation Failed"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDto"];
                 };
             };
             /** @description Rate limit reached (per address); retry after `Retry-After` seconds. */
@@ -1049,6 +1085,24 @@ export interface operations {
                      *       "instance": "urn:svc:api:results:error:3f1c2a9e-8b7d-4c55-9a10-2f4e6d8b1c07",
                      *       "status": 403,
                      *       "title": "Forbidden"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            /** @description An `Expect` other than `100-continue`, which is the only expectation met; the connection closes. */
+            417: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The expectation 'foo' cannot be met; only 100-continue is supported.",
+                     *       "instance": "urn:svc:api:results:error:3f1c2a9e-8b7d-4c55-9a10-2f4e6d8b1c07",
+                     *       "status": 417,
+                     *       "title": "Expectation Failed"
                      *     }
                      */
                     "application/problem+json": components["schemas"]["ProblemDto"];
@@ -1258,6 +1312,22 @@ export interface operations {
                     "application/json": components["schemas"]["OAuthErrorDto"];
                 };
             };
+            /** @description `invalid_request`: An `Expect` other than `100-continue`, which is the only expectation met; the connection closes. */
+            417: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "invalid_request",
+                     *       "error_description": "The expectation 'foo' cannot be met; only 100-continue is supported."
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OAuthErrorDto"];
+                };
+            };
             /** @description `slow_down`: too many requests, or too many failed ones, for this client id. */
             429: {
                 headers: {
@@ -1365,6 +1435,24 @@ export interface operations {
                     };
                 };
             };
+            /** @description An `Expect` other than `100-continue`, which is the only expectation met; the connection closes. */
+            417: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The expectation 'foo' cannot be met; only 100-continue is supported.",
+                     *       "instance": "urn:svc:api:results:error:3f1c2a9e-8b7d-4c55-9a10-2f4e6d8b1c07",
+                     *       "status": 417,
+                     *       "title": "Expectation Failed"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
             /** @description The request line and headers are larger than 16 KiB; the connection closes. */
             431: {
                 headers: {
@@ -1456,6 +1544,24 @@ export interface operations {
                         /** @enum {string} */
                         status: "ok" | "degraded";
                     };
+                };
+            };
+            /** @description An `Expect` other than `100-continue`, which is the only expectation met; the connection closes. */
+            417: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The expectation 'foo' cannot be met; only 100-continue is supported.",
+                     *       "instance": "urn:svc:api:results:error:3f1c2a9e-8b7d-4c55-9a10-2f4e6d8b1c07",
+                     *       "status": 417,
+                     *       "title": "Expectation Failed"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDto"];
                 };
             };
             /** @description The request line and headers are larger than 16 KiB; the connection closes. */
@@ -1596,6 +1702,24 @@ export interface operations {
                      *       "instance": "urn:svc:api:results:error:3f1c2a9e-8b7d-4c55-9a10-2f4e6d8b1c07",
                      *       "status": 403,
                      *       "title": "Forbidden"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            /** @description An `Expect` other than `100-continue`, which is the only expectation met; the connection closes. */
+            417: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The expectation 'foo' cannot be met; only 100-continue is supported.",
+                     *       "instance": "urn:svc:api:results:error:3f1c2a9e-8b7d-4c55-9a10-2f4e6d8b1c07",
+                     *       "status": 417,
+                     *       "title": "Expectation Failed"
                      *     }
                      */
                     "application/problem+json": components["schemas"]["ProblemDto"];
@@ -1816,6 +1940,24 @@ export interface operations {
                      *       "instance": "urn:svc:api:results:error:3f1c2a9e-8b7d-4c55-9a10-2f4e6d8b1c07",
                      *       "status": 404,
                      *       "title": "Not Found"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            /** @description An `Expect` other than `100-continue`, which is the only expectation met; the connection closes. */
+            417: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The expectation 'foo' cannot be met; only 100-continue is supported.",
+                     *       "instance": "urn:svc:api:results:error:3f1c2a9e-8b7d-4c55-9a10-2f4e6d8b1c07",
+                     *       "status": 417,
+                     *       "title": "Expectation Failed"
                      *     }
                      */
                     "application/problem+json": components["schemas"]["ProblemDto"];
@@ -2094,6 +2236,24 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDto"];
                 };
             };
+            /** @description An `Expect` other than `100-continue`, which is the only expectation met; the connection closes. */
+            417: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The expectation 'foo' cannot be met; only 100-continue is supported.",
+                     *       "instance": "urn:svc:api:results:error:3f1c2a9e-8b7d-4c55-9a10-2f4e6d8b1c07",
+                     *       "status": 417,
+                     *       "title": "Expectation Failed"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
             /** @description Rate limit reached; retry after `Retry-After` seconds. */
             429: {
                 headers: {
@@ -2363,6 +2523,24 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDto"];
                 };
             };
+            /** @description An `Expect` other than `100-continue`, which is the only expectation met; the connection closes. */
+            417: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The expectation 'foo' cannot be met; only 100-continue is supported.",
+                     *       "instance": "urn:svc:api:results:error:3f1c2a9e-8b7d-4c55-9a10-2f4e6d8b1c07",
+                     *       "status": 417,
+                     *       "title": "Expectation Failed"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
             /** @description Rate limit reached; retry after `Retry-After` seconds. */
             429: {
                 headers: {
@@ -2459,7 +2637,7 @@ export interface operations {
             query: {
                 /** @description The client the request is made for. Names of query parameters match case-insensitively. */
                 SvcClientId: number;
-                /** @description First day of the visits (their local date), yyyy-mm-dd; before today in the service's time zone. */
+                /** @description First day of the visits (their local date), yyyy-mm-dd (the years 0001 to 9999); before today in the service's time zone. */
                 FromDate: string;
                 /** @description Last day of the visits, inclusive; on or after FromDate, before today. The range is at most 31 days (configurable). */
                 ToDate: string;
@@ -2607,6 +2785,24 @@ export interface operations {
                      *       "instance": "urn:svc:api:results:error:3f1c2a9e-8b7d-4c55-9a10-2f4e6d8b1c07",
                      *       "status": 412,
                      *       "title": "Precondition Failed"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            /** @description An `Expect` other than `100-continue`, which is the only expectation met; the connection closes. */
+            417: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The expectation 'foo' cannot be met; only 100-continue is supported.",
+                     *       "instance": "urn:svc:api:results:error:3f1c2a9e-8b7d-4c55-9a10-2f4e6d8b1c07",
+                     *       "status": 417,
+                     *       "title": "Expectation Failed"
                      *     }
                      */
                     "application/problem+json": components["schemas"]["ProblemDto"];
@@ -2816,6 +3012,24 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDto"];
                 };
             };
+            /** @description An `Expect` other than `100-continue`, which is the only expectation met; the connection closes. */
+            417: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The expectation 'foo' cannot be met; only 100-continue is supported.",
+                     *       "instance": "urn:svc:api:results:error:3f1c2a9e-8b7d-4c55-9a10-2f4e6d8b1c07",
+                     *       "status": 417,
+                     *       "title": "Expectation Failed"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
             /** @description Rate limit reached; retry after `Retry-After` seconds. */
             429: {
                 headers: {
@@ -2912,7 +3126,7 @@ export interface operations {
             query: {
                 /** @description The client the request is made for. Names of query parameters match case-insensitively. */
                 SvcClientId: number;
-                /** @description First day of the visits (their local date), yyyy-mm-dd; before today in the service's time zone. */
+                /** @description First day of the visits (their local date), yyyy-mm-dd (the years 0001 to 9999); before today in the service's time zone. */
                 FromDate: string;
                 /** @description Last day of the visits, inclusive; on or after FromDate, before today. The range is at most 31 days (configurable). */
                 ToDate: string;
@@ -3060,6 +3274,24 @@ export interface operations {
                      *       "instance": "urn:svc:api:results:error:3f1c2a9e-8b7d-4c55-9a10-2f4e6d8b1c07",
                      *       "status": 412,
                      *       "title": "Precondition Failed"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            /** @description An `Expect` other than `100-continue`, which is the only expectation met; the connection closes. */
+            417: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The expectation 'foo' cannot be met; only 100-continue is supported.",
+                     *       "instance": "urn:svc:api:results:error:3f1c2a9e-8b7d-4c55-9a10-2f4e6d8b1c07",
+                     *       "status": 417,
+                     *       "title": "Expectation Failed"
                      *     }
                      */
                     "application/problem+json": components["schemas"]["ProblemDto"];
@@ -3264,6 +3496,24 @@ export interface operations {
                      *       "instance": "urn:svc:api:results:error:3f1c2a9e-8b7d-4c55-9a10-2f4e6d8b1c07",
                      *       "status": 403,
                      *       "title": "Forbidden"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDto"];
+                };
+            };
+            /** @description An `Expect` other than `100-continue`, which is the only expectation met; the connection closes. */
+            417: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The expectation 'foo' cannot be met; only 100-continue is supported.",
+                     *       "instance": "urn:svc:api:results:error:3f1c2a9e-8b7d-4c55-9a10-2f4e6d8b1c07",
+                     *       "status": 417,
+                     *       "title": "Expectation Failed"
                      *     }
                      */
                     "application/problem+json": components["schemas"]["ProblemDto"];
