@@ -70,6 +70,7 @@ describe(`operator CLI (${process.env.TEST_DATABASE})`, () => {
     const commands = [
       [], ['clients', 'add'], ['clients', 'list'], ['brands', 'add'], ['branches', 'import'], ['visits', 'import'],
       ['menus', 'import'], ['credentials', 'add'], ['credentials', 'list'], ['credentials', 'disable'], ['credentials', 'enable'],
+      ['credentials', 'update'], ['credentials', 'rotate-secret'],
       ['keys', 'add'], ['keys', 'revoke'], ['signing-keys', 'list'], ['signing-keys', 'rotate'], ['signing-keys', 'retire'],
       ['demo'], ['migrations', 'run'], ['migrations', 'check'], ['migrations', 'generate'], ['images', 'sweep'],
     ];
@@ -496,6 +497,57 @@ describe(`operator CLI (${process.env.TEST_DATABASE})`, () => {
       expect(result.stderr).toBe(`error: ${message}\n`);
     }
     expect(await count('credentials')).toBe(1);
+  });
+
+  it("changes a credential's entitlements, each option given replacing what it had, checked as add checks them", async () => {
+    const issued = await cliJson<{ clientId: string }>(['credentials', 'add', '--clients', '1001', '--scopes', 'visits/standard.read', '--name', 'Partner U'], env);
+    const listed = async () => (await cliJson<{ clientId: string }[]>(['credentials', 'list'], env)).find((c) => c.clientId === issued.clientId);
+    const updated = await cliJson(['credentials', 'update', issued.clientId, '--scopes', 'visits/plus.read', '--brands', '5', '--visit-types', 'mv'], env);
+    expect(updated).toEqual(await listed());
+    expect(updated).toMatchObject({ name: 'Partner U', clients: [1001], scopes: ['svc-results-api', 'visits/plus.read'], brands: [5], visitTypes: ['MV'] });
+    // `all` lifts a restriction; what is not named stays.
+    expect(await cliJson(['credentials', 'update', issued.clientId, '--brands', 'all', '--name', 'Partner V'], env)).toMatchObject({ name: 'Partner V', brands: null, visitTypes: ['MV'] });
+    const text = await cli(['credentials', 'update', issued.clientId, '--visit-types', 'ALL'], env);
+    expect(text.code).toBe(0);
+    expect(text.stdout).toContain(`${issued.clientId}  Partner V\n  clients 1001  brands all  visit types all\n  scopes svc-results-api visits/plus.read\n  key `);
+    const refused: [string[], string][] = [
+      [[], 'give at least one of --clients, --scopes, --brands, --visit-types, --name'],
+      [['--scopes', 'visits/everything'], 'unknown scope(s): visits/everything'],
+      [['--clients', '999'], 'client 999 does not exist'],
+      // The brands of the result must belong to its clients, whichever of the two is changed.
+      [['--brands', '5', '--clients', '1002'], 'brand 5 is not a brand of client(s) 1002'],
+      [['--visit-types', 'ZZ'], 'unknown visit type(s): ZZ'],
+      [['--visit-types', ' , '], '--visit-types needs at least one code (leave it out for all types)'],
+    ];
+    for (const [args, message] of refused) {
+      const result = await cli(['credentials', 'update', issued.clientId, ...args], env);
+      expect({ args, code: result.code, stderr: result.stderr }).toEqual({ args, code: 1, stderr: `error: ${message}\n` });
+    }
+    await cliJson(['credentials', 'update', issued.clientId, '--brands', '5'], env);
+    const brandsNotOfClients = await cli(['credentials', 'update', issued.clientId, '--clients', '1002'], env);
+    expect(brandsNotOfClients.stderr).toBe('error: brand 5 is not a brand of client(s) 1002\n');
+    expect(await listed()).toMatchObject({ clients: [1001], brands: [5], visitTypes: null, scopes: ['svc-results-api', 'visits/plus.read'] });
+    expect((await cli(['credentials', 'update', 'svc_nobody', '--name', 'x'], env)).stderr).toBe("error: credential 'svc_nobody' does not exist\n");
+  });
+
+  it('rotates a client secret, printed once: the old one kept for the hours asked, or not at all', async () => {
+    const issued = await cliJson<{ clientId: string; clientSecret: string }>(['credentials', 'add', '--clients', '1001', '--scopes', 'visits/standard.read'], env);
+    const row = async () => (await db.query<Record<string, unknown>[]>(`SELECT * FROM credentials WHERE client_id = '${issued.clientId}'`))[0];
+    const before = await row();
+    const kept = await cliJson<{ clientId: string; clientSecret: string; previousSecretUntil: string }>(['credentials', 'rotate-secret', issued.clientId, '--keep-old-hours', '1.5'], env);
+    expect(kept).toEqual({ clientId: issued.clientId, clientSecret: expect.stringMatching(/^[\w-]{43}$/), previousSecretUntil: expect.any(String) });
+    expect(Date.parse(kept.previousSecretUntil) - Date.now()).toBeGreaterThan(5_000_000);
+    const after = await row();
+    expect(after.previous_secret_hash).toBe(before.secret_hash);
+    expect(after.secret_hash).toMatch(/^hmac-sha256\$[0-9a-f]{64}$/);
+    expect(JSON.stringify(after)).not.toContain(kept.clientSecret);
+    const gone = await cliJson<{ previousSecretUntil: null }>(['credentials', 'rotate-secret', issued.clientId], env);
+    expect(gone.previousSecretUntil).toBeNull();
+    expect(await row()).toMatchObject({ previous_secret_hash: null, previous_secret_until: null });
+    for (const hours of ['-1', '721', 'soon', '1e3']) {
+      const result = await cli(['credentials', 'rotate-secret', issued.clientId, '--keep-old-hours', hours], env);
+      expect({ hours, code: result.code, stderr: result.stderr }).toEqual({ hours, code: 1, stderr: `error: --keep-old-hours must be a number of hours from 0 to 720: '${hours}'\n` });
+    }
   });
 
   it('imports menus with dishes and images, all of the file or nothing', async () => {

@@ -512,4 +512,54 @@ describe(`POST /connect/token (${process.env.TEST_DATABASE})`, () => {
       expect(await storedHash(c)).toMatch(HMAC);
     });
   });
+
+  describe('a rotated secret', () => {
+    const credentials = () => t.app.get(CredentialsService);
+    const rotate = async (c: IssuedCredential, keepOldHours: number) => {
+      const { rotated } = await credentials().rotateSecret(c.clientId, keepOldHours);
+      t.app.get(AuthCacheService).forgetCredential(c.clientId);
+      return rotated;
+    };
+
+    it('authenticates with the new secret alone when the old one is not kept; tokens issued before keep working', async () => {
+      const c = await issueCredential(t, { clients: [1002], scopes: ['visits/standard.read'] });
+      const before = (await post(creds(c), c.apiKey)).body.access_token as string;
+      const rotated = await rotate(c, 0);
+      expect(rotated).toEqual({ clientId: c.clientId, clientSecret: expect.stringMatching(/^[\w-]{43}$/), previousSecretUntil: null });
+      expectOAuthError(await post(creds(c), c.apiKey), 401, 'invalid_client', 'Client authentication failed.');
+      const res = await post({ ...creds(c), client_secret: rotated.clientSecret }, c.apiKey);
+      expect(res.status).toBe(200);
+      expect(res.body).toMatchObject({ token_type: 'Bearer', scope: 'svc-results-api visits/standard.read' });
+      const page = await request(t.http).get('/visits/standard?SvcClientId=1002&FromDate=2020-01-01&ToDate=2020-01-01&Skip=0&Take=1').set('svc-api-key', c.apiKey).auth(before, { type: 'bearer' });
+      expect(page.status).toBe(200);
+    });
+
+    it('authenticates with both while the old one is kept, the old one until its time is up, and a second rotation ends the oldest', async () => {
+      const c = await issueCredential(t, { clients: [1002], scopes: ['visits/standard.read'] });
+      const first = await rotate(c, 2);
+      expect(Date.parse(first.previousSecretUntil!) - Date.now()).toBeGreaterThan(7_100_000);
+      expect(Date.parse(first.previousSecretUntil!) - Date.now()).toBeLessThanOrEqual(7_200_000);
+      expect((await post(creds(c), c.apiKey)).status).toBe(200);
+      expect((await post({ ...creds(c), client_secret: first.clientSecret }, c.apiKey)).status).toBe(200);
+      // Its time up (moved back here), the old secret no longer authenticates; the new one does.
+      await t.app.get(DataSource).getRepository(Credential).update({ clientId: c.clientId }, { previousSecretUntil: new Date(Date.now() - 1000) });
+      t.app.get(AuthCacheService).forgetCredential(c.clientId);
+      expectOAuthError(await post(creds(c), c.apiKey), 401, 'invalid_client', 'Client authentication failed.');
+      expect((await post({ ...creds(c), client_secret: first.clientSecret }, c.apiKey)).status).toBe(200);
+      // Two secrets at most: rotated again, the first rotation's new secret is the one kept, the original is gone.
+      const second = await rotate(c, 1);
+      expect((await post({ ...creds(c), client_secret: second.clientSecret }, c.apiKey)).status).toBe(200);
+      expect((await post({ ...creds(c), client_secret: first.clientSecret }, c.apiKey)).status).toBe(200);
+      expectOAuthError(await post(creds(c), c.apiKey), 401, 'invalid_client', 'Client authentication failed.');
+    });
+
+    it('refuses a time to keep the old secret outside 0 to 720 hours, changing nothing', async () => {
+      const c = await issueCredential(t, { clients: [1002], scopes: ['visits/standard.read'] });
+      for (const hours of [-1, 721, Number.NaN]) {
+        await expect(credentials().rotateSecret(c.clientId, hours)).rejects.toThrow('--keep-old-hours must be a number of hours from 0 to 720');
+      }
+      await expect(credentials().rotateSecret('svc_nobody', 0)).rejects.toThrow("credential 'svc_nobody' does not exist");
+      expect((await post(creds(c), c.apiKey)).status).toBe(200);
+    });
+  });
 });

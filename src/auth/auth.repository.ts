@@ -59,6 +59,15 @@ export class AuthRepository {
     await this.db.getRepository(Credential).update({ clientId, secretHash: from }, { secretHash: to });
   }
 
+  /** Stores a credential's secrets: a rotation, or its undoing. */
+  async setSecret(clientId: string, secrets: Pick<Credential, 'secretHash' | 'previousSecretHash' | 'previousSecretUntil'>): Promise<void> {
+    await this.db.getRepository(Credential).update({ clientId }, secrets);
+  }
+
+  async updateCredential(clientId: string, changes: Pick<Credential, 'scopes' | 'clientIds' | 'brandIds' | 'visitTypes' | 'name'>): Promise<void> {
+    await this.db.getRepository(Credential).update({ clientId }, changes);
+  }
+
   async setDisabled(clientId: string, disabled: boolean): Promise<void> {
     await this.db.getRepository(Credential).update({ clientId }, { disabled });
   }

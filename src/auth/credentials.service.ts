@@ -5,7 +5,7 @@ import { AppConfig } from '../config/app-config.js';
 import { AuthRepository } from './auth.repository.js';
 import { Credential } from './entities/credential.entity.js';
 import { isScope, Scope } from './scopes.js';
-import { clientSecretKey, DISPLAY_PREFIX_LENGTH, hashApiKey, hashSecret, newApiKey, newClientId, randomToken, verifySecret } from './secrets.js';
+import { clientSecretKey, DISPLAY_PREFIX_LENGTH, hashApiKey, hashSecret, newApiKey, matchingSecret, newClientId, randomToken } from './secrets.js';
 import { VisitTypeCatalogue } from './visit-type-catalogue.js';
 
 export interface NewCredentialInput {
@@ -35,6 +35,28 @@ export interface CredentialSummary {
   keys: { prefix: string; revoked: boolean; createdAt: string }[];
 }
 
+/** What `credentials update` changes: each part given replaces the credential's (`null` brands or visit types: all). */
+export interface CredentialChanges {
+  clients?: number[];
+  scopes?: string[];
+  brands?: number[] | null;
+  visitTypes?: string[] | null;
+  name?: string;
+}
+
+/** A new client secret, shown once, and until when the one it replaced still authenticates (null: it no longer does). */
+export interface RotatedSecret {
+  clientId: string;
+  clientSecret: string;
+  previousSecretUntil: string | null;
+}
+
+/** A credential's secrets as stored: what a rotation replaces. */
+export type SecretState = Pick<Credential, 'secretHash' | 'previousSecretHash' | 'previousSecretUntil'>;
+
+/** The longest a replaced secret may keep authenticating: 30 days. */
+export const MAX_KEEP_OLD_HOURS = 720;
+
 export const splitList = (text: string | null): string[] => (text ?? '').split(/[\s,]+/).filter(Boolean);
 
 /** Provisioning of partner credentials and their API keys (operator CLI). */
@@ -48,45 +70,105 @@ export class CredentialsService {
   ) {}
 
   async add(input: NewCredentialInput): Promise<IssuedCredential> {
-    if (input.clients.length === 0) throw new OperatorError('--clients needs at least one client id');
-    // The column holds 200 characters (PostgreSQL refuses more; SQLite would keep them): refused alike on both.
-    if (input.name !== undefined && (!input.name.trim() || [...input.name].length > 200)) throw new OperatorError('--name must be 1 to 200 characters');
-    if (input.scopes.length === 0) throw new OperatorError('--scopes needs at least one scope');
-    input = { ...input, clients: [...new Set(input.clients)], brands: input.brands && [...new Set(input.brands)] };
-    for (const id of input.clients) {
-      if (!(await this.clients.findClient(id))) throw new OperatorError(`client ${id} does not exist`);
-    }
-    const unknown = input.scopes.filter((s) => !isScope(s));
-    if (unknown.length > 0) throw new OperatorError(`unknown scope(s): ${unknown.join(', ')}`);
-    const scopes = [...new Set([Scope.Api, ...input.scopes])];
-    // Stored, an empty list would read as "all": a restriction to nothing is refused instead.
-    if (input.brands?.length === 0) throw new OperatorError('--brands needs at least one brand id (leave it out for all brands)');
-    if (input.visitTypes?.length === 0) throw new OperatorError('--visit-types needs at least one code (leave it out for all types)');
-    for (const brandId of input.brands ?? []) {
-      const brand = await this.clients.findBrand(brandId);
-      if (!brand || !input.clients.includes(brand.clientId)) {
-        throw new OperatorError(`brand ${brandId} is not a brand of client(s) ${input.clients.join(', ')}`);
-      }
-    }
-    const knownTypes = await this.visitTypes.codes();
-    const visitTypes = input.visitTypes && [...new Set(input.visitTypes.map((t) => t.toUpperCase()))];
-    const badTypes = (visitTypes ?? []).filter((t) => !knownTypes.has(t));
-    if (badTypes.length > 0) throw new OperatorError(`unknown visit type(s): ${badTypes.join(', ')}`);
-
+    const entitlements = await this.checkedEntitlements(input);
     const clientSecret = randomToken(32);
     const { apiKey, prefix } = newApiKey();
     const credential = Object.assign(new Credential(), {
       clientId: newClientId(),
       name: input.name ?? null,
       secretHash: hashSecret(clientSecret, clientSecretKey(this.config.API_KEY_HASH_KEY)),
-      scopes: scopes.join(' '),
-      clientIds: input.clients.join(','),
-      brandIds: input.brands && input.brands.length > 0 ? input.brands.join(',') : null,
-      visitTypes: visitTypes && visitTypes.length > 0 ? visitTypes.join(',') : null,
+      previousSecretHash: null,
+      previousSecretUntil: null,
+      ...entitlements,
       disabled: false,
     });
     await this.repo.createCredential(credential, { prefix, hash: hashApiKey(apiKey, this.config.API_KEY_HASH_KEY) });
     return { clientId: credential.clientId, clientSecret, apiKey };
+  }
+
+  /**
+   * Changes what a credential is entitled to: what `changes` names replaces what it had
+   * (brands or visit types `null`: all), checked as `add` checks it, the result as a whole (its
+   * brands must belong to its clients, whichever of the two changed). Tokens already issued
+   * are held to the new entitlements within AUTH_CACHE_SECONDS. Gives the credential as listed.
+   */
+  async update(clientId: string, changes: CredentialChanges): Promise<CredentialSummary> {
+    const current = await this.requireCredential(clientId);
+    const merged: NewCredentialInput = {
+      clients: changes.clients ?? splitList(current.clientIds).map(Number),
+      scopes: changes.scopes ?? splitList(current.scopes),
+      brands: changes.brands === undefined ? (current.brandIds === null ? undefined : splitList(current.brandIds).map(Number)) : (changes.brands ?? undefined),
+      visitTypes: changes.visitTypes === undefined ? (current.visitTypes === null ? undefined : splitList(current.visitTypes)) : (changes.visitTypes ?? undefined),
+      name: changes.name ?? current.name ?? undefined,
+    };
+    const entitlements = await this.checkedEntitlements(merged);
+    await this.repo.updateCredential(clientId, { ...entitlements, name: merged.name ?? null });
+    const summary = (await this.list()).find((c) => c.clientId === clientId);
+    if (!summary) throw new OperatorError(`credential '${clientId}' does not exist`);
+    return summary;
+  }
+
+  /**
+   * A new client secret for a credential, shown once. The secret it had goes at once, or
+   * authenticates too for `keepOldHours` (a partner's jobs move to the new one meanwhile); a
+   * secret kept from a rotation before goes either way. Tokens already issued keep working
+   * until they expire. Gives what `restoreSecret` needs should the new secret not be shown.
+   */
+  async rotateSecret(clientId: string, keepOldHours: number): Promise<{ rotated: RotatedSecret; before: SecretState }> {
+    if (!(keepOldHours >= 0 && keepOldHours <= MAX_KEEP_OLD_HOURS)) throw new OperatorError(`--keep-old-hours must be a number of hours from 0 to ${MAX_KEEP_OLD_HOURS}`);
+    const current = await this.requireCredential(clientId);
+    const before: SecretState = { secretHash: current.secretHash, previousSecretHash: current.previousSecretHash, previousSecretUntil: current.previousSecretUntil };
+    const clientSecret = randomToken(32);
+    const until = keepOldHours > 0 ? new Date(Date.now() + Math.round(keepOldHours * 3_600_000)) : null;
+    await this.repo.setSecret(clientId, {
+      secretHash: hashSecret(clientSecret, clientSecretKey(this.config.API_KEY_HASH_KEY)),
+      previousSecretHash: until ? current.secretHash : null,
+      previousSecretUntil: until,
+    });
+    return { rotated: { clientId, clientSecret, previousSecretUntil: until?.toISOString() ?? null }, before };
+  }
+
+  /** Puts back the secret a rotation replaced: one whose new secret could not be shown (the CLI's output failed), which nobody holds. */
+  async restoreSecret(clientId: string, before: SecretState): Promise<void> {
+    await this.repo.setSecret(clientId, before);
+  }
+
+  /**
+   * What a credential of `input` is entitled to, as stored, once every part is checked: its
+   * clients and brands exist (the brands of its clients), its scopes and visit types are known,
+   * no list is empty (stored, an empty list would read as "all"), its name fits.
+   */
+  private async checkedEntitlements(input: NewCredentialInput): Promise<Pick<Credential, 'scopes' | 'clientIds' | 'brandIds' | 'visitTypes'>> {
+    if (input.clients.length === 0) throw new OperatorError('--clients needs at least one client id');
+    // The column holds 200 characters (PostgreSQL refuses more; SQLite would keep them): refused alike on both.
+    if (input.name !== undefined && (!input.name.trim() || [...input.name].length > 200)) throw new OperatorError('--name must be 1 to 200 characters');
+    if (input.scopes.length === 0) throw new OperatorError('--scopes needs at least one scope');
+    const clients = [...new Set(input.clients)];
+    const brands = input.brands && [...new Set(input.brands)];
+    for (const id of clients) {
+      if (!(await this.clients.findClient(id))) throw new OperatorError(`client ${id} does not exist`);
+    }
+    const unknown = input.scopes.filter((s) => !isScope(s));
+    if (unknown.length > 0) throw new OperatorError(`unknown scope(s): ${unknown.join(', ')}`);
+    const scopes = [...new Set([Scope.Api, ...input.scopes])];
+    if (brands?.length === 0) throw new OperatorError('--brands needs at least one brand id (leave it out for all brands)');
+    if (input.visitTypes?.length === 0) throw new OperatorError('--visit-types needs at least one code (leave it out for all types)');
+    for (const brandId of brands ?? []) {
+      const brand = await this.clients.findBrand(brandId);
+      if (!brand || !clients.includes(brand.clientId)) {
+        throw new OperatorError(`brand ${brandId} is not a brand of client(s) ${clients.join(', ')}`);
+      }
+    }
+    const knownTypes = await this.visitTypes.codes();
+    const visitTypes = input.visitTypes && [...new Set(input.visitTypes.map((t) => t.toUpperCase()))];
+    const badTypes = (visitTypes ?? []).filter((t) => !knownTypes.has(t));
+    if (badTypes.length > 0) throw new OperatorError(`unknown visit type(s): ${badTypes.join(', ')}`);
+    return {
+      scopes: scopes.join(' '),
+      clientIds: clients.join(','),
+      brandIds: brands && brands.length > 0 ? brands.join(',') : null,
+      visitTypes: visitTypes && visitTypes.length > 0 ? visitTypes.join(',') : null,
+    };
   }
 
   async list(): Promise<CredentialSummary[]> {
@@ -132,8 +214,8 @@ export class CredentialsService {
     if (credential.disabled) return 'it is disabled';
     const key = await this.repo.findKeyByHash(hashApiKey(issued.apiKey, this.config.API_KEY_HASH_KEY));
     if (!key || key.revoked || key.credentialId !== issued.clientId) return 'its svc-api-key was revoked';
-    const secretMatches = await verifySecret(issued.clientSecret, credential.secretHash, clientSecretKey(this.config.API_KEY_HASH_KEY));
-    return secretMatches ? null : 'its client secret is no longer the one stored';
+    const secretMatches = await matchingSecret(issued.clientSecret, credential, clientSecretKey(this.config.API_KEY_HASH_KEY), Date.now());
+    return secretMatches !== null ? null : 'its client secret is no longer the one stored';
   }
 
   /**

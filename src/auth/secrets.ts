@@ -71,6 +71,24 @@ export async function verifySecret(secret: string, stored: string, key: Buffer):
   return stored.startsWith('scrypt$') ? verifyScrypt(secret, stored) : false;
 }
 
+/** A credential's stored secrets: the current one, and the one a rotation kept for a while (see Credential). */
+export interface StoredSecrets {
+  secretHash: string;
+  previousSecretHash: string | null;
+  previousSecretUntil: Date | null;
+}
+
+/**
+ * Which of a credential's secrets `secret` is: the current one, the one before the last
+ * rotation while it is still kept (until `previousSecretUntil`, by `now`), or neither (null).
+ */
+export async function matchingSecret(secret: string, stored: StoredSecrets, key: Buffer, now: number): Promise<'current' | 'previous' | null> {
+  if (await verifySecret(secret, stored.secretHash, key)) return 'current';
+  const { previousSecretHash: previous, previousSecretUntil: until } = stored;
+  if (previous !== null && until !== null && now < until.getTime() && (await verifySecret(secret, previous, key))) return 'previous';
+  return null;
+}
+
 /**
  * A malformed scrypt hash verifies nothing rather than throwing: parameters scrypt refuses, or
  * a hash of another length than was ever written (an empty one would match every secret).

@@ -13,7 +13,7 @@ import { apiKeyChallenge, basicChallenge, withoutBasicChallenge } from './challe
 import { KeyringService, SIGNING_ALG } from './keyring.service.js';
 import { OAuthException } from '../common/oauth-error.js';
 import { isScope, Scope } from './scopes.js';
-import { clientSecretKey, guessDigest, hashSecret, needsUpgrade, verifySecret } from './secrets.js';
+import { clientSecretKey, guessDigest, hashSecret, matchingSecret, needsUpgrade, type StoredSecrets } from './secrets.js';
 import { TokenFailuresService } from './token-failures.service.js';
 
 export const TOKEN_LIFETIME_SECONDS = 3600;
@@ -53,7 +53,7 @@ export interface TokenResponse {
 }
 
 /** A hash no secret matches, compared with for an unknown client: it costs what a known one does. */
-const DUMMY_HASH = `hmac-sha256$${'0'.repeat(64)}`;
+const DUMMY_SECRETS: StoredSecrets = { secretHash: `hmac-sha256$${'0'.repeat(64)}`, previousSecretHash: null, previousSecretUntil: null };
 
 /**
  * The challenge of a failed client_secret_basic authentication (RFC 6749 §5.2). A failed
@@ -193,15 +193,17 @@ export class TokenService {
 
   private async authenticate(clientId: string, secret: string, basic: boolean): Promise<CachedCredential> {
     const credential = await this.cache.credential(clientId);
-    const stored = credential?.credential.secretHash ?? DUMMY_HASH;
-    const matches = await verifySecret(secret, stored, this.secretKey);
+    const stored = credential?.credential ?? DUMMY_SECRETS;
+    const matched = await matchingSecret(secret, stored, this.secretKey, Date.now());
+    const matches = matched !== null;
     if (!credential || !matches || credential.disabled) {
       // The right secret of a disabled credential is no guess: a partner's job retrying while
       // it is disabled must not find it locked out once it is enabled again.
       if (!credential || !matches) await this.failures.recordFailure(clientId, guessDigest(secret, this.secretKey));
       throw new OAuthException('invalid_client', 'Client authentication failed.', 401, basic ? BASIC_CHALLENGE : {});
     }
-    if (needsUpgrade(stored)) await this.upgradeSecretHash(clientId, stored, secret);
+    // The current secret's hash only: one kept from a rotation is let go in its time.
+    if (matched === 'current' && needsUpgrade(stored.secretHash)) await this.upgradeSecretHash(clientId, stored.secretHash, secret);
     return credential;
   }
 

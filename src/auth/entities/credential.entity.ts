@@ -18,6 +18,16 @@ export class Credential {
   @Column({ name: 'secret_hash', type: 'varchar', length: 200 })
   secretHash!: string;
 
+  /**
+   * The secret's hash before its last rotation (`credentials rotate-secret --keep-old-hours`),
+   * which authenticates too until `previousSecretUntil`; both null when there is none.
+   */
+  @Column({ name: 'previous_secret_hash', type: 'varchar', length: 200, nullable: true })
+  previousSecretHash!: string | null;
+
+  @Column({ name: 'previous_secret_until', ...timestampColumn, nullable: true })
+  previousSecretUntil!: Date | null;
+
   /** Space-delimited scopes assigned. */
   @Column({ type: 'text' })
   scopes!: string;
