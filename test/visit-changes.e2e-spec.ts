@@ -386,6 +386,9 @@ describe(`GET /visits/standard/changes and /visits/plus/changes (${process.env.T
   });
 
   it('lists every broken rule at once, with names matched case-insensitively', async () => {
+    expect(await errorsOf(`/visits/standard/changes?SvcClientId=1001&Since=${hourAgo()}&visittypes[]=MV`)).toEqual([
+      "'visittypes[]' is written as an array, which no parameter is: send 'VisitTypes' once (a list as one comma-separated value).",
+    ]);
     expect(await errorsOf('/visits/standard/changes?SvcClientId=abc&Take=0')).toEqual([
       "'SvcClientId' must be an integer: 'abc'.",
       "'Take' must be greater than '0'.",

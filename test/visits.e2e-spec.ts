@@ -352,6 +352,14 @@ describe(`GET /visits/standard and /visits/plus (${process.env.TEST_DATABASE})`,
       ]);
     });
 
+    it('refuses a filter written as an array (VisitTypes[]=MV), which would otherwise be ignored and every visit type answered', async () => {
+      const base = `SvcClientId=1001&FromDate=${day(3)}&ToDate=${day(1)}&Skip=0&Take=10`;
+      expect(await errorsOf(`${base}&VisitTypes[]=MV&VisitTypes[]=OF&SvcBrandId%5B0%5D=5`)).toEqual([
+        "'VisitTypes[]' is written as an array, which no parameter is: send 'VisitTypes' once (a list as one comma-separated value).",
+        "'SvcBrandId[0]' is written as an array, which no parameter is: send 'SvcBrandId' once (a list as one comma-separated value).",
+      ]);
+    });
+
     it('reports several violations together', async () => {
       expect(await errorsOf('svcclientid=x&FromDate=2024-13-45&ToDate=&skip=-2&take=5000&VisitTypes=M')).toEqual([
         "'SvcClientId' must be an integer: 'x'.",

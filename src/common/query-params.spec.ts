@@ -39,6 +39,17 @@ describe('parseQuery', () => {
     expect(parseQuery(SampleQuery, 'SvcClientId=8&debug=1&utm_source=x')).toEqual({ SvcClientId: 8 });
   });
 
+  it('refuses a parameter written as an array, which would otherwise be ignored as unknown and its filter lost', () => {
+    const message = (key: string, name: string) => `'${key}' is written as an array, which no parameter is: send '${name}' once (a list as one comma-separated value).`;
+    expect(errorsOf('SvcClientId=1&VisitTypes[]=MV&VisitTypes[]=OF')).toEqual([message('VisitTypes[]', 'VisitTypes')]);
+    expect(errorsOf('visittypes%5B0%5D=MV&SvcClientId=1')).toEqual([message('visittypes[0]', 'VisitTypes')]);
+    // Its own message alone, not also "must not be empty"; the other parameters' rules beside it.
+    expect(errorsOf('SvcClientId[]=1001&VisitTypes=M1')).toEqual([message('SvcClientId[]', 'SvcClientId'), "'VisitTypes' must be 2 alpha characters: 'M1'."]);
+    expect(errorsOf('SvcClientId=1&VisitTypes[%1B31m]=MV')).toEqual([message('VisitTypes[?31m]', 'VisitTypes')]);
+    // Brackets after a name that is no parameter's are an unknown parameter, as ever.
+    expect(parseQuery(SampleQuery, 'SvcClientId=8&filter[brand]=5&VisitTypes[=MV')).toEqual({ SvcClientId: 8 });
+  });
+
   it('refuses a parameter given twice, whatever the case of its name', () => {
     expect(errorsOf('SvcClientId=1&svcclientid=2')).toEqual(["'SvcClientId' must be given only once."]);
   });

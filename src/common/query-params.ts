@@ -108,6 +108,15 @@ function parsedQueries(dto: Function, context: object = NO_CONTEXT): LRUCache<st
   return cache;
 }
 
+/** A parameter name with an index or empty brackets after it: `VisitTypes[]`, `SvcBrandId[0]`, `VisitTypes[types]`. */
+const ARRAY_FORM = /^([^[\]]+)\[[^[\]]{0,20}\]$/;
+
+/** A parameter's name as a message quotes it: at most 40 characters, with no control characters. */
+function visibleKey(key: string): string {
+  const shown = key.replace(/[\p{Cc}\p{Cf}]/gu, '?');
+  return shown.length > 40 ? `${shown.slice(0, 40)}…` : shown;
+}
+
 /** U+FFFD itself, percent-encoded as UTF-8: a query holding it may have sent the character. */
 const ENCODED_REPLACEMENT = /%EF%BF%BD/i;
 
@@ -122,9 +131,20 @@ function validQuery<T extends object>(dto: DtoClass<T>, queryString: string, con
     throw new ValidationProblem(['The query string is malformed.']);
   }
   const seen = new Set<string>();
+  // Parameters written as arrays (`VisitTypes[]=MV`, `SvcBrandId[0]=5`, as some HTTP libraries
+  // write lists): not ignored as unknown names, which would answer unfiltered data.
+  const arrayForms = new Set<string>();
   for (const [key, value] of search) {
     const name = names.get(key.toLowerCase());
-    if (name === undefined) continue;
+    if (name === undefined) {
+      const base = ARRAY_FORM.exec(key)?.[1];
+      const named = base === undefined ? undefined : names.get(base.toLowerCase());
+      if (named !== undefined && !arrayForms.has(named)) {
+        arrayForms.add(named);
+        problems.push(`'${visibleKey(key)}' is written as an array, which no parameter is: send '${named}' once (a list as one comma-separated value).`);
+      }
+      continue;
+    }
     // Percent-escapes whose bytes are no UTF-8 decode to U+FFFD: the value a message would
     // quote is then not the one sent, so the bytes themselves are what is refused.
     if (value.includes('\uFFFD') && !ENCODED_REPLACEMENT.test(queryString)) {
@@ -149,7 +169,7 @@ function validQuery<T extends object>(dto: DtoClass<T>, queryString: string, con
   const instance = plainToInstance(dto, raw);
   if (context) Object.defineProperty(instance, QUERY_CONTEXT, { value: context, enumerable: false });
   const errors = validateSync(instance, { forbidUnknownValues: false });
-  const order = [...names.values()].filter((name) => !problems.some((p) => p.startsWith(`'${name}'`)));
+  const order = [...names.values()].filter((name) => !arrayForms.has(name) && !problems.some((p) => p.startsWith(`'${name}'`)));
   problems.push(...firstMessages(errors, order));
   if (problems.length > 0) throw new ValidationProblem(problems);
   return instance;
