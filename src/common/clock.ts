@@ -55,8 +55,10 @@ export function daysBetween(from: string, to: string): number {
 
 /**
  * The instant at which the wall clock of `zone` shows `local` (`yyyy-mm-ddThh:mm:ss[.sss]`).
- * In a gap (clocks put forward) the time is read with the offset before the change; in an
- * overlap (clocks put back), the earlier of the two instants.
+ * In an overlap (clocks put back), the earlier of the two instants; in a gap (clocks put
+ * forward: 01:30 on the night London goes from 01:00 to 02:00), the moment of the change, the
+ * first instant whose wall clock is past the time given, so that "since 01:30" takes in
+ * everything the clock showed from then on (02:00 onwards).
  */
 export function instantOfLocal(local: string, zone: string): Date {
   const asUtc = Date.parse(`${local}Z`);
@@ -67,6 +69,25 @@ export function instantOfLocal(local: string, zone: string): Date {
   const candidates = [offsetAt(asUtc - 86_400_000), offsetAt(asUtc + 86_400_000)]
     .filter((offset) => !Number.isNaN(offset))
     .map((offset) => asUtc - offset);
-  const exact = candidates.filter((at) => localDateTime(zone, new Date(at)) === local.slice(0, 19)).sort((a, b) => a - b);
-  return new Date(exact[0] ?? candidates[0] ?? asUtc);
+  const wall = local.slice(0, 19);
+  const exact = candidates.filter((at) => localDateTime(zone, new Date(at)) === wall).sort((a, b) => a - b);
+  if (exact[0] !== undefined) return new Date(exact[0]);
+  if (candidates.length < 2) return new Date(candidates[0] ?? asUtc);
+  return new Date(firstShowingFrom(wall, zone, Math.min(...candidates), Math.max(...candidates)));
+}
+
+/**
+ * The first whole second from `before` to `after` (instants, `before`'s wall clock earlier than
+ * `wall`, `after`'s later) at which the wall clock of `zone` reads `wall` or later: where the
+ * clocks jumped over it. Clocks change on whole seconds.
+ */
+function firstShowingFrom(wall: string, zone: string, before: number, after: number): number {
+  let lo = Math.floor(before / 1000);
+  let hi = Math.ceil(after / 1000);
+  while (hi - lo > 1) {
+    const mid = Math.floor((lo + hi) / 2);
+    if (localDateTime(zone, new Date(mid * 1000)) >= wall) hi = mid;
+    else lo = mid;
+  }
+  return hi * 1000;
 }

@@ -57,6 +57,24 @@ describe('Since of the change feed', () => {
       propertyRuns(2000),
     );
   });
+
+  it('reads a local time the clocks skipped (put forward) as the moment they changed: every later wall clock is at or past it', () => {
+    // London 2027-03-28 01:00 -> 02:00 (01:00Z); Sydney 2026-10-04 02:00 -> 03:00 (16:00Z the day before); New York 2027-03-14 02:00 -> 03:00 (07:00Z).
+    expect(instantOfLocal('2027-03-28T01:30:00', 'Europe/London').toISOString()).toBe('2027-03-28T01:00:00.000Z');
+    expect(instantOfLocal('2027-03-28T01:00:00', 'Europe/London').toISOString()).toBe('2027-03-28T01:00:00.000Z');
+    expect(instantOfLocal('2026-10-04T02:59:59', 'Australia/Sydney').toISOString()).toBe('2026-10-03T16:00:00.000Z');
+    expect(sinceInstant('2027-03-14T02:15:30.250', 'America/New_York')?.toISOString()).toBe('2027-03-14T07:00:00.000Z');
+    fc.assert(
+      fc.property(fc.integer({ min: Date.UTC(2020, 0, 1), max: Date.UTC(2030, 0, 1) }), fc.constantFrom('Europe/London', 'America/New_York', 'Australia/Sydney'), (ms, zone) => {
+        // A wall clock read off the UTC calendar: now and then one the zone skipped.
+        const wall = new Date(Math.floor(ms / 1000) * 1000).toISOString().slice(0, 19);
+        const found = instantOfLocal(wall, zone).getTime();
+        expect(localDateTime(zone, new Date(found)) >= wall).toBe(true);
+        expect(localDateTime(zone, new Date(found - 1000)) < wall).toBe(true);
+      }),
+      propertyRuns(2000),
+    );
+  });
 });
 
 describe('the feed token', () => {
