@@ -237,6 +237,19 @@ export function buildOpenApi(app: INestApplication, config: AppConfig): OpenAPIO
   );
 }
 
+/**
+ * The relative reference from `path` (under /docs, without it: `//x//y.js`) to that path with its
+ * empty and `.` segments left out (`/docs/x/y.js`): one `..` for each folder the request's own
+ * folder is below /docs/ (RFC 3986 §5.2.4 takes an empty segment for one, `.` for none), then
+ * the segments kept.
+ */
+export function withoutEmptySegments(path: string): string {
+  const real = (segment: string): boolean => segment !== '' && segment !== '.';
+  const folders = path.slice(1, path.lastIndexOf('/') + 1).split('/').slice(0, -1);
+  const ups = folders.filter((segment) => segment !== '.').length;
+  return `${'../'.repeat(ups)}${path.split('/').filter(real).join('/')}`;
+}
+
 /** Swagger UI at /docs, the contract at /docs/openapi.json. */
 export function setupSwagger(app: INestApplication, config: AppConfig): void {
   const document = buildOpenApi(app, config);
@@ -246,6 +259,13 @@ export function setupSwagger(app: INestApplication, config: AppConfig): void {
   app.use('/docs/', (req: Request, res: Response, next: NextFunction) => {
     if (req.path === '/index.html' && (req.method === 'GET' || req.method === 'HEAD')) {
       res.redirect(301, './');
+      return;
+    }
+    // An empty segment (/docs//, a doubled slash in a link) would be served swagger-ui-dist's own
+    // page, a demo of another API: sent to the path without it, relative so that a proxy's
+    // path prefix stays.
+    if (req.path.includes('//') && !req.path.split('/').includes('..') && (req.method === 'GET' || req.method === 'HEAD')) {
+      res.redirect(301, withoutEmptySegments(req.path));
       return;
     }
     if (req.path === '/' && req.originalUrl.includes('?')) req.originalUrl = req.originalUrl.slice(0, req.originalUrl.indexOf('?'));

@@ -90,6 +90,20 @@ describe(`health and errors (${process.env.TEST_DATABASE})`, () => {
       const moved = await request(t.http).get(path);
       expect([path, moved.status, moved.headers.location]).toEqual([path, 301, './']);
     }
+    // A doubled slash would be served swagger-ui-dist's own demo page: it is sent, relatively
+    // (a proxy's prefix stays), to the path without the empty segments, which is then served.
+    for (const [path, location, resolved] of [
+      ['/docs//', '../', '/docs/'],
+      ['/docs///?x=1', '../../', '/docs/'],
+      ['/docs//index.html', '../index.html', '/docs/index.html'],
+      ['/docs//x//swagger-ui.css', '../../../x/swagger-ui.css', '/docs/x/swagger-ui.css'],
+      ['/docs/.//swagger-ui.css', '../swagger-ui.css', '/docs/swagger-ui.css'],
+    ]) {
+      const moved = await request(t.http).get(path);
+      expect([path, moved.status, moved.headers.location, new URL(moved.headers.location as string, `http://h${path}`).pathname]).toEqual([path, 301, location, resolved]);
+    }
+    const stock = await request(t.http).get('/docs//');
+    expect(stock.text).not.toContain('petstore');
     const contract = await request(t.http).get('/docs/openapi.json');
     expect(contract.status).toBe(200);
     expect(contract.body.openapi).toMatch(/^3\./);
