@@ -272,4 +272,14 @@ describe('the committed contract (openapi/openapi.json) says what the API does',
     }
     expect(checked).toBe(10);
   });
+
+  it("gives the upload an example dish that Swagger UI's Execute adds, not one that replaces a dish of the demo data", () => {
+    const schemas = contract.components.schemas as Record<string, { properties: Record<string, { example?: unknown }> }>;
+    const example = JSON.parse(schemas.DishUploadDto.properties.json.example as string) as { menuId: number; code: string };
+    const demo = JSON.parse(readFileSync(new URL('../../src/demo/demo-menus.json', import.meta.url), 'utf8')) as { id: number; dishes: { code: string }[] }[];
+    const menu = demo.find((m) => m.id === example.menuId);
+    expect(menu?.dishes.length).toBeGreaterThan(0);
+    expect(menu?.dishes.map((d) => d.code)).not.toContain(example.code);
+    expect(schemas.DishInputDto.properties.code.example).toBe(example.code);
+  });
 });

@@ -372,7 +372,7 @@ export interface components {
         DishInputDto: {
             /**
              * @description The dish's key on its menu: a dish of this code on the menu is replaced.
-             * @example AG-STK-01
+             * @example AG-STK-03
              */
             code: string;
             /** @example Ribeye steak, 10oz */
@@ -415,7 +415,7 @@ export interface components {
             file: string;
             /**
              * @description The JSON text of a `DishInputDto` object (its schema is in the components), at most 64 KiB of UTF-8 (`maxLength` counts characters: that many always fit, whatever their bytes; a longer part is taken while its UTF-8 is within 64 KiB): `menuId` (integer, 1 to 2147483647, a menu of the client), `code` (text, 1 to 50 characters), `description` (1 to 250), `type` (1 to 50), `order` (optional 32-bit integer), `expiryDate` (optional, yyyy-mm-dd, or a date-time whose date is kept), `keywords` (optional array of non-empty texts of at most 50 characters); no text may hold a NUL character or an unpaired UTF-16 surrogate. Field names are case-sensitive. The dish of that `code` on the menu is replaced whole: a field left out is stored as null (`keywords` as none), not kept from before.
-             * @example {"menuId":101,"code":"AG-STK-01","description":"Ribeye steak, 10oz","type":"Main","order":1,"expiryDate":"2026-12-31","keywords":["beef"]}
+             * @example {"menuId":101,"code":"AG-STK-03","description":"Ribeye steak, 10oz","type":"Main","order":1,"expiryDate":"2026-12-31","keywords":["beef"]}
              */
             json: string;
         };

@@ -117,7 +117,7 @@ export class DishInputDto {
   @ApiProperty({ type: 'integer', format: 'int32', minimum: 1, maximum: 2147483647, description: 'A menu of the client, as GET /menus lists them (one that has ended is refused).', example: 101 })
   menuId!: number;
 
-  @ApiProperty({ minLength: 1, maxLength: 50, description: "The dish's key on its menu: a dish of this code on the menu is replaced.", example: 'AG-STK-01' })
+  @ApiProperty({ minLength: 1, maxLength: 50, description: "The dish's key on its menu: a dish of this code on the menu is replaced.", example: 'AG-STK-03' })
   code!: string;
 
   @ApiProperty({ minLength: 1, maxLength: 250, example: 'Ribeye steak, 10oz' })
@@ -172,7 +172,7 @@ export class DishUploadDto {
       'the menu is replaced whole: a field left out is stored as null (`keywords` as none), not kept from before.',
     example: JSON.stringify({
       menuId: 101,
-      code: 'AG-STK-01',
+      code: 'AG-STK-03',
       description: 'Ribeye steak, 10oz',
       type: 'Main',
       order: 1,
