@@ -311,6 +311,17 @@ describe(`POST /connect/token (${process.env.TEST_DATABASE})`, () => {
       .send({ grant_type: 'client_credentials' });
     expectOAuthError(emptyBasic, 401, 'invalid_client', 'The Basic credentials are malformed.');
     expect(emptyBasic.headers['www-authenticate']).toBe('Basic realm="svc-results-api", charset="UTF-8"');
+    // Basic of an empty id or secret (Og== is ":", what a login form left blank sends) is well-formed: what is missing is said.
+    for (const pair of [':', `${partner.clientId}:`, `:${partner.clientSecret}`]) {
+      const blank = await request(t.http)
+        .post('/connect/token')
+        .set('svc-api-key', partner.apiKey)
+        .set('Authorization', `Basic ${Buffer.from(pair).toString('base64')}`)
+        .type('form')
+        .send({ grant_type: 'client_credentials' });
+      expectOAuthError(blank, 401, 'invalid_client', 'Client authentication is required: client_id and client_secret.');
+      expect(blank.headers['www-authenticate']).toBe('Basic realm="svc-results-api", charset="UTF-8"');
+    }
     for (const [apiKey, description] of [
       [null, 'The svc-api-key header is required.'],
       ['svck_unknown', 'The svc-api-key is not valid.'],

@@ -81,10 +81,11 @@ function formValue(form: Record<string, unknown>, name: string): string | undefi
   return value;
 }
 
-function parseBasic(header: string): { clientId: string; secret: string } {
+/** The client credentials of a Basic header; one left empty is absent, as in the form (RFC 6749 §3.1). */
+function parseBasic(header: string): { clientId?: string; secret?: string } {
   const credentials = decodeBasic(header);
   if (!credentials) throw new OAuthException('invalid_client', 'The Basic credentials are malformed.', 401, BASIC_CHALLENGE);
-  return credentials;
+  return { clientId: credentials.clientId || undefined, secret: credentials.secret || undefined };
 }
 
 /**
