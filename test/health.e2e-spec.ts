@@ -100,7 +100,7 @@ describe(`health and errors (${process.env.TEST_DATABASE})`, () => {
       ['/docs/.//swagger-ui.css', '../swagger-ui.css', '/docs/swagger-ui.css'],
     ]) {
       const moved = await request(t.http).get(path);
-      expect([path, moved.status, moved.headers.location, new URL(moved.headers.location as string, `http://h${path}`).pathname]).toEqual([path, 301, location, resolved]);
+      expect([path, moved.status, moved.headers.location, new URL(moved.headers.location, `http://h${path}`).pathname]).toEqual([path, 301, location, resolved]);
     }
     const stock = await request(t.http).get('/docs//');
     expect(stock.text).not.toContain('petstore');
