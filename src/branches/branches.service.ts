@@ -8,11 +8,12 @@ import { RecordReader } from '../common/record-reader.js';
 import { BranchesRepository } from './branches.repository.js';
 import { Branch } from './entities/branch.entity.js';
 
-/** A branch as an import writes it: its visits are to have its brand (null: none). */
+/** A branch as an import writes it: its visits are to have its brand (null: none); `renamed`: its name or code is not the one stored before. */
 export interface BranchBrand {
   clientId: number;
   branchId: string;
   brandId: number | null;
+  renamed: boolean;
 }
 
 /**
@@ -20,7 +21,8 @@ export interface BranchBrand {
  * row is locked (the visits' own rules live with them: each visit of a branch whose brand is
  * not the branch's takes it). A visit's brand is always its branch's: otherwise the visits of a
  * branch moved to another brand would stay with the credentials of its old brand, and those of
- * the new brand would list the branch without them.
+ * the new brand would list the branch without them. A branch renamed (or given another code)
+ * has its visits written again too: they show its name, and the change feed brings them.
  */
 export type FollowBranchBrands = (tx: EntityManager, branches: readonly BranchBrand[]) => Promise<void>;
 
@@ -88,7 +90,9 @@ export class BranchesService {
       valid.push(branch);
     }
     report.rejected.sort(inFileOrder);
-    await this.repo.upsertMany(valid, (tx) => followBrands(tx, valid.map((b) => ({ clientId, branchId: b.id, brandId: b.brandId }))));
+    await this.repo.upsertMany(valid, (tx, renamed) =>
+      followBrands(tx, valid.map((b) => ({ clientId, branchId: b.id, brandId: b.brandId, renamed: renamed.has(b.id) }))),
+    );
     report.imported = valid.length;
     return report;
   }

@@ -6,7 +6,7 @@ export function registerBrands(program: Command, cli: CliContext): void {
   const brands = program.command('brands').description('brands of a client (SvcBrandId)');
   brands
     .command('add')
-    .description('add a brand to a client, or rename it')
+    .description('add a brand to a client, or rename it (its visits are written again, with the new name, for the change feed)')
     .requiredOption('--client <id>', 'client id', positiveInt('--client'))
     .requiredOption('--id <id>', 'brand id (integer > 0, unique across clients)', positiveInt('--id'))
     .requiredOption('--name <name>', 'brand name')

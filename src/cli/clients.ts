@@ -6,7 +6,7 @@ export function registerClients(program: Command, cli: CliContext): void {
   const clients = program.command('clients').description('client organisations (SvcClientId)');
   clients
     .command('add')
-    .description('add a client, or rename an existing one')
+    .description('add a client, or rename an existing one (its visits are written again, with the new name, for the change feed)')
     .requiredOption('--id <id>', 'client id (integer > 0)', positiveInt('--id'))
     .requiredOption('--name <name>', 'client name')
     .action(

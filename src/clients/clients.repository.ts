@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource } from 'typeorm';
+import { DataSource, type EntityManager } from 'typeorm';
 import { inTransaction } from '../database/transaction.js';
 import { upsertRows } from '../database/upsert.js';
 import { bumpDataVersion, lockClients } from './data-version.js';
@@ -24,12 +24,15 @@ export class ClientsRepository {
   }
 
   /** Adds or renames the client; the same name again writes nothing (pages, ETags and the feed stay as they are). */
-  async saveClient(id: number, name: string): Promise<Client> {
+  /** Adds or renames a client; `renamed` follows a rename of one stored, in the transaction. */
+  async saveClient(id: number, name: string, renamed: (tx: EntityManager) => Promise<void>): Promise<Client> {
     await inTransaction(this.db, async (tx) => {
       await lockClients(tx, [id]);
-      if ((await tx.getRepository(Client).findOneBy({ id }))?.name === name) return;
+      const stored = await tx.getRepository(Client).findOneBy({ id });
+      if (stored?.name === name) return;
       await tx.getRepository(Client).upsert({ id, name }, ['id']);
       await bumpDataVersion(tx, [id]);
+      if (stored) await renamed(tx);
     });
     return (await this.findClient(id))!;
   }
@@ -43,7 +46,8 @@ export class ClientsRepository {
   }
 
   /** Adds or renames the brand; the same name again writes nothing. */
-  async saveBrand(brand: Pick<Brand, 'id' | 'clientId' | 'name'>): Promise<Brand> {
+  /** Adds or renames a brand; `renamed` follows a rename of one stored, in the transaction. */
+  async saveBrand(brand: Pick<Brand, 'id' | 'clientId' | 'name'>, renamed: (tx: EntityManager) => Promise<void>): Promise<Brand> {
     await inTransaction(this.db, async (tx) => {
       // The client's row first, as every writer takes it; then the brand, only over a brand of
       // this client (another `brands add` may have given the id to another client meanwhile).
@@ -52,6 +56,7 @@ export class ClientsRepository {
       if (stored?.clientId === brand.clientId && stored.name === brand.name) return;
       await bumpDataVersion(tx, [brand.clientId]);
       await upsertRows(tx, Brand, [Object.assign(new Brand(), brand)], ['id'], { sameOwner: 'clientId' });
+      if (stored?.clientId === brand.clientId) await renamed(tx);
     });
     return (await this.findBrand(brand.id))!;
   }

@@ -1,9 +1,22 @@
 import { Injectable } from '@nestjs/common';
+import type { EntityManager } from 'typeorm';
 import { OperatorError } from '../common/operator-error.js';
 import { characters, isStorableText } from '../common/record-reader.js';
 import { ClientsRepository } from './clients.repository.js';
 import type { Brand } from './entities/brand.entity.js';
 import type { Client } from './entities/client.entity.js';
+
+/** A client or brand renamed: the visits that carry its name (the client's, or the brand's of it). */
+export interface Renamed {
+  clientId: number;
+  brandId?: number;
+}
+
+/**
+ * What follows a rename, in its transaction, with the client's row locked: the visits feature
+ * writes the visits that show the name again, so the change feed brings them with it.
+ */
+export type FollowRename = (tx: EntityManager, renamed: Renamed) => Promise<void>;
 
 /**
  * Clients and brands: provisioning (operator CLI), and the look-ups other features make
@@ -11,12 +24,19 @@ import type { Client } from './entities/client.entity.js';
  */
 @Injectable()
 export class ClientsService {
+  private followRename: FollowRename = () => Promise.resolve();
+
   constructor(private readonly repo: ClientsRepository) {}
+
+  /** Sets what follows each rename (the visits feature, which this one cannot depend on). */
+  followRenames(follow: FollowRename): void {
+    this.followRename = follow;
+  }
 
   async addClient(id: number, name: string): Promise<Client> {
     if (!Number.isSafeInteger(id) || id <= 0) throw new OperatorError(`client id must be an integer greater than 0: '${id}'`);
     checkName('client', name);
-    return this.repo.saveClient(id, name);
+    return this.repo.saveClient(id, name, (tx) => this.followRename(tx, { clientId: id }));
   }
 
   listClients(): Promise<Client[]> {
@@ -47,7 +67,7 @@ export class ClientsService {
     if (existing && existing.clientId !== clientId) {
       throw new OperatorError(`brand ${id} belongs to client ${existing.clientId}, not ${clientId}`);
     }
-    return this.repo.saveBrand({ id, clientId, name });
+    return this.repo.saveBrand({ id, clientId, name }, (tx) => this.followRename(tx, { clientId, brandId: id }));
   }
 
   /** The brand, or null when there is none with this id. */

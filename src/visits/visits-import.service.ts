@@ -1,8 +1,8 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, type OnModuleInit } from '@nestjs/common';
 import { VisitTypeCatalogue } from '../auth/visit-type-catalogue.js';
 import type { EntityManager } from 'typeorm';
 import { BranchesService, type BranchBrand } from '../branches/branches.service.js';
-import { ClientsService } from '../clients/clients.service.js';
+import { ClientsService, type Renamed } from '../clients/clients.service.js';
 import { localDateTime } from '../common/clock.js';
 import { ImportInterrupted, inFileOrder, rejectedAt, type ImportReport, type RecordPlace } from '../common/import-report.js';
 import { readRecords, type FileRecord } from '../common/record-file.js';
@@ -19,7 +19,7 @@ const BATCH = 500;
  * modificationDate, so partners re-requesting recent days see the change.
  */
 @Injectable()
-export class VisitsImportService {
+export class VisitsImportService implements OnModuleInit {
   constructor(
     private readonly visits: VisitsRepository,
     private readonly branches: BranchesService,
@@ -27,6 +27,10 @@ export class VisitsImportService {
     private readonly config: AppConfig,
     private readonly visitTypes: VisitTypeCatalogue,
   ) {}
+
+  onModuleInit(): void {
+    this.clients.followRenames((tx, renamed) => this.followRename(tx, renamed));
+  }
 
   /**
    * Imports the file in batches of 500, each in a transaction of its own. `stopRequested` is
@@ -66,18 +70,37 @@ export class VisitsImportService {
    * the visits read and written in batches of BATCH.
    */
   async followBranchBrands(tx: EntityManager, branches: readonly BranchBrand[]): Promise<void> {
-    const now = localDateTime(this.config.RESULTS_TIMEZONE);
     for (const branch of branches) {
-      const ids = await this.visits.branchVisitIdsOffBrand(tx, branch);
-      for (let i = 0; i < ids.length; i += BATCH) {
-        const moving = await this.visits.visitsById(tx, ids.slice(i, i + BATCH));
-        for (const visit of moving) {
-          const previous = { modificationDate: visit.modificationDate, fingerprint: visitFingerprint(visit) };
-          visit.brandId = branch.brandId;
-          visit.modificationDate = modificationDateOf(visit, false, previous, now);
-        }
-        await this.visits.writeBatch(tx, moving);
+      // A branch renamed: all its visits (they show its name and code); else those of another brand.
+      const ids = branch.renamed
+        ? await this.visits.visitIdsOf(tx, { clientId: branch.clientId, branchId: branch.branchId })
+        : await this.visits.branchVisitIdsOffBrand(tx, branch);
+      await this.writeAgain(tx, ids, (visit) => {
+        visit.brandId = branch.brandId;
+      });
+    }
+  }
+
+  /**
+   * Writes the visits of a client or brand renamed again, in the rename's transaction (the
+   * client's row locked): each shows the name, so it takes a later modificationDate and a new
+   * place on the change feed, and webhooks announce it, as when a re-import changes it.
+   */
+  async followRename(tx: EntityManager, renamed: Renamed): Promise<void> {
+    await this.writeAgain(tx, await this.visits.visitIdsOf(tx, renamed), () => undefined);
+  }
+
+  /** Writes the visits of these ids again in batches of BATCH, each changed by `change` and given a later modificationDate. */
+  private async writeAgain(tx: EntityManager, ids: readonly number[], change: (visit: Visit) => void): Promise<void> {
+    const now = localDateTime(this.config.RESULTS_TIMEZONE);
+    for (let i = 0; i < ids.length; i += BATCH) {
+      const visits = await this.visits.visitsById(tx, ids.slice(i, i + BATCH));
+      for (const visit of visits) {
+        const stored = visit.modificationDate;
+        change(visit);
+        visit.modificationDate = laterModificationDate(stored, now);
       }
+      await this.visits.writeBatch(tx, visits);
     }
   }
 
@@ -210,8 +233,12 @@ export function modificationDateOf(
 ): string {
   if (!previous) return given ? visit.modificationDate : now;
   if (visitFingerprint(visit) === previous.fingerprint) return previous.modificationDate;
-  const candidate = given && visit.modificationDate > previous.modificationDate ? visit.modificationDate : now;
-  return candidate > previous.modificationDate ? candidate : secondAfter(previous.modificationDate);
+  return laterModificationDate(previous.modificationDate, given && visit.modificationDate > previous.modificationDate ? visit.modificationDate : now);
+}
+
+/** A changed visit's modificationDate after `stored`: `candidate` when it is later, else a second after `stored`. */
+function laterModificationDate(stored: string, candidate: string): string {
+  return candidate > stored ? candidate : secondAfter(stored);
 }
 
 /** The wall-clock date-time a second after `local` (yyyy-mm-ddThh:mm:ss); the last second of 9999 stays. */

@@ -291,6 +291,23 @@ export class VisitsRepository {
     for (let i = 0; i < departures.length; i += 200) await tx.getRepository(VisitDeparture).insert(departures.slice(i, i + 200));
   }
 
+  /** The ids of the client's visits (of one brand, or of one branch, when named), in id order. */
+  async visitIdsOf(tx: EntityManager, of: { clientId: number; brandId?: number; branchId?: string }): Promise<number[]> {
+    const params: (number | string)[] = [of.clientId];
+    const at = (): string => (this.postgres ? `$${params.length}` : '?');
+    let sql = `SELECT id FROM visits WHERE client_id = ${at()}`;
+    if (of.brandId !== undefined) {
+      params.push(of.brandId);
+      sql += ` AND brand_id = ${at()}`;
+    }
+    if (of.branchId !== undefined) {
+      params.push(of.branchId);
+      sql += ` AND branch_id = ${at()}`;
+    }
+    const rows = await tx.query<{ id: number | string }[]>(`${sql} ORDER BY id`, params);
+    return rows.map((row) => Number(row.id));
+  }
+
   /** The ids of a branch's visits whose brand is not `brandId`, in id order: those a move of the branch to that brand rewrites (one pass over the branch's visits). */
   async branchVisitIdsOffBrand(tx: EntityManager, place: { clientId: number; branchId: string; brandId: number | null }): Promise<number[]> {
     const sql = this.postgres
