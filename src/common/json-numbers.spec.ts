@@ -65,7 +65,7 @@ describe('the record reader on numbers it cannot keep', () => {
   it('says the bound a whole number beyond any double breaks', () => {
     expect(read('{"order": 1e400}', (r) => r.int('order', { min: -5, max: 5 }))).toEqual([null, ["'order' must be less than or equal to '5'."]]);
     expect(read('{"order": -1e400}', (r) => r.int('order', { min: -5, max: 5 }))).toEqual([null, ["'order' must be greater than or equal to '-5'."]]);
-    expect(read('{"visitId": 9007199254740993}', (r) => r.int('visitId', { min: 1 }))).toEqual([null, ["'visitId' must be an integer from -9007199254740991 to 9007199254740991: '9007199254740993'."]]);
+    expect(read('{"visitId": 9007199254740993}', (r) => r.int('visitId', { min: 1 }))).toEqual([null, ["'visitId' must be an integer from 1 to 9007199254740991: '9007199254740993'."]]);
   });
 
   it('keeps whole numbers written with a fraction or an exponent, in JSON and in CSV alike', () => {

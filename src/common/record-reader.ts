@@ -131,7 +131,7 @@ export class RecordReader {
       if (!unkept.integral) this.errors.push(`${this.name(field)} must be an integer: '${unkept.text}'.`);
       else if (opts.max !== undefined && unkept.read > opts.max) this.errors.push(`${this.name(field)} must be less than or equal to '${opts.max}'.`);
       else if (opts.min !== undefined && unkept.read < opts.min) this.errors.push(this.belowMin(field, opts.min));
-      else this.errors.push(`${this.name(field)} must be an integer from -9007199254740991 to 9007199254740991: '${unkept.text}'.`);
+      else this.errors.push(`${this.name(field)} ${keptRange(opts)}: '${unkept.text}'.`);
       return null;
     }
     // Text (CSV) as JSON would have it: digits, or a decimal of a whole value (`71.0`, `1e3`).
@@ -150,7 +150,7 @@ export class RecordReader {
       return null;
     }
     if (!Number.isSafeInteger(n)) {
-      this.errors.push(`${this.name(field)} must be an integer from -9007199254740991 to 9007199254740991: '${shown(v)}'.`);
+      this.errors.push(`${this.name(field)} ${keptRange(opts)}: '${shown(v)}'.`);
       return null;
     }
     return n;
@@ -295,6 +295,13 @@ export class RecordReader {
   adopt(other: RecordReader): void {
     this.errors.push(...other.errors);
   }
+}
+
+/** The integers a field takes, as a message says them: its bounds within those a double holds exactly (a visitId: 1 to 2^53 - 1). */
+function keptRange(opts: { min?: number; max?: number }): string {
+  const low = Math.max(opts.min ?? -Number.MAX_SAFE_INTEGER, -Number.MAX_SAFE_INTEGER);
+  const high = Math.min(opts.max ?? Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER);
+  return `must be an integer from ${low} to ${high}`;
 }
 
 /** A value as a message quotes it: text as it is, anything else as JSON (an object is not `[object Object]`). */
