@@ -464,6 +464,7 @@ describe(`operator CLI (${process.env.TEST_DATABASE})`, () => {
         brands: [5],
         visitTypes: ['MV', 'OF'],
         disabled: false,
+        previousSecretUntil: null,
         createdAt: expect.any(String),
         keys: [{ prefix: issued.apiKey.slice(0, 12), revoked: false, createdAt: expect.any(String) }],
       },
@@ -539,11 +540,15 @@ describe(`operator CLI (${process.env.TEST_DATABASE})`, () => {
     expect(Date.parse(kept.previousSecretUntil) - Date.now()).toBeGreaterThan(5_000_000);
     const after = await row();
     expect(after.previous_secret_hash).toBe(before.secret_hash);
+    const listed = (await cliJson<{ clientId: string; previousSecretUntil: string | null }[]>(['credentials', 'list'], env)).find((c) => c.clientId === issued.clientId);
+    expect(listed?.previousSecretUntil).toBe(kept.previousSecretUntil);
+    expect((await cli(['credentials', 'list'], env)).stdout).toContain(`  previous secret accepted until ${kept.previousSecretUntil}\n`);
     expect(after.secret_hash).toMatch(/^hmac-sha256\$[0-9a-f]{64}$/);
     expect(JSON.stringify(after)).not.toContain(kept.clientSecret);
     const gone = await cliJson<{ previousSecretUntil: null }>(['credentials', 'rotate-secret', issued.clientId], env);
     expect(gone.previousSecretUntil).toBeNull();
     expect(await row()).toMatchObject({ previous_secret_hash: null, previous_secret_until: null });
+    expect((await cliJson<{ clientId: string; previousSecretUntil: string | null }[]>(['credentials', 'list'], env)).find((c) => c.clientId === issued.clientId)?.previousSecretUntil).toBeNull();
     for (const hours of ['-1', '721', 'soon', '1e3']) {
       const result = await cli(['credentials', 'rotate-secret', issued.clientId, '--keep-old-hours', hours], env);
       expect({ hours, code: result.code, stderr: result.stderr }).toEqual({ hours, code: 1, stderr: `error: --keep-old-hours must be a number of hours from 0 to 720: '${hours}'\n` });

@@ -573,4 +573,39 @@ describe(`POST /connect/token (${process.env.TEST_DATABASE})`, () => {
       expect((await post(creds(c), c.apiKey)).status).toBe(200);
     });
   });
+
+  describe('changes of one credential made at once', () => {
+    it('keeps every update: each is made over the others, none overwrites one with what it read before', async () => {
+      const credentials = t.app.get(CredentialsService);
+      for (let round = 0; round < 6; round++) {
+        const c = await issueCredential(t, { clients: [1001], scopes: ['visits/standard.read'] });
+        await Promise.all([
+          credentials.update(c.clientId, { brands: [5] }),
+          credentials.update(c.clientId, { scopes: ['visits/standard.read', 'branches/standard.read'] }),
+          credentials.update(c.clientId, { visitTypes: ['MV'] }),
+          credentials.update(c.clientId, { name: `round ${round}` }),
+        ]);
+        const stored = (await credentials.list()).find((x) => x.clientId === c.clientId);
+        expect({ round, stored }).toMatchObject({
+          round,
+          stored: { brands: [5], scopes: ['svc-results-api', 'visits/standard.read', 'branches/standard.read'], visitTypes: ['MV'], name: `round ${round}` },
+        });
+      }
+    });
+
+    it('leaves one of the secrets rotations made at once current, the secret it replaced kept, every other refused', async () => {
+      const c = await issueCredential(t, { clients: [1002], scopes: ['visits/standard.read'] });
+      const credentials = t.app.get(CredentialsService);
+      const rotated = await Promise.all(Array.from({ length: 5 }, () => credentials.rotateSecret(c.clientId, 1)));
+      t.app.get(AuthCacheService).forgetCredential(c.clientId);
+      const secrets = [c.clientSecret, ...rotated.map((r) => r.rotated.clientSecret)];
+      const accepted: string[] = [];
+      for (const secret of secrets) if ((await post({ ...creds(c), client_secret: secret }, c.apiKey)).status === 200) accepted.push(secret);
+      // The current secret and the one it replaced: each rotation replaced the secret it read, in turn (five
+      // different ones), so the five form one chain from the original, whose last two authenticate.
+      expect(accepted).toHaveLength(2);
+      expect(rotated.map((r) => r.rotated.clientSecret)).toContain(accepted[1]);
+      expect(new Set(rotated.map((r) => r.before.secretHash)).size).toBe(5);
+    });
+  });
 });

@@ -1,10 +1,13 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource, IsNull } from 'typeorm';
+import { DataSource, IsNull, type FindOptionsWhere } from 'typeorm';
 import { ApiKey } from './entities/api-key.entity.js';
 import { Credential } from './entities/credential.entity.js';
 import { SigningKey } from './entities/signing-key.entity.js';
 import { inTransaction } from '../database/transaction.js';
+
+/** The columns of a credential a compare and set may compare: its texts (a timestamp reads back in another form). */
+type TextColumn = 'secretHash' | 'scopes' | 'clientIds' | 'brandIds' | 'visitTypes' | 'name';
 
 /** Credentials, their API keys and the token signing keys: all SQL of the auth feature. */
 @Injectable()
@@ -59,13 +62,15 @@ export class AuthRepository {
     await this.db.getRepository(Credential).update({ clientId, secretHash: from }, { secretHash: to });
   }
 
-  /** Stores a credential's secrets: a rotation, or its undoing. */
-  async setSecret(clientId: string, secrets: Pick<Credential, 'secretHash' | 'previousSecretHash' | 'previousSecretUntil'>): Promise<void> {
-    await this.db.getRepository(Credential).update({ clientId }, secrets);
-  }
-
-  async updateCredential(clientId: string, changes: Pick<Credential, 'scopes' | 'clientIds' | 'brandIds' | 'visitTypes' | 'name'>): Promise<void> {
-    await this.db.getRepository(Credential).update({ clientId }, changes);
+  /**
+   * Writes `changes` to a credential only while its columns named in `expected` still hold those
+   * values (compare and set); false when they do not (another write came first, or it is gone).
+   */
+  async replaceCredential(clientId: string, expected: Partial<Pick<Credential, TextColumn>>, changes: Partial<Credential>): Promise<boolean> {
+    const where: FindOptionsWhere<Credential> = { clientId };
+    for (const [column, value] of Object.entries(expected) as [TextColumn, string | null][]) where[column] = value === null ? IsNull() : value;
+    const result = await this.db.getRepository(Credential).update(where, changes);
+    return (result.affected ?? 0) > 0;
   }
 
   async setDisabled(clientId: string, disabled: boolean): Promise<void> {

@@ -31,6 +31,8 @@ export interface CredentialSummary {
   brands: number[] | null;
   visitTypes: string[] | null;
   disabled: boolean;
+  /** Until when the secret a rotation replaced still authenticates; null when none does. */
+  previousSecretUntil: string | null;
   createdAt: string;
   keys: { prefix: string; revoked: boolean; createdAt: string }[];
 }
@@ -53,6 +55,9 @@ export interface RotatedSecret {
 
 /** A credential's secrets as stored: what a rotation replaces. */
 export type SecretState = Pick<Credential, 'secretHash' | 'previousSecretHash' | 'previousSecretUntil'>;
+
+/** How often a change of a credential is made again over a write of another command that came first before it gives up. */
+const WRITE_ATTEMPTS = 5;
 
 /** The longest a replaced secret may keep authenticating: 30 days. */
 export const MAX_KEEP_OLD_HOURS = 720;
@@ -93,19 +98,25 @@ export class CredentialsService {
    * are held to the new entitlements within AUTH_CACHE_SECONDS. Gives the credential as listed.
    */
   async update(clientId: string, changes: CredentialChanges): Promise<CredentialSummary> {
-    const current = await this.requireCredential(clientId);
-    const merged: NewCredentialInput = {
-      clients: changes.clients ?? splitList(current.clientIds).map(Number),
-      scopes: changes.scopes ?? splitList(current.scopes),
-      brands: changes.brands === undefined ? (current.brandIds === null ? undefined : splitList(current.brandIds).map(Number)) : (changes.brands ?? undefined),
-      visitTypes: changes.visitTypes === undefined ? (current.visitTypes === null ? undefined : splitList(current.visitTypes)) : (changes.visitTypes ?? undefined),
-      name: changes.name ?? current.name ?? undefined,
-    };
-    const entitlements = await this.checkedEntitlements(merged);
-    await this.repo.updateCredential(clientId, { ...entitlements, name: merged.name ?? null });
-    const summary = (await this.list()).find((c) => c.clientId === clientId);
-    if (!summary) throw new OperatorError(`credential '${clientId}' does not exist`);
-    return summary;
+    // Compare and set: a change written by another command since this one read the credential
+    // is read again and this change made over it, never overwritten with what was read before.
+    for (let attempt = 0; attempt < WRITE_ATTEMPTS; attempt++) {
+      const current = await this.requireCredential(clientId);
+      const merged: NewCredentialInput = {
+        clients: changes.clients ?? splitList(current.clientIds).map(Number),
+        scopes: changes.scopes ?? splitList(current.scopes),
+        brands: changes.brands === undefined ? (current.brandIds === null ? undefined : splitList(current.brandIds).map(Number)) : (changes.brands ?? undefined),
+        visitTypes: changes.visitTypes === undefined ? (current.visitTypes === null ? undefined : splitList(current.visitTypes)) : (changes.visitTypes ?? undefined),
+        name: changes.name ?? current.name ?? undefined,
+      };
+      const entitlements = await this.checkedEntitlements(merged);
+      const read = { scopes: current.scopes, clientIds: current.clientIds, brandIds: current.brandIds, visitTypes: current.visitTypes, name: current.name };
+      if (await this.repo.replaceCredential(clientId, read, { ...entitlements, name: merged.name ?? null })) {
+        const summary = (await this.list()).find((c) => c.clientId === clientId);
+        if (summary) return summary;
+      }
+    }
+    throw new OperatorError(`credential '${clientId}' changed ${WRITE_ATTEMPTS} times while this command ran: run it again`);
   }
 
   /**
@@ -116,21 +127,30 @@ export class CredentialsService {
    */
   async rotateSecret(clientId: string, keepOldHours: number): Promise<{ rotated: RotatedSecret; before: SecretState }> {
     if (!(keepOldHours >= 0 && keepOldHours <= MAX_KEEP_OLD_HOURS)) throw new OperatorError(`--keep-old-hours must be a number of hours from 0 to ${MAX_KEEP_OLD_HOURS}`);
-    const current = await this.requireCredential(clientId);
-    const before: SecretState = { secretHash: current.secretHash, previousSecretHash: current.previousSecretHash, previousSecretUntil: current.previousSecretUntil };
-    const clientSecret = randomToken(32);
-    const until = keepOldHours > 0 ? new Date(Date.now() + Math.round(keepOldHours * 3_600_000)) : null;
-    await this.repo.setSecret(clientId, {
-      secretHash: hashSecret(clientSecret, clientSecretKey(this.config.API_KEY_HASH_KEY)),
-      previousSecretHash: until ? current.secretHash : null,
-      previousSecretUntil: until,
-    });
-    return { rotated: { clientId, clientSecret, previousSecretUntil: until?.toISOString() ?? null }, before };
+    for (let attempt = 0; attempt < WRITE_ATTEMPTS; attempt++) {
+      const current = await this.requireCredential(clientId);
+      const before: SecretState = { secretHash: current.secretHash, previousSecretHash: current.previousSecretHash, previousSecretUntil: current.previousSecretUntil };
+      const clientSecret = randomToken(32);
+      const until = keepOldHours > 0 ? new Date(Date.now() + Math.round(keepOldHours * 3_600_000)) : null;
+      const secretHash = hashSecret(clientSecret, clientSecretKey(this.config.API_KEY_HASH_KEY));
+      // Only over the secret read: the old one kept is the one this rotation replaced, not one a rotation meanwhile made.
+      const written = await this.repo.replaceCredential(
+        clientId,
+        { secretHash: current.secretHash },
+        { secretHash, previousSecretHash: until ? current.secretHash : null, previousSecretUntil: until },
+      );
+      if (written) return { rotated: { clientId, clientSecret, previousSecretUntil: until?.toISOString() ?? null }, before };
+    }
+    throw new OperatorError(`credential '${clientId}' changed ${WRITE_ATTEMPTS} times while this command ran: run it again`);
   }
 
-  /** Puts back the secret a rotation replaced: one whose new secret could not be shown (the CLI's output failed), which nobody holds. */
-  async restoreSecret(clientId: string, before: SecretState): Promise<void> {
-    await this.repo.setSecret(clientId, before);
+  /**
+   * Puts back the secret a rotation replaced: one whose new secret could not be shown (the CLI's
+   * output failed), which nobody holds; only while that secret is still the one stored.
+   */
+  async restoreSecret(clientId: string, rotated: RotatedSecret, before: SecretState): Promise<void> {
+    const secretHash = hashSecret(rotated.clientSecret, clientSecretKey(this.config.API_KEY_HASH_KEY));
+    await this.repo.replaceCredential(clientId, { secretHash }, before);
   }
 
   /**
@@ -173,6 +193,7 @@ export class CredentialsService {
 
   async list(): Promise<CredentialSummary[]> {
     const keys = await this.repo.listKeys();
+    const now = Date.now();
     return (await this.repo.listCredentials()).map((c) => ({
       clientId: c.clientId,
       name: c.name,
@@ -181,6 +202,7 @@ export class CredentialsService {
       brands: c.brandIds === null ? null : splitList(c.brandIds).map(Number),
       visitTypes: c.visitTypes === null ? null : splitList(c.visitTypes),
       disabled: c.disabled,
+      previousSecretUntil: c.previousSecretHash !== null && c.previousSecretUntil !== null && c.previousSecretUntil.getTime() > now ? c.previousSecretUntil.toISOString() : null,
       createdAt: c.createdAt.toISOString(),
       keys: keys
         .filter((k) => k.credentialId === c.clientId)

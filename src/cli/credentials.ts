@@ -49,6 +49,7 @@ function credentialText(c: CredentialSummary): string {
     `${c.clientId}${c.disabled ? ' (disabled)' : ''}  ${visibleName(c.name ?? '')}\n  clients ${c.clients.join(',')}  ` +
     `brands ${c.brands?.join(',') ?? 'all'}  visit types ${c.visitTypes?.join(',') ?? 'all'}\n` +
     `  scopes ${c.scopes.join(' ')}` +
+    (c.previousSecretUntil === null ? '' : `\n  previous secret accepted until ${c.previousSecretUntil}`) +
     c.keys.map((k) => `\n  key ${k.prefix}…${k.revoked ? ' (revoked)' : ''}`).join('')
   );
 }
@@ -142,7 +143,7 @@ function registerChanges(credentials: Command, cli: CliContext): void {
         cli.withApp(async (app) => {
           const credentials = app.get(CredentialsService);
           const { rotated, before } = await credentials.rotateSecret(clientId, opts.keepOldHours);
-          return cli.printOnce({ json: rotated, text: JSON.stringify(rotated) }, () => credentials.restoreSecret(clientId, before));
+          return cli.printOnce({ json: rotated, text: JSON.stringify(rotated) }, () => credentials.restoreSecret(clientId, rotated, before));
         }),
       ),
     );
