@@ -1,4 +1,5 @@
 import { DataSource } from 'typeorm';
+import { ClientsService } from '../src/clients/clients.service.js';
 import { DemoService } from '../src/demo/demo.service.js';
 import { startTestApp, type TestApp } from './helpers/test-app.js';
 
@@ -41,5 +42,27 @@ describe(`the demo seeding of an empty database by two processes at once (${proc
     expect(visits).toBeGreaterThan(100);
     expect(await second.app.get(DemoService).seedIfEmpty()).toBe(false);
     expect(await count('visits')).toBe(visits);
+  });
+
+  it('seeds again a database whose seeding stopped before the credentials (a Ctrl-C at the first start), and no other', async () => {
+    const db = first.app.get(DataSource);
+    const count = async (table: string): Promise<number> => Number((await db.query<{ n: number | string }[]>(`SELECT COUNT(*) AS n FROM ${table}`))[0].n);
+    const visits = await count('visits');
+    // What a seeding stopped after its visits leaves: the demo's clients and data, no menus, no credentials.
+    await db.query('DELETE FROM api_keys');
+    await db.query('DELETE FROM credentials');
+    await db.query('DELETE FROM dishes');
+    expect(await count('dishes')).toBe(0);
+    expect(await first.app.get(DemoService).seedIfEmpty()).toBe(true);
+    expect(await count('credentials')).toBe(2);
+    expect(await count('dishes')).toBeGreaterThan(0);
+    expect(await count('visits')).toBe(visits);
+    expect((await first.app.get(DemoService).readCredentials())?.credentials).toHaveLength(2);
+    // A client of the operator's own, or a credential, means the database is not the demo's to seed.
+    await db.query('DELETE FROM api_keys');
+    await db.query('DELETE FROM credentials');
+    await first.app.get(ClientsService).addClient(4242, 'Operator Client');
+    expect(await first.app.get(DemoService).seedIfEmpty()).toBe(false);
+    expect(await count('credentials')).toBe(0);
   });
 });

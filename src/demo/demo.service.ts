@@ -54,17 +54,34 @@ export class DemoService {
   }
 
   /**
-   * Seeds the demo set into an empty database; a database with any client is left alone.
-   * Replicas starting together on one empty database seed it once: the look and the load run
-   * one process at a time, and a process that waited finds the clients the first wrote.
+   * Seeds the demo set into an empty database; a database with any client is left alone, but
+   * for one a seeding left unfinished (see interruptedSeed), which is seeded again. Replicas
+   * starting together on one empty database seed it once: the look and the load run one
+   * process at a time, and a process that waited finds what the first wrote.
    */
   seedIfEmpty(): Promise<boolean> {
     return oneProcessAtATime(this.db, 'demo', 'the demo seeding', async () => {
-      if (await this.clients.anyClient()) return false;
-      this.logger.log('Empty database: loading the demo data set');
+      if (await this.clients.anyClient()) {
+        if (!(await this.interruptedSeed())) return false;
+        this.logger.warn('The demo seeding was stopped before it issued the demo credentials: loading the demo data set again');
+      } else {
+        this.logger.log('Empty database: loading the demo data set');
+      }
       await this.loadHere();
       return true;
     });
+  }
+
+  /**
+   * Whether the database holds what a demo seeding stopped part way (a Ctrl-C during the first
+   * start) leaves: no credential (issued last), and no client but the demo's, as the demo names
+   * them. Loading the demo again over it writes what is missing; what is there is written again
+   * unchanged. A database with a client of its own, or any credential, is not touched.
+   */
+  private async interruptedSeed(): Promise<boolean> {
+    if ((await this.credentials.list()).length > 0) return false;
+    const demo = new Map(demoClients().map((c) => [c.id, c.name]));
+    return (await this.clients.listClients()).every((c) => demo.get(c.id) === c.name);
   }
 
   /** Loads (or refreshes) the demo data and issues fresh demo credentials; not beside a seeding replica. */
