@@ -136,6 +136,19 @@ describe('loadConfig', () => {
     expect(loadConfig({ DATABASE_URL: 'postgres://u:pw@127.0.0.1:5432/db', REDIS_URL: 'redis://:pw@127.0.0.1:6379' }).REDIS_URL).toBe('redis://:pw@127.0.0.1:6379');
   });
 
+  it('refuses a user name, password or path with a % that starts no escape, which the clients would throw on at start, saying how to write it', () => {
+    const hint = 'whose user name, password and path are percent-encoded (a % that starts no escape written %25)';
+    for (const [name, value, scheme] of [
+      ['DATABASE_URL', 'postgres://u:s3cret%pw1@db.example/results', 'a postgres:// or postgresql:// URL'],
+      ['DATABASE_URL', 'postgres://u%zz:pw1@db.example/results', 'a postgres:// or postgresql:// URL'],
+      ['DATABASE_URL', 'postgres://u:pw1@db.example/res%ults', 'a postgres:// or postgresql:// URL'],
+      ['REDIS_URL', 'redis://:p%zzpw1@127.0.0.1:6379', 'a redis:// or rediss:// URL'],
+    ]) {
+      expect({ value, problems: problemsOf({ [name]: value }) }).toEqual({ value, problems: [`${name}=[hidden]: expected ${scheme} ${hint}`] });
+    }
+    expect(loadConfig({ DATABASE_URL: 'postgres://u:s3cret%25pw@db.example/results' }).DATABASE_URL).toBe('postgres://u:s3cret%25pw@db.example/results');
+  });
+
   it('refuses JWT_SIGNING_KEYS and JWT_SIGNING_KEYS_FILE set together, rather than passing over the file', () => {
     const key = '-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n';
     expect(problemsOf({ JWT_SIGNING_KEYS: key, JWT_SIGNING_KEYS_FILE: '/run/secrets/keys' })).toEqual([

@@ -63,8 +63,12 @@ export function UrlSetting(pattern: RegExp, message: string, options: { userinfo
     validator: {
       // Of the pattern's form, and a URL a client library can read (a port of digits, a closed
       // IPv6 bracket): a value that is neither failed later with the library's stack.
-      validate: (value: unknown) => typeof value === 'string' && pattern.test(value) && isUrl(value, userinfo),
-      defaultMessage: () => message,
+      validate: (value: unknown) => typeof value === 'string' && pattern.test(value) && isUrl(value, userinfo) && decodable(value),
+      // A password with a bare % (not percent-encoded) is the likely slip: the message says so.
+      defaultMessage: (args) =>
+        typeof args?.value === 'string' && pattern.test(args.value) && isUrl(args.value, userinfo)
+          ? `${message} whose user name, password and path are percent-encoded (a % that starts no escape written %25)`
+          : message,
     },
   });
 }
@@ -74,6 +78,20 @@ function isUrl(value: string, userinfo: boolean): boolean {
   try {
     const url = new URL(value);
     return url.host !== '' && (userinfo || (url.username === '' && url.password === ''));
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Whether the URL's user name, password and path decode, as the database and Redis clients
+ * decode them (a `%` that starts no escape throws URIError there, with a stack, at start).
+ */
+function decodable(value: string): boolean {
+  try {
+    const url = new URL(value);
+    for (const part of [url.username, url.password, url.pathname]) decodeURIComponent(part);
+    return true;
   } catch {
     return false;
   }
