@@ -18,6 +18,7 @@ import { cameOverTls, SecurityHeaders, type TrustProxy } from './common/security
 import { PageTokens } from './common/page-token.js';
 import { QUERY_CONTEXT_LOCAL, type QueryContext } from './common/query-params.js';
 import { AppConfig } from './config/app-config.js';
+import { MetricsService } from './metrics/metrics.service.js';
 import { setupSwagger } from './swagger.js';
 import { VisitPagesLane } from './visits/visit-pages-lane.js';
 import { TokenLane } from './auth/token-lane.js';
@@ -151,7 +152,16 @@ export function setupApp(app: INestApplication): NestExpressApplication {
   // `httpAllowHalfOpen` (Node's own switch, not in its typings) keeps them.
   (express.getHttpServer() as { httpAllowHalfOpen?: boolean }).httpAllowHalfOpen = true;
   const logger = app.get(AppLogger);
-  answerClientErrors(express.getHttpServer(), TOKEN_PATH, (fields, message) => logger.warnFields(fields, message), lanes.cors);
+  const refused = app.get(MetricsService).refused;
+  answerClientErrors(
+    express.getHttpServer(),
+    TOKEN_PATH,
+    (fields, message, status) => {
+      logger.warnFields(fields, message);
+      refused.inc({ status: String(status) });
+    },
+    lanes.cors,
+  );
   // `Expect: 100-continue` is answered when the body is read: a request refused before then is not sent its body.
   continueOnRead(express.getHttpServer());
   return express;

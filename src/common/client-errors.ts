@@ -109,8 +109,11 @@ interface EarlyAnswer {
   instance?: string;
 }
 
-/** Writes the line of an answer made before the application: its request id and instance, quoted by a partner, find it. */
-export type EarlyAnswerLog = (fields: object, message: string) => void;
+/**
+ * Writes the line of an answer made before the application (its request id and instance, quoted
+ * by a partner, find it), and counts it by `status`.
+ */
+export type EarlyAnswerLog = (fields: object, message: string, status: number) => void;
 
 /** An answer made before the application: its body and headers; the connection closes after it (a body the request may carry is never read). */
 function earlyAnswer(json: object, contentType: string, cache: Readonly<Record<string, string>>): EarlyAnswer {
@@ -141,7 +144,7 @@ function earlyOAuthError(description: string): EarlyAnswer {
 function answer(res: ServerResponse, status: number, problem: EarlyAnswer, log: EarlyAnswerLog, req: IncomingMessage, detail: string): void {
   res.writeHead(status, problem.headers);
   res.end(problem.body);
-  log(lineOf(status, problem, detail, req), 'request refused before the application');
+  log(lineOf(status, problem, detail, req), 'request refused before the application', status);
 }
 
 /** Writes an early answer straight to a connection no response object stands for, and ends it, dated as Node dates its responses (RFC 9110 §6.6.1). */
@@ -259,7 +262,7 @@ export function answerClientErrors(server: Server, tokenPath: string, log: Early
     const problem = earlyProblem(501, detail);
     socket.on('error', () => undefined);
     writeRaw(socket, 501, problem);
-    log(lineOf(501, problem, detail, req), 'request refused before the application');
+    log(lineOf(501, problem, detail, req), 'request refused before the application', 501);
   });
   server.on('clientError', (error: NodeJS.ErrnoException & { rawPacket?: Buffer; bytesParsed?: number }, socket: Duplex) => {
     if (refused.has(socket)) {
@@ -296,7 +299,7 @@ export function answerClientErrors(server: Server, tokenPath: string, log: Early
         const locals = ((pending as ServerResponse & { locals?: Record<string, unknown> }).locals ??= {});
         locals.problemInstance = problem.instance;
       } else {
-        log(lineOf(status, problem, detail), 'request refused before the application');
+        log(lineOf(status, problem, detail), 'request refused before the application', status);
       }
       return;
     }
@@ -308,7 +311,7 @@ export function answerClientErrors(server: Server, tokenPath: string, log: Early
       if (socket.writable) writeRaw(socket, status, problem);
       else socket.destroy();
     });
-    log(lineOf(status, problem, detail), 'request refused before the application');
+    log(lineOf(status, problem, detail), 'request refused before the application', status);
   });
 }
 

@@ -32,6 +32,13 @@ export class MetricsService {
     registers: [this.registry],
   });
 
+  readonly refused = new Counter({
+    name: 'results_http_refused_total',
+    help: 'Requests answered before the application, by status: malformed HTTP (400), a request too slow (408), a target or headers too large (414, 431), an Expect not met (417), an unknown method, transfer coding or CONNECT (501), an HTTP version not spoken (505).',
+    labelNames: ['status'] as const,
+    registers: [this.registry],
+  });
+
   readonly tokensIssued = new Counter({
     name: 'results_tokens_issued_total',
     help: 'Access tokens issued by POST /connect/token.',

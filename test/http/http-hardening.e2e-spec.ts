@@ -443,6 +443,21 @@ describe(`HTTP hardening (${process.env.TEST_DATABASE})`, () => {
     expect(JSON.parse(body)).toMatchObject({ status: 400, detail: "The request target '*' is for OPTIONS alone: name a path." });
   });
 
+  it('counts each request answered before the application by its status, where a dashboard sees them', async () => {
+    const counted = async (status: number): Promise<number> => {
+      const line = (await t.app.get(MetricsService).registry.metrics()).split('\n').find((l) => l.startsWith(`results_http_refused_total{status="${status}"} `));
+      return line === undefined ? 0 : Number(line.split(' ')[1]);
+    };
+    const before = await Promise.all([505, 431, 501, 417, 400].map(counted));
+    expect((await rawExchange('GET / HTTP/3.0\r\nHost: x\r\n\r\n')).split('\r\n')[0]).toBe('HTTP/1.1 505 HTTP Version Not Supported');
+    expect((await rawExchange(`GET /branches HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`)).split('\r\n')[0]).toBe('HTTP/1.1 431 Request Header Fields Too Large');
+    expect((await rawExchange('BREW / HTTP/1.1\r\nHost: x\r\n\r\n')).split('\r\n')[0]).toBe('HTTP/1.1 501 Not Implemented');
+    expect((await rawExchange('GET /health/live HTTP/1.1\r\nHost: x\r\nExpect: foo\r\n\r\n')).split('\r\n')[0]).toBe('HTTP/1.1 417 Expectation Failed');
+    expect((await rawExchange('GET * HTTP/1.1\r\nHost: x\r\n\r\n')).split('\r\n')[0]).toBe('HTTP/1.1 400 Bad Request');
+    const after = await Promise.all([505, 431, 501, 417, 400].map(counted));
+    expect(after.map((n, i) => n - before[i])).toEqual([1, 1, 1, 1, 1]);
+  });
+
   it("answers OPTIONS * with a 200, no content and the methods the server's routes have in Allow (RFC 9110 §9.3.7)", async () => {
     const answer = await rawExchange('OPTIONS * HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
     const [head, body] = answer.split('\r\n\r\n');
