@@ -7,7 +7,7 @@ import { AppModule } from './app.module.js';
 import { BodyPool } from './common/body-pool.js';
 import { lingerAfterResponse } from './common/body-drain.js';
 import { environmentFailure } from './common/environment-failure.js';
-import { closeIdleConnections, openConnections } from './common/idle-connections.js';
+import { closeConnectionsWithoutRequest, closeIdleConnections, openConnections } from './common/idle-connections.js';
 import { startIdleCollector } from './common/idle-collector.js';
 import { AppConfig, BUILT_IN_API_KEY_HASH_KEY, ConfigError, loadConfig } from './config/app-config.js';
 import { prepareDataDir } from './database/data-source-options.js';
@@ -72,10 +72,9 @@ async function bootstrap(): Promise<void> {
     const drained = new Promise<void>((resolve) => server.close(() => resolve()));
     closeIdleConnections(server, connections);
     // Node counts a connection that has not sent a byte (a proxy's connection opened ahead of
-    // need) as busy, and the grace period waited for it: it carries no request, so it goes now.
-    for (const socket of connections) {
-      if (socket.bytesRead === 0) socket.destroy();
-    }
+    // need), or only part of a request's head, as busy, and the grace period waited for it: it
+    // carries no request, so it goes now.
+    closeConnectionsWithoutRequest(connections);
     // A request that still comes on a kept-alive connection is answered with Connection: close,
     // and its connection ends after the answer instead of at the end of the grace period.
     server.prependListener('request', (_req: IncomingMessage, res: ServerResponse) => {

@@ -32,3 +32,15 @@ export function closeIdleConnections(server: Server, connections: ReadonlySet<So
     for (const res of writing) res.finished = true;
   }
 }
+
+/**
+ * Closes the connections that carry no request: none read yet (a proxy's connection opened ahead
+ * of need) or one whose head has only begun to arrive. Node counts both busy, so the shutdown
+ * would wait the whole grace period for them; a request whose head has come (and is being
+ * answered, or its body read) has its response on the connection and stays.
+ */
+export function closeConnectionsWithoutRequest(connections: ReadonlySet<Socket>): void {
+  for (const socket of connections) {
+    if (!((socket as Socket & { _httpMessage?: unknown })._httpMessage instanceof ServerResponse)) socket.destroy();
+  }
+}
