@@ -298,6 +298,8 @@ export function answerClientErrors(server: Server, tokenPath: string, log: Early
         pending.statusCode = status;
         const locals = ((pending as ServerResponse & { locals?: Record<string, unknown> }).locals ??= {});
         locals.problemInstance = problem.instance;
+        // Written on the socket, not through the response: what the line says was sent.
+        locals.writtenStatus = status;
       } else {
         log(lineOf(status, problem, detail), 'request refused before the application', status);
       }

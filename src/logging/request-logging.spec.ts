@@ -84,6 +84,21 @@ describe('requestLogger', () => {
     }
   });
 
+  it('logs no status for a request cut off before its answer began (an upload whose body never came whole): none was sent', async () => {
+    const { server, url, lines } = await serve('info', () => undefined);
+    try {
+      const port = Number(new URL(url).port);
+      const upload = createConnection(port, '127.0.0.1', () => upload.write('POST /menus/dishes HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\nabc'));
+      await new Promise((done) => setTimeout(done, 50));
+      upload.destroy();
+      await until(() => lines.length === 1);
+      expect(lines[0]).toMatchObject({ level: 40, msg: 'request aborted: the connection closed before the response was complete', req: { url: '/menus/dishes' }, res: { statusCode: null }, aborted: true });
+    } finally {
+      server.closeAllConnections();
+      server.close();
+    }
+  });
+
   it('logs a response ended whole by the service but not taken whole by the connection as aborted, and a taken one as completed', async () => {
     // Larger than what the loopback socket's buffers hold: the client's reading decides.
     const body = Buffer.alloc(16 * 1024 * 1024, 0x61);

@@ -95,13 +95,15 @@ export function requestLogger(root: Logger): (req: IncomingMessage, res: ServerR
       const unavailable = res.statusCode === 503;
       const level: Level = res.statusCode >= 500 && !unavailable ? 'error' : aborted || unavailable ? 'warn' : 'info';
       if (!root.isLevelEnabled(level)) return;
-      const locals = (res as { locals?: { clientId?: unknown; problemInstance?: unknown } }).locals ?? {};
+      const locals = (res as { locals?: { clientId?: unknown; problemInstance?: unknown; writtenStatus?: number } }).locals ?? {};
       const line = {
         route: routeOf(req),
         clientId: locals.clientId,
         problemInstance: locals.problemInstance,
         req: { id, method: req.method, url: loggableUrl(url) },
-        res: { statusCode: res.statusCode },
+        // No status was sent for a request cut off before its answer began (the client went, or
+        // the shutdown's grace ended while its body was still coming): null, not the 200 Node presets.
+        res: { statusCode: res.headersSent ? res.statusCode : (locals.writtenStatus ?? null) },
         responseTime: Math.round(performance.now() - since),
         ...(aborted ? { aborted: true } : {}),
       };

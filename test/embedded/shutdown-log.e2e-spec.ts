@@ -37,6 +37,8 @@ describe('a request cut off at the end of the shutdown grace', () => {
         level: 40,
         aborted: true,
         req: expect.objectContaining({ id: 'cut-at-shutdown', method: 'POST', url: '/connect/token' }),
+        // No answer was begun (100 Continue is no status of the request's): none is claimed.
+        res: { statusCode: null },
         msg: 'request aborted: the connection closed before the response was complete',
       }),
     ]);
@@ -48,7 +50,7 @@ describe('a request cut off at the end of the shutdown grace', () => {
  * A connection opened and never spoken on (a proxy's, opened ahead of need) carries no request:
  * the shutdown closes it at once instead of waiting the whole grace period for it.
  */
-describe('a connection that has not sent a byte at shutdown', () => {
+describe('a connection that has not sent a byte, or only part of a head, at shutdown', () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'shutdown-silent-'));
   afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
@@ -62,6 +64,10 @@ describe('a connection that has not sent a byte at shutdown', () => {
     const closed = new Promise<string>((resolve) => silent.once('close', () => resolve('closed')));
     const received: Buffer[] = [];
     silent.on('data', (chunk: Buffer) => received.push(chunk));
+    // Nor does one that has sent part of a request's head, which Node counts busy too.
+    const halfHead = connect(Number(port), '127.0.0.1', () => halfHead.write('GET /health/live HTTP/1.1\r\nHost: x\r\n'));
+    halfHead.on('error', () => undefined);
+    const halfClosed = new Promise<string>((resolve) => halfHead.once('close', () => resolve('closed')));
     // A kept-alive connection with a request answered is idle too, and closes as before.
     const spoken = connect(Number(port), '127.0.0.1');
     spoken.on('error', () => undefined);
@@ -70,6 +76,7 @@ describe('a connection that has not sent a byte at shutdown', () => {
     expect(await answered).toBe('HTTP/1.1 200 OK');
     expect(await service.stop('SIGTERM')).toBe(0);
     expect(await closed).toBe('closed');
+    expect(await halfClosed).toBe('closed');
     expect(Buffer.concat(received).length).toBe(0);
     expect(service.output()).toContain('SIGTERM: draining for up to 600 s');
     expect(service.output()).not.toContain('grace period over');
