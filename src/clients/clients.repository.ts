@@ -23,8 +23,10 @@ export class ClientsRepository {
     return this.db.getRepository(Client).count();
   }
 
-  /** Adds or renames the client; the same name again writes nothing (pages, ETags and the feed stay as they are). */
-  /** Adds or renames a client; `renamed` follows a rename of one stored, in the transaction. */
+  /**
+   * Adds or renames the client; the same name again writes nothing (pages, ETags and the feed
+   * stay as they are). `renamed` follows a rename of the stored client, in the transaction.
+   */
   async saveClient(id: number, name: string, renamed: (tx: EntityManager) => Promise<void>): Promise<Client> {
     await inTransaction(this.db, async (tx) => {
       await lockClients(tx, [id]);
@@ -45,8 +47,7 @@ export class ClientsRepository {
     return this.db.getRepository(Brand).find({ where: { clientId }, order: { id: 'ASC' } });
   }
 
-  /** Adds or renames the brand; the same name again writes nothing. */
-  /** Adds or renames a brand; `renamed` follows a rename of one stored, in the transaction. */
+  /** Adds or renames the brand; the same name again writes nothing. `renamed` follows a rename of the client's stored brand, in the transaction. */
   async saveBrand(brand: Pick<Brand, 'id' | 'clientId' | 'name'>, renamed: (tx: EntityManager) => Promise<void>): Promise<Brand> {
     await inTransaction(this.db, async (tx) => {
       // The client's row first, as every writer takes it; then the brand, only over a brand of
