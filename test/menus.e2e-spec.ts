@@ -863,6 +863,26 @@ describe(`image writes are all or nothing (${process.env.TEST_DATABASE}, filesys
     expect(await t.app.get(DataSource).query("SELECT id FROM dishes WHERE code = 'MINE'")).toEqual([]);
   });
 
+  it('writes two imports of the same menus listed in other orders one after the other, never deadlocking', async () => {
+    const repo = t.app.get(MenusRepository);
+    const menu = (id: number) => Object.assign(new Menu(), { id, clientId: 1001, name: `Menu ${id}`, startDate: '2026-01-01', endDate: null });
+    const file = (ids: number[], writer: string) =>
+      ids.map((id) => ({
+        menu: menu(id),
+        dishes: Array.from({ length: 15 }, (_, n) => ({
+          dish: { menuId: id, code: `D${n}`, description: writer, type: 'Main', order: n, expiryDate: null, keywords: '[]' },
+          image: null,
+        })),
+      }));
+    for (let round = 0; round < 6; round++) {
+      const results = await Promise.allSettled([repo.saveMenus(file([911, 912, 913], `A${round}`)), repo.saveMenus(file([913, 912, 911], `B${round}`))]);
+      expect({ round, statuses: results.map((r) => r.status) }).toEqual({ round, statuses: ['fulfilled', 'fulfilled'] });
+      // Each import is written whole, the later over the earlier: every dish of the three menus is one writer's.
+      const writers = await t.app.get(DataSource).query<{ description: string }[]>('SELECT DISTINCT description FROM dishes WHERE menu_id IN (911, 912, 913)');
+      expect(writers).toHaveLength(1);
+    }
+  });
+
   it('sweeps the files no image names, once old enough, and nothing else', async () => {
     const repo = t.app.get(MenusRepository);
     const sweeper = t.app.get(ImageSweeper);

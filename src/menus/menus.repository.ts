@@ -118,8 +118,12 @@ export class MenusRepository {
    */
   async saveMenus(menus: { menu: Menu; dishes: { dish: DishInput; image: PreparedImage | null }[] }[]): Promise<void> {
     await this.withImages(async (tx, written, replaced) => {
-      for (const { menu, dishes } of menus) {
-        await upsertRows(tx, Menu, [menu], ['id'], { sameOwner: 'clientId' });
+      // The menus' rows first, in id order, whatever the file's: two imports listing the same
+      // menus in other orders would otherwise each hold one the other waits for (a deadlock on
+      // PostgreSQL); the second now waits for the first and then writes. The dishes follow in
+      // the file's order.
+      for (const { menu } of [...menus].sort((a, b) => a.menu.id - b.menu.id)) await upsertRows(tx, Menu, [menu], ['id'], { sameOwner: 'clientId' });
+      for (const { dishes } of menus) {
         for (const { dish, image } of dishes) await this.writeDish(tx, dish, image, written, replaced);
       }
     });
