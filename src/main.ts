@@ -70,10 +70,9 @@ async function bootstrap(): Promise<void> {
     app.get(LifecycleService).shuttingDown = true;
     const server = app.getHttpServer() as Server;
     const drained = new Promise<void>((resolve) => server.close(() => resolve()));
-    closeIdleConnections(server, connections);
-    // Node counts a connection that has not sent a byte (a proxy's connection opened ahead of
-    // need), or only part of a request's head, as busy, and the grace period waited for it: it
-    // carries no request, so it goes now.
+    // The connections that carry no request go now: idle kept-alive ones, and those Node counts
+    // busy, whom the grace period would wait for (one that has not sent a byte, as a proxy opens
+    // ahead of need, or only part of a request's head).
     closeConnectionsWithoutRequest(connections);
     // A request that still comes on a kept-alive connection is answered with Connection: close,
     // and its connection ends after the answer instead of at the end of the grace period.

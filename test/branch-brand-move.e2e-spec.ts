@@ -10,7 +10,7 @@ import { VisitsRepository } from '../src/visits/visits.repository.js';
 import { issueCredential, tokenFor } from './helpers/auth.js';
 import { cliJson } from './helpers/cli.js';
 import type { TestApp } from './helpers/test-app.js';
-import { importBranches, importVisits, startVisitsApp, type VisitRecord } from './helpers/visits-fixture.js';
+import { importBranches, type FeedPage as Feed, importVisits, startVisitsApp, type VisitRecord } from './helpers/visits-fixture.js';
 
 interface Visit {
   visitId: number;
@@ -19,10 +19,7 @@ interface Visit {
   modificationDate: string;
   visitScore: number;
 }
-interface FeedPage {
-  data: { visits: Visit[]; removed?: { visitId: number }[] };
-  paging: { after: string };
-}
+type FeedPage = Feed<Visit>;
 
 /** A branch that an import moves to another brand takes its visits along: they are never left with the old brand's credentials. */
 describe(`a branch moved to another brand (${process.env.TEST_DATABASE})`, () => {

@@ -7,7 +7,7 @@ import { ClientsService } from '../src/clients/clients.service.js';
 import { addDays } from '../src/common/clock.js';
 import { issueCredential, tokenFor } from './helpers/auth.js';
 import type { TestApp } from './helpers/test-app.js';
-import { importBranches, startVisitsApp, type VisitRecord } from './helpers/visits-fixture.js';
+import { importBranches, type FeedPage as Feed, startVisitsApp, type VisitRecord } from './helpers/visits-fixture.js';
 
 interface Visit {
   visitId: number;
@@ -18,10 +18,7 @@ interface Visit {
   modificationDate: string;
   visitScore: number;
 }
-interface FeedPage {
-  data: { visits: Visit[]; removed?: { visitId: number }[] };
-  paging: { after: string };
-}
+type FeedPage = Feed<Visit>;
 
 /**
  * The names in a visit are its client's, brand's and branch's: a rename changes every visit

@@ -28,10 +28,17 @@ export type FollowBranchBrands = (tx: EntityManager, branches: readonly BranchBr
 
 @Injectable()
 export class BranchesService {
+  private followBrands: FollowBranchBrands = () => Promise.resolve();
+
   constructor(
     private readonly repo: BranchesRepository,
     private readonly clients: ClientsService,
   ) {}
+
+  /** Sets what follows the branches each import writes (the visits feature, which this one cannot depend on), as ClientsService.followRenames. */
+  followBranchWrites(follow: FollowBranchBrands): void {
+    this.followBrands = follow;
+  }
 
   /** The client's branches a credential may read: those of its entitled brands (all when unrestricted). */
   list(entitled: EffectiveSelection): Promise<Pick<Branch, 'id' | 'name' | 'branchCode'>[]> {
@@ -51,7 +58,7 @@ export class BranchesService {
    * client takes first, so two imports at once cannot leave them behind (nor can a branch
    * moved by an earlier release, whose visits a re-import brings along).
    */
-  async importFile(clientId: number, path: string, followBrands: FollowBranchBrands): Promise<ImportReport> {
+  async importFile(clientId: number, path: string): Promise<ImportReport> {
     await this.clients.requireClient(clientId);
     const brandIds = new Set((await this.clients.listBrands(clientId)).map((b) => b.id));
     const report: ImportReport = { file: path, imported: 0, rejected: [] };
@@ -91,7 +98,7 @@ export class BranchesService {
     }
     report.rejected.sort(inFileOrder);
     await this.repo.upsertMany(valid, (tx, renamed) =>
-      followBrands(tx, valid.map((b) => ({ clientId, branchId: b.id, brandId: b.brandId, renamed: renamed.has(b.id) }))),
+      this.followBrands(tx, valid.map((b) => ({ clientId, branchId: b.id, brandId: b.brandId, renamed: renamed.has(b.id) }))),
     );
     report.imported = valid.length;
     return report;

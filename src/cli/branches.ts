@@ -1,7 +1,6 @@
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { BranchesService } from '../branches/branches.service.js';
-import { VisitsImportService } from '../visits/visits-import.service.js';
 import { importOutput, positiveInt, type CliContext } from './context.js';
 
 export function registerBranches(program: Command, cli: CliContext): void {
@@ -14,10 +13,7 @@ export function registerBranches(program: Command, cli: CliContext): void {
     .argument('<file>', 'file to import')
     .action(
       cli.action(async (file: string, opts: { client: number }) =>
-        cli.withApp(async (app) => {
-          const visits = app.get(VisitsImportService);
-          return importOutput(await app.get(BranchesService).importFile(opts.client, resolve(file), (tx, written) => visits.followBranchBrands(tx, written)));
-        }),
+        cli.withApp(async (app) => importOutput(await app.get(BranchesService).importFile(opts.client, resolve(file)))),
       ),
     );
 }

@@ -24,14 +24,14 @@ interface RouterLayer {
  * routes; it runs synchronously here, as there, so no request's routing is in between.
  */
 export function allowedMethods(app: unknown, path: string): string[] {
-  const methods = new Set<string>();
-  for (const route of resourceRoutesAt(app, path)) for (const method of answeredMethods(route) ?? []) methods.add(method);
-  if (methods.has('GET')) methods.add('HEAD');
-  return sortedMethods(methods);
+  return methodsOf(resourceRoutesAt(app, path));
 }
 
-/** Methods in the fixed order (ORDER first, any other after them by name). */
-function sortedMethods(methods: Set<string>): string[] {
+/** The methods the routes answer (HEAD with GET), in the fixed order: ORDER first, any other after them by name. */
+function methodsOf(routes: Iterable<Route>): string[] {
+  const methods = new Set<string>();
+  for (const route of routes) for (const method of answeredMethods(route) ?? []) methods.add(method);
+  if (methods.has('GET')) methods.add('HEAD');
   const rank = (method: string): number => (ORDER.includes(method) ? ORDER.indexOf(method) : ORDER.length);
   return [...methods].sort((a, b) => rank(a) - rank(b) || a.localeCompare(b));
 }
@@ -50,11 +50,11 @@ export function isResourceRoute(route: unknown): route is Route {
   return typeof route === 'object' && route !== null && 'methods' in route && answeredMethods(route as Route) !== null;
 }
 
-/** The resource routes (see isResourceRoute) of the app's router that match `path`, in the router's order. */
-function* resourceRoutesAt(app: unknown, path: string): Generator<Route> {
+/** The resource routes (see isResourceRoute) of the app's router that match `path` (all of them without one), in the router's order. */
+function* resourceRoutesAt(app: unknown, path?: string): Generator<Route> {
   const stack = (app as { router?: { stack?: RouterLayer[] } } | undefined)?.router?.stack ?? [];
   for (const layer of stack) {
-    if (layer.route !== undefined && answeredMethods(layer.route) !== null && layer.match(path)) yield layer.route;
+    if (layer.route !== undefined && answeredMethods(layer.route) !== null && (path === undefined || layer.match(path))) yield layer.route;
   }
 }
 
@@ -78,11 +78,7 @@ export function methodsOfUnroutedPath(exception: unknown, request: { method: str
 
 /** The methods some route of the app answers (HEAD with GET), in the fixed order: what the server as a whole implements. */
 export function serverMethods(app: unknown): string[] {
-  const methods = new Set<string>();
-  const stack = (app as { router?: { stack?: RouterLayer[] } } | undefined)?.router?.stack ?? [];
-  for (const layer of stack) for (const method of (layer.route && answeredMethods(layer.route)) ?? []) methods.add(method);
-  if (methods.has('GET')) methods.add('HEAD');
-  return sortedMethods(methods);
+  return methodsOf(resourceRoutesAt(app));
 }
 
 /**

@@ -34,10 +34,11 @@ export function closeIdleConnections(server: Server, connections: ReadonlySet<So
 }
 
 /**
- * Closes the connections that carry no request: none read yet (a proxy's connection opened ahead
- * of need) or one whose head has only begun to arrive. Node counts both busy, so the shutdown
- * would wait the whole grace period for them; a request whose head has come (and is being
- * answered, or its body read) has its response on the connection and stays.
+ * Closes the connections that carry no request: idle kept-alive ones (as closeIdleConnections
+ * does), none read yet (a proxy's connection opened ahead of need) and one whose head has only
+ * begun to arrive. Node counts the last two busy, so the shutdown would wait the whole grace
+ * period for them. A request whose head has come (being answered, its body read, or its ended
+ * answer still being written) has its response on the connection and stays.
  */
 export function closeConnectionsWithoutRequest(connections: ReadonlySet<Socket>): void {
   for (const socket of connections) {

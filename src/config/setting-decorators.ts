@@ -63,38 +63,36 @@ export function UrlSetting(pattern: RegExp, message: string, options: { userinfo
     validator: {
       // Of the pattern's form, and a URL a client library can read (a port of digits, a closed
       // IPv6 bracket): a value that is neither failed later with the library's stack.
-      validate: (value: unknown) => typeof value === 'string' && pattern.test(value) && isUrl(value, userinfo) && decodable(value),
+      validate: (value: unknown) => typeof value === 'string' && pattern.test(value) && urlFault(value, userinfo) === undefined,
       // A password with a bare % (not percent-encoded) is the likely slip: the message says so.
       defaultMessage: (args) =>
-        typeof args?.value === 'string' && pattern.test(args.value) && isUrl(args.value, userinfo)
+        typeof args?.value === 'string' && pattern.test(args.value) && urlFault(args.value, userinfo) === 'escapes'
           ? `${message} whose user name, password and path are percent-encoded (a % that starts no escape written %25)`
           : message,
     },
   });
 }
 
-/** Whether `value` parses as a URL with a host (and, unless `userinfo`, no user name or password). */
-function isUrl(value: string, userinfo: boolean): boolean {
-  try {
-    const url = new URL(value);
-    return url.host !== '' && (userinfo || (url.username === '' && url.password === ''));
-  } catch {
-    return false;
-  }
-}
-
 /**
- * Whether the URL's user name, password and path decode, as the database and Redis clients
- * decode them (a `%` that starts no escape throws URIError there, with a stack, at start).
+ * What keeps `value` from being a URL a client library reads: `unreadable` when it does not parse
+ * as a URL with a host (or, unless `userinfo`, has a user name or password); `escapes` when its
+ * user name, password or path do not decode, as the database and Redis clients decode them (a
+ * `%` that starts no escape throws URIError there, with a stack, at start); undefined for none.
  */
-function decodable(value: string): boolean {
+function urlFault(value: string, userinfo: boolean): 'unreadable' | 'escapes' | undefined {
+  let url: URL;
   try {
-    const url = new URL(value);
-    for (const part of [url.username, url.password, url.pathname]) decodeURIComponent(part);
-    return true;
+    url = new URL(value);
   } catch {
-    return false;
+    return 'unreadable';
   }
+  if (url.host === '' || (!userinfo && (url.username !== '' || url.password !== ''))) return 'unreadable';
+  try {
+    for (const part of [url.username, url.password, url.pathname]) decodeURIComponent(part);
+  } catch {
+    return 'escapes';
+  }
+  return undefined;
 }
 
 /**

@@ -110,7 +110,7 @@ export class DemoService {
         for (const brand of client.brands) await this.clients.addBrand(client.id, brand.id, brand.name);
         const file = join(work, `branches-${client.id}.json`);
         await writeFile(file, JSON.stringify(client.branches));
-        branches += check(await this.branches.importFile(client.id, file, (tx, written) => this.visits.followBranchBrands(tx, written)));
+        branches += check(await this.branches.importFile(client.id, file));
       }
       const visitsFile = join(work, 'visits.ndjson');
       const generated = demoVisits({ today, days: this.config.DEMO_DAYS, zone: this.config.RESULTS_TIMEZONE });

@@ -28,8 +28,10 @@ export class VisitsImportService implements OnModuleInit {
     private readonly visitTypes: VisitTypeCatalogue,
   ) {}
 
+  /** The visits follow what the clients' and branches' writes change of them: a rename, a branch moved to another brand. */
   onModuleInit(): void {
     this.clients.followRenames((tx, renamed) => this.followRename(tx, renamed));
+    this.branches.followBranchWrites((tx, written) => this.followBranchBrands(tx, written));
   }
 
   /**

@@ -17,6 +17,12 @@ export type VisitRecord = Record<string, unknown> & {
   visitDateTime: string;
 };
 
+/** A change-feed page as the feed answers it, of visits of the shape a test reads. */
+export interface FeedPage<V> {
+  data: { visits: V[]; removed?: { visitId: number }[] };
+  paging: { after: string };
+}
+
 const dir = mkdtempSync(join(tmpdir(), 'visits-fixture-'));
 
 export async function importVisits(t: TestApp, records: unknown[]): Promise<void> {
@@ -28,8 +34,7 @@ export async function importVisits(t: TestApp, records: unknown[]): Promise<void
 
 /** Imports a client's branches as the operator's command does (visits follow a branch moved to another brand); the report. */
 export function importBranches(t: TestApp, clientId: number, file: string): Promise<ImportReport> {
-  const visits = t.app.get(VisitsImportService);
-  return t.app.get(BranchesService).importFile(clientId, file, (tx, written) => visits.followBranchBrands(tx, written));
+  return t.app.get(BranchesService).importFile(clientId, file);
 }
 
 /**
