@@ -53,7 +53,7 @@ export class BranchesService {
   /**
    * Imports a client's branches (JSON array, NDJSON or CSV with id, name, branchCode,
    * brandId). Valid records are written together; each invalid one is reported by line. A
-   * branch given another brand takes its visits along (`followBrands`), in the same transaction:
+   * branch given another brand takes its visits along (see followBranchWrites), in the same transaction:
    * the visits are compared with the branch as written, under the lock every writer of the
    * client takes first, so two imports at once cannot leave them behind (nor can a branch
    * moved by an earlier release, whose visits a re-import brings along).
