@@ -9,6 +9,7 @@ import { lingerAfterResponse } from './common/body-drain.js';
 import { environmentFailure } from './common/environment-failure.js';
 import { closeConnectionsWithoutRequest, closeIdleConnections, openConnections } from './common/idle-connections.js';
 import { startIdleCollector } from './common/idle-collector.js';
+import { listen } from './common/listen.js';
 import { AppConfig, BUILT_IN_API_KEY_HASH_KEY, ConfigError, loadConfig } from './config/app-config.js';
 import { prepareDataDir } from './database/data-source-options.js';
 import { prepareSchema, SchemaMissingError } from './database/migration-tools.js';
@@ -42,7 +43,10 @@ async function bootstrap(): Promise<void> {
   const app = await NestFactory.create(AppModule.forRoot(config), { bufferLogs: true, autoFlushLogs: false, abortOnError: false });
   setupApp(app);
   if (config.SEED_DEMO) await app.get(DemoService).seedIfEmpty();
-  await app.listen(config.PORT, config.HOST);
+  // Not app.listen(): it logs a port it cannot have as an error line of its own, before the
+  // start's one line (below) says so.
+  await app.init();
+  const url = await listen(app.getHttpServer() as Server, config.PORT, config.HOST);
   if (config.API_KEY_HASH_KEY === BUILT_IN_API_KEY_HASH_KEY) {
     new Logger('Config').warn(
       'API_KEY_HASH_KEY is the built-in value, which is public: page tokens can be opened and forged, and page ETags reproduced, with it. Set a long random value (and keep it) outside a demo.',
@@ -116,7 +120,7 @@ async function bootstrap(): Promise<void> {
       });
     });
   }
-  await app.get(DemoService).announce(await app.getUrl());
+  await app.get(DemoService).announce(url);
 }
 
 /** How long a connection closed at shutdown with a request body still coming stays half-open for the client to read its answer. */
