@@ -142,6 +142,16 @@ describe(`GET /visits/standard/changes and /visits/plus/changes (${process.env.T
     expect(next.data.visits.map((v) => v.visitId)).toEqual([c.visitId]);
   });
 
+  it('reads a Since ahead of the clock from five minutes before it, as any other: the last minutes\' changes under five minutes ahead, none further', async () => {
+    const c = client1001()[21];
+    await importVisits(t, [{ ...c, visitScore: 2.5 }]);
+    const ahead = (ms: number): string => new Date(Date.now() + ms).toISOString();
+    const { seen } = await follow(`/visits/standard/changes?SvcClientId=1001&Take=1000&Since=${ahead(2 * 60_000)}`, '&Take=1000');
+    expect(seen.at(-1)).toMatchObject({ visitId: c.visitId, visitScore: 2.5 });
+    const far = await page(`/visits/standard/changes?SvcClientId=1001&Take=1000&Since=${ahead(6 * 60_000)}`);
+    expect(far.data.visits).toEqual([]);
+  });
+
   it('filters by SvcBrandId and VisitTypes, and always by what the credential may read', async () => {
     const since = hourAgo();
     const { seen: brand6 } = await follow(`/visits/standard/changes?SvcClientId=1001&SvcBrandId=6&Since=${since}`, '&SvcBrandId=6');

@@ -2904,7 +2904,7 @@ export interface operations {
             query: {
                 /** @description The client the request is made for. Names of query parameters match case-insensitively. */
                 SvcClientId: number;
-                /** @description First call only: changes written at or after this point (a few minutes before it may be included). An ISO 8601 date-time with an offset (2026-11-01T00:00:00Z), or without one in the service's time zone; seconds and a fraction of them are optional, T and Z may be lower case. At most CHANGES_RETENTION_DAYS (90) days ago. Exactly one of Since and after. */
+                /** @description First call only: changes written at or after this point (up to five minutes before it may be included, also when it is ahead of the clock). An ISO 8601 date-time with an offset (2026-11-01T00:00:00Z), or without one in the service's time zone; seconds and a fraction of them are optional, T and Z may be lower case. At most CHANGES_RETENTION_DAYS (90) days ago. Exactly one of Since and after. */
                 Since?: string;
                 /** @description The `paging.after` token of the page before: the next changes. Exactly one of Since and after. */
                 after?: string;
@@ -3393,7 +3393,7 @@ export interface operations {
             query: {
                 /** @description The client the request is made for. Names of query parameters match case-insensitively. */
                 SvcClientId: number;
-                /** @description First call only: changes written at or after this point (a few minutes before it may be included). An ISO 8601 date-time with an offset (2026-11-01T00:00:00Z), or without one in the service's time zone; seconds and a fraction of them are optional, T and Z may be lower case. At most CHANGES_RETENTION_DAYS (90) days ago. Exactly one of Since and after. */
+                /** @description First call only: changes written at or after this point (up to five minutes before it may be included, also when it is ahead of the clock). An ISO 8601 date-time with an offset (2026-11-01T00:00:00Z), or without one in the service's time zone; seconds and a fraction of them are optional, T and Z may be lower case. At most CHANGES_RETENTION_DAYS (90) days ago. Exactly one of Since and after. */
                 Since?: string;
                 /** @description The `paging.after` token of the page before: the next changes. Exactly one of Since and after. */
                 after?: string;

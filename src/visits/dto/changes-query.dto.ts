@@ -105,7 +105,7 @@ export class ChangesQueryDto {
     // client would refuse the local form (and the one without seconds) this parameter takes.
     required: false,
     description:
-      'First call only: changes written at or after this point (a few minutes before it may be included). ' +
+      'First call only: changes written at or after this point (up to five minutes before it may be included, also when it is ahead of the clock). ' +
       "An ISO 8601 date-time with an offset (2026-11-01T00:00:00Z), or without one in the service's time zone; " +
       'seconds and a fraction of them are optional, T and Z may be lower case. ' +
       'At most CHANGES_RETENTION_DAYS (90) days ago. Exactly one of Since and after.',
