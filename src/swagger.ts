@@ -89,7 +89,7 @@ interface Schema {
   maximum?: number;
   default?: unknown;
   'x-json-schema'?: { $ref: string };
-  maxLength?: number;
+  'x-max-bytes'?: number;
   properties?: Record<string, Schema>;
 }
 interface Parameter {
@@ -154,7 +154,7 @@ function complete(document: OpenAPIObject, config: AppConfig): OpenAPIObject {
     },
   };
   const form = (document.components?.schemas?.DishUploadDto as Schema | undefined)?.properties;
-  if (form?.file) form.file.maxLength = config.IMAGE_MAX_BYTES;
+  if (form?.file) form.file['x-max-bytes'] = config.IMAGE_MAX_BYTES;
   // What the json part's text holds, for tools that read it (OpenAPI 3.0 has no contentSchema).
   if (form?.json) form.json['x-json-schema'] = { $ref: '#/components/schemas/DishInputDto' };
   return withConfiguredFigures(document, config);

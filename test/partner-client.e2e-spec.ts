@@ -3,8 +3,7 @@ import type { IssuedCredential } from '../src/auth/credentials.service.js';
 import { addDays } from '../src/common/clock.js';
 import type { paths } from './generated/results-api.js';
 import { issueCredential } from './helpers/auth.js';
-import { freePort } from './helpers/listen.js';
-import { startTestApp, type TestApp } from './helpers/test-app.js';
+import { startListeningTestApp, type TestApp } from './helpers/test-app.js';
 import { expectedIds, seedVisits, type VisitRecord } from './helpers/visits-fixture.js';
 
 /**
@@ -20,10 +19,7 @@ describe(`a partner's nightly job on the generated client (${process.env.TEST_DA
   let today: string;
 
   beforeAll(async () => {
-    const port = await freePort();
-    base = `http://127.0.0.1:${port}`;
-    t = await startTestApp({ PUBLIC_BASE_URL: base });
-    await t.app.listen(port, '127.0.0.1');
+    ({ t, base } = await startListeningTestApp());
     ({ visits, today } = await seedVisits(t));
     partner = await issueCredential(t, { scopes: ['visits/standard.read', 'branches/standard.read'] });
   });

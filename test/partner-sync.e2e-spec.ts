@@ -6,8 +6,7 @@ import { syncVisits, type SyncOptions } from '../examples/sync-visits.js';
 import type { IssuedCredential } from '../src/auth/credentials.service.js';
 import { addDays } from '../src/common/clock.js';
 import { issueCredential, tokenFor } from './helpers/auth.js';
-import { freePort } from './helpers/listen.js';
-import { startTestApp, type TestApp } from './helpers/test-app.js';
+import { startListeningTestApp, type TestApp } from './helpers/test-app.js';
 import { importVisits, seedVisits, type VisitRecord } from './helpers/visits-fixture.js';
 
 /**
@@ -24,10 +23,7 @@ describe(`the partner sync script of the README (${process.env.TEST_DATABASE})`,
   const dir = mkdtempSync(join(tmpdir(), 'partner-sync-'));
 
   beforeAll(async () => {
-    const port = await freePort();
-    base = `http://127.0.0.1:${port}`;
-    t = await startTestApp({ PUBLIC_BASE_URL: base });
-    await t.app.listen(port, '127.0.0.1');
+    ({ t, base } = await startListeningTestApp());
     ({ visits, today } = await seedVisits(t));
     partner = await issueCredential(t, { scopes: ['visits/standard.read'] });
   });

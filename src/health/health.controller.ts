@@ -14,7 +14,15 @@ import { LifecycleService } from './lifecycle.service.js';
 const CHECK_TIMEOUT_MS = 2000;
 
 /** One check of readiness: `up`, or `degraded` with why (Redis: rate limits counted per process). */
-const CHECK = { type: 'object', required: ['status'], properties: { status: { type: 'string', enum: ['up', 'degraded'] }, message: { type: 'string' } } };
+const CHECK = {
+  type: 'object',
+  required: ['status'],
+  properties: {
+    status: { type: 'string', enum: ['up', 'degraded'] },
+    message: { type: 'string' },
+    responseTime: { type: 'integer', minimum: 0, description: 'How long the check took, in milliseconds.' },
+  },
+};
 const CHECKS = { type: 'object', additionalProperties: CHECK, example: { database: { status: 'up' }, migrations: { status: 'up' } } };
 
 /** Readiness as the health checks report it. */

@@ -83,7 +83,7 @@ export class MenusController {
     description:
       'multipart/form-data with the image (a file part with an empty name, or named `file`) and the dish as JSON ' +
       'in the part `json`. The image is judged by its bytes: JPEG, PNG or WebP, at most `IMAGE_MAX_BYTES` (5 MiB by default, ' +
-      'the `maxLength` of the image part) and `IMAGE_MAX_PIXELS` (40 megapixels by default). ' +
+      'the `x-max-bytes` of the image part) and `IMAGE_MAX_PIXELS` (40 megapixels by default). ' +
       'Metadata such as EXIF (with any location) is removed before the image is stored. ' +
       'The dish of that code on the menu is replaced whole, its image too: a field the `json` part leaves out is stored as null, not kept.',
   })

@@ -184,7 +184,8 @@ describe('the committed contract (openapi/openapi.json) says what the API does',
       if (schema.type === 'integer') {
         expect({ at, minimum: typeof schema.minimum, maximum: typeof schema.maximum }).toEqual({ at, minimum: 'number', maximum: 'number' });
       } else if (schema.type === 'string') {
-        const bounds = ['maxLength', 'pattern', 'enum'].filter((k) => schema[k] !== undefined);
+        // A file's bound is its bytes (x-max-bytes), which maxLength, a count of characters, is not.
+        const bounds = [schema.format === 'binary' ? 'x-max-bytes' : 'maxLength', 'pattern', 'enum'].filter((k) => schema[k] !== undefined);
         expect({ at, bounded: bounds.length > 0 }).toEqual({ at, bounded: true });
       } else if (schema.type === 'array') {
         expect({ at, maxItems: typeof schema.maxItems }).toEqual({ at, maxItems: 'number' });
@@ -212,7 +213,10 @@ describe('the committed contract (openapi/openapi.json) says what the API does',
     expect(['MV', 'MV,OF', 'mv,of,ta'].filter((v) => visitTypes.test(v))).toEqual(['MV', 'MV,OF', 'mv,of,ta']);
     expect(['M', 'MVX', 'MV,', 'M1', 'MV;OF', ''].filter((v) => visitTypes.test(v))).toEqual([]);
     const upload = resolve(contract.paths['/menus/dishes'].post.requestBody!.content['multipart/form-data'].schema);
-    expect(upload.properties!.file).toMatchObject({ format: 'binary', maxLength: defaults.IMAGE_MAX_BYTES });
+    expect(upload.properties!.file).toMatchObject({ format: 'binary', 'x-max-bytes': defaults.IMAGE_MAX_BYTES });
+    expect(upload.properties!.file).not.toHaveProperty('maxLength');
+    // The json part: 64 KiB of UTF-8, so never more characters than that (and no fewer refused).
+    expect(upload.properties!.json).toMatchObject({ type: 'string', minLength: 2, maxLength: 65536 });
   });
 
   /** What the service's query rules say of a value: null when it passes, else the messages. */

@@ -144,7 +144,7 @@ export interface paths {
         put?: never;
         /**
          * Add a dish with its image to a menu, or update the dish with the same code on that menu.
-         * @description multipart/form-data with the image (a file part with an empty name, or named `file`) and the dish as JSON in the part `json`. The image is judged by its bytes: JPEG, PNG or WebP, at most `IMAGE_MAX_BYTES` (5 MiB by default, the `maxLength` of the image part) and `IMAGE_MAX_PIXELS` (40 megapixels by default). Metadata such as EXIF (with any location) is removed before the image is stored. The dish of that code on the menu is replaced whole, its image too: a field the `json` part leaves out is stored as null, not kept.
+         * @description multipart/form-data with the image (a file part with an empty name, or named `file`) and the dish as JSON in the part `json`. The image is judged by its bytes: JPEG, PNG or WebP, at most `IMAGE_MAX_BYTES` (5 MiB by default, the `x-max-bytes` of the image part) and `IMAGE_MAX_PIXELS` (40 megapixels by default). Metadata such as EXIF (with any location) is removed before the image is stored. The dish of that code on the menu is replaced whole, its image too: a field the `json` part leaves out is stored as null, not kept.
          */
         post: operations["upsertDish"];
         delete?: never;
@@ -410,11 +410,11 @@ export interface components {
         DishUploadDto: {
             /**
              * Format: binary
-             * @description The image: JPEG, PNG or WebP, at most `maxLength` bytes (IMAGE_MAX_BYTES, 5 MiB by default) and IMAGE_MAX_PIXELS (40 megapixels by default). The part may have an empty name.
+             * @description The image: JPEG, PNG or WebP, at most `x-max-bytes` bytes (IMAGE_MAX_BYTES, 5 MiB by default) and IMAGE_MAX_PIXELS (40 megapixels by default). The part may have an empty name.
              */
             file: string;
             /**
-             * @description The JSON text of a `DishInputDto` object (its schema is in the components), at most 64 KiB of UTF-8 (`maxLength` counts characters: that many always fit, whatever their bytes; a longer part is taken while its UTF-8 is within 64 KiB): `menuId` (integer, 1 to 2147483647, a menu of the client), `code` (text, 1 to 50 characters), `description` (1 to 250), `type` (1 to 50), `order` (optional 32-bit integer), `expiryDate` (optional, yyyy-mm-dd, or a date-time whose date is kept), `keywords` (optional array of non-empty texts of at most 50 characters); no text may hold a NUL character or an unpaired UTF-16 surrogate. Field names are case-sensitive. The dish of that `code` on the menu is replaced whole: a field left out is stored as null (`keywords` as none), not kept from before.
+             * @description The JSON text of a `DishInputDto` object (its schema is in the components), at most 64 KiB of UTF-8 (`maxLength` counts characters: a text of fewer is still refused when its UTF-8 is longer than 64 KiB): `menuId` (integer, 1 to 2147483647, a menu of the client), `code` (text, 1 to 50 characters), `description` (1 to 250), `type` (1 to 50), `order` (optional 32-bit integer), `expiryDate` (optional, yyyy-mm-dd, or a date-time whose date is kept), `keywords` (optional array of non-empty texts of at most 50 characters); no text may hold a NUL character or an unpaired UTF-16 surrogate. Field names are case-sensitive. The dish of that `code` on the menu is replaced whole: a field left out is stored as null (`keywords` as none), not kept from before.
              * @example {"menuId":101,"code":"AG-STK-03","description":"Ribeye steak, 10oz","type":"Main","order":1,"expiryDate":"2026-12-31","keywords":["beef"]}
              */
             json: string;
@@ -1503,6 +1503,8 @@ export interface operations {
                         details: {
                             [key: string]: {
                                 message?: string;
+                                /** @description How long the check took, in milliseconds. */
+                                responseTime?: number;
                                 /** @enum {string} */
                                 status: "up" | "degraded";
                             };
@@ -1520,6 +1522,8 @@ export interface operations {
                         error: {
                             [key: string]: {
                                 message?: string;
+                                /** @description How long the check took, in milliseconds. */
+                                responseTime?: number;
                                 /** @enum {string} */
                                 status: "up" | "degraded";
                             };
@@ -1537,6 +1541,8 @@ export interface operations {
                         info: {
                             [key: string]: {
                                 message?: string;
+                                /** @description How long the check took, in milliseconds. */
+                                responseTime?: number;
                                 /** @enum {string} */
                                 status: "up" | "degraded";
                             };

@@ -6,6 +6,7 @@ import type { AppConfig } from '../../src/config/app-config.js';
 import { prepareSchema } from '../../src/database/migration-tools.js';
 import { setupApp } from '../../src/setup-app.js';
 import { contractRecorder } from './contract.js';
+import { freePort } from './listen.js';
 import { isolatedConfig } from './test-config.js';
 
 export interface TestApp {
@@ -41,4 +42,16 @@ export async function startTestApp(env: Record<string, string> = {}): Promise<Te
       }
     },
   };
+}
+
+/**
+ * A test app listening on a free loopback port, whose PUBLIC_BASE_URL is that address: for
+ * clients that are given a URL (generated clients, OAuth libraries, the README's scripts).
+ */
+export async function startListeningTestApp(env: Record<string, string> = {}): Promise<{ t: TestApp; base: string }> {
+  const port = await freePort();
+  const base = `http://127.0.0.1:${port}`;
+  const t = await startTestApp({ PUBLIC_BASE_URL: base, ...env });
+  await t.app.listen(port, '127.0.0.1');
+  return { t, base };
 }

@@ -17,8 +17,7 @@ import request from 'supertest';
 import type { IssuedCredential } from '../../src/auth/credentials.service.js';
 import { cli, cliJson } from '../helpers/cli.js';
 import { issueCredential, seedClients, tokenFor } from '../helpers/auth.js';
-import { freePort } from '../helpers/listen.js';
-import { startTestApp, type TestApp } from '../helpers/test-app.js';
+import { startListeningTestApp, startTestApp, type TestApp } from '../helpers/test-app.js';
 
 /**
  * The server as an OAuth client written by others sees it: openid-client discovers it
@@ -31,10 +30,7 @@ describe(`standard OAuth clients against the service (${process.env.TEST_DATABAS
   let partner: IssuedCredential;
 
   beforeAll(async () => {
-    const port = await freePort();
-    base = `http://127.0.0.1:${port}`;
-    t = await startTestApp({ PUBLIC_BASE_URL: base, AUTH_CACHE_SECONDS: '0' });
-    await t.app.listen(port, '127.0.0.1');
+    ({ t, base } = await startListeningTestApp({ AUTH_CACHE_SECONDS: '0' }));
     await seedClients(t);
     partner = await issueCredential(t);
   });

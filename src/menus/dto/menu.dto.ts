@@ -145,15 +145,16 @@ export class DishInputDto {
 
 /**
  * The multipart form of POST /menus/dishes, for the contract and Swagger UI's file chooser.
- * The image part's `maxLength` (its bytes) is the configured IMAGE_MAX_BYTES, set when the
- * contract is built.
+ * The image part's `x-max-bytes` is the configured IMAGE_MAX_BYTES, set when the contract is
+ * built: not `maxLength`, which counts a string's characters, and which generators turn into
+ * a length check that a file does not have (openapi-zod-client's output did not compile).
  */
 export class DishUploadDto {
   @ApiProperty({
     type: 'string',
     format: 'binary',
     description:
-      'The image: JPEG, PNG or WebP, at most `maxLength` bytes (IMAGE_MAX_BYTES, 5 MiB by default) and IMAGE_MAX_PIXELS ' +
+      'The image: JPEG, PNG or WebP, at most `x-max-bytes` bytes (IMAGE_MAX_BYTES, 5 MiB by default) and IMAGE_MAX_PIXELS ' +
       '(40 megapixels by default). The part may have an empty name.',
   })
   file!: unknown;
@@ -161,11 +162,13 @@ export class DishUploadDto {
   @ApiProperty({
     type: 'string',
     minLength: 2,
-    // The part may hold 64 KiB of UTF-8; a JSON Schema length counts characters, of which 16 KiB always fit.
-    maxLength: DISH_JSON_PART_MAX_BYTES / 4,
+    // The part may hold 64 KiB of UTF-8. A JSON Schema length counts characters, each at least
+    // one byte: no longer text can be taken, and no shorter one is refused by a client that
+    // checks the schema (a quarter of it, the characters that always fit, refused valid dishes).
+    maxLength: DISH_JSON_PART_MAX_BYTES,
     description:
       'The JSON text of a `DishInputDto` object (its schema is in the components), at most 64 KiB of UTF-8 (`maxLength` ' +
-      'counts characters: that many always fit, whatever their bytes; a longer part is taken while its UTF-8 is within 64 KiB): `menuId` ' +
+      'counts characters: a text of fewer is still refused when its UTF-8 is longer than 64 KiB): `menuId` ' +
       '(integer, 1 to 2147483647, a menu of the client), `code` (text, 1 to 50 characters), `description` (1 to 250), ' +
       '`type` (1 to 50), `order` (optional 32-bit integer), `expiryDate` (optional, yyyy-mm-dd, or a date-time whose date is kept), `keywords` (optional ' +
       'array of non-empty texts of at most 50 characters); no text may hold a NUL character or an unpaired UTF-16 surrogate. Field names are case-sensitive. The dish of that `code` on ' +
