@@ -1,5 +1,6 @@
 import type { DataSource } from 'typeorm';
-import { migrationsAhead, openDataSource, pendingSchemaChanges } from '../src/database/migration-tools.js';
+import { migrationsAhead, pendingSchemaChanges } from '../src/database/migration-tools.js';
+import { migratedUpTo } from './helpers/migrated.js';
 import { isolatedConfig, onPostgres } from './helpers/test-config.js';
 
 /** The earlier form of AddVisitDepartures, as a database that ran it before it was replaced holds it. */
@@ -29,11 +30,7 @@ describe(`AddVisitDepartures on a database that ran its earlier form (${process.
   const p = (n: number): string => (onPostgres() ? `$${n}` : '?');
 
   beforeAll(async () => {
-    db = await openDataSource(config);
-    await db.runMigrations({ transaction: 'each' });
-    const at = db.migrations.findIndex((m) => m.name?.startsWith('AddVisitDepartures'));
-    expect(at).toBeGreaterThan(0);
-    for (let i = db.migrations.length - 1; i >= at; i--) await db.undoLastMigration({ transaction: 'each' });
+    db = await migratedUpTo(config, 'AddVisitDepartures');
     for (const sql of EARLIER.sql) await db.query(sql);
     await db.query(`INSERT INTO migrations (timestamp, name) VALUES (${p(1)}, ${p(2)})`, [Number(EARLIER.name.slice(-13)), EARLIER.name]);
   });

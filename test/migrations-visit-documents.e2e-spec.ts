@@ -2,6 +2,7 @@ import type { DataSource } from 'typeorm';
 import { openDataSource } from '../src/database/migration-tools.js';
 import { Visit } from '../src/visits/entities/visit.entity.js';
 import { renderVisitDocument } from '../src/visits/visit-json.js';
+import { migratedUpTo } from './helpers/migrated.js';
 import { isolatedConfig, onPostgres } from './helpers/test-config.js';
 
 /**
@@ -14,11 +15,7 @@ describe(`the visit documents migration on existing data (${process.env.TEST_DAT
   let db: DataSource;
 
   beforeAll(async () => {
-    db = await openDataSource(config);
-    await db.runMigrations({ transaction: 'each' });
-    const at = db.migrations.findIndex((m) => m.name?.startsWith('AddVisitDocuments'));
-    expect(at).toBeGreaterThan(0);
-    for (let i = db.migrations.length - 1; i >= at; i--) await db.undoLastMigration({ transaction: 'each' });
+    db = await migratedUpTo(config, 'AddVisitDocuments');
   });
   afterAll(async () => {
     await db.destroy();
