@@ -1,4 +1,6 @@
-import { POSTGRES_MIGRATIONS } from './migrations/index.js';
+import type { MigrationInterface } from 'typeorm';
+import { SUPERSEDED_MIGRATIONS } from './migrations/earlier-form.js';
+import { POSTGRES_MIGRATIONS, SQLITE_MIGRATIONS } from './migrations/index.js';
 
 /** The order TypeORM runs migrations in: by the timestamp that ends each class's name. */
 function runOrder(migrations: readonly { name: string }[]): string[] {
@@ -13,5 +15,42 @@ describe('the order of the PostgreSQL migrations', () => {
     const order = runOrder(POSTGRES_MIGRATIONS);
     expect(order.indexOf('SequenceFollowsDataVersion')).toBeGreaterThan(-1);
     expect(order.indexOf('AnnounceWriteSequence')).toBeGreaterThan(order.indexOf('SequenceFollowsDataVersion'));
+  });
+});
+
+/**
+ * Every name a migration has been committed under, on either database: a database that ran one
+ * keeps its row for good. A new migration's names are added here when it is committed; a
+ * migration given another name keeps its earlier one here and in SUPERSEDED_MIGRATIONS.
+ */
+const COMMITTED_NAMES = [
+  'Initial1795340615263', 'Initial1795340616002', 'SeedVisitTypes1795340700000',
+  'AddClientDataVersion1795346320695', 'AddClientDataVersion1795346322192',
+  'CoveringPageIndex1795350180093', 'CoveringPageIndex1795350182142',
+  'AddChangeFeed1795380014383', 'AddChangeFeed1795380015824',
+  'AddVisitDocuments1795390470740', 'AddVisitDocuments1795390471949',
+  'AddWebhooks1795391395678', 'AddWebhooks1795391398789',
+  'NotifyDataVersion1795410000000', 'DocumentsInline1795420000000',
+  'AddVisitDepartures1795549817519', 'AddVisitDepartures1795549819651',
+  'AddVisitDepartures1795553445418', 'AddVisitDepartures1795553446725',
+  'RepairVisitDocuments1795603300000', 'RepairVisitDocuments1795603300001',
+  'AnnounceWriteSequence1795700000000', 'AnnounceWriteSequence1795700000003',
+  'SequenceFollowsDataVersion1795700000001', 'SequenceFollowsDataVersion1795700000002',
+  'AddSigningKeySignsFrom1795800000000', 'AddSigningKeySignsFrom1795800000001',
+  'AddCredentialPreviousSecret1795900000000', 'AddCredentialPreviousSecret1795900000001',
+];
+
+describe('the names of the migrations', () => {
+  const current = [...SQLITE_MIGRATIONS, ...POSTGRES_MIGRATIONS].map((m) => (new (m as new () => MigrationInterface)()).name!);
+
+  it('are the names of their classes, which TypeORM orders them by', () => {
+    expect(current).toEqual([...SQLITE_MIGRATIONS, ...POSTGRES_MIGRATIONS].map((m) => m.name));
+  });
+
+  it('include every name a migration was committed under, or name it as superseded: else a database that ran it is taken for a later release\'s', () => {
+    const known = new Set([...current, ...SUPERSEDED_MIGRATIONS]);
+    expect(COMMITTED_NAMES.filter((name) => !known.has(name))).toEqual([]);
+    // And a new migration is added to the list, so that renaming it later is caught here.
+    expect(current.filter((name) => !COMMITTED_NAMES.includes(name))).toEqual([]);
   });
 });
