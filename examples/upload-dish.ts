@@ -44,7 +44,7 @@ export async function uploadDish(o: UploadOptions): Promise<{ dish: Dish; image:
     body: { file: '', json: JSON.stringify(o.dish) },
     bodySerializer: (body) => {
       const form = new FormData();
-      form.append('file', new Blob([o.image], { type: o.imageType }), 'image');
+      form.append('file', new Blob([new Uint8Array(o.image)], { type: o.imageType }), 'image');
       form.append('json', body.json);
       return form;
     },
