@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, readdirSync, utimesSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -656,10 +656,35 @@ describe(`operator CLI (${process.env.TEST_DATABASE})`, () => {
         `  ${orphan}  35 bytes  modified ${twoHoursAgo.toISOString()}\n`,
       stderr: '',
     });
-    expect(await cliJson(['images', 'sweep', '--min-age-minutes', '180'], filesystem)).toEqual({ folder, checked: 1, orphans: [], tooRecent: 1, removed: true });
+    expect(await cliJson(['images', 'sweep', '--min-age-minutes', '180'], filesystem)).toEqual({ folder, checked: 1, orphans: [], tooRecent: 1, removed: true, damaged: [] });
     expect(readdirSync(folder)).toEqual([orphan]);
     expect(await cliJson(['images', 'sweep'], filesystem)).toMatchObject({ orphans: [{ name: orphan, bytes: 35 }], removed: true });
     expect(readdirSync(folder)).toEqual([]);
+
+    // An image whose file was cut short, and one whose file is gone (a restore that left them out):
+    // reported, left, and the run fails so that a scheduled sweep is noticed.
+    await sharp({ create: { width: 8, height: 8, channels: 3, background: '#36c' } }).png().toFile(join(files, 'swept.png'));
+    const dishes = [1, 2].map((n) => ({ code: `SW-${n}`, description: 'Swept', type: 'Main', image: 'swept.png' }));
+    await cliJson(['clients', 'add', '--id', '1301', '--name', 'Swept Dining'], env);
+    await cliJson(['menus', 'import', '--client', '1301', file('swept.json', JSON.stringify([{ id: 131, name: 'Swept', startDate: '2026-09-01', dishes }]))], filesystem);
+    const [cut, gone] = readdirSync(folder).sort();
+    const stored = statSync(join(folder, cut)).size;
+    writeFileSync(join(folder, cut), 'cut');
+    rmSync(join(folder, gone));
+    const damaged = [{ name: cut, bytes: 3, storedBytes: stored }, { name: gone, bytes: null, storedBytes: stored }];
+    const report = await cli(['--json', 'images', 'sweep', '--dry-run'], filesystem);
+    expect([report.code, JSON.parse(report.stdout)]).toEqual([1, { folder, checked: 1, orphans: [], tooRecent: 0, removed: false, damaged }]);
+    expect(await cli(['images', 'sweep'], filesystem)).toEqual({
+      code: 1,
+      stdout:
+        `${folder}: 1 files checked; removed 0 that no image names (0 bytes)\n` +
+        "2 image(s) whose file is missing or not of the size stored, which the service refuses to serve: restore them from a backup, or upload their dishes' images again\n" +
+        `  ${cut}  3 bytes, ${stored} stored\n  ${gone}  missing, ${stored} stored\n`,
+      stderr: '',
+    });
+    expect(readdirSync(folder)).toEqual([cut]);
+    await db.query("DELETE FROM dishes WHERE code LIKE 'SW-%'");
+    await db.query('DELETE FROM dish_images WHERE storage_key IS NOT NULL');
     expect(await cli(['images', 'sweep', '--min-age-minutes', '0'], filesystem)).toEqual({
       code: 1,
       stdout: '',

@@ -908,6 +908,7 @@ describe(`image writes are all or nothing (${process.env.TEST_DATABASE}, filesys
       orphans: [orphan, temporary].sort().map((name) => ({ name, bytes: 5, modifiedAt: hourAgo.toISOString() })),
       tooRecent: 1,
       removed: false,
+      damaged: [],
     });
     expect(readdirSync(folder).sort()).toEqual([...named, orphan, temporary, recent, 'notes.txt'].sort());
 
@@ -915,6 +916,42 @@ describe(`image writes are all or nothing (${process.env.TEST_DATABASE}, filesys
     expect(readdirSync(folder).sort()).toEqual([...named, recent, 'notes.txt'].sort());
     // Every image is still served from its file.
     for (const key of named) expect((await repo.readImage(Object.assign(new DishImage(), { storageKey: key, data: null }))).length).toBeGreaterThan(0);
+  });
+
+  it('serves an image only while its file holds what was stored: missing, cut short or changed, it is a 500, never those bytes under the stored ETag', async () => {
+    const repo = t.app.get(MenusRepository);
+    const { prepareImage } = await import('../src/menus/image-inspector.js');
+    const image = await prepareImage(await makeImage('png', 30, 20), { maxBytes: 1e6, maxPixels: 1e6 });
+    await repo.saveMenus([
+      { menu: Object.assign(new Menu(), { id: 305, clientId: 1001, name: 'M', startDate: '2026-01-01', endDate: null }), dishes: [] },
+    ]);
+    const saved = await repo.saveDish({ menuId: 305, code: 'DAMAGED', description: 'A', type: 'Main', order: null, expiryDate: null, keywords: '[]' }, image);
+    const { storageKey: key } = await t.app.get(DataSource).getRepository(DishImage).findOneByOrFail({ id: saved.image!.id });
+    const partner = await issueCredential(t);
+    const token = await tokenFor(t.http, partner);
+    const get = () => request(t.http).get(`/menus/dishes/images/${saved.image!.id}?SvcClientId=1001`).set('svc-api-key', partner.apiKey).set('Authorization', `Bearer ${token}`);
+    const intact = await get();
+    expect([intact.status, intact.headers.etag, Buffer.compare(intact.body as Buffer, image.data)]).toEqual([200, `"${image.sha256}"`, 0]);
+
+    const file = join(folder, key!);
+    const damage = [
+      () => writeFileSync(file, image.data.subarray(0, 10)),
+      () => writeFileSync(file, Buffer.from(image.data.map((b, i) => (i === image.data.length - 5 ? b ^ 0xff : b)))),
+      () => rmSync(file),
+    ];
+    for (const [n, damaged] of damage.entries()) {
+      damaged();
+      const res = await get();
+      expect({ n, status: res.status, type: res.headers['content-type'], etag: res.headers.etag, cache: res.headers['cache-control'] }).toEqual({
+        n,
+        status: 500,
+        type: 'application/problem+json; charset=utf-8',
+        etag: undefined,
+        cache: 'no-store',
+      });
+      writeFileSync(file, image.data);
+    }
+    expect((await get()).status).toBe(200);
   });
 
   it("answers a replacement as written when the replaced image's file cannot be removed, and leaves that file", async () => {
@@ -966,7 +1003,7 @@ describe(`image sweep with images kept in the database (${process.env.TEST_DATAB
 
   it('has nothing to sweep while the folder holds no files of the storage, and tidies the folder of images stored before the switch', async () => {
     const sweeper = t.app.get(ImageSweeper);
-    const none = { folder: null, checked: 0, orphans: [], tooRecent: 0, removed: false };
+    const none = { folder: null, checked: 0, orphans: [], tooRecent: 0, removed: false, damaged: [] };
     expect(await sweeper.sweep({ minAgeMs: 3600_000, dryRun: false })).toEqual(none);
     // What a replacement whose removal failed leaves of an image stored in a file before the switch, and what is not the storage's.
     const hourAgo = new Date(Date.now() - 2 * 3600_000);
@@ -981,6 +1018,7 @@ describe(`image sweep with images kept in the database (${process.env.TEST_DATAB
       orphans: [{ name: orphan, bytes: 5, modifiedAt: hourAgo.toISOString() }],
       tooRecent: 0,
       removed: true,
+      damaged: [],
     });
     expect(readdirSync(folder)).toEqual(['notes.txt']);
     expect(await sweeper.sweep({ minAgeMs: 3600_000, dryRun: false })).toEqual(none);

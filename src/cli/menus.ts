@@ -9,12 +9,26 @@ const DEFAULT_MIN_AGE_MINUTES = 60;
 
 function sweepText(report: SweepReport): string {
   if (!report.folder) return 'images are kept in the database (IMAGE_STORAGE=database): nothing to sweep';
+  return [orphansText(report), ...damagedText(report)].join('\n');
+}
+
+function orphansText(report: SweepReport): string {
   const bytes = report.orphans.reduce((sum, f) => sum + f.bytes, 0);
   const verb = report.removed ? 'removed' : 'would remove (--dry-run)';
   const lines = [`${report.folder}: ${report.checked} files checked; ${verb} ${report.orphans.length} that no image names (${bytes} bytes)`];
   for (const f of report.orphans) lines.push(`  ${f.name}  ${f.bytes} bytes  modified ${f.modifiedAt}`);
   if (report.tooRecent > 0) lines.push(`${report.tooRecent} more are younger than the minimum age and were left (a write may be under way)`);
   return lines.join('\n');
+}
+
+/** The images the service cannot serve, for the operator to restore (the sweep leaves them). */
+function damagedText(report: SweepReport): string[] {
+  if (report.damaged.length === 0) return [];
+  const lines = [
+    `${report.damaged.length} image(s) whose file is missing or not of the size stored, which the service refuses to serve: restore them from a backup, or upload their dishes' images again`,
+  ];
+  for (const d of report.damaged) lines.push(`  ${d.name}  ${d.bytes === null ? 'missing' : `${d.bytes} bytes`}, ${d.storedBytes} stored`);
+  return lines;
 }
 
 export function registerMenus(program: Command, cli: CliContext): void {
@@ -35,7 +49,8 @@ export function registerMenus(program: Command, cli: CliContext): void {
     .description('dish images kept in files (IMAGE_STORAGE=filesystem)')
     .command('sweep')
     .description(
-      'remove files of the image folder that no image names (left by a process stopped mid-write, or a replaced image whose removal was cut short)',
+      'remove files of the image folder that no image names (left by a process stopped mid-write, or a replaced image whose removal was cut short); ' +
+        'list images whose file is missing or not of the size stored (exit 1)',
     )
     .option('--min-age-minutes <n>', `leave files younger than this: a write may be under way (default ${DEFAULT_MIN_AGE_MINUTES})`, positiveInt('--min-age-minutes'))
     .option('--dry-run', 'list what would be removed, remove nothing')
@@ -44,7 +59,8 @@ export function registerMenus(program: Command, cli: CliContext): void {
         cli.withApp(async (app) => {
           const minAgeMs = (opts.minAgeMinutes ?? DEFAULT_MIN_AGE_MINUTES) * 60_000;
           const report = await app.get(ImageSweeper).sweep({ minAgeMs, dryRun: opts.dryRun === true });
-          return { json: report, text: sweepText(report) };
+          // Damaged images make the run fail, so that a scheduled sweep is noticed.
+          return { json: report, text: sweepText(report), code: report.damaged.length > 0 ? 1 : 0 };
         }),
       ),
     );

@@ -1,8 +1,9 @@
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError, loadConfig } from '../config/app-config.js';
-import { FileImageStorage, imageStorageFor, prepareImageFolder } from './image-storage.js';
+import { DamagedImageFile, FileImageStorage, imageStorageFor, prepareImageFolder } from './image-storage.js';
 
 describe('FileImageStorage', () => {
   const id = '0b7f3c2e-58a1-4c55-9d0e-3f1f8b6a2c11';
@@ -23,6 +24,36 @@ describe('FileImageStorage', () => {
     writeFileSync(join(dir, id, 'x'), '');
     await expect(new FileImageStorage(dir).put(id, image)).rejects.toThrow();
     expect(readdirSync(dir)).toEqual([id]);
+  });
+});
+
+describe('FileImageStorage.read', () => {
+  const id = '7a1c9e2b-3d4f-4a5b-8c6d-9e0f1a2b3c4d';
+  const data = Buffer.from('the stored image bytes');
+  const stored = { data: null, storageKey: id, bytes: data.length, sha256: createHash('sha256').update(data).digest('hex') };
+  const place = (): { storage: FileImageStorage; file: string } => {
+    const dir = mkdtempSync(join(tmpdir(), 'images-'));
+    writeFileSync(join(dir, id), data);
+    return { storage: new FileImageStorage(dir), file: join(dir, id) };
+  };
+
+  it('gives the bytes of a file that holds what was stored', async () => {
+    const { storage } = place();
+    expect((await storage.read(stored)).equals(data)).toBe(true);
+  });
+
+  it('refuses a file missing, cut short or changed, naming the file and what is wrong with it', async () => {
+    const { storage, file } = place();
+    writeFileSync(file, data.subarray(0, 5));
+    await expect(storage.read(stored)).rejects.toThrow(
+      new DamagedImageFile(file, false, `holds 5 bytes where ${data.length} were stored`),
+    );
+    writeFileSync(file, Buffer.from(data.toString().toUpperCase()));
+    const changed = storage.read(stored);
+    await expect(changed).rejects.toBeInstanceOf(DamagedImageFile);
+    await expect(changed).rejects.toThrow(`The image file ${file} does not hold the bytes stored (their SHA-256 differs): restore it from a backup, or upload the dish's image again.`);
+    rmSync(file);
+    await expect(storage.read(stored)).rejects.toMatchObject({ missing: true, message: expect.stringContaining(`${file} is missing`) as unknown });
   });
 });
 

@@ -1,5 +1,5 @@
-import { randomUUID } from 'node:crypto';
-import { lstat, mkdir, open, readdir, readFile, rename, rm } from 'node:fs/promises';
+import { createHash, randomUUID } from 'node:crypto';
+import { lstat, mkdir, open, readdir, readFile, rename, rm, unlink } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { usableFolder, type AppConfig } from '../config/app-config.js';
 import type { PreparedImage } from './image-inspector.js';
@@ -8,6 +8,25 @@ import type { PreparedImage } from './image-inspector.js';
 export interface StoredBytes {
   data: Buffer | null;
   storageKey: string | null;
+  /** What was stored, which a file read back is checked against (the image's row has both). */
+  bytes?: number;
+  sha256?: string;
+}
+
+/**
+ * An image's file that is not what was stored: missing, cut short or changed on the volume (a
+ * restore that left it out, a disk fault, a hand in the folder). Its bytes are not served as the
+ * image, whose ETag and year-long cache would keep them; the request fails and the log says which.
+ */
+export class DamagedImageFile extends Error {
+  constructor(
+    readonly file: string,
+    readonly missing: boolean,
+    why: string,
+  ) {
+    super(`The image file ${file} ${why}: restore it from a backup, or upload the dish's image again.`);
+    this.name = 'DamagedImageFile';
+  }
 }
 
 /**
@@ -86,10 +105,16 @@ export class FileImageStorage implements ImageStorage {
     return files;
   }
 
+  /** The size of an image's file, or null when the folder does not hold it. */
+  async sizeOf(key: string): Promise<number | null> {
+    const stat = await lstat(join(this.dir, this.safeKey({ data: null, storageKey: key }))).catch(() => null);
+    return stat?.isFile() ? stat.size : null;
+  }
+
   /** Removes an image or temporary file of the folder by its name (see files). */
   async remove(file: StoredFile): Promise<void> {
     if (file.kind === 'other' || file.name.includes('/')) throw new Error(`not a file of the image storage: ${file.name}`);
-    await rm(join(this.dir, file.name), { force: true });
+    await removeFile(join(this.dir, file.name));
   }
 
   async put(id: string, image: PreparedImage): Promise<StoredBytes> {
@@ -119,14 +144,31 @@ export class FileImageStorage implements ImageStorage {
     return { data: null, storageKey: id };
   }
 
-  /** The image's file; one whose bytes are in its row (stored before IMAGE_STORAGE was switched to files) from there. */
-  read(stored: StoredBytes): Promise<Buffer> {
-    if (stored.data) return Promise.resolve(stored.data);
-    return readFile(join(this.dir, this.safeKey(stored)));
+  /**
+   * The image's file, checked against what was stored (its size and SHA-256, when given); one
+   * whose bytes are in its row (stored before IMAGE_STORAGE was switched to files) from there.
+   */
+  async read(stored: StoredBytes): Promise<Buffer> {
+    if (stored.data) return stored.data;
+    const file = join(this.dir, this.safeKey(stored));
+    let data: Buffer;
+    try {
+      data = await readFile(file);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') throw new DamagedImageFile(file, true, 'is missing');
+      throw error;
+    }
+    if (stored.bytes !== undefined && data.length !== stored.bytes) {
+      throw new DamagedImageFile(file, false, `holds ${data.length} bytes where ${stored.bytes} were stored`);
+    }
+    if (stored.sha256 !== undefined && createHash('sha256').update(data).digest('hex') !== stored.sha256) {
+      throw new DamagedImageFile(file, false, 'does not hold the bytes stored (their SHA-256 differs)');
+    }
+    return data;
   }
 
   async discard(stored: StoredBytes): Promise<void> {
-    if (stored.storageKey) await rm(join(this.dir, this.safeKey(stored)), { force: true });
+    if (stored.storageKey) await removeFile(join(this.dir, this.safeKey(stored)));
   }
 
   private safeKey(stored: StoredBytes): string {
@@ -134,6 +176,17 @@ export class FileImageStorage implements ImageStorage {
     if (!IMAGE_KEY.test(key)) throw new Error('invalid image storage key');
     return key;
   }
+}
+
+/**
+ * Removes a file; one already gone is fine. Not `rm`, which takes a refused unlink (EPERM: a file
+ * of another owner in a sticky folder) for a folder and reports the scan it tries then
+ * (ENOTDIR), where the operator needs to read why the file stayed.
+ */
+async function removeFile(path: string): Promise<void> {
+  await unlink(path).catch((error: NodeJS.ErrnoException) => {
+    if (error.code !== 'ENOENT') throw error;
+  });
 }
 
 /** Makes a folder's entries durable (a file renamed into it). A file system that cannot sync a folder (EINVAL) keeps them as it does. */

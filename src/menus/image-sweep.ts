@@ -13,6 +13,8 @@ export interface SweepReport {
   /** Orphans younger than the minimum age: left, since a write may still be under way. */
   tooRecent: number;
   removed: boolean;
+  /** Images whose row names a file the folder does not hold (`bytes` null) or holds with another size than stored: never touched, for the operator. */
+  damaged: { name: string; bytes: number | null; storedBytes: number }[];
 }
 
 /**
@@ -35,8 +37,11 @@ export class ImageSweeper {
   async sweep(options: { minAgeMs: number; dryRun: boolean; now?: Date }): Promise<SweepReport> {
     const folder = this.storage.folder;
     const files = (await folder.files()).filter((f) => f.kind !== 'other');
+    const damaged = await this.damaged(folder, files);
     // With images kept in the database, the folder of those stored before the switch, once it holds no files of the storage, is nothing to sweep.
-    if (!(this.storage instanceof FileImageStorage) && files.length === 0) return { folder: null, checked: 0, orphans: [], tooRecent: 0, removed: false };
+    if (!(this.storage instanceof FileImageStorage) && files.length === 0 && damaged.length === 0) {
+      return { folder: null, checked: 0, orphans: [], tooRecent: 0, removed: false, damaged };
+    }
     // A transaction still open that may have written a file keeps every file younger than its
     // start (less the minimum age, for the clocks of the database and the folder): its row
     // comes with its commit, however long it has waited for a lock.
@@ -58,6 +63,26 @@ export class ImageSweeper {
       orphans: orphans.map((f) => ({ name: f.name, bytes: f.bytes, modifiedAt: f.modifiedAt.toISOString() })),
       tooRecent: unnamed.length - orphans.length,
       removed: !options.dryRun,
+      damaged,
     };
+  }
+
+  /**
+   * Images whose file is missing or not of the size stored (a restore that left files out, a
+   * disk fault): the service refuses to serve them (a 500 naming the file). Each is looked at
+   * again after the rows were read: an image committed since the folder was listed has its file,
+   * and one replaced meanwhile is no image any more.
+   */
+  private async damaged(folder: FileImageStorage, files: readonly StoredFile[]): Promise<SweepReport['damaged']> {
+    const sizes = new Map(files.filter((f) => f.kind === 'image').map((f) => [f.name, f.bytes]));
+    const suspects = (await this.repo.storedImageFiles()).filter((row) => sizes.get(row.key) !== row.bytes);
+    if (suspects.length === 0) return [];
+    const still = await this.repo.storedImageKeys(suspects.map((row) => row.key));
+    const damaged: SweepReport['damaged'] = [];
+    for (const row of suspects.filter((r) => still.has(r.key)).sort((a, b) => (a.key < b.key ? -1 : 1))) {
+      const bytes = await folder.sizeOf(row.key);
+      if (bytes !== row.bytes) damaged.push({ name: row.key, bytes, storedBytes: row.bytes });
+    }
+    return damaged;
   }
 }

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Inject, Injectable, Logger, PreconditionFailedException } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource, In, type EntityManager } from 'typeorm';
+import { DataSource, In, IsNull, Not, type EntityManager } from 'typeorm';
 import { inTransaction } from '../database/transaction.js';
 import { upsertRows } from '../database/upsert.js';
 import { DishImage } from './entities/dish-image.entity.js';
@@ -239,6 +239,12 @@ export class MenusRepository {
   }
 
   /** Those of `keys` that an image row names as its file. */
+  /** Every image kept in a file: its key and the bytes stored (what `images sweep` checks the folder against). */
+  async storedImageFiles(): Promise<{ key: string; bytes: number }[]> {
+    const rows = await this.db.getRepository(DishImage).find({ select: { storageKey: true, bytes: true }, where: { storageKey: Not(IsNull()) } });
+    return rows.map((row) => ({ key: row.storageKey!, bytes: Number(row.bytes) }));
+  }
+
   async storedImageKeys(keys: readonly string[]): Promise<Set<string>> {
     const found = new Set<string>();
     for (let at = 0; at < keys.length; at += 500) {

@@ -14,6 +14,7 @@ import { dishesScope, menusScope } from './dto/menus-query.dto.js';
 import type { DishImage } from './entities/dish-image.entity.js';
 import type { Menu } from './entities/menu.entity.js';
 import { ImageRejected, imageLimits, prepareImage, type ImageLimits, type PreparedImage } from './image-inspector.js';
+import { DamagedImageFile } from './image-storage.js';
 import { MenusRepository, UNORDERED, type DishWithImage } from './menus.repository.js';
 
 export interface Page<T> {
@@ -146,13 +147,14 @@ export class MenusService {
   /**
    * The image's bytes. A file removed since its row was read is an image replaced meanwhile (its
    * file goes once the replacing upload has committed): no image has the id any more, a 404. A
-   * file missing while its row stands is a fault, and stays one.
+   * file missing while its row stands, or not holding what was stored, is a fault, and stays one
+   * (a 500, logged naming the file).
    */
   private async imageBytes(image: DishImage): Promise<Buffer> {
     try {
       return await this.repo.readImage(image);
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT' && (await this.repo.ownedImage(image.id)) === null) {
+      if (error instanceof DamagedImageFile && error.missing && (await this.repo.ownedImage(image.id)) === null) {
         throw new ProblemException(404, 'No image has this id.');
       }
       throw error;
