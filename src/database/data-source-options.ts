@@ -1,7 +1,8 @@
+import { accessSync, constants } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import type { DataSourceOptions } from 'typeorm';
-import { usableFolder, type AppConfig } from '../config/app-config.js';
+import { ConfigError, usableFolder, type AppConfig } from '../config/app-config.js';
 import { ENTITIES } from './entities.js';
 import { POSTGRES_MIGRATIONS, SQLITE_MIGRATIONS } from './migrations/index.js';
 
@@ -34,11 +35,21 @@ function nativeBinding(): string {
  * Opens and closes the embedded database's file (made, empty, where there is none, as the
  * application's first connection would make it), so that a file that cannot be opened (a
  * folder where no file can be made, such as a kernel's) fails here, in one line, rather than
- * inside the application's start, whose logger reports it first.
+ * inside the application's start, whose logger reports it first. The file and its log must be
+ * writable too: SQLite opens a file it cannot write for reading only, and the service was ready
+ * with every write a 500.
  */
 function openable(file: string): void {
   const Database = requireHere('better-sqlite3') as typeof import('better-sqlite3');
   new Database(file, { nativeBinding: nativeBinding() }).close();
+  for (const path of [file, `${file}-wal`, `${file}-shm`]) {
+    try {
+      accessSync(path, constants.R_OK | constants.W_OK);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') continue;
+      throw new ConfigError([`DATA_DIR: cannot write ${path}: ${(error as Error).message}`], { cause: error });
+    }
+  }
 }
 
 /**

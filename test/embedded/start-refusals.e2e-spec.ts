@@ -1,8 +1,9 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
+import { cli } from '../helpers/cli.js';
 import { startService } from '../helpers/service-process.js';
 
 const { Client } = pg;
@@ -21,6 +22,20 @@ describe('a start whose settings name what cannot be used stops with exit 78 and
     const dataDir = join(aFile(), 'data');
     await expect(startService({ DATA_DIR: dataDir })).rejects.toThrow(
       new RegExp(`^service exited with 78:\nInvalid configuration:\n {2}- DATA_DIR: cannot use ${escaped(dataDir)}: ENOTDIR: [^\n]*\n$`),
+    );
+  });
+
+  it('stops when the database file in DATA_DIR cannot be written, rather than be ready and fail every write', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'results-refusals-'));
+    const database = join(dataDir, 'results.sqlite');
+    // A database made and migrated before: one that takes no write to start on.
+    expect(await cli(['migrations', 'run'], { DATA_DIR: dataDir, LOG_LEVEL: 'silent' })).toMatchObject({ code: 0 });
+    // A file of another user (root's, the service run as nobody), or one its owner may not write.
+    const root = process.getuid?.() === 0;
+    if (root) chownSync(dataDir, 65534, 65534);
+    else chmodSync(database, 0o444);
+    await expect(startService({ DATA_DIR: dataDir, SEED_DEMO: 'false' }, root ? { user: { uid: 65534, gid: 65534 } } : {})).rejects.toThrow(
+      new RegExp(`^service exited with 78:\nInvalid configuration:\n {2}- DATA_DIR: cannot write ${escaped(database)}: EACCES: [^\n]*\n$`),
     );
   });
 

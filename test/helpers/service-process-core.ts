@@ -24,6 +24,8 @@ export interface StartOptions {
   exactEnv?: boolean;
   /** Options of node itself, before the script (those NODE_OPTIONS does not allow, such as --cpu-prof). */
   nodeArgs?: readonly string[];
+  /** Run as this user and group (a test run as root starting the service as another user). */
+  user?: { uid: number; gid: number };
 }
 
 /**
@@ -35,13 +37,13 @@ export const runningServices = new Set<ServiceProcess['stop']>();
 
 /** Starts the built service (`node dist/main.js`) and waits until it says where it listens. */
 export async function startService(env: Record<string, string>, options: StartOptions = {}): Promise<ServiceProcess> {
-  const { timeoutMs = 120_000, cwd, exactEnv = false, nodeArgs = [] } = options;
+  const { timeoutMs = 120_000, cwd, exactEnv = false, nodeArgs = [], user } = options;
   const base: Record<string, string | undefined> = exactEnv
     ? { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/tmp' }
     : { ...process.env, NODE_OPTIONS: '', PORT: '0', HOST: '127.0.0.1', METRICS_PORT: '0' };
   delete base.DATABASE_URL;
   delete base.DATABASE_SCHEMA;
-  const child = spawn(process.execPath, [...nodeArgs, cwd ? 'dist/main.js' : MAIN], { cwd, env: { ...base, ...env } });
+  const child = spawn(process.execPath, [...nodeArgs, cwd ? 'dist/main.js' : MAIN], { cwd, env: { ...base, ...env }, ...user });
   let text = '';
   let ended = false;
   const listeners = new Set<() => void>();
