@@ -107,7 +107,7 @@ type Operation = {
 /**
  * What the decorators cannot say: public operations declare an empty security list, every
  * 401 documents its WWW-Authenticate challenge, every 429 and 503 its Retry-After header,
- * every rate-limited operation (all but the health probes) the RateLimit headers on each of
+ * every rate-limited operation (all but the health probes and the discovery documents) the RateLimit headers on each of
  * its responses, and the limits that come from the configuration (the largest Take, the
  * largest image) are in the schemas.
  */
@@ -129,7 +129,7 @@ function complete(document: OpenAPIObject, config: AppConfig): OpenAPIObject {
         // 100-continue as Node reads the head, before any of the service runs; a body too large
         // is refused after the rate limit has counted it (body-errors.ts).
         const beforeLimiter = status === '431' || status === '417';
-        if (!path.startsWith('/health/') && !beforeLimiter) {
+        if (!path.startsWith('/health/') && !path.startsWith('/.well-known/') && !beforeLimiter) {
           for (const name of Object.keys(RATE_LIMIT_HEADERS)) headers[name] = ref(name);
         }
         if (status === '401') headers['WWW-Authenticate'] = ref(path === TOKEN_PATH ? TOKEN_CHALLENGE : 'WWW-Authenticate');

@@ -1,5 +1,6 @@
 import { Controller, Get, Header } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { SkipThrottle } from '@nestjs/throttler';
 import type { JWK } from 'jose';
 import { ApiExpectationFailed, ApiHeadersTooLarge, ApiProblemResponse } from '../common/api-responses.js';
 import { Public } from '../common/public.decorator.js';
@@ -42,9 +43,16 @@ const METADATA_SCHEMA = {
   },
 };
 
-/** Discovery: RFC 8414 metadata and the public keys that verify access tokens. */
+/**
+ * Discovery: RFC 8414 metadata and the public keys that verify access tokens. Not rate-limited,
+ * as the health probes: two small documents cached for minutes, which a gateway must be able to
+ * fetch when a token names a key it has not seen. Limited per address, a flood of forged tokens
+ * through one gateway (each naming an unknown key, each making it fetch again) spent its
+ * address's minute, and the gateway then refused the tokens of a key that had just begun to sign.
+ */
 @ApiTags('auth')
 @Public()
+@SkipThrottle()
 @ApiHeadersTooLarge()
 @ApiExpectationFailed()
 @Controller('.well-known')
@@ -59,7 +67,6 @@ export class WellKnownController {
   @Header('Cache-Control', `public, max-age=${JWKS_MAX_AGE_SECONDS}`)
   @ApiOperation({ operationId: 'getJwks', summary: 'The JSON Web Key Set that verifies access tokens.' })
   @ApiOkResponse({ description: 'RFC 7517 key set; `kid` is the RFC 7638 thumbprint.', schema: JWKS_SCHEMA })
-  @ApiProblemResponse(429, 'Rate limit reached (per address); retry after `Retry-After` seconds.')
   @ApiProblemResponse(500, 'Internal error; quote the instance.')
   // The signing keys are kept in the database unless JWT_SIGNING_KEYS gives them.
   @ApiProblemResponse(503, 'The signing keys cannot be read now (the database is unavailable); retry after `Retry-After` seconds.')
@@ -71,7 +78,6 @@ export class WellKnownController {
   @Header('Cache-Control', 'public, max-age=300')
   @ApiOperation({ operationId: 'getAuthorizationServerMetadata', summary: 'RFC 8414 authorization server metadata.' })
   @ApiOkResponse({ description: 'Issuer, token endpoint, JWKS address, grant types, authentication methods and scopes.', schema: METADATA_SCHEMA })
-  @ApiProblemResponse(429, 'Rate limit reached (per address); retry after `Retry-After` seconds.')
   metadata(): Record<string, unknown> {
     const base = this.config.baseUrl;
     return {

@@ -158,7 +158,8 @@ describe('the committed contract (openapi/openapi.json) says what the API does',
   it('documents the rate-limit headers, IETF and X-Rate-Limit-*, on every rate-limited response', () => {
     const names = ['RateLimit', 'RateLimit-Policy', 'X-Rate-Limit-Limit', 'X-Rate-Limit-Remaining', 'X-Rate-Limit-Reset'];
     let checked = 0;
-    for (const { where, path, operation } of operations.filter((o) => !o.path.startsWith('/health/'))) {
+    // The health probes and the discovery documents are not limited.
+    for (const { where, path, operation } of operations.filter((o) => !o.path.startsWith('/health/') && !o.path.startsWith('/.well-known/'))) {
       // A body too large is refused while it is read, headers too large and an Expect not met as Node reads the head, before the rate limiter.
       for (const [code, response] of Object.entries(operation.responses).filter(([c]) => !['413', '417', '431'].includes(c))) {
         const at = `${where} -> ${code}`;
@@ -169,7 +170,12 @@ describe('the committed contract (openapi/openapi.json) says what the API does',
       }
     }
     expect(checked).toBeGreaterThan(50);
-    // And none is promised where the limiter never ran.
+    // And none is promised where the limiter never runs: the probes, the discovery documents.
+    for (const { where, operation } of operations.filter((o) => o.path.startsWith('/health/') || o.path.startsWith('/.well-known/'))) {
+      for (const [code, response] of Object.entries(operation.responses)) {
+        expect({ where, code, documented: names.filter((n) => headersOf(response)[n] !== undefined) }).toEqual({ where, code, documented: [] });
+      }
+    }
     for (const { where, operation } of operations) {
       // Every operation documents both, and neither with rate-limit headers.
       for (const code of ['417', '431']) {

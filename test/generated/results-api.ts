@@ -760,11 +760,6 @@ export interface operations {
             /** @description RFC 7517 key set; `kid` is the RFC 7638 thumbprint. */
             200: {
                 headers: {
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                    "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
-                    "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
-                    "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -804,30 +799,6 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDto"];
                 };
             };
-            /** @description Rate limit reached (per address); retry after `Retry-After` seconds. */
-            429: {
-                headers: {
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                    "Retry-After": components["headers"]["Retry-After"];
-                    "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
-                    "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
-                    "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "detail": "The rate limit of 60 requests a minute is reached; retry after 42 seconds.",
-                     *       "instance": "urn:svc:api:results:error:3f1c2a9e-8b7d-4c55-9a10-2f4e6d8b1c07",
-                     *       "status": 429,
-                     *       "title": "Too Many Requests"
-                     *     }
-                     */
-                    "application/problem+json": components["schemas"]["ProblemDto"];
-                };
-            };
             /** @description The request line and headers are larger than 16 KiB; the connection closes. */
             431: {
                 headers: {
@@ -849,11 +820,6 @@ export interface operations {
             /** @description Internal error; quote the instance. */
             500: {
                 headers: {
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                    "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
-                    "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
-                    "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -872,12 +838,7 @@ export interface operations {
             /** @description The signing keys cannot be read now (the database is unavailable); retry after `Retry-After` seconds. */
             503: {
                 headers: {
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "Retry-After": components["headers"]["Retry-After"];
-                    "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
-                    "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
-                    "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -907,11 +868,6 @@ export interface operations {
             /** @description Issuer, token endpoint, JWKS address, grant types, authentication methods and scopes. */
             200: {
                 headers: {
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                    "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
-                    "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
-                    "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -941,30 +897,6 @@ export interface operations {
                      *       "instance": "urn:svc:api:results:error:3f1c2a9e-8b7d-4c55-9a10-2f4e6d8b1c07",
                      *       "status": 417,
                      *       "title": "Expectation Failed"
-                     *     }
-                     */
-                    "application/problem+json": components["schemas"]["ProblemDto"];
-                };
-            };
-            /** @description Rate limit reached (per address); retry after `Retry-After` seconds. */
-            429: {
-                headers: {
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                    "Retry-After": components["headers"]["Retry-After"];
-                    "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
-                    "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
-                    "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "detail": "The rate limit of 60 requests a minute is reached; retry after 42 seconds.",
-                     *       "instance": "urn:svc:api:results:error:3f1c2a9e-8b7d-4c55-9a10-2f4e6d8b1c07",
-                     *       "status": 429,
-                     *       "title": "Too Many Requests"
                      *     }
                      */
                     "application/problem+json": components["schemas"]["ProblemDto"];

@@ -242,12 +242,12 @@ describe(`HTTP hardening (${process.env.TEST_DATABASE})`, () => {
   });
 
   it('takes the client address from the ingress (TRUST_PROXY=1) for requests without a key', async () => {
-    const from = (ip: string) => request(t.http).get('/.well-known/jwks.json').set('X-Forwarded-For', ip);
+    const from = (ip: string) => request(t.http).get('/branches?SvcClientId=1001').set('X-Forwarded-For', ip);
     expect((await from('203.0.113.7')).headers.ratelimit).toMatch(/^"default";r=1;/);
     expect((await from('203.0.113.7')).headers.ratelimit).toMatch(/^"default";r=0;/);
     expect((await from('203.0.113.7')).status).toBe(429);
     const other = await from('198.51.100.9');
-    expect(other.status).toBe(200);
+    expect(other.status).toBe(401);
     expect(other.headers.ratelimit).toMatch(/^"default";r=1;/);
   });
 
@@ -550,8 +550,8 @@ describe(`CORS when origins are configured, no trusted proxy (${process.env.TEST
   });
 
   it('lets a browser read the rate-limit, retry and challenge headers', async () => {
-    const res = await request(t.http).get('/.well-known/jwks.json').set('Origin', 'https://bi.example.com');
-    expect(res.status).toBe(200);
+    const res = await request(t.http).get('/branches?SvcClientId=1001').set('Origin', 'https://bi.example.com');
+    expect(res.status).toBe(401);
     expect(res.headers['x-rate-limit-limit']).toBe(String(t.config.RATE_LIMIT_PER_MINUTE));
     const exposed = String(res.headers['access-control-expose-headers']).split(',');
     expect(exposed).toEqual(

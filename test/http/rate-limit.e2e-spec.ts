@@ -194,6 +194,24 @@ describe(`rate limits (${process.env.TEST_DATABASE}, counters in the process)`, 
     expect(ok.headers.ratelimit).toMatch(/^"default";r=4;t=\d+, "token";r=2;t=\d+$/);
   });
 
+  it('leaves the discovery documents unlimited, as the health probes, even once the address has spent its window', async () => {
+    // The address's window spent by requests without a live key.
+    for (let i = 0; i < 6; i++) await request(t.http).get('/branches?SvcClientId=1001').set('svc-api-key', `svck_spent_${i}`);
+    expect((await request(t.http).get('/branches?SvcClientId=1001').set('svc-api-key', 'svck_spent')).status).toBe(429);
+    // A gateway sent tokens naming keys it does not know fetches the key set again each time: never refused.
+    for (let i = 0; i < 12; i++) {
+      for (const path of ['/.well-known/jwks.json', '/.well-known/oauth-authorization-server']) {
+        const res = await request(t.http).get(path);
+        expect({ path, status: res.status, ratelimit: res.headers.ratelimit, policy: res.headers['ratelimit-policy'] }).toEqual({
+          path,
+          status: 200,
+          ratelimit: undefined,
+          policy: undefined,
+        });
+      }
+    }
+  });
+
   it("names the token limit on a token request refused by the key's limit, as on every token response", async () => {
     const fifth = await issueCredential(t);
     const token = await tokenFor(t.http, fifth);
