@@ -45,4 +45,17 @@ describe('unavailableCause (what the 503 says)', () => {
     expect(unavailableCause(error({ driverError: error({ code: '57014' }) }))).toBe('database');
     expect(unavailableCause(error({ code: '23505' }))).toBeUndefined();
   });
+
+  it('names storage that cannot be used: read-only, failing, or a file of the images refused', () => {
+    for (const code of ['SQLITE_READONLY', 'SQLITE_READONLY_DBMOVED', 'SQLITE_IOERR', 'SQLITE_IOERR_WRITE', 'SQLITE_IOERR_FSYNC', 'SQLITE_CANTOPEN', 'EROFS', 'EIO', '58030']) {
+      expect([code, unavailableCause(error({ code }))]).toEqual([code, 'storage']);
+    }
+    expect(unavailableCause(error({ driverError: error({ code: 'SQLITE_IOERR_WRITE' }) }))).toBe('storage');
+    // Permissions count for a file (an image's), not for anything else that says EACCES.
+    expect(unavailableCause(error({ code: 'EACCES', path: '/data/images/x' }))).toBe('storage');
+    expect(unavailableCause(error({ code: 'EPERM', path: '/data/images/x' }))).toBe('storage');
+    expect(unavailableCause(error({ code: 'EACCES' }))).toBeUndefined();
+    expect(unavailableCause(error({ code: 'SQLITE_CONSTRAINT_UNIQUE' }))).toBeUndefined();
+    expect(unavailableCause(error({ code: 'SQLITE_IOERRX' }))).toBeUndefined();
+  });
 });

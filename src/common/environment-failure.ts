@@ -41,6 +41,7 @@ export function environmentFailure(error: unknown): string | undefined {
     return `the database cannot be used: its TLS certificate is not trusted (${e.message}); give its CA with sslrootcert=<file> in DATABASE_URL (deploy/README.md)`;
   }
   if (typeof e.path === 'string' && PATH_CODES.has(String(e.code))) return `cannot use ${e.path}: ${e.message}`;
+  if (cause === 'storage') return `the storage cannot be used: ${e.message}`;
   // A port another process holds (PORT or METRICS_PORT), or one below 1024 without the right to it.
   if (e.syscall === 'listen') return `cannot listen: ${e.message}`;
   return undefined;

@@ -19,6 +19,21 @@ class FailingController {
     throw raised({ name: 'QueryFailedError', driverError: raised({ code: 'SQLITE_FULL', message: 'database or disk is full' }) });
   }
 
+  @Get('images-read-only')
+  imagesReadOnly(): never {
+    throw raised({ code: 'EROFS', path: '/data/images/.x.tmp', message: "EROFS: read-only file system, open '/data/images/.x.tmp'" });
+  }
+
+  @Get('images-refused')
+  imagesRefused(): never {
+    throw raised({ code: 'EACCES', path: '/data/images/x', message: "EACCES: permission denied, open '/data/images/x'" });
+  }
+
+  @Get('database-failing')
+  databaseFailing(): never {
+    throw raised({ name: 'SqliteError', code: 'SQLITE_IOERR_WRITE', message: 'disk I/O error' });
+  }
+
   @Get('database-away')
   databaseAway(): never {
     throw raised({ code: 'ECONNREFUSED', message: 'connect ECONNREFUSED 127.0.0.1:5432' });
@@ -48,6 +63,18 @@ describe('ProblemFilter: what a 503 says', () => {
       title: 'Service Unavailable',
       status: 503,
       detail: 'The service has no room left to store data; nothing was written. Retry after the time in Retry-After.',
+      instance: expect.stringMatching(/^urn:svc:api:results:error:[0-9a-f-]{36}$/),
+    });
+  });
+
+  it.each(['/images-read-only', '/images-refused', '/database-failing'])('storage that cannot be used (%s): said so, retry in a minute, nothing internal', async (path) => {
+    const res = await request(app.getHttpServer()).get(path);
+    expect(res.status).toBe(503);
+    expect(res.headers['retry-after']).toBe('60');
+    expect(JSON.parse(res.text)).toEqual({
+      title: 'Service Unavailable',
+      status: 503,
+      detail: "The service's storage cannot be used now; nothing was changed. Retry after the time in Retry-After.",
       instance: expect.stringMatching(/^urn:svc:api:results:error:[0-9a-f-]{36}$/),
     });
   });

@@ -50,19 +50,29 @@ export function isDefaultDetail(status: number, detail: string): boolean {
 const DISK_FULL = ['53100', 'SQLITE_FULL', 'ENOSPC'];
 
 /**
+ * Errors of storage that cannot be used now: a file system gone read-only, a disk failing (I/O
+ * errors, PostgreSQL's 58030), the database file no longer writable; on a file of the images'
+ * folder also permissions taken away. An operator's to mend, as a full disk is: nothing of the
+ * request was written.
+ */
+const STORAGE_FAULT = /^(SQLITE_(READONLY|IOERR|CANTOPEN|PERM)(_[A-Z_]+)?|EROFS|EIO|58030)$/;
+const FILE_REFUSED = ['EACCES', 'EPERM'];
+
+/**
  * Why an error is a 503 with Retry-After rather than a fault of this request (a 500): the
  * database cannot be reached right now (connection refused, dropped or timed out, server
  * shutting down, statement timeout), or a disk has no room left (the database's or the
  * images' folder). Undefined for any other error.
  */
-export function unavailableCause(error: unknown): 'database' | 'disk-full' | undefined {
-  const e = error as { code?: unknown; message?: unknown; name?: unknown; driverError?: unknown } | null;
+export function unavailableCause(error: unknown): UnavailableCause | undefined {
+  const e = error as { code?: unknown; message?: unknown; name?: unknown; driverError?: unknown; path?: unknown } | null;
   if (!e || typeof e !== 'object') return undefined;
   const driver = e.driverError ? unavailableCause(e.driverError) : undefined;
   if (driver) return driver;
   const code = typeof e.code === 'string' ? e.code : '';
   const message = typeof e.message === 'string' ? e.message : '';
   if (DISK_FULL.includes(code)) return 'disk-full';
+  if (STORAGE_FAULT.test(code) || (FILE_REFUSED.includes(code) && typeof e.path === 'string')) return 'storage';
   // TypeORM's query runner, released when its connection failed, refuses the transaction's next statement.
   if (e.name === 'QueryRunnerAlreadyReleasedError' || e.name === 'QueryRunnerProviderAlreadyReleasedError') return 'database';
   const unreachable =
@@ -84,17 +94,25 @@ export function unavailableCause(error: unknown): 'database' | 'disk-full' | und
   return unreachable ? 'database' : undefined;
 }
 
+/** What made the service unavailable for a request (see unavailableCause). */
+export type UnavailableCause = 'database' | 'disk-full' | 'storage';
+
 /** Whether an error is a 503 (see unavailableCause). */
 export function isDatabaseUnavailable(error: unknown): boolean {
   return unavailableCause(error) !== undefined;
 }
 
-const UNAVAILABLE: Record<'database' | 'disk-full', RenderedError> = {
+const UNAVAILABLE: Record<UnavailableCause, RenderedError> = {
   database: { status: 503, detail: 'The database is unavailable; retry after the time in Retry-After.', headers: { 'Retry-After': '5' } },
   // Room is made by an operator, not in seconds: a client retrying at once only adds load.
   'disk-full': {
     status: 503,
     detail: 'The service has no room left to store data; nothing was written. Retry after the time in Retry-After.',
+    headers: { 'Retry-After': '60' },
+  },
+  storage: {
+    status: 503,
+    detail: "The service's storage cannot be used now; nothing was changed. Retry after the time in Retry-After.",
     headers: { 'Retry-After': '60' },
   },
 };
@@ -197,8 +215,10 @@ export class ProblemFilter implements ExceptionFilter {
     const requestId = (request as Request & { id?: unknown }).id;
     if (status === 503) {
       // What made it unavailable in one line: the stack of a refused connection says nothing more.
+      // Storage that fails (read-only, I/O errors) is an error: no wait mends it.
       const cause = exception instanceof Error ? exception.message : String(exception);
-      this.logger.warn({ instance, requestId, method: request.method, url: loggableUrl(request.originalUrl), cause }, detail);
+      const level = unavailableCause(exception) === 'storage' ? 'error' : 'warn';
+      this.logger[level]({ instance, requestId, method: request.method, url: loggableUrl(request.originalUrl), cause }, detail);
     } else if (status >= 500) {
       this.logger.error({ err: exception, instance, requestId, method: request.method, url: loggableUrl(request.originalUrl) }, 'request failed');
     } else {
