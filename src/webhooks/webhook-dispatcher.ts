@@ -93,8 +93,10 @@ export class WebhookDispatcher implements OnApplicationBootstrap, OnModuleDestro
     try {
       const now = new Date();
       const due = await this.repo.anyDue(now);
-      this.lastProblem = null;
-      if (!due) return;
+      if (!due) {
+        this.readAgain();
+        return;
+      }
       const claimed = await this.repo.claim({
         now,
         limit: free,
@@ -103,14 +105,22 @@ export class WebhookDispatcher implements OnApplicationBootstrap, OnModuleDestro
         leaseUntil: new Date(now.getTime() + 2 * this.config.WEBHOOKS_TIMEOUT_MS),
         lockToken: randomBytes(12).toString('hex'),
       });
+      this.readAgain();
       this.backlog = claimed.length === free;
       for (const delivery of claimed) this.track(delivery);
     } catch (error) {
-      // The database may be away for a while: said once, not on every poll.
+      // The database may be away for a while, or its disk full (the look for what is due then
+      // works, the claim fails): said once, not on every poll, and again once it is read.
       const problem = (error as Error).message;
       if (problem !== this.lastProblem) this.logger.warn(`webhook outbox not read: ${problem}`);
       this.lastProblem = problem;
     }
+  }
+
+  /** A poll that went through: after a problem, said once. */
+  private readAgain(): void {
+    if (this.lastProblem !== null) this.logger.log('webhook outbox read again');
+    this.lastProblem = null;
   }
 
   private track(d: ClaimedDelivery): void {
