@@ -77,6 +77,11 @@ export class AuthRepository {
     await this.db.getRepository(Credential).update({ clientId }, { disabled });
   }
 
+  /** Removes a key outright: one never shown to anyone (see CredentialsService.takeBackKey). */
+  async deleteKey(prefix: string): Promise<void> {
+    await this.db.getRepository(ApiKey).delete({ prefix });
+  }
+
   async revokeKey(prefix: string): Promise<void> {
     await this.db.getRepository(ApiKey).update({ prefix }, { revoked: true });
   }

@@ -248,6 +248,11 @@ export class CredentialsService {
     await this.repo.deleteCredential(clientId);
   }
 
+  /** Removes a key just added whose text nobody saw (the output could not be written): as if never made, not a revoked key left behind. */
+  async takeBackKey(prefix: string): Promise<void> {
+    await this.repo.deleteKey(prefix);
+  }
+
   async disable(clientId: string): Promise<void> {
     await this.requireCredential(clientId);
     await this.repo.setDisabled(clientId, true);

@@ -13,9 +13,7 @@ export function registerKeys(program: Command, cli: CliContext): void {
         cli.withApp(async (app) => {
           const credentials = app.get(CredentialsService);
           const key = await credentials.addKey(clientId);
-          return cli.printOnce({ json: key, text: JSON.stringify(key) }, async () => {
-            await credentials.revokeKey(key.prefix);
-          });
+          return cli.printOnce({ json: key, text: JSON.stringify(key) }, () => credentials.takeBackKey(key.prefix));
         }),
       ),
     );
