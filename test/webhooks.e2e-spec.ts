@@ -204,6 +204,29 @@ describe(`webhooks (${process.env.TEST_DATABASE})`, () => {
     expect(metrics).toMatch(/^results_webhook_delivery_duration_seconds_count\{outcome="delivered"\} [1-9]/m);
   });
 
+  it('withdraws the events waiting for a credential that may no longer read their client: narrowed to another client, or left no visits scope', async () => {
+    const narrowedToClient = await issueCredential(t, { clients: [1001, 1002] });
+    const leftNoScope = await issueCredential(t, { clients: [1001] });
+    const kept = await issueCredential(t, { clients: [1001] });
+    const service = t.app.get(WebhooksService);
+    for (const [credential, path] of [[narrowedToClient, '/narrowed'], [leftNoScope, '/unscoped'], [kept, '/kept']] as const) {
+      await service.add(credential.clientId, `${receiver.url}${path}`);
+    }
+    await receiver.stop();
+    try {
+      await importVisits(t, ids(2).map((id) => visitRecord(id, 'B-1')));
+      await eventually(() => pendingEvents(t), (n) => n === 3, 30_000, 50);
+      const credentials = t.app.get(CredentialsService);
+      await credentials.update(narrowedToClient.clientId, { clients: [1002] });
+      await credentials.update(leftNoScope.clientId, { scopes: ['branches/standard.read'] });
+    } finally {
+      await receiver.start();
+    }
+    await settled();
+    // Only the credential that may still read client 1001 is told of its changes.
+    expect(receiver.received.map((r) => [r.path, r.json.data])).toEqual([['/kept', { svcClientId: 1001, count: 2 }]]);
+  });
+
   it('lets a slow receiver hold only its own slots: another endpoint is served meanwhile', async () => {
     await endpointFor('/slow', { clients: [1001, 1002] });
     await endpointFor('/fast', { clients: [1001] });

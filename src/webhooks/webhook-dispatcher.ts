@@ -150,6 +150,12 @@ export class WebhookDispatcher implements OnApplicationBootstrap, OnModuleDestro
   }
 
   private async deliver(d: ClaimedDelivery): Promise<void> {
+    // Narrowed since the event was written (another client, no visits scope): it is not told.
+    if (!d.entitled) {
+      await this.repo.withdraw(d);
+      this.logger.log({ msg: 'webhook event withdrawn: its credential may no longer read the visits it counts', eventId: d.eventId, endpointId: d.endpointId });
+      return;
+    }
     const started = process.hrtime.bigint();
     const result = await this.attempt(d);
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;

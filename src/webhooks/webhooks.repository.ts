@@ -35,6 +35,11 @@ export interface ClaimedDelivery {
   secret: string;
   previousSecret: string | null;
   previousSecretUntil: Date | null;
+  /**
+   * Whether the endpoint's credential may still read the client's visits (a visits scope and the
+   * client), as when the event was written: an operator may have narrowed it since.
+   */
+  entitled: boolean;
 }
 
 export interface ClaimRequest {
@@ -283,8 +288,8 @@ export class WebhooksRepository {
   private async claimed(tx: EntityManager, eventIds: string[]): Promise<ClaimedDelivery[]> {
     const rows = await tx.query<Record<string, unknown>[]>(
       this.sql(`SELECT d.event_id, d.endpoint_id, d.type, d.client_id, d.count, d.created_at, d.attempts, d.lock_token,
-          e.url, e.allow_private, e.secret, e.previous_secret, e.previous_secret_until
-        FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
+          e.url, e.allow_private, e.secret, e.previous_secret, e.previous_secret_until, c.scopes, c.client_ids
+        FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id JOIN credentials c ON c.client_id = e.credential_id
         WHERE d.event_id IN (${eventIds.map(() => '?').join(', ')})`),
       eventIds,
     );
@@ -302,7 +307,13 @@ export class WebhooksRepository {
       secret: String(r.secret),
       previousSecret: (r.previous_secret as string | null) ?? null,
       previousSecretUntil: readTime((r.previous_secret_until as Date | string | null) ?? null),
+      entitled: readsVisits(list(String(r.scopes))) && list(String(r.client_ids)).map(Number).includes(Number(r.client_id)),
     }));
+  }
+
+  /** An event its endpoint's credential may no longer be told of: it leaves the outbox unsent. */
+  async withdraw(d: ClaimedDelivery): Promise<void> {
+    await inTransaction(this.db, (tx) => this.run(tx, 'DELETE FROM webhook_deliveries WHERE event_id = ? AND lock_token = ?', [d.eventId, d.lockToken]));
   }
 
   /*
