@@ -43,6 +43,8 @@ describe('unavailableCause (what the 503 says)', () => {
     expect(unavailableCause(error({ driverError: error({ code: 'SQLITE_FULL' }) }))).toBe('disk-full');
     expect(unavailableCause(error({ code: 'ECONNREFUSED' }))).toBe('database');
     expect(unavailableCause(error({ driverError: error({ code: '57014' }) }))).toBe('database');
+    // A write on a standby (a failover under way) or a database made read-only.
+    expect(unavailableCause(error({ driverError: error({ code: '25006' }) }))).toBe('database');
     expect(unavailableCause(error({ code: '23505' }))).toBeUndefined();
   });
 

@@ -80,11 +80,13 @@ export function unavailableCause(error: unknown): UnavailableCause | undefined {
     // EAI_AGAIN: the server's name does not resolve (a Service being replaced). 3D000 and 28xxx:
     // the server refuses the login (its database dropped or being restored, the role's password
     // changed): a new connection cannot be had, which the service can do nothing about but wait.
-    // 42501: the role may not read or write the service's tables (grants missing): an
+    // 25006: a write in a read-only transaction: the server is a standby (a failover under way,
+    // the service's address not yet moved to the new primary) or was made read-only for
+    // maintenance (default_transaction_read_only). 42501: the role may not read or write the service's tables (grants missing): an
     // operator's to mend, as readiness says, not a fault of the request. 42P01 and 42703 (and
     // SQLite's "no such table" or "column"): a table or column the migrations have not made
     // yet, on a replica started with MIGRATIONS_RUN=false before they ran.
-    ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', '57P01', '57P02', '57P03', '57014', '53300', '3D000', '42501', '42P01', '42703', 'SQLITE_BUSY'].includes(code) ||
+    ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', '57P01', '57P02', '57P03', '57014', '53300', '3D000', '25006', '42501', '42P01', '42703', 'SQLITE_BUSY'].includes(code) ||
     code.startsWith('08') ||
     code.startsWith('28') ||
     (code === 'SQLITE_ERROR' && /^no such (table|column)/.test(message)) ||
