@@ -1,4 +1,4 @@
-import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Injectable, Logger } from '@nestjs/common';
@@ -10,6 +10,7 @@ import { ALL_SCOPES, Scope } from '../auth/scopes.js';
 import { BranchesService } from '../branches/branches.service.js';
 import { ClientsService } from '../clients/clients.service.js';
 import { localDate } from '../common/clock.js';
+import { writeDurably } from '../common/durable-file.js';
 import type { ImportReport } from '../common/import-report.js';
 import { AppConfig } from '../config/app-config.js';
 import { oneProcessAtATime } from '../database/migration-tools.js';
@@ -159,8 +160,9 @@ export class DemoService {
         { label: 'Northern Taverns, standard scopes', clients: [1002], scopes: [Scope.Api, ...standard], ...limited },
       ],
     };
-    await writeFile(this.credentialsPath, `${JSON.stringify(file, null, 2)}\n`, { mode: 0o600 });
-    await chmod(this.credentialsPath, 0o600);
+    // Whole on the disk before the start goes on: the secrets are stored only as hashes, so a
+    // file cut by a power loss could never be written again (a file-system fault left it empty).
+    await writeDurably(this.credentialsPath, `${JSON.stringify(file, null, 2)}\n`, 0o600);
   }
 
   /** Whether the credentials of the file are in this database. */

@@ -1,6 +1,7 @@
-import { createHash, randomUUID } from 'node:crypto';
-import { lstat, mkdir, open, readdir, readFile, rename, rm, unlink } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { lstat, mkdir, readdir, readFile, unlink } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
+import { writeDurably } from '../common/durable-file.js';
 import { usableFolder, type AppConfig } from '../config/app-config.js';
 import type { PreparedImage } from './image-inspector.js';
 
@@ -119,28 +120,12 @@ export class FileImageStorage implements ImageStorage {
 
   async put(id: string, image: PreparedImage): Promise<StoredBytes> {
     await mkdir(this.dir, { recursive: true });
-    const temp = join(this.dir, `.${id}.${randomUUID()}.tmp`);
-    const final = join(this.dir, id);
-    let renamed = false;
-    try {
-      // On disk before the row that names it commits (both databases sync their commits): a
-      // power loss after the answer must not leave the row naming an empty or missing file.
-      const file = await open(temp, 'wx', 0o640);
-      try {
-        await file.writeFile(image.data);
-        await file.sync();
-      } finally {
-        await file.close();
-      }
-      await rename(temp, final);
-      renamed = true;
-      await syncFolder(this.dir);
-    } catch (error) {
-      // A write that failed (a full disk, a folder that would not sync) leaves no part of the
-      // image to hold the room: no row will name it, since the caller's transaction fails.
-      await rm(renamed ? final : temp, { force: true }).catch(() => undefined);
-      throw error;
-    }
+    // On disk before the row that names it commits (both databases sync their commits): a
+    // power loss after the answer must not leave the row naming an empty or missing file. A
+    // write that fails (a full disk) leaves no part of the image to hold the room: no row will
+    // name it, since the caller's transaction fails. The temporary file's name is one the
+    // sweep knows (`.<id>.<uuid>.tmp`).
+    await writeDurably(join(this.dir, id), image.data, 0o640);
     return { data: null, storageKey: id };
   }
 
@@ -189,17 +174,6 @@ async function removeFile(path: string): Promise<void> {
   });
 }
 
-/** Makes a folder's entries durable (a file renamed into it). A file system that cannot sync a folder (EINVAL) keeps them as it does. */
-async function syncFolder(dir: string): Promise<void> {
-  const folder = await open(dir, 'r');
-  try {
-    await folder.sync().catch((error: NodeJS.ErrnoException) => {
-      if (error.code !== 'EINVAL' && error.code !== 'ENOTSUP') throw error;
-    });
-  } finally {
-    await folder.close();
-  }
-}
 
 /** The folder of IMAGE_STORAGE=filesystem: IMAGE_STORAGE_DIR, else DATA_DIR/images. */
 function imageFolder(config: AppConfig): string {
