@@ -661,28 +661,37 @@ describe(`operator CLI (${process.env.TEST_DATABASE})`, () => {
     expect(await cliJson(['images', 'sweep'], filesystem)).toMatchObject({ orphans: [{ name: orphan, bytes: 35 }], removed: true });
     expect(readdirSync(folder)).toEqual([]);
 
-    // An image whose file was cut short, and one whose file is gone (a restore that left them out):
-    // reported, left, and the run fails so that a scheduled sweep is noticed.
+    // An image whose file was cut short, one whose file is gone (a restore that left them out),
+    // and one with other bytes of its size: reported, left, and the run fails so that a
+    // scheduled sweep is noticed; the last only when every file is read (--verify).
     await sharp({ create: { width: 8, height: 8, channels: 3, background: '#36c' } }).png().toFile(join(files, 'swept.png'));
-    const dishes = [1, 2].map((n) => ({ code: `SW-${n}`, description: 'Swept', type: 'Main', image: 'swept.png' }));
+    const dishes = [1, 2, 3].map((n) => ({ code: `SW-${n}`, description: 'Swept', type: 'Main', image: 'swept.png' }));
     await cliJson(['clients', 'add', '--id', '1301', '--name', 'Swept Dining'], env);
     await cliJson(['menus', 'import', '--client', '1301', file('swept.json', JSON.stringify([{ id: 131, name: 'Swept', startDate: '2026-09-01', dishes }]))], filesystem);
-    const [cut, gone] = readdirSync(folder).sort();
+    const [changed, cut, gone] = readdirSync(folder).sort();
     const stored = statSync(join(folder, cut)).size;
+    const flipped = readFileSync(join(folder, changed));
+    flipped[flipped.length - 1] ^= 0xff;
+    writeFileSync(join(folder, changed), flipped);
     writeFileSync(join(folder, cut), 'cut');
     rmSync(join(folder, gone));
-    const damaged = [{ name: cut, bytes: 3, storedBytes: stored }, { name: gone, bytes: null, storedBytes: stored }];
+    const damaged = [
+      { name: cut, bytes: 3, storedBytes: stored, why: 'size' },
+      { name: gone, bytes: null, storedBytes: stored, why: 'missing' },
+    ];
     const report = await cli(['--json', 'images', 'sweep', '--dry-run'], filesystem);
-    expect([report.code, JSON.parse(report.stdout)]).toEqual([1, { folder, checked: 1, orphans: [], tooRecent: 0, removed: false, damaged }]);
-    expect(await cli(['images', 'sweep'], filesystem)).toEqual({
+    expect([report.code, JSON.parse(report.stdout)]).toEqual([1, { folder, checked: 2, orphans: [], tooRecent: 0, removed: false, damaged }]);
+    const verified = await cli(['--json', 'images', 'sweep', '--dry-run', '--verify'], filesystem);
+    expect([verified.code, JSON.parse(verified.stdout).damaged]).toEqual([1, [{ name: changed, bytes: stored, storedBytes: stored, why: 'content' }, ...damaged]]);
+    expect(await cli(['images', 'sweep', '--verify'], filesystem)).toEqual({
       code: 1,
       stdout:
-        `${folder}: 1 files checked; removed 0 that no image names (0 bytes)\n` +
-        "2 image(s) whose file is missing or not of the size stored, which the service refuses to serve: restore them from a backup, or upload their dishes' images again\n" +
-        `  ${cut}  3 bytes, ${stored} stored\n  ${gone}  missing, ${stored} stored\n`,
+        `${folder}: 2 files checked; removed 0 that no image names (0 bytes)\n` +
+        "3 image(s) whose file is missing or not what was stored, which the service refuses to serve: restore them from a backup, or upload their dishes' images again\n" +
+        `  ${changed}  other bytes of the size, ${stored} stored\n  ${cut}  3 bytes, ${stored} stored\n  ${gone}  missing, ${stored} stored\n`,
       stderr: '',
     });
-    expect(readdirSync(folder)).toEqual([cut]);
+    expect(readdirSync(folder).sort()).toEqual([changed, cut]);
     await db.query("DELETE FROM dishes WHERE code LIKE 'SW-%'");
     await db.query('DELETE FROM dish_images WHERE storage_key IS NOT NULL');
     expect(await cli(['images', 'sweep', '--min-age-minutes', '0'], filesystem)).toEqual({

@@ -25,9 +25,10 @@ function orphansText(report: SweepReport): string {
 function damagedText(report: SweepReport): string[] {
   if (report.damaged.length === 0) return [];
   const lines = [
-    `${report.damaged.length} image(s) whose file is missing or not of the size stored, which the service refuses to serve: restore them from a backup, or upload their dishes' images again`,
+    `${report.damaged.length} image(s) whose file is missing or not what was stored, which the service refuses to serve: restore them from a backup, or upload their dishes' images again`,
   ];
-  for (const d of report.damaged) lines.push(`  ${d.name}  ${d.bytes === null ? 'missing' : `${d.bytes} bytes`}, ${d.storedBytes} stored`);
+  const said = { missing: () => 'missing', size: (d: SweepReport['damaged'][number]) => `${d.bytes} bytes`, content: () => 'other bytes of the size' };
+  for (const d of report.damaged) lines.push(`  ${d.name}  ${said[d.why](d)}, ${d.storedBytes} stored`);
   return lines;
 }
 
@@ -50,15 +51,16 @@ export function registerMenus(program: Command, cli: CliContext): void {
     .command('sweep')
     .description(
       'remove files of the image folder that no image names (left by a process stopped mid-write, or a replaced image whose removal was cut short); ' +
-        'list images whose file is missing or not of the size stored (exit 1)',
+        'list images whose file is missing or not of the size stored, with --verify also of other bytes (exit 1)',
     )
     .option('--min-age-minutes <n>', `leave files younger than this: a write may be under way (default ${DEFAULT_MIN_AGE_MINUTES})`, positiveInt('--min-age-minutes'))
     .option('--dry-run', 'list what would be removed, remove nothing')
+    .option('--verify', "also read every image file and compare it with the stored SHA-256 (a file of the right size with other bytes)")
     .action(
-      cli.action(async (opts: { minAgeMinutes?: number; dryRun?: boolean }) =>
+      cli.action(async (opts: { minAgeMinutes?: number; dryRun?: boolean; verify?: boolean }) =>
         cli.withApp(async (app) => {
           const minAgeMs = (opts.minAgeMinutes ?? DEFAULT_MIN_AGE_MINUTES) * 60_000;
-          const report = await app.get(ImageSweeper).sweep({ minAgeMs, dryRun: opts.dryRun === true });
+          const report = await app.get(ImageSweeper).sweep({ minAgeMs, dryRun: opts.dryRun === true, verify: opts.verify === true });
           // Damaged images make the run fail, so that a scheduled sweep is noticed.
           return { json: report, text: sweepText(report), code: report.damaged.length > 0 ? 1 : 0 };
         }),

@@ -112,6 +112,12 @@ export class FileImageStorage implements ImageStorage {
     return stat?.isFile() ? stat.size : null;
   }
 
+  /** Whether an image's file holds the bytes of this SHA-256 (false when it cannot be read). */
+  async holds(key: string, sha256: string): Promise<boolean> {
+    const data = await readFile(join(this.dir, this.safeKey({ data: null, storageKey: key }))).catch(() => null);
+    return data !== null && createHash('sha256').update(data).digest('hex') === sha256;
+  }
+
   /** Removes an image or temporary file of the folder by its name (see files). */
   async remove(file: StoredFile): Promise<void> {
     if (file.kind === 'other' || file.name.includes('/')) throw new Error(`not a file of the image storage: ${file.name}`);

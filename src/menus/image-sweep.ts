@@ -13,8 +13,12 @@ export interface SweepReport {
   /** Orphans younger than the minimum age: left, since a write may still be under way. */
   tooRecent: number;
   removed: boolean;
-  /** Images whose row names a file the folder does not hold (`bytes` null) or holds with another size than stored: never touched, for the operator. */
-  damaged: { name: string; bytes: number | null; storedBytes: number }[];
+  /**
+   * Images whose row names a file the folder does not hold (`bytes` null), holds with another
+   * size than stored, or (with `verify`) with other bytes of the same size: never touched, for
+   * the operator.
+   */
+  damaged: { name: string; bytes: number | null; storedBytes: number; why: 'missing' | 'size' | 'content' }[];
 }
 
 /**
@@ -34,10 +38,11 @@ export class ImageSweeper {
     @Inject(IMAGE_STORAGE) private readonly storage: ImageStorage,
   ) {}
 
-  async sweep(options: { minAgeMs: number; dryRun: boolean; now?: Date }): Promise<SweepReport> {
+  /** `verify`: also read every image file and compare its SHA-256 with the stored one. */
+  async sweep(options: { minAgeMs: number; dryRun: boolean; verify?: boolean; now?: Date }): Promise<SweepReport> {
     const folder = this.storage.folder;
     const files = (await folder.files()).filter((f) => f.kind !== 'other');
-    const damaged = await this.damaged(folder, files);
+    const damaged = await this.damaged(folder, files, options.verify === true);
     // With images kept in the database, the folder of those stored before the switch, once it holds no files of the storage, is nothing to sweep.
     if (!(this.storage instanceof FileImageStorage) && files.length === 0 && damaged.length === 0) {
       return { folder: null, checked: 0, orphans: [], tooRecent: 0, removed: false, damaged };
@@ -69,19 +74,22 @@ export class ImageSweeper {
 
   /**
    * Images whose file is missing or not of the size stored (a restore that left files out, a
-   * disk fault): the service refuses to serve them (a 500 naming the file). Each is looked at
-   * again after the rows were read: an image committed since the folder was listed has its file,
-   * and one replaced meanwhile is no image any more.
+   * disk fault), or with `verify` not of the SHA-256 stored either: the service refuses to serve
+   * them (a 500 naming the file). Each is looked at again after the rows were read: an image
+   * committed since the folder was listed has its file, and one replaced meanwhile is no image
+   * any more.
    */
-  private async damaged(folder: FileImageStorage, files: readonly StoredFile[]): Promise<SweepReport['damaged']> {
+  private async damaged(folder: FileImageStorage, files: readonly StoredFile[], verify: boolean): Promise<SweepReport['damaged']> {
     const sizes = new Map(files.filter((f) => f.kind === 'image').map((f) => [f.name, f.bytes]));
-    const suspects = (await this.repo.storedImageFiles()).filter((row) => sizes.get(row.key) !== row.bytes);
+    const suspects = (await this.repo.storedImageFiles()).filter((row) => verify || sizes.get(row.key) !== row.bytes);
     if (suspects.length === 0) return [];
     const still = await this.repo.storedImageKeys(suspects.map((row) => row.key));
     const damaged: SweepReport['damaged'] = [];
     for (const row of suspects.filter((r) => still.has(r.key)).sort((a, b) => (a.key < b.key ? -1 : 1))) {
       const bytes = await folder.sizeOf(row.key);
-      if (bytes !== row.bytes) damaged.push({ name: row.key, bytes, storedBytes: row.bytes });
+      if (bytes === null) damaged.push({ name: row.key, bytes, storedBytes: row.bytes, why: 'missing' });
+      else if (bytes !== row.bytes) damaged.push({ name: row.key, bytes, storedBytes: row.bytes, why: 'size' });
+      else if (verify && !(await folder.holds(row.key, row.sha256))) damaged.push({ name: row.key, bytes, storedBytes: row.bytes, why: 'content' });
     }
     return damaged;
   }

@@ -239,10 +239,10 @@ export class MenusRepository {
   }
 
   /** Those of `keys` that an image row names as its file. */
-  /** Every image kept in a file: its key and the bytes stored (what `images sweep` checks the folder against). */
-  async storedImageFiles(): Promise<{ key: string; bytes: number }[]> {
-    const rows = await this.db.getRepository(DishImage).find({ select: { storageKey: true, bytes: true }, where: { storageKey: Not(IsNull()) } });
-    return rows.map((row) => ({ key: row.storageKey!, bytes: Number(row.bytes) }));
+  /** Every image kept in a file: its key, size and SHA-256 as stored (what `images sweep` checks the folder against). */
+  async storedImageFiles(): Promise<{ key: string; bytes: number; sha256: string }[]> {
+    const rows = await this.db.getRepository(DishImage).find({ select: { storageKey: true, bytes: true, sha256: true }, where: { storageKey: Not(IsNull()) } });
+    return rows.map((row) => ({ key: row.storageKey!, bytes: Number(row.bytes), sha256: row.sha256 }));
   }
 
   async storedImageKeys(keys: readonly string[]): Promise<Set<string>> {
