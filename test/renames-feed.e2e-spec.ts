@@ -1,8 +1,10 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { jest } from '@jest/globals';
 import request from 'supertest';
 import type { IssuedCredential } from '../src/auth/credentials.service.js';
+import { ClientDataVersions } from '../src/clients/data-versions.js';
 import { ClientsService } from '../src/clients/clients.service.js';
 import { addDays } from '../src/common/clock.js';
 import { issueCredential, tokenFor } from './helpers/auth.js';
@@ -110,6 +112,25 @@ describe(`a client, brand or branch renamed (${process.env.TEST_DATABASE})`, () 
     await importBranches(t, 1001, branchFile([{ id: 'B-2', name: 'York Minster', branchCode: null, brandId: 6 }]));
     const renamed = await changes();
     expectFed(renamed.fed, idsOf((v) => v.branchId === 'B-2'), renamed.listed, { branchName: 'York Minster', brandName: 'Acme Pizzeria & Bar' });
+  });
+
+  it('writes a renamed brand\'s visits with the new name on a page read while this replica still takes the version of before (a notification not yet come)', async () => {
+    // A page read now keeps the names of the current version.
+    expect((await changes()).fed).toEqual([]);
+    const versions = t.app.get(ClientDataVersions);
+    const before = await versions.current(1001);
+    await t.app.get(ClientsService).addBrand(1001, 6, 'Acme Pizzeria Late');
+    // The version as a replica whose notification lags gives it: the one its names were read for.
+    const lagging = jest.spyOn(versions, 'current').mockResolvedValue(before);
+    try {
+      const read = await readToEnd(`after=${encodeURIComponent(after)}`);
+      after = read.after;
+      expect(read.visits.map((v) => v.visitId).sort((a, b) => a - b)).toEqual(idsOf((v) => v.brandId === 6));
+      // Every one with the new name: the token passes them, so none comes again to correct it.
+      expect(new Set(read.visits.map((v) => v.brandName))).toEqual(new Set(['Acme Pizzeria Late']));
+    } finally {
+      lagging.mockRestore();
+    }
   });
 
   it("brings every visit of a renamed client again, and none of another client's", async () => {

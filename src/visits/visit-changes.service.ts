@@ -5,6 +5,7 @@ import { positionOf } from '../common/page-token-param.js';
 import { ClientDataVersions } from '../clients/data-versions.js';
 import { AppConfig } from '../config/app-config.js';
 import { changesScope, changesTake, sinceInstant, type ChangesQueryDto } from './dto/changes-query.dto.js';
+import { sameNames, type FeedEnd, type PageWriter } from './visit-json.js';
 import { VisitNames } from './visit-names.service.js';
 import { VisitsRepository } from './visits.repository.js';
 import type { VisitsVariant } from './visits.service.js';
@@ -17,6 +18,9 @@ import { ValidationProblem } from '../common/problem.js';
  * visible at `Since`, so it is included. A partner may see a few changes twice, never miss one.
  */
 export const SINCE_MARGIN_MS = 5 * 60_000;
+
+/** How many times a feed page is read while renames keep changing the names it shows (see page). */
+const FEED_READS = 5;
 
 /** Why a token further on than the feed is refused (see page). */
 export const AFTER_AHEAD_OF_FEED =
@@ -64,7 +68,7 @@ export class VisitChangesService {
     const take = changesTake(query, this.config.VISITS_TAKE_MAX);
     let next = '';
     const filtered = selection.brandIds !== null || selection.visitTypes !== null;
-    const { body, pooled } = await this.names.render(selection.clientId, version, plus, take, async (page) => {
+    const read = async (page: PageWriter): Promise<FeedEnd> => {
       // Read before the page: every visit up to it is visible to the page's queries. A filtered
       // page reads its departures and its visits in two statements, each up to the head, so
       // that both see the same writes: an import committed between them (a visit out at one
@@ -102,8 +106,19 @@ export class VisitChangesService {
       next = this.tokens.encode(scope, [last]);
       // A visit moved back in after its departure was read is on the page in its current state.
       return { removed: removed.filter((id) => !onPage.has(id)), after: next };
-    });
-    return { body, after: next, release: holdOf(pooled) };
+    };
+    // The names are those of the data version read before the rows, which may lag (a notified
+    // version). A rename rewrites the visits that show the name, in its own transaction: one
+    // committed before the rows were read put its visits on the page with the names of before,
+    // the token passed them, and a partner's copy kept the old name for good. So the names are
+    // read again after the rows, and while they differ the page is read again with them.
+    let rendered = await this.names.render(selection.clientId, version, plus, take, read);
+    for (let reads = 1; ; reads++) {
+      const now = await this.names.read(selection.clientId);
+      if (reads >= FEED_READS || sameNames(rendered.names, now)) return { body: rendered.body, after: next, release: holdOf(rendered.pooled) };
+      holdOf(rendered.pooled)();
+      rendered = await this.names.renderWith(now, plus, take, read);
+    }
   }
 
   private sinceStart(query: ChangesQueryDto): Promise<number> {

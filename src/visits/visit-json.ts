@@ -103,6 +103,17 @@ export interface ClientNames {
   branches: ReadonlyMap<string, { code: string | null; name: string }>;
 }
 
+/** Whether two readings of a client's names are the same: its name, and every brand's and branch's. */
+export function sameNames(a: ClientNames, b: ClientNames): boolean {
+  if (a.clientId !== b.clientId || a.clientName !== b.clientName || a.brands.size !== b.brands.size || a.branches.size !== b.branches.size) return false;
+  for (const [id, name] of a.brands) if (b.brands.get(id) !== name) return false;
+  for (const [id, branch] of a.branches) {
+    const other = b.branches.get(id);
+    if (other?.code !== branch.code || other.name !== branch.name) return false;
+  }
+  return true;
+}
+
 /**
  * The bytes between a visit's id and its own fields, per brand and branch: `,"clientId":...,
  * "clientName":...,"brandName":...,"branchId":...,"branchCode":...,"branchName":...`. Made once
@@ -112,7 +123,7 @@ export class NameFragments {
   private readonly fragments = new Map<string, Buffer>();
   private readonly head: string;
 
-  constructor(private readonly names: ClientNames) {
+  constructor(readonly names: ClientNames) {
     this.head = `,"clientId":${number(names.clientId)},"clientName":${text(names.clientName)}`;
   }
 

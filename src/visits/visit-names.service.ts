@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { LRUCache } from 'lru-cache';
 import { BodyPool, type PooledBody } from '../common/body-pool.js';
-import { NameFragments, PageWriter, StaleNames, type FeedEnd } from './visit-json.js';
+import { NameFragments, PageWriter, StaleNames, type ClientNames, type FeedEnd } from './visit-json.js';
 import { VisitsRepository } from './visits.repository.js';
 
 /** Clients whose names are kept at once: a few KB each (a fragment per branch). */
@@ -24,6 +24,8 @@ const GUESS_BYTES_PER_VISIT_MAX = 16_384;
 export interface RenderedBody {
   body: Buffer;
   pooled: PooledBody | null;
+  /** The names it was written with. */
+  names: ClientNames;
 }
 
 /**
@@ -56,7 +58,7 @@ export class VisitNames {
     let names = this.names.get(key);
     for (let reads = names === undefined ? 1 : 0; ; reads++) {
       if (names === undefined) {
-        names = new NameFragments((await this.repo.names(clientId)) ?? { clientId, clientName: '', brands: new Map(), branches: new Map() });
+        names = new NameFragments(await this.read(clientId));
         this.names.set(key, names);
       }
       try {
@@ -68,6 +70,16 @@ export class VisitNames {
     }
   }
 
+  /** The client's names as the database has them now (none, for a client it does not have). */
+  async read(clientId: number): Promise<ClientNames> {
+    return (await this.repo.names(clientId)) ?? { clientId, clientName: '', brands: new Map(), branches: new Map() };
+  }
+
+  /** As render, with the names given (read by the caller) rather than those kept for a data version. */
+  renderWith(names: ClientNames, plus: boolean, take: number, read: (page: PageWriter) => Promise<FeedEnd | undefined>): Promise<RenderedBody> {
+    return this.write(new NameFragments(names), plus, take, read);
+  }
+
   private async write(names: NameFragments, plus: boolean, take: number, read: (page: PageWriter) => Promise<FeedEnd | undefined>): Promise<RenderedBody> {
     const variant = plus ? 'plus' : 'standard';
     const page = new PageWriter(names, plus, 256 + Math.ceil(take * this.bytesPerVisit[variant] * 1.05), this.pool);
@@ -76,6 +88,6 @@ export class VisitNames {
       const guess = this.bytesPerVisit[variant] * 0.75 + (body.length / page.count) * 0.25;
       this.bytesPerVisit[variant] = Math.min(guess, GUESS_BYTES_PER_VISIT_MAX);
     }
-    return { body, pooled: page.pooled };
+    return { body, pooled: page.pooled, names: names.names };
   }
 }
