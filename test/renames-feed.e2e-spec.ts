@@ -7,6 +7,7 @@ import type { IssuedCredential } from '../src/auth/credentials.service.js';
 import { ClientDataVersions } from '../src/clients/data-versions.js';
 import { ClientsService } from '../src/clients/clients.service.js';
 import { addDays } from '../src/common/clock.js';
+import { VisitNames } from '../src/visits/visit-names.service.js';
 import { issueCredential, tokenFor } from './helpers/auth.js';
 import type { TestApp } from './helpers/test-app.js';
 import { importBranches, type FeedPage as Feed, startVisitsApp, type VisitRecord } from './helpers/visits-fixture.js';
@@ -131,6 +132,26 @@ describe(`a client, brand or branch renamed (${process.env.TEST_DATABASE})`, () 
     } finally {
       lagging.mockRestore();
     }
+  });
+
+  it('answers a 503 to retry, not a page with names of before, while the names keep changing under every reading of it', async () => {
+    const names = t.app.get(VisitNames);
+    const read = names.read.bind(names);
+    let renames = 0;
+    // Each reading of the names finds another client name, as renames one after another would.
+    const changing = jest.spyOn(names, 'read').mockImplementation(async (clientId) => ({ ...(await read(clientId)), clientName: `Renamed ${++renames}` }));
+    try {
+      const res = await get(`/visits/standard/changes?SvcClientId=1001&Take=50&after=${encodeURIComponent(after)}`);
+      expect({ status: res.status, retryAfter: res.headers['retry-after'], detail: (res.body as { detail: string }).detail }).toEqual({
+        status: 503,
+        retryAfter: '1',
+        detail: "The client's names are being changed; retry after the time in Retry-After.",
+      });
+    } finally {
+      changing.mockRestore();
+    }
+    // Once they stop changing, the same token reads on.
+    expect((await get(`/visits/standard/changes?SvcClientId=1001&Take=50&after=${encodeURIComponent(after)}`)).status).toBe(200);
   });
 
   it("brings every visit of a renamed client again, and none of another client's", async () => {

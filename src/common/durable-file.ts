@@ -6,13 +6,13 @@ import { basename, dirname, join } from 'node:path';
  * Writes a file so that it is on the disk, whole, when this resolves: through a temporary file
  * of the same folder (`.<name>.<uuid>.tmp`), synced, renamed over the name, and the folder
  * synced. A power loss or a file-system fault leaves the old file or the new one, never an
- * empty or cut one. A write that fails leaves nothing of itself (no temporary file, no new
- * file) to hold the room.
+ * empty or cut one. A write that fails before the rename leaves no temporary file to hold the
+ * room, and the old file as it was; one whose folder then fails to sync leaves the new file in
+ * its place (the old one is gone by then): a caller that must not keep it removes it.
  */
 export async function writeDurably(path: string, data: string | Uint8Array, mode: number): Promise<void> {
   const folder = dirname(path);
   const temp = join(folder, `.${basename(path)}.${randomUUID()}.tmp`);
-  let renamed = false;
   try {
     const file = await open(temp, 'wx', mode);
     try {
@@ -22,12 +22,11 @@ export async function writeDurably(path: string, data: string | Uint8Array, mode
       await file.close();
     }
     await rename(temp, path);
-    renamed = true;
-    await syncFolder(folder);
   } catch (error) {
-    await rm(renamed ? path : temp, { force: true }).catch(() => undefined);
+    await rm(temp, { force: true }).catch(() => undefined);
     throw error;
   }
+  await syncFolder(folder);
 }
 
 /** Makes a folder's entries durable (a file renamed into it). A file system that cannot sync a folder (EINVAL) keeps them as it does. */

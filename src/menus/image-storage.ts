@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { lstat, mkdir, readdir, readFile, unlink } from 'node:fs/promises';
+import { lstat, mkdir, readdir, readFile, rm, unlink } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { writeDurably } from '../common/durable-file.js';
 import { usableFolder, type AppConfig } from '../config/app-config.js';
@@ -106,15 +106,25 @@ export class FileImageStorage implements ImageStorage {
     return files;
   }
 
-  /** The size of an image's file, or null when the folder does not hold it. */
+  /**
+   * The size of an image's file, or null when the folder does not hold it (or holds something
+   * else than a file under its name). Any other error (EACCES) is thrown: an unreadable file is
+   * not a missing one.
+   */
   async sizeOf(key: string): Promise<number | null> {
-    const stat = await lstat(join(this.dir, this.safeKey({ data: null, storageKey: key }))).catch(() => null);
+    const stat = await lstat(join(this.dir, this.safeKey({ data: null, storageKey: key }))).catch((error: NodeJS.ErrnoException) => {
+      if (error.code === 'ENOENT') return null;
+      throw error;
+    });
     return stat?.isFile() ? stat.size : null;
   }
 
-  /** Whether an image's file holds the bytes of this SHA-256 (false when it cannot be read). */
+  /** Whether an image's file holds the bytes of this SHA-256 (false when it is gone; a file that cannot be read throws). */
   async holds(key: string, sha256: string): Promise<boolean> {
-    const data = await readFile(join(this.dir, this.safeKey({ data: null, storageKey: key }))).catch(() => null);
+    const data = await readFile(join(this.dir, this.safeKey({ data: null, storageKey: key }))).catch((error: NodeJS.ErrnoException) => {
+      if (error.code === 'ENOENT') return null;
+      throw error;
+    });
     return data !== null && createHash('sha256').update(data).digest('hex') === sha256;
   }
 
@@ -130,8 +140,14 @@ export class FileImageStorage implements ImageStorage {
     // power loss after the answer must not leave the row naming an empty or missing file. A
     // write that fails (a full disk) leaves no part of the image to hold the room: no row will
     // name it, since the caller's transaction fails. The temporary file's name is one the
-    // sweep knows (`.<id>.<uuid>.tmp`).
-    await writeDurably(join(this.dir, id), image.data, 0o640);
+    // sweep knows (`.<id>.<uuid>.tmp`); a new file whose folder would not sync goes too.
+    const final = join(this.dir, id);
+    try {
+      await writeDurably(final, image.data, 0o640);
+    } catch (error) {
+      await rm(final, { force: true }).catch(() => undefined);
+      throw error;
+    }
     return { data: null, storageKey: id };
   }
 

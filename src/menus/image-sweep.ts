@@ -91,6 +91,9 @@ export class ImageSweeper {
       else if (bytes !== row.bytes) damaged.push({ name: row.key, bytes, storedBytes: row.bytes, why: 'size' });
       else if (verify && !(await folder.holds(row.key, row.sha256))) damaged.push({ name: row.key, bytes, storedBytes: row.bytes, why: 'content' });
     }
-    return damaged;
+    // An image replaced while its file was looked at (its file removed once the replacement
+    // committed) is no image any more, not a damaged one.
+    const named = await this.repo.storedImageKeys(damaged.map((d) => d.name));
+    return damaged.filter((d) => named.has(d.name));
   }
 }

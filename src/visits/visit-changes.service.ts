@@ -5,12 +5,12 @@ import { positionOf } from '../common/page-token-param.js';
 import { ClientDataVersions } from '../clients/data-versions.js';
 import { AppConfig } from '../config/app-config.js';
 import { changesScope, changesTake, sinceInstant, type ChangesQueryDto } from './dto/changes-query.dto.js';
-import { sameNames, type FeedEnd, type PageWriter } from './visit-json.js';
-import { VisitNames } from './visit-names.service.js';
+import { sameNames, StaleNames, type FeedEnd, type PageWriter } from './visit-json.js';
+import { VisitNames, type RenderedBody } from './visit-names.service.js';
 import { VisitsRepository } from './visits.repository.js';
 import type { VisitsVariant } from './visits.service.js';
 import { holdOf } from '../common/body-pool.js';
-import { ValidationProblem } from '../common/problem.js';
+import { ProblemException, ValidationProblem } from '../common/problem.js';
 
 /**
  * How far before `Since` a feed starts. A write is stamped with the time it took its
@@ -21,6 +21,9 @@ export const SINCE_MARGIN_MS = 5 * 60_000;
 
 /** How many times a feed page is read while renames keep changing the names it shows (see page). */
 const FEED_READS = 5;
+
+/** Why a feed page is not given while the client's names keep changing under it. */
+const NAMES_CHANGING = "The client's names are being changed; retry after the time in Retry-After.";
 
 /** Why a token further on than the feed is refused (see page). */
 export const AFTER_AHEAD_OF_FEED =
@@ -112,12 +115,19 @@ export class VisitChangesService {
     // committed before the rows were read put its visits on the page with the names of before,
     // the token passed them, and a partner's copy kept the old name for good. So the names are
     // read again after the rows, and while they differ the page is read again with them.
-    let rendered = await this.names.render(selection.clientId, version, plus, take, read);
+    // Names that keep changing (renames one after another) get a 503 rather than a page whose
+    // token would pass visits written with names of before.
+    let rendered: RenderedBody | null = await this.names.render(selection.clientId, version, plus, take, read);
     for (let reads = 1; ; reads++) {
       const now = await this.names.read(selection.clientId);
-      if (reads >= FEED_READS || sameNames(rendered.names, now)) return { body: rendered.body, after: next, release: holdOf(rendered.pooled) };
-      holdOf(rendered.pooled)();
-      rendered = await this.names.renderWith(now, plus, take, read);
+      if (rendered && sameNames(rendered.names, now)) return { body: rendered.body, after: next, release: holdOf(rendered.pooled) };
+      if (rendered) holdOf(rendered.pooled)();
+      if (reads >= FEED_READS) throw new ProblemException(503, NAMES_CHANGING, { headers: { 'Retry-After': '1' } });
+      // A visit of a branch added since `now` was read: read the names again (see VisitNames.render).
+      rendered = await this.names.renderWith(now, plus, take, read).catch((error: unknown) => {
+        if (error instanceof StaleNames) return null;
+        throw error;
+      });
     }
   }
 
