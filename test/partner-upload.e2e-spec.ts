@@ -72,7 +72,8 @@ describe(`the partner upload script of the README (${process.env.TEST_DATABASE})
       image,
       imageType: 'image/png',
     });
-    await expect(refused).rejects.toThrow(/^upload failed: 4\d\d \{"title":/);
+    // The status and the problem as the service gave them: the rule the dish broke.
+    await expect(refused).rejects.toThrow(/^upload failed: 400 \{"title":"Bad Request","status":400,.*"errors":\["'menuId' 999 is not a menu of client 1001\."\]\}$/);
   });
 });
 

@@ -112,20 +112,11 @@ export class FileImageStorage implements ImageStorage {
    * not a missing one.
    */
   async sizeOf(key: string): Promise<number | null> {
-    const stat = await lstat(join(this.dir, this.safeKey({ data: null, storageKey: key }))).catch((error: NodeJS.ErrnoException) => {
+    const stat = await lstat(this.fileOf({ data: null, storageKey: key })).catch((error: NodeJS.ErrnoException) => {
       if (error.code === 'ENOENT') return null;
       throw error;
     });
     return stat?.isFile() ? stat.size : null;
-  }
-
-  /** Whether an image's file holds the bytes of this SHA-256 (false when it is gone; a file that cannot be read throws). */
-  async holds(key: string, sha256: string): Promise<boolean> {
-    const data = await readFile(join(this.dir, this.safeKey({ data: null, storageKey: key }))).catch((error: NodeJS.ErrnoException) => {
-      if (error.code === 'ENOENT') return null;
-      throw error;
-    });
-    return data !== null && createHash('sha256').update(data).digest('hex') === sha256;
   }
 
   /** Removes an image or temporary file of the folder by its name (see files). */
@@ -157,7 +148,7 @@ export class FileImageStorage implements ImageStorage {
    */
   async read(stored: StoredBytes): Promise<Buffer> {
     if (stored.data) return stored.data;
-    const file = join(this.dir, this.safeKey(stored));
+    const file = this.fileOf(stored);
     let data: Buffer;
     try {
       data = await readFile(file);
@@ -175,13 +166,14 @@ export class FileImageStorage implements ImageStorage {
   }
 
   async discard(stored: StoredBytes): Promise<void> {
-    if (stored.storageKey) await removeFile(join(this.dir, this.safeKey(stored)));
+    if (stored.storageKey) await removeFile(this.fileOf(stored));
   }
 
-  private safeKey(stored: StoredBytes): string {
+  /** The path of an image's file, its key checked to be one (never a path of its own). */
+  private fileOf(stored: StoredBytes): string {
     const key = stored.storageKey ?? '';
     if (!IMAGE_KEY.test(key)) throw new Error('invalid image storage key');
-    return key;
+    return join(this.dir, key);
   }
 }
 

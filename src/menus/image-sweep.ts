@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { FileImageStorage, type ImageStorage, type StoredFile } from './image-storage.js';
+import { DamagedImageFile, FileImageStorage, type ImageStorage, type StoredFile } from './image-storage.js';
 import { IMAGE_STORAGE, MenusRepository } from './menus.repository.js';
 
 /** What a sweep of the image folder found and did. */
@@ -75,25 +75,34 @@ export class ImageSweeper {
   /**
    * Images whose file is missing or not of the size stored (a restore that left files out, a
    * disk fault), or with `verify` not of the SHA-256 stored either: the service refuses to serve
-   * them (a 500 naming the file). Each is looked at again after the rows were read: an image
-   * committed since the folder was listed has its file, and one replaced meanwhile is no image
-   * any more.
+   * them (a 500 naming the file). Those found are asked for again at the end: an image replaced
+   * meanwhile (its file removed once the replacement committed) is no image any more, and one
+   * committed since the folder was listed has its file when it is looked at.
    */
   private async damaged(folder: FileImageStorage, files: readonly StoredFile[], verify: boolean): Promise<SweepReport['damaged']> {
     const sizes = new Map(files.filter((f) => f.kind === 'image').map((f) => [f.name, f.bytes]));
     const suspects = (await this.repo.storedImageFiles()).filter((row) => verify || sizes.get(row.key) !== row.bytes);
-    if (suspects.length === 0) return [];
-    const still = await this.repo.storedImageKeys(suspects.map((row) => row.key));
     const damaged: SweepReport['damaged'] = [];
-    for (const row of suspects.filter((r) => still.has(r.key)).sort((a, b) => (a.key < b.key ? -1 : 1))) {
+    for (const row of suspects.sort((a, b) => (a.key < b.key ? -1 : 1))) {
       const bytes = await folder.sizeOf(row.key);
-      if (bytes === null) damaged.push({ name: row.key, bytes, storedBytes: row.bytes, why: 'missing' });
-      else if (bytes !== row.bytes) damaged.push({ name: row.key, bytes, storedBytes: row.bytes, why: 'size' });
-      else if (verify && !(await folder.holds(row.key, row.sha256))) damaged.push({ name: row.key, bytes, storedBytes: row.bytes, why: 'content' });
+      const found = { name: row.key, bytes, storedBytes: row.bytes };
+      if (bytes === null) damaged.push({ ...found, why: 'missing' });
+      else if (bytes !== row.bytes) damaged.push({ ...found, why: 'size' });
+      else if (verify && !(await this.holds(folder, row))) damaged.push({ ...found, why: 'content' });
     }
-    // An image replaced while its file was looked at (its file removed once the replacement
-    // committed) is no image any more, not a damaged one.
+    if (damaged.length === 0) return [];
     const named = await this.repo.storedImageKeys(damaged.map((d) => d.name));
     return damaged.filter((d) => named.has(d.name));
+  }
+
+  /** Whether an image's file holds what was stored, checked as the service checks it when it serves the image. */
+  private holds(folder: FileImageStorage, row: { key: string; bytes: number; sha256: string }): Promise<boolean> {
+    return folder.read({ data: null, storageKey: row.key, bytes: row.bytes, sha256: row.sha256 }).then(
+      () => true,
+      (error: unknown) => {
+        if (error instanceof DamagedImageFile) return false;
+        throw error;
+      },
+    );
   }
 }

@@ -65,9 +65,14 @@ interface EntitlementRow {
 const list = (text: string): string[] => text.split(/[\s,]+/).filter(Boolean);
 
 /** How many of the written visits of `clientId` a credential may read. */
+/** Whether a credential may read a client's visits at all: a visits scope, and the client among its own. */
+function readsClientVisits(row: Pick<EntitlementRow, 'scopes' | 'client_ids'>, clientId: number): boolean {
+  return readsVisits(list(row.scopes)) && list(row.client_ids).map(Number).includes(clientId);
+}
+
 function visibleCount(row: EntitlementRow, clientId: number, visits: readonly ChangedVisit[]): number {
   // A credential whose scopes read no visits is told nothing of them, not even how many changed.
-  if (!readsVisits(list(row.scopes)) || !list(row.client_ids).map(Number).includes(clientId)) return 0;
+  if (!readsClientVisits(row, clientId)) return 0;
   const brands = row.brand_ids === null ? null : new Set(list(row.brand_ids).map(Number));
   const types = row.visit_types === null ? null : new Set(list(row.visit_types));
   const visible = (v: { brandId: number | null; visitType: string }): boolean =>
@@ -307,7 +312,7 @@ export class WebhooksRepository {
       secret: String(r.secret),
       previousSecret: (r.previous_secret as string | null) ?? null,
       previousSecretUntil: readTime((r.previous_secret_until as Date | string | null) ?? null),
-      entitled: readsVisits(list(String(r.scopes))) && list(String(r.client_ids)).map(Number).includes(Number(r.client_id)),
+      entitled: readsClientVisits({ scopes: String(r.scopes), client_ids: String(r.client_ids) }, Number(r.client_id)),
     }));
   }
 
