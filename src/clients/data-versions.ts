@@ -4,6 +4,7 @@ import { growingLru } from '../common/growing-lru.js';
 import pg from 'pg';
 import type { DataSource } from 'typeorm';
 import { AppConfig } from '../config/app-config.js';
+import { postgresConnection } from '../database/postgres-session.js';
 import { dataVersionCommits } from '../database/transaction.js';
 
 /** The channel the database announces data version changes on (migration NotifyDataVersion). */
@@ -117,14 +118,15 @@ export class ClientDataVersions implements OnApplicationShutdown {
 
   private async listen(): Promise<void> {
     if (this.stopped) return;
+    const connection = postgresConnection(this.config);
     const client = new pg.Client({
-      connectionString: this.config.DATABASE_URL,
+      connectionString: connection.url,
       // Named with its schema, so that an operator (or a test) can tell the listeners of two schemas apart.
       application_name: `results-service versions ${this.config.DATABASE_SCHEMA}`.slice(0, 63),
       keepAlive: true,
       connectionTimeoutMillis: CHECK_TIMEOUT_MS,
-      // The same search path as the service's own connections (see dataSourceOptions).
-      options: `-c search_path=${this.config.DATABASE_SCHEMA}`,
+      // The same search path and settings as the service's own connections.
+      options: connection.options,
     });
     this.client = client;
     client.on('error', (error) => this.lost(client, error));

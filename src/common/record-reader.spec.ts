@@ -84,6 +84,15 @@ describe('RecordReader', () => {
     expect(r.errors).toEqual(impossible.map((s, i) => `'at${given.length + i}' must be an ISO 8601 date-time with a zone (2026-11-01T12:25:00Z), a day and time that exist: '${s}'.`));
   });
 
+  it('takes an instant only within the years 0001 to 9999 in UTC, which its zone may take a day as written past', () => {
+    const given = ['9999-12-31T23:59:59Z', '9999-12-31T09:59:59-14:00', '0001-01-01T00:00:00Z', '0001-01-01T13:59:59-14:00'];
+    const outside = ['9999-12-31T23:59:59-14:00', '9999-12-31T10:00:00-14:00', '0001-01-01T00:00:00+14:00', '0001-01-01T00:59:59+01:00'];
+    const r = new RecordReader(Object.fromEntries([...given, ...outside].map((s, i) => [`at${i}`, s])));
+    const read = [...given, ...outside].map((_s, i) => r.instant(`at${i}`)?.toISOString() ?? null);
+    expect(read).toEqual(['9999-12-31T23:59:59.000Z', '9999-12-31T23:59:59.000Z', '0001-01-01T00:00:00.000Z', '0001-01-02T03:59:59.000Z', null, null, null, null]);
+    expect(r.errors).toEqual(outside.map((s, i) => `'at${given.length + i}' must be an instant in the years 0001 to 9999 in UTC: '${s}'.`));
+  });
+
   it('quotes a value that is no text as JSON, and names a nested value that is no object by its place', () => {
     const r = new RecordReader({ order: { a: 1 }, score: [1, 2], visitId: true, sections: [7] });
     expect([r.int('order'), r.number('score'), r.int('visitId')]).toEqual([null, null, null]);

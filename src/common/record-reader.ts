@@ -270,6 +270,14 @@ export class RecordReader {
       this.errors.push(`${this.name(field)} must be an ISO 8601 date-time with a zone (2026-11-01T12:25:00Z), a day and time that exist: '${s}'.`);
       return null;
     }
+    // The instant itself within the years every database keeps (the day as written is, but its
+    // zone may take it past them: 9999-12-31T23:59:59-14:00 is in the year 10000, which SQLite
+    // kept as the year 0000 while PostgreSQL kept 10000).
+    const year = d.getUTCFullYear();
+    if (year < 1 || year > 9999) {
+      this.errors.push(`${this.name(field)} must be an instant in the years 0001 to 9999 in UTC: '${s}'.`);
+      return null;
+    }
     return d;
   }
 

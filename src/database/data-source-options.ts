@@ -5,6 +5,7 @@ import type { DataSourceOptions } from 'typeorm';
 import { ConfigError, usableFolder, type AppConfig } from '../config/app-config.js';
 import { ENTITIES } from './entities.js';
 import { POSTGRES_MIGRATIONS, SQLITE_MIGRATIONS } from './migrations/index.js';
+import { postgresConnection } from './postgres-session.js';
 
 export const SQLITE_FILE = 'results.sqlite';
 
@@ -58,9 +59,10 @@ function openable(file: string): void {
  */
 export function dataSourceOptions(config: AppConfig): DataSourceOptions {
   if (config.DATABASE_URL) {
+    const connection = postgresConnection(config);
     return {
       type: 'postgres',
-      url: config.DATABASE_URL,
+      url: connection.url,
       schema: config.DATABASE_SCHEMA,
       entities: ENTITIES,
       migrations: POSTGRES_MIGRATIONS,
@@ -71,8 +73,9 @@ export function dataSourceOptions(config: AppConfig): DataSourceOptions {
       connectTimeoutMS: Math.min(5000, config.DATABASE_QUERY_TIMEOUT_MS),
       extra: {
         query_timeout: config.DATABASE_QUERY_TIMEOUT_MS,
-        // Unqualified names in migrations resolve to the configured schema.
-        options: `-c search_path=${config.DATABASE_SCHEMA}`,
+        // Unqualified names in migrations resolve to the configured schema; the session settings
+        // node-postgres reads values under (see postgresConnection).
+        options: connection.options,
         // A statement that runs longer than this is cancelled instead of holding a request.
         statement_timeout: config.DATABASE_QUERY_TIMEOUT_MS,
         idle_in_transaction_session_timeout: 30000,

@@ -2,8 +2,9 @@ import { mkdir, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { DataSource, type Migration } from 'typeorm';
-import type { AppConfig } from '../config/app-config.js';
+import { ConfigError, type AppConfig } from '../config/app-config.js';
 import { dataSourceOptions } from './data-source-options.js';
+import { postgresConnection } from './postgres-session.js';
 import { SUPERSEDED_MIGRATIONS } from './migrations/earlier-form.js';
 
 /** A data source for migration commands: never runs migrations by itself. */
@@ -110,14 +111,17 @@ export const quoteIdentifier = (name: string): string => `"${name.replace(/"/g, 
  */
 export async function prepareSchema(config: AppConfig, create = config.MIGRATIONS_RUN): Promise<'found' | 'made'> {
   if (!config.DATABASE_URL) return 'found';
+  const connection = postgresConnection(config);
   const db = new DataSource({
     type: 'postgres',
-    url: config.DATABASE_URL,
+    url: connection.url,
     applicationName: 'results-service',
     connectTimeoutMS: Math.min(5000, config.DATABASE_QUERY_TIMEOUT_MS),
+    extra: { options: connection.options },
   });
   await db.initialize();
   try {
+    await refuseOtherEncodings(db);
     // Looked up first: CREATE SCHEMA IF NOT EXISTS needs the CREATE privilege even when the schema exists.
     const found = await db.query<unknown[]>('SELECT 1 FROM pg_namespace WHERE nspname = $1', [config.DATABASE_SCHEMA]);
     if (found.length > 0) return 'found';
@@ -132,6 +136,20 @@ export async function prepareSchema(config: AppConfig, create = config.MIGRATION
     return 'made';
   } finally {
     await db.destroy();
+  }
+}
+
+/**
+ * A database whose encoding is not UTF8 stops the start: text is kept as partners send it,
+ * and a LATIN1 (or SQL_ASCII) database refused a dish name in Greek with a 500, or took the
+ * bytes without checking them.
+ */
+async function refuseOtherEncodings(db: DataSource): Promise<void> {
+  const [row] = await db.query<{ server_encoding: string }[]>('SHOW server_encoding');
+  if (row?.server_encoding !== 'UTF8') {
+    throw new ConfigError([
+      `DATABASE_URL names a database whose encoding is ${row?.server_encoding ?? 'unknown'}; the service keeps text as UTF-8 and needs a database created with ENCODING 'UTF8'`,
+    ]);
   }
 }
 
