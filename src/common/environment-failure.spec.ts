@@ -11,6 +11,12 @@ describe('environmentFailure', () => {
     }
   });
 
+  it('says in one line that the database offers no TLS where sslmode asks for it (prefer too, in node-postgres)', () => {
+    expect(environmentFailure(new Error('The server does not support SSL connections'))).toBe(
+      "the database cannot be used: it does not offer TLS, which DATABASE_URL's sslmode asks for (node-postgres takes prefer as require); use sslmode=disable for a plain connection",
+    );
+  });
+
   it('names the database, a port held by another process and a folder; nothing else', () => {
     expect(environmentFailure(failure('connect ECONNREFUSED 127.0.0.1:1', { code: 'ECONNREFUSED' }))).toBe('the database cannot be used: connect ECONNREFUSED 127.0.0.1:1');
     expect(environmentFailure(failure('listen EADDRINUSE: address already in use 0.0.0.0:9464', { code: 'EADDRINUSE', syscall: 'listen' }))).toBe(

@@ -37,6 +37,11 @@ export function environmentFailure(error: unknown): string | undefined {
   if (cause === 'disk-full') return `no room left on the disk: ${e.message}`;
   const code = String(e.code ?? e.driverError?.code);
   if (cause === 'database' || CONNECTION_REFUSED_CODES.has(code) || SQLITE_FILE_CODES.test(code)) return `the database cannot be used: ${e.message}`;
+  // node-postgres asks for TLS under every sslmode but disable (prefer included: it never falls
+  // back to a plain connection), and says so in this error, which has no code.
+  if (e.message === 'The server does not support SSL connections') {
+    return `the database cannot be used: it does not offer TLS, which DATABASE_URL's sslmode asks for (node-postgres takes prefer as require); use sslmode=disable for a plain connection`;
+  }
   if (CERTIFICATE_CODES.has(String(e.code))) {
     return `the database cannot be used: its TLS certificate is not trusted (${e.message}); give its CA with sslrootcert=<file> in DATABASE_URL (deploy/README.md)`;
   }

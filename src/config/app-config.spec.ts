@@ -121,6 +121,15 @@ describe('loadConfig', () => {
     expect(problem).not.toContain('s3cret');
   });
 
+  it("refuses a DATABASE_URL whose sslmode node-postgres does not know, naming it and not the URL", () => {
+    expect(problemsOf({ DATABASE_URL: 'postgres://u:pw1@db.example/results?sslmode=bogus' })).toEqual([
+      'DATABASE_URL\'s sslmode="bogus": expected one of disable, prefer, require, verify-ca, verify-full, no-verify',
+    ]);
+    for (const mode of ['disable', 'prefer', 'require', 'verify-ca', 'verify-full', 'no-verify']) {
+      expect(loadConfig({ DATABASE_URL: `postgres://u:pw1@db.example/results?sslmode=${mode}` }).DATABASE_URL).toContain(`sslmode=${mode}`);
+    }
+  });
+
   it('refuses URLs a client library cannot read, and a public address with a password, showing neither', () => {
     for (const [name, value] of [
       ['DATABASE_URL', 'postgres://u:pw1@127.0.0.1:notaport/db'],

@@ -334,6 +334,15 @@ function describe(errors: ValidationError[], env: Record<string, string | undefi
  * Reads and validates the environment. Empty strings count as unset, so that a blank
  * line in a manifest falls back to the default instead of failing obscurely.
  */
+/** The sslmode values node-postgres reads in a connection URL. */
+const SSL_MODES = new Set(['disable', 'prefer', 'require', 'verify-ca', 'verify-full', 'no-verify']);
+
+/** The sslmode a PostgreSQL URL names; undefined for none (or a URL the URL check refuses). */
+function postgresSslMode(url: string | undefined): string | undefined {
+  if (url === undefined || !URL.canParse(url)) return undefined;
+  return new URL(url).searchParams.get('sslmode') ?? undefined;
+}
+
 export function loadConfig(env: Record<string, string | undefined> = process.env): AppConfig {
   const raw: Record<string, unknown> = {};
   for (const key of SETTINGS) {
@@ -347,6 +356,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     problems.push(
       `RESULTS_TIMEZONE=${JSON.stringify(env.RESULTS_TIMEZONE ?? '')}: expected an IANA time zone name such as Europe/London`,
     );
+  }
+  // node-postgres passes over an sslmode it does not know, and the start then failed on TLS with a stack.
+  const sslmode = postgresSslMode(config.DATABASE_URL);
+  if (sslmode !== undefined && !SSL_MODES.has(sslmode)) {
+    problems.push(`DATABASE_URL's sslmode=${JSON.stringify(sslmode)}: expected one of ${[...SSL_MODES].join(', ')}`);
   }
   // The file would be passed over without a word, and the keys an operator mounted in it never used.
   if (raw.JWT_SIGNING_KEYS !== undefined && raw.JWT_SIGNING_KEYS_FILE !== undefined) {
