@@ -1,13 +1,11 @@
 import 'reflect-metadata';
-import { ServerResponse, type IncomingMessage, type Server } from 'node:http';
-import type { Socket } from 'node:net';
+import type { Server } from 'node:http';
 import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { AppModule } from './app.module.js';
 import { BodyPool } from './common/body-pool.js';
-import { lingerAfterResponse } from './common/body-drain.js';
 import { environmentFailure } from './common/environment-failure.js';
-import { closeConnectionsWithoutRequest, closeIdleConnections, openConnections } from './common/idle-connections.js';
+import { drainConnections, openConnections } from './common/idle-connections.js';
 import { startIdleCollector } from './common/idle-collector.js';
 import { listen } from './common/listen.js';
 import { AppConfig, BUILT_IN_API_KEY_HASH_KEY, ConfigError, loadConfig } from './config/app-config.js';
@@ -70,35 +68,12 @@ async function bootstrap(): Promise<void> {
   const stop = async (signal: string): Promise<void> => {
     if (stopping) return;
     stopping = true;
+    const started = Date.now();
+    const graceEnds = started + config.SHUTDOWN_GRACE_SECONDS * 1000;
     logger.log(`${signal}: draining for up to ${config.SHUTDOWN_GRACE_SECONDS} s`);
     app.get(LifecycleService).shuttingDown = true;
     const server = app.getHttpServer() as Server;
-    const drained = new Promise<void>((resolve) => server.close(() => resolve()));
-    // The connections that carry no request go now: idle kept-alive ones, and those Node counts
-    // busy, whom the grace period would wait for (one that has not sent a byte, as a proxy opens
-    // ahead of need, or only part of a request's head).
-    closeConnectionsWithoutRequest(connections);
-    // A request that still comes on a kept-alive connection is answered with Connection: close,
-    // and its connection ends after the answer instead of at the end of the grace period.
-    server.prependListener('request', (_req: IncomingMessage, res: ServerResponse) => {
-      res.shouldKeepAlive = false;
-    });
-    // So is one under way (an upload still coming): its answer, when it has not begun, says
-    // Connection: close; one already on its way (a large page) leaves its connection idle once
-    // written, and an idle connection is closed then, not at the end of the grace period.
-    for (const socket of connections) {
-      const res = (socket as Socket & { _httpMessage?: unknown })._httpMessage;
-      if (!(res instanceof ServerResponse)) continue;
-      if (!res.headersSent) {
-        res.shouldKeepAlive = false;
-        // A body still coming when its answer is written (a request refused before its body was
-        // read) is read and dropped while the connection closes, so the client gets the answer
-        // rather than a reset.
-        const req = (res as ServerResponse & { req?: IncomingMessage }).req;
-        if (req && !req.complete) lingerAfterResponse(req, SHUTDOWN_LINGER_MS, { readNow: false });
-      }
-      res.once('finish', () => setImmediate(() => closeIdleConnections(server, connections)));
-    }
+    const drained = drainConnections(server, connections, SHUTDOWN_LINGER_MS);
     const deadline = setTimeout(() => {
       logger.warn('grace period over: closing the remaining connections');
       server.closeAllConnections();
@@ -109,7 +84,18 @@ async function bootstrap(): Promise<void> {
     await allRequestsLogged(1000);
     idleCollector?.stop();
     metrics?.close();
-    await app.close();
+    // Closing the application waits for what its modules still do (the webhook poller's query, the
+    // database pool): a database that stopped answering held it for DATABASE_QUERY_TIMEOUT_MS,
+    // past the grace period and into the orchestrator's kill. It has until the grace period ends,
+    // and at least CLOSE_MIN_MS.
+    const closeBy = Math.max(graceEnds, Date.now() + CLOSE_MIN_MS);
+    let closeTimer: NodeJS.Timeout | undefined;
+    const closed = await Promise.race([
+      app.close().then(() => true),
+      new Promise<false>((resolve) => (closeTimer = setTimeout(() => resolve(false), closeBy - Date.now()))),
+    ]);
+    clearTimeout(closeTimer);
+    if (!closed) logger.warn(`the application did not close within ${Math.round((closeBy - started) / 1000)} s of ${signal}: exiting without waiting for it`);
     process.exit(0);
   };
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
@@ -123,8 +109,14 @@ async function bootstrap(): Promise<void> {
   await app.get(DemoService).announce(url);
 }
 
-/** How long a connection closed at shutdown with a request body still coming stays half-open for the client to read its answer. */
+/**
+ * How long a connection closed at shutdown with a request body still coming stays half-open for
+ * the client to read its answer, and how long one whose answer said keep-alive waits for the
+ * client's next request (see drainConnections).
+ */
 const SHUTDOWN_LINGER_MS = 2000;
+/** The least time closing the application has after the drain, however late in the grace period it ended. */
+const CLOSE_MIN_MS = 5000;
 
 bootstrap().catch((error: unknown) => {
   // A setting found wrong once the application starts (the signing keys): as a wrong value at load.

@@ -1,6 +1,6 @@
 import { createServer, type Server, type ServerResponse } from 'node:http';
 import { connect, type AddressInfo, type Socket } from 'node:net';
-import { closeConnectionsWithoutRequest, closeIdleConnections, openConnections } from './idle-connections.js';
+import { closeConnectionsWithoutRequest, drainConnections, openConnections } from './idle-connections.js';
 
 /** Larger than what the kernel's buffers of a loopback connection hold: most of it stays in the process while the reader is paused. */
 const BODY_BYTES = 48 * 1024 * 1024;
@@ -9,7 +9,7 @@ async function until(condition: () => boolean): Promise<void> {
   while (!condition()) await new Promise((resolve) => setTimeout(resolve, 5));
 }
 
-describe('closeIdleConnections at shutdown', () => {
+describe('draining the connections at shutdown', () => {
   let server: Server;
   let connections: ReadonlySet<Socket>;
   let answer: ServerResponse | undefined;
@@ -25,47 +25,89 @@ describe('closeIdleConnections at shutdown', () => {
   });
   afterEach(async () => {
     server.closeAllConnections();
-    await new Promise((resolve) => server.close(resolve));
+    if (server.listening) await new Promise((resolve) => server.close(resolve));
   });
 
-  /** A client that asks for the body and reads none of it until told; gives what it received once the connection ended. */
-  function slowReader(): { resume: () => void; received: Promise<{ head: string; bodyBytes: number }> } {
+  /**
+   * A client that asks for the body and reads none of it until told; `next` sends another
+   * request the moment the first answer has come whole, as a client keeping the connection
+   * alive does. Gives the answers' heads and body sizes once the connection ended.
+   */
+  function slowReader(next = false): { resume: () => void; received: Promise<{ heads: string[]; bodyBytes: number[] }> } {
     const socket = connect((server.address() as AddressInfo).port, '127.0.0.1');
+    socket.on('error', () => undefined);
     socket.pause();
-    socket.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n');
+    const request = 'GET / HTTP/1.1\r\nHost: x\r\n\r\n';
+    socket.write(request);
     const chunks: Buffer[] = [];
-    socket.on('data', (chunk: Buffer) => chunks.push(chunk));
-    const received = new Promise<{ head: string; bodyBytes: number }>((resolve) => {
+    let bytes = 0;
+    let sent = false;
+    socket.on('data', (chunk: Buffer) => {
+      chunks.push(chunk);
+      bytes += chunk.length;
+      if (!next || sent) return;
+      const head = Buffer.concat(chunks.slice(0, 4)).indexOf('\r\n\r\n');
+      if (head >= 0 && bytes >= head + 4 + BODY_BYTES) {
+        sent = true;
+        socket.write(request);
+      }
+    });
+    const received = new Promise<{ heads: string[]; bodyBytes: number[] }>((resolve) => {
       socket.on('close', () => {
         const all = Buffer.concat(chunks);
-        const end = all.indexOf('\r\n\r\n');
-        resolve({ head: all.subarray(0, end).toString('latin1'), bodyBytes: all.length - end - 4 });
+        const heads: string[] = [];
+        const bodyBytes: number[] = [];
+        for (let at = 0; at < all.length; ) {
+          const end = all.indexOf('\r\n\r\n', at);
+          if (end < 0) break;
+          heads.push(all.subarray(at, end).toString('latin1'));
+          const body = Math.min(BODY_BYTES, all.length - end - 4);
+          bodyBytes.push(body);
+          at = end + 4 + body;
+        }
+        resolve({ heads, bodyBytes });
       });
     });
     return { resume: () => socket.resume(), received };
   }
 
-  it('leaves a connection whose ended answer is still being written to finish, and closes it once written', async () => {
+  it('lets an ended answer still being written finish, then closes its connection', async () => {
     const reader = slowReader();
     await until(() => answer !== undefined && answer.finished);
     expect(answer!.writableFinished).toBe(false);
-    closeIdleConnections(server, connections);
+    const drained = drainConnections(server, connections, 1000);
     expect([...connections].map((socket) => socket.destroyed)).toEqual([false]);
-    answer!.once('finish', () => setImmediate(() => closeIdleConnections(server, connections)));
     reader.resume();
-    const { head, bodyBytes } = await reader.received;
-    expect(head).toMatch(new RegExp(`^HTTP/1\\.1 200 OK\\r\\n[\\s\\S]*Content-Length: ${BODY_BYTES}`));
-    expect(bodyBytes).toBe(BODY_BYTES);
+    const { heads, bodyBytes } = await reader.received;
+    expect(heads).toHaveLength(1);
+    expect(heads[0]).toMatch(new RegExp(`^HTTP/1\\.1 200 OK\\r\\n[\\s\\S]*Content-Length: ${BODY_BYTES}`));
+    expect(bodyBytes).toEqual([BODY_BYTES]);
+    await drained;
     await until(() => connections.size === 0);
   });
 
-  it("is needed: Node's own closeIdleConnections cuts such an answer off", async () => {
+  it("is needed: Node's own close() cuts such an answer off", async () => {
     const reader = slowReader();
     await until(() => answer !== undefined && answer.finished);
     expect(answer!.writableFinished).toBe(false);
-    server.closeIdleConnections();
+    server.close();
     reader.resume();
-    expect((await reader.received).bodyBytes).toBeLessThan(BODY_BYTES);
+    const { bodyBytes } = await reader.received;
+    expect(bodyBytes[0]).toBeLessThan(BODY_BYTES);
+  });
+
+  it('answers, with Connection: close, the next request of a client whose answer said keep-alive, rather than resetting it', async () => {
+    const reader = slowReader(true);
+    await until(() => answer !== undefined && answer.finished);
+    const drained = drainConnections(server, connections, 1000);
+    reader.resume();
+    const { heads, bodyBytes } = await reader.received;
+    expect(heads).toHaveLength(2);
+    expect(heads[0]).toMatch(/^HTTP\/1\.1 200 OK\r\n[\s\S]*Connection: keep-alive/);
+    expect(heads[1]).toMatch(/^HTTP\/1\.1 200 OK\r\n[\s\S]*Connection: close/);
+    expect(bodyBytes).toEqual([BODY_BYTES, BODY_BYTES]);
+    await drained;
+    await until(() => connections.size === 0);
   });
 
   it('closes a kept-alive connection with nothing in flight at once', async () => {
@@ -73,10 +115,11 @@ describe('closeIdleConnections at shutdown', () => {
     reader.resume();
     await until(() => answer !== undefined && answer.writableFinished);
     await until(() => [...connections].every((socket) => !(socket as Socket & { _httpMessage?: unknown })._httpMessage));
-    closeIdleConnections(server, connections);
+    const drained = drainConnections(server, connections, 60_000);
+    expect([...connections].map((socket) => socket.destroyed)).toEqual([true]);
     const { bodyBytes } = await reader.received;
-    expect(bodyBytes).toBe(BODY_BYTES);
-    await until(() => connections.size === 0);
+    expect(bodyBytes).toEqual([BODY_BYTES]);
+    await drained;
   });
 });
 

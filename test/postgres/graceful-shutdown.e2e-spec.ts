@@ -77,3 +77,48 @@ describe('graceful shutdown (postgres, a slow database through a TCP proxy)', ()
     expect(service.output()).toMatch(/SIGTERM: draining for up to 20 s/);
   });
 });
+
+/**
+ * A database that stops answering during a rolling update: closing the application waits for
+ * its queries (the webhook poller's), which would hold the process for DATABASE_QUERY_TIMEOUT_MS,
+ * past the orchestrator's kill. It exits once the grace period is over (and CLOSE_MIN_MS).
+ */
+describe('shutdown while the database does not answer (postgres, through a TCP proxy)', () => {
+  const { env, drop } = isolatedConfig();
+  let proxy: TcpProxy;
+  let service: ServiceProcess;
+
+  beforeAll(async () => {
+    await cliJson(['migrations', 'run'], env);
+    proxy = new TcpProxy({ host: PG.hostname, port: Number(PG.port || 5432) }, await freePort());
+    await proxy.start();
+    const viaProxy = new URL(PG.toString());
+    viaProxy.port = String(proxy.port);
+    service = await startService({
+      ...env,
+      DATABASE_URL: viaProxy.toString(),
+      MIGRATIONS_RUN: 'false',
+      SHUTDOWN_GRACE_SECONDS: '1',
+      DATABASE_QUERY_TIMEOUT_MS: '90000',
+      WEBHOOKS_POLL_MS: '50',
+      LOG_LEVEL: 'info',
+    });
+  });
+  afterAll(async () => {
+    await service.stop('SIGKILL');
+    await proxy.stop();
+    await drop();
+  });
+
+  it('exits 0 without waiting for the query, saying so', async () => {
+    // Every answer of the database now comes after the test's end: the poller's next query hangs.
+    proxy.delayMs = 600_000;
+    await proxy.answerHeldBack();
+    const started = Date.now();
+    const code = await service.stop('SIGTERM');
+    expect(code).toBe(0);
+    expect(service.output()).toMatch(/the application did not close within 5 s of SIGTERM: exiting without waiting for it/);
+    // Long before the query's own timeout (90 s) would have let the application close.
+    expect(Date.now() - started).toBeLessThan(60_000);
+  });
+});
