@@ -157,7 +157,7 @@ export function setupApp(app: INestApplication): NestExpressApplication {
     express.getHttpServer(),
     TOKEN_PATH,
     (fields, message, status) => {
-      logger.warnFields(fields, message);
+      logger.infoFields(fields, message);
       refused.inc({ status: String(status) });
     },
     lanes.cors,

@@ -13,9 +13,13 @@ const STACK = /\n\s*at /;
 export class AppLogger implements LoggerService {
   constructor(private readonly root: Logger) {}
 
-  /** A warning as a JSON line of its own fields (a request answered before the application). */
-  warnFields(fields: object, message: string): void {
-    this.root.warn(fields, message);
+  /**
+   * A line of its own fields at `info` (a request answered before the application): the
+   * client's error, logged as the application's 4xx request lines are. At `warn`, every scanner's
+   * malformed request filled the stream an operator watches for the service's own trouble.
+   */
+  infoFields(fields: object, message: string): void {
+    this.root.info(fields, message);
   }
 
   verbose(message: unknown, ...params: unknown[]): void {

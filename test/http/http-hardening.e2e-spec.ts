@@ -61,7 +61,7 @@ describe(`HTTP hardening (${process.env.TEST_DATABASE})`, () => {
     ["a '#' in a query value", 'GET /visits/standard?Take=1#frag HTTP/1.1\r\nHost: x\r\n\r\n', 400, "The request target holds '#', which a request does not carry: leave the fragment out, and send '#' in a value as %23."],
     ['a second Host after 2000 other headers', `GET /health/live HTTP/1.1\r\nHost: a\r\n${'a: 1\r\n'.repeat(2000)}Host: b\r\n\r\n`, 400, 'The request has more than one Host header; it must have one.'],
   ])('answers what the HTTP parser refuses (%s) with a problem document, and closes', async (_what, raw, status, detail) => {
-    const logged = jest.spyOn(t.app.get(AppLogger), 'warnFields');
+    const logged = jest.spyOn(t.app.get(AppLogger), 'infoFields');
     const answer = await rawExchange(raw);
     // Nothing pipelined after the refused request is answered; a request before it is, and
     // first: a client matches answers to its requests by their order (RFC 9112 §9.3.2).
