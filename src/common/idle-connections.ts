@@ -71,7 +71,7 @@ export function drainConnections(server: Server, connections: ReadonlySet<Socket
 }
 
 /**
- * Closes the connections that carry no request: idle kept-alive ones (as closeIdleConnections
+ * Closes the connections that carry no request: idle kept-alive ones (as Node's closeIdleConnections
  * does), none read yet (a proxy's connection opened ahead of need) and one whose head has only
  * begun to arrive. Node counts the last two busy, so the shutdown would wait the whole grace
  * period for them. A request whose head has come (being answered, its body read, or its ended
