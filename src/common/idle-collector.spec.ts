@@ -88,6 +88,52 @@ describe('IdleCollector', () => {
     expect(p.collections).toBe(2);
   });
 
+  it('returns buffers that were live at the last collection once they die, though the figure never rises above it', () => {
+    const p = probe();
+    const collector = new IdleCollector(p, 16 * MB);
+    // Uploads in flight (440 MB) and some dead pages while the process is quiet: collected, the uploads live on.
+    p.live += 440 * MB;
+    p.garbage = 20 * MB;
+    expect(collector.check()).toBe(true);
+    expect([p.collections, p.bufferBytes()]).toEqual([1, 450 * MB]);
+    // The uploads are aborted: their buffers die, the figure stays where the collection left it.
+    p.live -= 440 * MB;
+    p.garbage = 440 * MB;
+    let checks = 0;
+    while (p.collections === 1 && checks < 100) {
+      collector.check();
+      checks++;
+    }
+    expect({ collections: p.collections, checks, bytes: p.bufferBytes() }).toEqual({ collections: 2, checks: 2, bytes: 10 * MB });
+    // Back at the floor: nothing more to look for.
+    for (let i = 0; i < 50; i++) expect(collector.check()).toBe(false);
+  });
+
+  it('looks again at memory that stays held less and less often, at most every 12 quiet checks, and never while busy', () => {
+    const p = probe();
+    const collector = new IdleCollector(p, 16 * MB);
+    // A cache of 30 MB that stays, filled with 20 MB of dead pages.
+    p.live += 30 * MB;
+    p.garbage = 20 * MB;
+    expect(collector.check()).toBe(true);
+    const at: number[] = [];
+    for (let i = 1; i <= 60; i++) if (collector.check()) at.push(i);
+    expect(at).toEqual([2, 6, 14, 26, 38, 50]);
+    // Busy checks do not count: 10 of the 12 quiet ones had passed, 2 are left.
+    p.busy = 0.5;
+    for (let i = 0; i < 50; i++) expect(collector.check()).toBe(false);
+    p.busy = 0;
+    const later: number[] = [];
+    for (let i = 1; i <= 12; i++) if (collector.check()) later.push(i);
+    expect(later).toEqual([2]);
+    // The cache is dropped: the next of those collections, 2 checks on, frees it, and back at the floor none follows.
+    p.live -= 30 * MB;
+    p.garbage = 30 * MB;
+    const after: number[] = [];
+    for (let i = 1; i <= 12; i++) if (collector.check()) after.push(i);
+    expect({ after, bytes: p.bufferBytes() }).toEqual({ after: [2], bytes: 10 * MB });
+  });
+
   it("uses V8's full collection, which frees buffers no longer reachable", async () => {
     const collect = fullCollection();
     // A buffer no longer reachable once this returns, watched by a weak reference to its memory:

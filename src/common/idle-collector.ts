@@ -20,6 +20,11 @@ const QUIET_SHARE = 0.05;
 /** Buffer memory grown since the last collection that is worth one: a few dozen dead 100-visit pages, or four of 1,000. */
 export const IDLE_COLLECT_BYTES = 16 * 1024 * 1024;
 
+/** Quiet checks before the first collection run only to see whether memory held since the last one is still live. */
+const FIRST_RECHECK = 2;
+/** Quiet checks between such collections at most (a minute at the default IDLE_GC_SECONDS). */
+const LAST_RECHECK = 12;
+
 /**
  * Runs a full garbage collection when the process has gone quiet with more buffer memory than
  * after the last one. Page bodies (hundreds of KB to megabytes each) live outside V8's heap;
@@ -29,10 +34,23 @@ export const IDLE_COLLECT_BYTES = 16 * 1024 * 1024;
  * 169 MB of RSS where a full collection left 126 MB (README "Performance"). A collection
  * holds the event loop for up to about 100 ms (a heap of 64 MB of small objects took 100 to
  * 145 ms on a busy 2-core machine), so it only runs when the process is quiet.
+ *
+ * What a collection leaves may be live only for a while: uploads or pages in flight while it
+ * ran (hundreds of MB) die once their requests end, and since the figure does not fall until
+ * the next collection, growth over it would never show. So while memory after the last
+ * collection stays a threshold above the least ever seen, the process collects again when
+ * quiet, after 2 checks, then 4, 8, at most 12 while nothing is freed: a cache that stays
+ * costs one collection a minute of quiet, dead buffers are returned within that.
  */
 export class IdleCollector {
   /** Buffer memory after the last collection (or at start): what counts as held. */
   private baseline: number;
+  /** The least buffer memory seen: what the process holds with nothing in flight, or less. */
+  private floor: number;
+  /** Quiet checks between collections run only because memory is held above the floor. */
+  private recheckEvery = FIRST_RECHECK;
+  /** Quiet checks left until the next of them. */
+  private recheckIn = FIRST_RECHECK;
 
   constructor(
     private readonly probe: IdleCollectorProbe,
@@ -40,9 +58,10 @@ export class IdleCollector {
     private readonly thresholdBytes: number,
   ) {
     this.baseline = probe.bufferBytes();
+    this.floor = this.baseline;
   }
 
-  /** Called at every interval: collects when the interval was quiet and buffers grew; true when it did. */
+  /** Called at every interval: collects when the interval was quiet and buffers grew, or memory stays held; true when it did. */
   check(): boolean {
     if (this.probe.busyShare() >= QUIET_SHARE) return false;
     // Buffers let go are counted until they are collected, as held: they count as grown.
@@ -50,9 +69,17 @@ export class IdleCollector {
     const bytes = this.probe.bufferBytes();
     // Buffers freed meanwhile (by V8's own collections) lower what counts as held.
     if (bytes < this.baseline) this.baseline = bytes;
-    if (bytes - this.baseline + letGo < this.thresholdBytes) return false;
+    if (bytes < this.floor) this.floor = bytes;
+    const grown = bytes - this.baseline + letGo >= this.thresholdBytes;
+    const held = this.baseline - this.floor >= this.thresholdBytes;
+    if (!grown && !(held && --this.recheckIn <= 0)) return false;
     this.probe.collect();
-    this.baseline = this.probe.bufferBytes();
+    const after = this.probe.bufferBytes();
+    // Memory held and nothing freed: it is likely to stay, so look again later each time.
+    this.recheckEvery = !grown && bytes - after < this.thresholdBytes ? Math.min(LAST_RECHECK, this.recheckEvery * 2) : FIRST_RECHECK;
+    this.recheckIn = this.recheckEvery;
+    this.baseline = after;
+    this.floor = Math.min(this.floor, after);
     return true;
   }
 }
