@@ -35,13 +35,39 @@ describe('LocalCounter', () => {
   });
 
   it('keeps at most its capacity of keys, whatever a caller makes up', () => {
-    const small = new LocalCounter(() => now, 100);
-    for (let i = 0; i < 10_000; i++) small.increment(`made-up-${i}`, 60_000, 10);
-    expect(small.size).toBe(100);
+    // 100 keys of 10 characters, each weighed at 100 bytes and its length.
+    const small = new LocalCounter(() => now, 100 * 110);
+    for (let i = 0; i < 10_000; i++) small.increment(`made-${String(i).padStart(5, '0')}`, 60_000, 10);
+    expect([small.size, small.bytes]).toEqual([100, 100 * 110]);
     // A key over its limit stays blocked while other keys come and go within the capacity.
     for (let i = 0; i < 11; i++) small.increment('partner', 60_000, 10);
     for (let i = 0; i < 50; i++) small.increment(`other-${i}`, 60_000, 10);
     expect(small.increment('partner', 60_000, 10).blockedUntil).toBeGreaterThan(now);
+  });
+
+  it('weighs keys by their length, so long made-up keys fill its bytes and not more', () => {
+    const counter = new LocalCounter(() => now, 1024 * 1024);
+    // 8 KB each, as an address forged in X-Forwarded-For could be.
+    for (let i = 0; i < 1000; i++) counter.increment(`ip:${String(i).padStart(8192, 'x')}`, 60_000, 10);
+    expect(counter.bytes).toBeLessThanOrEqual(1024 * 1024);
+    expect(counter.size).toBe(Math.floor((1024 * 1024) / (100 + 3 + 8192)));
+  });
+
+  it('drops ended windows as it counts, before it is full, and never one still open', () => {
+    let clock = 5_000_000;
+    const counter = new LocalCounter(() => clock);
+    // 1000 keys of 5 characters (105 bytes each), then one counted later whose window is still open.
+    for (let i = 0; i < 1000; i++) counter.increment(`k${String(i).padStart(4, '0')}`, 30_000, 10);
+    clock += 20_000;
+    counter.increment('later', 30_000, 10);
+    clock += 20_000;
+    // The 1000 windows have ended; each count drops two of them.
+    for (let i = 0; i < 100; i++) counter.increment(`n${String(i).padStart(4, '0')}`, 30_000, 10);
+    expect(counter.bytes).toBe((1000 - 200 + 1 + 100) * 105);
+    for (let i = 100; i < 500; i++) counter.increment(`n${String(i).padStart(4, '0')}`, 30_000, 10);
+    expect(counter.bytes).toBe((1 + 500) * 105);
+    // The open window kept counting.
+    expect(counter.increment('later', 30_000, 10).totalHits).toBe(2);
   });
 
   it('counts at the instant it is given, so a fresh window is exactly its length from there', () => {

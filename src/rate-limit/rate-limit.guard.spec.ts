@@ -7,7 +7,7 @@ import { OAuthException } from '../common/oauth-error.js';
 import { ProblemException } from '../common/problem.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { RedisGate } from '../redis/redis-gate.js';
-import { apiKeyTracker, clientIdTracker, isTokenRequest, RateLimitGuard, type KeyOwner } from './rate-limit.guard.js';
+import { addressTracker, apiKeyTracker, clientIdTracker, isTokenRequest, RateLimitGuard, type KeyOwner } from './rate-limit.guard.js';
 import { RateLimitStorage } from './rate-limit.storage.js';
 
 /** The live keys, by the client id they belong to; any other value is not a key. */
@@ -110,5 +110,30 @@ describe('RateLimitGuard counting in the process (no Redis)', () => {
     const other = tokenRequest('svck_made_up', 'svc_b');
     expect(await guard.canActivate(other.context)).toBe(true);
     expect(other.response.header('RateLimit')).toMatch(/^"default";r=2;t=\d+, "token";r=0;t=\d+$/);
+  });
+});
+
+describe('addressTracker', () => {
+  const tracked = (ip: string | undefined, remoteAddress?: string) => addressTracker({ headers: {}, ip, socket: { remoteAddress } });
+
+  it('names an address by a fixed-length digest, never by the text the client sent', () => {
+    expect(tracked('203.0.113.7')).toMatch(/^ip:[A-Za-z0-9_-]{22}$/);
+    expect(tracked('203.0.113.7')).not.toBe(tracked('203.0.113.8'));
+    // A zone of any length is still an IPv6 address to Node: its length does not reach the key.
+    expect(tracked(`fe80::1%${'z'.repeat(8000)}`)).toMatch(/^ip:[A-Za-z0-9_-]{22}$/);
+  });
+
+  it("takes the connection's address when the forwarded one is not an address, and says unknown without either", () => {
+    expect(tracked('x'.repeat(8000), '198.51.100.1')).toBe(tracked('198.51.100.1'));
+    expect(tracked('203.0.113.7, 198.51.100.2', '198.51.100.1')).toBe(tracked('198.51.100.1'));
+    expect(tracked(undefined, '198.51.100.1')).toBe(tracked('198.51.100.1'));
+    expect(tracked('not an address', 'nor this')).toBe('ip:unknown');
+    expect(tracked(undefined)).toBe('ip:unknown');
+  });
+
+  it('counts IPv6 addresses by their /64, and IPv4 addresses written as IPv6 as themselves', () => {
+    expect(tracked('2001:db8:1:2::1')).toBe(tracked('2001:db8:1:2:ffff:ffff:ffff:ffff'));
+    expect(tracked('2001:db8:1:2::1')).not.toBe(tracked('2001:db8:1:3::1'));
+    expect(tracked('::ffff:127.0.0.1')).toBe(tracked('127.0.0.1'));
   });
 });

@@ -7,8 +7,10 @@ import {
   type ThrottlerModuleOptions,
   type ThrottlerRequest,
   type ThrottlerStorage,
+  normalizeIp,
 } from '@nestjs/throttler';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { isIP } from 'node:net';
 import type { Request, Response } from 'express';
 import type { AppConfig } from '../config/app-config.js';
 import { OAuthException } from '../common/oauth-error.js';
@@ -29,7 +31,26 @@ export const isTokenRequest = (req: Request): boolean => (req.route as { path?: 
 export interface TrackedRequest {
   headers: IncomingMessage['headers'];
   ip?: string | undefined;
+  socket?: { remoteAddress?: string | undefined } | undefined;
   body?: unknown;
+}
+
+/** The IPv6 prefix counted as one address: a /64 is what one subscriber is given, and can pick any address in it. */
+const IPV6_PREFIX = 64;
+
+/**
+ * The store's name for the request's client address. Behind TRUST_PROXY, Express takes
+ * whatever X-Forwarded-For says for the address without checking that it is one (up to the
+ * 16 KiB of the headers): a value that is not an IP address is not used, the connection's
+ * own address is (a request whose proxy chain sends such a value is still served; the client
+ * without a proxy that forged it counts as itself). IPv6 addresses count by their /64, IPv4
+ * ones written as IPv6 as IPv4; the address then goes through the same fixed-length digest
+ * as keys, so that no caller-supplied text grows the store's keys.
+ */
+export function addressTracker(req: TrackedRequest): string {
+  const forwarded = req.ip;
+  const address = forwarded !== undefined && isIP(forwarded) !== 0 ? forwarded : req.socket?.remoteAddress;
+  return `ip:${address !== undefined && isIP(address) !== 0 ? digest(normalizeIp(address, IPV6_PREFIX)) : 'unknown'}`;
 }
 
 /**
@@ -80,7 +101,7 @@ async function ownerOfKey(key: string | undefined, owner: KeyOwner): Promise<str
  */
 export async function apiKeyTracker(req: TrackedRequest, owner: KeyOwner): Promise<string> {
   const key = presentedKey(req);
-  return key !== undefined && (await ownerOfKey(key, owner)) !== null ? `key:${digest(key)}` : `ip:${req.ip ?? 'unknown'}`;
+  return key !== undefined && (await ownerOfKey(key, owner)) !== null ? `key:${digest(key)}` : addressTracker(req);
 }
 
 /**
@@ -90,7 +111,7 @@ export async function apiKeyTracker(req: TrackedRequest, owner: KeyOwner): Promi
  */
 export async function clientIdTracker(req: TrackedRequest, owner: KeyOwner): Promise<string> {
   const clientId = await ownerOfKey(presentedKey(req), owner);
-  return typeof clientId === 'string' ? `client:${digest(clientId)}` : `ip:${req.ip ?? 'unknown'}`;
+  return typeof clientId === 'string' ? `client:${digest(clientId)}` : addressTracker(req);
 }
 
 interface LimitState {

@@ -273,3 +273,63 @@ describe(`the token limit and the lockout together (${process.env.TEST_DATABASE}
     expect(foreign.body.error_description).toMatch(/^Too many token requests for this client; retry after \d+ seconds\.$/);
   });
 });
+
+describe(`rate limits by address behind a proxy (${process.env.TEST_DATABASE}, TRUST_PROXY=1)`, () => {
+  let t: TestApp;
+
+  beforeAll(async () => {
+    t = await startTestApp({ TRUST_PROXY: '1', RATE_LIMIT_PER_MINUTE: '3' });
+  });
+  afterAll(async () => {
+    await t.close();
+  });
+
+  /** A request without a key, counted by address, as the proxy in front says it. */
+  const from = (forwardedFor: string) => request(t.http).get('/branches?SvcClientId=1001').set('X-Forwarded-For', forwardedFor);
+
+  /** Three requests from the address allowed (401: no credentials), the fourth refused, with the limit's headers and body. */
+  async function expectWindowOfThree(addresses: string[]): Promise<void> {
+    for (let i = 0; i < 3; i++) {
+      const res = await from(addresses[i % addresses.length]);
+      expect(res.status).toBe(401);
+      expect(res.headers.ratelimit).toMatch(new RegExp(`^"default";r=${2 - i};t=\\d+$`));
+      expect(res.headers['x-rate-limit-remaining']).toBe(String(2 - i));
+    }
+    const refused = await from(addresses[3 % addresses.length]);
+    expect(refused.status).toBe(429);
+    expect(refused.headers['content-type']).toBe('application/problem+json; charset=utf-8');
+    expect(refused.headers.ratelimit).toMatch(/^"default";r=0;t=\d+$/);
+    const retryAfter = Number(refused.headers['retry-after']);
+    expect(retryAfter).toBeGreaterThan(0);
+    expect(retryAfter).toBeLessThanOrEqual(60);
+    expect(JSON.parse(refused.text)).toEqual({
+      title: 'Too Many Requests',
+      status: 429,
+      detail: `The rate limit of 3 requests a minute is reached; retry after ${retryAfter} seconds.`,
+      instance: expect.stringMatching(/^urn:svc:api:results:error:[0-9a-f-]{36}$/),
+    });
+  }
+
+  it('counts a forwarded value that is not an address by the connection: a new made-up value each time opens no window', async () => {
+    // 8 KB each, and all different: each would be a window of its own (and 8 KB of memory) if taken as the address.
+    await expectWindowOfThree([0, 1, 2, 3].map((i) => `${String(i)}${'x'.repeat(8000)}`));
+    // The connection's address is the one counted: a request without the header shares the window.
+    const plain = await request(t.http).get('/branches?SvcClientId=1001');
+    expect(plain.status).toBe(429);
+    expect(plain.headers.ratelimit).toMatch(/^"default";r=0;t=\d+$/);
+  });
+
+  it('counts a forwarded IPv4 address as itself, each its own window', async () => {
+    await expectWindowOfThree(['203.0.113.7']);
+    const other = await from('203.0.113.8');
+    expect(other.status).toBe(401);
+    expect(other.headers.ratelimit).toMatch(/^"default";r=2;t=\d+$/);
+  });
+
+  it('counts forwarded IPv6 addresses by their /64: every address of one subscriber shares a window, the next /64 has its own', async () => {
+    await expectWindowOfThree(['2001:db8:1:2::1', '2001:db8:1:2:ffff:ffff:ffff:ffff', '2001:DB8:1:2:abcd::9']);
+    const next = await from('2001:db8:1:3::1');
+    expect(next.status).toBe(401);
+    expect(next.headers.ratelimit).toMatch(/^"default";r=2;t=\d+$/);
+  });
+});
