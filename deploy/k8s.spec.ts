@@ -242,6 +242,8 @@ describe('the Kubernetes manifests (kubectl kustomize deploy/k8s)', () => {
       IMAGE_STORAGE: 'database',
       RATE_LIMIT_PER_MINUTE: '60',
       TOKEN_RATE_LIMIT_PER_MINUTE: '10',
+      UPLOADS_IN_FLIGHT_MB: '64',
+      UPLOADS_STALL_SECONDS: '30',
       TRUST_PROXY: '1',
       CORS_ORIGINS: '',
       SHUTDOWN_GRACE_SECONDS: '25',

@@ -92,15 +92,21 @@ export function ApiConditionalResponses(): MethodDecorator & ClassDecorator {
   );
 }
 
-/** The error responses every data endpoint can give; `badRequest`: rules of the operation its 400 example breaks. */
-export function ApiDataErrors(badRequest: string[] = VISITS_BAD_REQUEST): MethodDecorator & ClassDecorator {
+/**
+ * The error responses every data endpoint can give; `badRequest`: rules of the operation its
+ * 400 example breaks; `unavailable`: what its 503 means, when it has causes of its own.
+ */
+export function ApiDataErrors(
+  badRequest: string[] = VISITS_BAD_REQUEST,
+  unavailable = 'Temporarily unavailable; retry after `Retry-After` seconds.',
+): MethodDecorator & ClassDecorator {
   return applyDecorators(
     ApiProblemResponse(400, 'A parameter breaks a rule; `errors` lists each.', undefined, badRequest),
     ApiProblemResponse(401, 'svc-api-key or access token missing, invalid, expired or revoked; `WWW-Authenticate` says which.'),
     ApiProblemResponse(403, 'The token lacks the scope, or the query asks for data the credential is not entitled to.'),
     ApiProblemResponse(429, 'Rate limit reached; retry after `Retry-After` seconds.'),
     ApiProblemResponse(500, 'Internal error; quote the instance.'),
-    ApiProblemResponse(503, 'Temporarily unavailable; retry after `Retry-After` seconds.'),
+    ApiProblemResponse(503, unavailable),
   );
 }
 

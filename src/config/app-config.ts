@@ -238,6 +238,23 @@ export class AppConfig {
   @IntSetting(1, 3600)
   PAGES_STALL_SECONDS = 30;
 
+  /**
+   * Memory for dish upload bodies being received and held, in MiB per process: an upload
+   * reserves its declared length (or the largest form, when it declares none) before its body
+   * is read, and is answered 503 with Retry-After when that does not fit; one credential's
+   * uploads take at most half of it. 0 sets no bound.
+   */
+  @IntSetting(0, 4096)
+  UPLOADS_IN_FLIGHT_MB = 64;
+
+  /**
+   * How long an upload's body may bring no bytes at all before its connection is closed, in
+   * seconds: a client that stops sending would otherwise hold its room in UPLOADS_IN_FLIGHT_MB
+   * for as long as the server's request timeout (300 s).
+   */
+  @IntSetting(1, 3600)
+  UPLOADS_STALL_SECONDS = 30;
+
   /** Changes of one client within this many milliseconds go out as one webhook event. */
   @IntSetting(0, 600000)
   WEBHOOKS_COALESCE_MS = 5000;

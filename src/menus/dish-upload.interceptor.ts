@@ -6,11 +6,13 @@ import { discardBody, lingerAfterResponse } from '../common/body-drain.js';
 import { formatBytes } from '../common/byte-size.js';
 import { awaitsContinue, declineContinue } from '../common/expect-continue.js';
 import { PayloadTooLargeProblem, ProblemException, ValidationProblem } from '../common/problem.js';
+import type { AuthenticatedRequest } from '../auth/principal.js';
 import { AppConfig } from '../config/app-config.js';
 import { imageTooLargeMessage } from './image-inspector.js';
 import { partHeadWatcher } from './part-heads.js';
 import { DISH_JSON_PART_MAX_BYTES } from './dto/menu.dto.js';
 import { UNDECLARED_CHARSET, type UploadParts } from './dish-upload-form.js';
+import { UploadsInFlight } from './uploads-in-flight.js';
 
 /** Room for the json part and the multipart framing on top of the image itself. */
 const FORM_OVERHEAD = 256 * 1024;
@@ -24,7 +26,7 @@ const DRAIN_MS = 10_000;
 /** How long a connection answered before its body ended keeps reading after the response. */
 const LINGER_MS = 10_000;
 
-export interface UploadRequest extends Request {
+export interface UploadRequest extends Request, AuthenticatedRequest {
   uploadParts?: UploadParts;
   /**
    * Why the body could not be read as the form (not multipart, malformed, a part too large):
@@ -38,14 +40,19 @@ export interface UploadRequest extends Request {
  * image of at most IMAGE_MAX_BYTES is held in memory. A larger body is a 413: nothing more
  * of it is kept, the rest is read and dropped (up to a bound), and the connection closes
  * after the response without resetting, so every client can read it. Parts without a name,
- * or with an empty one, are the image, as the interface shows them.
+ * or with an empty one, are the image, as the interface shows them. Bodies being received
+ * and held count against UPLOADS_IN_FLIGHT_MB (see UploadsInFlight): one that does not fit
+ * is a 503, none of it read, and the connection closes after the response.
  */
 @Injectable()
 export class DishUploadInterceptor implements NestInterceptor {
   private readonly maxForm: number;
   private readonly drainBytes: number;
 
-  constructor(private readonly config: AppConfig) {
+  constructor(
+    private readonly config: AppConfig,
+    private readonly inFlight: UploadsInFlight,
+  ) {
     this.maxForm = config.IMAGE_MAX_BYTES + FORM_OVERHEAD;
     this.drainBytes = DRAIN_FACTOR * this.maxForm;
   }
@@ -72,6 +79,8 @@ export class DishUploadInterceptor implements NestInterceptor {
         if (declared <= this.drainBytes && !awaitsContinue(response)) await discardBody(request, { maxBytes: this.drainBytes, maxMs: DRAIN_MS });
         throw this.tooLarge();
       }
+      // What the body can hold: its declared length, or the largest form when it declares none (chunked).
+      await this.inFlight.admit(request, response, Number.isFinite(declared) ? declared : this.maxForm, request.principal?.clientId);
       request.uploadParts = await this.read(request);
     } catch (error) {
       response.setHeader('Connection', 'close');

@@ -22,6 +22,7 @@ import { ApiConditionalResponses, ApiDataErrors, ApiExpectationFailed, ApiHeader
 import { AppConfig } from '../config/app-config.js';
 import { DishUploadInterceptor, type UploadRequest } from './dish-upload.interceptor.js';
 import { imageTooLargeMessage } from './image-inspector.js';
+import { UPLOADS_BUSY_DETAIL } from './uploads-in-flight.js';
 import { DishesPageDto, DishInputDto, DishResponseDto, DishUploadDto, MenusPageDto, type DishDto, type MenuDto } from './dto/menu.dto.js';
 import { ClientQueryDto, DishesQueryDto, MenusQueryDto } from './dto/menus-query.dto.js';
 import { MenusService, type Page } from './menus.service.js';
@@ -110,7 +111,13 @@ export class MenusController {
     'If-None-Match: * and the menu has a dish with the code, or If-Match: * and it has none (or If-Match names entity tags, which a dish has not). Nothing is written.',
     "If-None-Match: * asks for a new dish, and menu 101 has one with code 'PH-03': send no If-None-Match to replace it.",
   )
-  @ApiDataErrors(["'code' must be at most 50 characters.", "The image part is required: a file part with an empty name or named 'file'."])
+  @ApiDataErrors(
+    ["'code' must be at most 50 characters.", "The image part is required: a file part with an empty name or named 'file'."],
+    'Temporarily unavailable; retry after `Retry-After` seconds: the database cannot be reached; or the upload bodies being received ' +
+      'already take `UPLOADS_IN_FLIGHT_MB` (64 MiB per process by default, each counted by its declared length, or as the largest form ' +
+      'when it declares none), or half of it for one credential: the body is not read and the connection closes (`Retry-After: 5`); ' +
+      `or 40 MiB of images already wait to be checked (\`Retry-After: 5\`); or storage cannot be written (\`Retry-After: 60\`). Busy with uploads, the detail is '${UPLOADS_BUSY_DETAIL}'`,
+  )
   async upload(@QueryWithRules(ClientQueryDto) rules: QueryRules<ClientQueryDto>, @Req() req: UploadRequest & AuthenticatedRequest): Promise<DishResponseDto> {
     // The query's rules and the form's are one request's: every broken one in one 400, before the entitlements.
     // An image waiting for the decoder is not checked once its connection has closed.

@@ -8,6 +8,7 @@ import { MenusImportService } from './menus-import.service.js';
 import { MenusController } from './menus.controller.js';
 import { IMAGE_STORAGE, MenusRepository } from './menus.repository.js';
 import { MenusService } from './menus.service.js';
+import { UploadsInFlight } from './uploads-in-flight.js';
 
 @Module({
   imports: [ClientsModule],
@@ -18,6 +19,7 @@ import { MenusService } from './menus.service.js';
     MenusService,
     MenusImportService,
     DishUploadInterceptor,
+    UploadsInFlight,
     ImageSweeper,
   ],
   exports: [MenusImportService, MenusRepository, ImageSweeper],

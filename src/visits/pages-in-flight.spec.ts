@@ -4,7 +4,7 @@ import { connect, type AddressInfo, type Socket } from 'node:net';
 import { ProblemException } from '../common/problem.js';
 import { loadConfig } from '../config/app-config.js';
 import { PagesInFlight } from './pages-in-flight.js';
-import { StallClock } from './stalled-connections.js';
+import { StallClock } from '../common/stalled-connections.js';
 
 /** A response that closes when the test says so. */
 function response(): ServerResponse & { close(): void } {

@@ -4,7 +4,7 @@ import { BodiesInFlight, heldBytes, NoRoomInTime } from '../common/bodies-in-fli
 import { ProblemException } from '../common/problem.js';
 import { whenGone } from '../common/response-gone.js';
 import { AppConfig } from '../config/app-config.js';
-import { dropWhenStalled } from './stalled-connections.js';
+import { dropWhenStalled } from '../common/stalled-connections.js';
 
 /** Bytes per visit assumed before any page was sent (about what a visit with a few sections takes), and the least ever assumed. */
 const FIRST_BYTES_PER_VISIT = 4096;

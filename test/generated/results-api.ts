@@ -2257,7 +2257,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDto"];
                 };
             };
-            /** @description Temporarily unavailable; retry after `Retry-After` seconds. */
+            /** @description Temporarily unavailable; retry after `Retry-After` seconds: the database cannot be reached; or the upload bodies being received already take `UPLOADS_IN_FLIGHT_MB` (64 MiB per process by default, each counted by its declared length, or as the largest form when it declares none), or half of it for one credential: the body is not read and the connection closes (`Retry-After: 5`); or 40 MiB of images already wait to be checked (`Retry-After: 5`); or storage cannot be written (`Retry-After: 60`). Busy with uploads, the detail is 'The service is receiving as many uploads as it holds; retry after the time in Retry-After.' */
             503: {
                 headers: {
                     RateLimit: components["headers"]["RateLimit"];

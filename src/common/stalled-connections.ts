@@ -1,4 +1,4 @@
-import type { ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 
 /**
@@ -52,6 +52,28 @@ export function dropWhenStalled(res: ServerResponse, ms: number): void {
     () => {
       const left = waiting(socket);
       if (clock.stalled(socket.bytesWritten - left, left, Date.now())) socket.destroy();
+    },
+    Math.max(10, Math.min(1000, ms / 10)),
+  );
+  timer.unref();
+  res.once('close', () => clearInterval(timer));
+}
+
+/**
+ * Closes the request's connection once its body has brought no bytes for `ms`, looking every
+ * tenth of that (at most every second), until the body has arrived or the response closes: a
+ * client that stops sending would otherwise hold what the body holds so far until the
+ * server's request timeout (300 s).
+ */
+export function dropWhenBodyStalls(req: IncomingMessage, res: ServerResponse, ms: number): void {
+  const socket = req.socket;
+  if (socket.destroyed || req.complete) return;
+  // Bytes read from the connection: the body's, once its head has been read.
+  const clock = new StallClock(socket.bytesRead, Date.now(), ms);
+  const timer = setInterval(
+    () => {
+      if (req.complete) clearInterval(timer);
+      else if (clock.stalled(socket.bytesRead, 1, Date.now())) socket.destroy();
     },
     Math.max(10, Math.min(1000, ms / 10)),
   );
