@@ -46,8 +46,14 @@ describe('parseQuery', () => {
     // Its own message alone, not also "must not be empty"; the other parameters' rules beside it.
     expect(errorsOf('SvcClientId[]=1001&VisitTypes=M1')).toEqual([message('SvcClientId[]', 'SvcClientId'), "'VisitTypes' must be 2 alpha characters: 'M1'."]);
     expect(errorsOf('SvcClientId=1&VisitTypes[%1B31m]=MV')).toEqual([message('VisitTypes[?31m]', 'VisitTypes')]);
+    // Nested, long or unclosed brackets: whatever follows the first '[', the parameter was meant.
+    expect(errorsOf('SvcClientId=1&VisitTypes[0][0]=ZZ')).toEqual([message('VisitTypes[0][0]', 'VisitTypes')]);
+    expect(errorsOf('SvcClientId=1&VisitTypes[][]=ZZ')).toEqual([message('VisitTypes[][]', 'VisitTypes')]);
+    expect(errorsOf('SvcClientId=1&VisitTypes[aaaaaaaaaaaaaaaaaaaaa]=MV')).toEqual([message('VisitTypes[aaaaaaaaaaaaaaaaaaaaa]', 'VisitTypes')]);
+    expect(errorsOf('SvcClientId=1&VisitTypes[=MV')).toEqual([message('VisitTypes[', 'VisitTypes')]);
+    expect(errorsOf('SvcClientId=1&VisitTypes[a]b=MV')).toEqual([message('VisitTypes[a]b', 'VisitTypes')]);
     // Brackets after a name that is no parameter's are an unknown parameter, as ever.
-    expect(parseQuery(SampleQuery, 'SvcClientId=8&filter[brand]=5&VisitTypes[=MV')).toEqual({ SvcClientId: 8 });
+    expect(parseQuery(SampleQuery, 'SvcClientId=8&filter[brand]=5&filter[VisitTypes]=MV')).toEqual({ SvcClientId: 8 });
   });
 
   it('refuses a parameter given twice, whatever the case of its name', () => {

@@ -108,8 +108,12 @@ function parsedQueries(dto: Function, context: object = NO_CONTEXT): LRUCache<st
   return cache;
 }
 
-/** A parameter name with an index or empty brackets after it: `VisitTypes[]`, `SvcBrandId[0]`, `VisitTypes[types]`. */
-const ARRAY_FORM = /^([^[\]]+)\[[^[\]]{0,20}\]$/;
+/**
+ * The name before the brackets of a key written as an array: `VisitTypes` of `VisitTypes[]`,
+ * `SvcBrandId[0]`, `VisitTypes[types]`, and of nested or long forms too (`SvcBrandId[0][0]`,
+ * `Take[][]`): whatever follows the first `[`, a library meant the parameter.
+ */
+const ARRAY_FORM = /^([^[]+)\[/;
 
 /** A parameter's name as a message quotes it: at most 40 characters, with no control characters. */
 function visibleKey(key: string): string {
