@@ -16,6 +16,10 @@ class SampleQuery {
   @IsOptional()
   @Matches(/^[A-Za-z]{2}$/, { message: (a) => `'VisitTypes' must be 2 alpha characters: '${String(a.value)}'.` })
   VisitTypes?: string;
+
+  @IsOptional()
+  @Matches(/^\d+$/, { message: (a) => `'Take' must be digits: '${String(a.value)}'.` })
+  Take?: string;
 }
 
 function errorsOf(query: string): string[] {
@@ -33,6 +37,14 @@ describe('parseQuery', () => {
   it('matches parameter names case-insensitively', () => {
     expect(parseQuery(SampleQuery, 'svcclientid=7&VISITTYPES=MV')).toEqual({ SvcClientId: 7, VisitTypes: 'MV' });
     expect(parseQuery(SampleQuery, 'SvcClientId=8')).toEqual({ SvcClientId: 8 });
+  });
+
+  it('folds the case of ASCII letters alone: a name that Unicode folds into a parameter is unknown', () => {
+    // U+212A (Kelvin sign) lower-cases to ASCII 'k' by Unicode's rules.
+    expect(parseQuery(SampleQuery, 'SvcClientId=8&Ta%E2%84%AAe=abc')).toEqual({ SvcClientId: 8 });
+    expect(parseQuery(SampleQuery, 'SvcClientId=8&Take=5&TA%E2%84%AAE=6')).toEqual({ SvcClientId: 8, Take: '5' });
+    expect(parseQuery(SampleQuery, 'SvcClientId=8&Ta%E2%84%AAe[]=5')).toEqual({ SvcClientId: 8 });
+    expect(errorsOf('SvcClientId=8&TAKE=x')).toEqual(["'Take' must be digits: 'x'."]);
   });
 
   it('ignores unknown parameters', () => {

@@ -39,19 +39,27 @@ export function queryContextOf(object: object): QueryContext | undefined {
 }
 
 /**
- * The DTO's declared parameters, keyed by their lower-case name. Properties whose name
- * starts with `_` hold rules across parameters (a date range) and are not parameters.
+ * The DTO's declared parameters, keyed by their name in lower case (ASCII's). Properties
+ * whose name starts with `_` hold rules across parameters (a date range) and are not parameters.
  */
 function parameterNames(dto: Function): Map<string, string> {
   let names = namesCache.get(dto);
   if (!names) {
     names = new Map();
     for (const meta of getMetadataStorage().getTargetValidationMetadatas(dto, '', true, false)) {
-      if (!meta.propertyName.startsWith('_')) names.set(meta.propertyName.toLowerCase(), meta.propertyName);
+      if (!meta.propertyName.startsWith('_')) names.set(asciiLower(meta.propertyName), meta.propertyName);
     }
     namesCache.set(dto, names);
   }
   return names;
+}
+
+/**
+ * A name in lower case by ASCII's rules alone: Unicode's would fold other characters into
+ * ASCII letters (the Kelvin sign U+212A to `k`), reading `Ta\u212Ae` as `Take`.
+ */
+function asciiLower(name: string): string {
+  return name.replace(/[A-Z]+/g, (letters) => letters.toLowerCase());
 }
 
 /** The query string exactly as sent, without Express's own parsing (which nests and merges). */
@@ -139,10 +147,10 @@ function validQuery<T extends object>(dto: DtoClass<T>, queryString: string, con
   // write lists): not ignored as unknown names, which would answer unfiltered data.
   const arrayForms = new Set<string>();
   for (const [key, value] of search) {
-    const name = names.get(key.toLowerCase());
+    const name = names.get(asciiLower(key));
     if (name === undefined) {
       const base = ARRAY_FORM.exec(key)?.[1];
-      const named = base === undefined ? undefined : names.get(base.toLowerCase());
+      const named = base === undefined ? undefined : names.get(asciiLower(base));
       if (named !== undefined && !arrayForms.has(named)) {
         arrayForms.add(named);
         problems.push(`'${visibleKey(key)}' is written as an array, which no parameter is: send '${named}' once (a list as one comma-separated value).`);
