@@ -101,5 +101,12 @@ describe('parseQuery', () => {
     // U+FFFD sent as such is a character like another; unknown parameters are not read at all.
     expect(errorsOf('SvcClientId=1&VisitTypes=%EF%BF%BD')).toEqual(["'VisitTypes' must be 2 alpha characters: '\uFFFD'."]);
     expect(parseQuery(SampleQuery, 'SvcClientId=3&utm=%FF')).toEqual({ SvcClientId: 3 });
+    // Each value's own bytes tell, whatever another pair holds.
+    expect(errorsOf('SvcClientId=1&Take=%C0%AF&x=%EF%BF%BD')).toEqual(["'Take' holds percent-escapes whose bytes are not UTF-8."]);
+    expect(errorsOf('SvcClientId=%EF%BF%BD&VisitTypes=%FF')).toEqual(["'VisitTypes' holds percent-escapes whose bytes are not UTF-8.", "'SvcClientId' must be an integer: '\uFFFD'."]);
+    expect(errorsOf('SvcClientId=1&VisitTypes=%EF%BF%BD%FF')).toEqual(["'VisitTypes' holds percent-escapes whose bytes are not UTF-8."]);
+    // A lone '%' stays as sent; a byte-order mark is a character of the value, not dropped.
+    expect(errorsOf('SvcClientId=1&VisitTypes=%EF%BF%BD%')).toEqual(["'VisitTypes' must be 2 alpha characters: '\uFFFD%'."]);
+    expect(errorsOf('SvcClientId=1&VisitTypes=%EF%BB%BFMV')).toEqual(["'VisitTypes' must be 2 alpha characters: '\uFEFFMV'."]);
   });
 });

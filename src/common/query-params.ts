@@ -129,24 +129,47 @@ function visibleKey(key: string): string {
   return shown.length > 40 ? `${shown.slice(0, 40)}…` : shown;
 }
 
-/** U+FFFD itself, percent-encoded as UTF-8: a query holding it may have sent the character. */
-const ENCODED_REPLACEMENT = /%EF%BF%BD/i;
+/** Decodes UTF-8 strictly (bytes that are no UTF-8 throw rather than become U+FFFD), a leading BOM kept as URLSearchParams keeps it. */
+const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+const LENIENT_UTF8 = new TextDecoder('utf-8', { ignoreBOM: true });
+
+/** The bytes of a query's name or value as sent: `+` a space, a percent-escape its byte, any other character its UTF-8. */
+function percentDecoded(raw: string): Buffer {
+  const parts = raw.replaceAll('+', ' ').split(/(%[0-9A-Fa-f]{2})/);
+  return Buffer.concat(parts.map((part, i) => (i % 2 === 1 ? Buffer.of(parseInt(part.slice(1), 16)) : Buffer.from(part))));
+}
+
+/**
+ * The query's pairs, split and decoded as URLSearchParams does (on `&`, empty fields
+ * skipped, the name ending at the first `=`), each with whether its value is UTF-8: escapes
+ * whose bytes are not decode to U+FFFD, which the value may also hold as sent (`%EF%BF%BD`),
+ * so the bytes of each value are what tell.
+ */
+function queryPairs(queryString: string): { key: string; value: string; utf8: boolean }[] {
+  const fields = (queryString.startsWith('?') ? queryString.slice(1) : queryString).split('&');
+  return fields
+    .filter((field) => field !== '')
+    .map((field) => {
+      const at = field.indexOf('=');
+      const key = LENIENT_UTF8.decode(percentDecoded(at < 0 ? field : field.slice(0, at)));
+      const bytes = percentDecoded(at < 0 ? '' : field.slice(at + 1));
+      try {
+        return { key, value: STRICT_UTF8.decode(bytes), utf8: true };
+      } catch {
+        return { key, value: LENIENT_UTF8.decode(bytes), utf8: false };
+      }
+    });
+}
 
 function validQuery<T extends object>(dto: DtoClass<T>, queryString: string, context?: object): T {
   const names = parameterNames(dto);
   const raw: Record<string, string> = {};
   const problems: string[] = [];
-  let search: URLSearchParams;
-  try {
-    search = new URLSearchParams(queryString);
-  } catch {
-    throw new ValidationProblem(['The query string is malformed.']);
-  }
   const seen = new Set<string>();
   // Parameters written as arrays (`VisitTypes[]=MV`, `SvcBrandId[0]=5`, as some HTTP libraries
   // write lists): not ignored as unknown names, which would answer unfiltered data.
   const arrayForms = new Set<string>();
-  for (const [key, value] of search) {
+  for (const { key, value, utf8 } of queryPairs(queryString)) {
     const name = names.get(asciiLower(key));
     if (name === undefined) {
       const base = ARRAY_FORM.exec(key)?.[1];
@@ -157,9 +180,9 @@ function validQuery<T extends object>(dto: DtoClass<T>, queryString: string, con
       }
       continue;
     }
-    // Percent-escapes whose bytes are no UTF-8 decode to U+FFFD: the value a message would
-    // quote is then not the one sent, so the bytes themselves are what is refused.
-    if (value.includes('\uFFFD') && !ENCODED_REPLACEMENT.test(queryString)) {
+    // Percent-escapes whose bytes are no UTF-8 would decode to U+FFFD: the value a message
+    // would quote is then not the one sent, so the bytes themselves are what is refused.
+    if (!utf8) {
       const problem = `'${name}' holds percent-escapes whose bytes are not UTF-8.`;
       if (!problems.includes(problem)) problems.push(problem);
       seen.add(name);
