@@ -203,6 +203,16 @@ describe(`POST /connect/token (${process.env.TEST_DATABASE})`, () => {
     const all = await post({ ...creds(), scope: '' });
     expect(all.status).toBe(200);
     expect(all.body.scope).toBe(ALL);
+    // Beside a value of the same parameter too: an empty one is no second value.
+    const form = new URLSearchParams(creds()).toString();
+    for (const [body, scope] of [
+      [`${form}&scope=&scope=svc-results-api`, 'svc-results-api'],
+      [`${form}&grant_type&scope=svc-results-api&scope`, 'svc-results-api'],
+      [`${form}&scope=&scope=`, ALL],
+    ]) {
+      const res = await post(body);
+      expect({ body, status: res.status, scope: res.body.scope }).toEqual({ body, status: 200, scope });
+    }
     const basic = `Basic ${Buffer.from(`${partner.clientId}:${partner.clientSecret}`).toString('base64')}`;
     for (const extra of ['client_secret=', 'client_id=', 'client_id=&client_secret=&scope=']) {
       const res = await request(t.http)

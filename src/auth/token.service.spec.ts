@@ -108,6 +108,10 @@ describe('TokenService on a real keyring and credential store', () => {
       error: 'invalid_request',
       description: "The parameter 'scope' must be given once, as text.",
     });
+    expect(await refusal(tokens.issue(post(partner, { scope: [Scope.Api, '', Scope.Branches] })))).toMatchObject({
+      error: 'invalid_request',
+      description: "The parameter 'scope' must be given once, as text.",
+    });
     expect(await refusal(tokens.issue(post(partner, { client_secret: 'x'.repeat(201) })))).toMatchObject({
       error: 'invalid_request',
       description: "The parameter 'client_secret' must be at most 200 characters.",

@@ -67,8 +67,15 @@ const API_KEY_CHALLENGE = { 'WWW-Authenticate': apiKeyChallenge() };
 const API_KEY_AND_BASIC_CHALLENGE = { 'WWW-Authenticate': `${apiKeyChallenge()}, ${basicChallenge()}` };
 
 function formValue(form: Record<string, unknown>, name: string): string | undefined {
-  const value = form[name];
+  let value = form[name];
   if (value === undefined) return undefined;
+  // A parameter repeated (the parser gives a list): its empty values are omitted ones (RFC
+  // 6749 §3.1), no second value beside the one given; two values are still a duplicate.
+  if (Array.isArray(value)) {
+    const given = value.filter((v) => v !== '');
+    if (given.length === 0) return undefined;
+    if (given.length === 1) value = given[0];
+  }
   if (typeof value !== 'string') {
     throw new OAuthException('invalid_request', `The parameter '${name}' must be given once, as text.`);
   }
