@@ -279,6 +279,16 @@ describe(`POST /connect/token (${process.env.TEST_DATABASE})`, () => {
     ] as const) {
       expectOAuthError(await post(body), 400, 'invalid_request', description);
     }
+    // The description holds printable ASCII but '"' and '\' only (RFC 6749 §5.2): a name's other characters are shown as '?'.
+    for (const [body, description] of [
+      [`${form}&a%0Ab=%FF`, "The form field 'a?b' holds percent-escapes whose bytes are not UTF-8."],
+      [`${form}&%1B%5B31m%E2%80%AEx=%FF`, "The form field '?[31m?x' holds percent-escapes whose bytes are not UTF-8."],
+      [`${form}&%22%5C%C3%A9=%FF`, "The form field '???' holds percent-escapes whose bytes are not UTF-8."],
+      [`${form}&${'n'.repeat(41)}=%FF`, `The form field '${'n'.repeat(40)}?' holds percent-escapes whose bytes are not UTF-8.`],
+    ]) {
+      const res = await post(body);
+      expect({ status: res.status, body: res.body as unknown }).toEqual({ status: 400, body: { error: 'invalid_request', error_description: description } });
+    }
     // Bytes that are no UTF-8, sent as they are, in a form that says (or defaults to) UTF-8.
     if (!t.app.getHttpServer().listening) await t.app.listen(0, '127.0.0.1');
     const sendBytes = async (contentType: string, body: Buffer) => {

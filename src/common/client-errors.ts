@@ -4,7 +4,7 @@ import type { Duplex } from 'node:stream';
 import { nothing, putAhead, type Middleware } from './lane.js';
 import { loggableUrl } from './loggable-url.js';
 import { routeSpelling, unescapeUnreserved } from './path-escapes.js';
-import { NO_STORE_HEADERS } from './oauth-error.js';
+import { NO_STORE_HEADERS, oauthErrorBody } from './oauth-error.js';
 import { authorizationCount, REPEATED_AUTHORIZATION } from './repeated-authorization.js';
 import { newInstance, PROBLEM_CONTENT_TYPE, statusTitle } from './problem.js';
 
@@ -138,7 +138,7 @@ function earlyProblem(status: number, detail: string): EarlyAnswer {
 
 /** The token endpoint's form of an early refusal: OAuth JSON, not cacheable. */
 function earlyOAuthError(description: string): EarlyAnswer {
-  return earlyAnswer({ error: 'invalid_request', error_description: description }, 'application/json', NO_STORE_HEADERS);
+  return earlyAnswer(oauthErrorBody('invalid_request', description), 'application/json', NO_STORE_HEADERS);
 }
 
 function answer(res: ServerResponse, status: number, problem: EarlyAnswer, log: EarlyAnswerLog, req: IncomingMessage, detail: string): void {

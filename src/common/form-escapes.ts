@@ -1,5 +1,6 @@
 import { isUtf8 } from 'node:buffer';
 import type { IncomingMessage } from 'node:http';
+import { visibleName } from './visible-text.js';
 
 /** The type of the error a form with escapes that mean no text is refused with (see problem.filter). */
 export const FORM_ESCAPES_TYPE = 'form.escapes.malformed';
@@ -7,7 +8,7 @@ export const FORM_ESCAPES_TYPE = 'form.escapes.malformed';
 /** A `%` that starts no escape: not followed by two hex digits. */
 const LONE_PERCENT = /%(?![0-9A-Fa-f]{2})/;
 
-/** A field's name as a message quotes it: decoded when it can be, and at most 40 characters. */
+/** A field's name as a message quotes it: decoded when it can be, at most 40 characters, no control characters. */
 function quotedName(field: string): string {
   const raw = field.split('=', 1)[0].replaceAll('+', ' ');
   let name: string;
@@ -16,7 +17,7 @@ function quotedName(field: string): string {
   } catch {
     name = raw;
   }
-  return name.length > 40 ? `${name.slice(0, 40)}…` : name;
+  return visibleName(name);
 }
 
 /** What is wrong with one field of a form (`name=value`, as sent), if anything. */

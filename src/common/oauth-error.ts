@@ -3,6 +3,7 @@ import type { Request, Response } from 'express';
 import { isDefaultDetail, ProblemFilter } from './problem.filter.js';
 import { routeSpelling } from './path-escapes.js';
 import type { ProblemBody, SelfRenderingError } from './problem.js';
+import { oauthText } from './visible-text.js';
 
 /** RFC 6749 §5.2 error codes, plus RFC 8628's `slow_down` for too many failed attempts. */
 export type OAuthErrorCode =
@@ -38,10 +39,20 @@ export class OAuthException extends HttpException implements SelfRenderingError 
     return {
       status: this.getStatus(),
       contentType: 'application/json',
-      body: { error: this.error, error_description: this.description },
+      body: oauthErrorBody(this.error, this.description),
       headers: { ...NO_STORE_HEADERS, ...this.headers },
     };
   }
+}
+
+/**
+ * The OAuth JSON body of an error. Its description may hold printable ASCII but `"` and `\`
+ * only (RFC 6749 §5.2), and often quotes what the client sent (a field's name, an Expect):
+ * any other character is shown as `?`, so that a client never reads control characters,
+ * text reordered by U+202E, or UTF-8 it decodes as another charset.
+ */
+export function oauthErrorBody(error: OAuthErrorCode, description: string): { error: OAuthErrorCode; error_description: string } {
+  return { error, error_description: oauthText(description) };
 }
 
 /** What the token endpoint says of a form it could not read, for OAuth clients that show only error_description. */

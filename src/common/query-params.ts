@@ -6,6 +6,7 @@ import { getMetadataStorage, validateSync, type ValidationError } from 'class-va
 import type { Request } from 'express';
 import type { PageTokens } from './page-token.js';
 import { ValidationProblem } from './problem.js';
+import { visibleName } from './visible-text.js';
 
 export type DtoClass<T> = new () => T;
 
@@ -123,12 +124,6 @@ function parsedQueries(dto: Function, context: object = NO_CONTEXT): LRUCache<st
  */
 const ARRAY_FORM = /^([^[]+)\[/;
 
-/** A parameter's name as a message quotes it: at most 40 characters, with no control characters. */
-function visibleKey(key: string): string {
-  const shown = key.replace(/[\p{Cc}\p{Cf}]/gu, '?');
-  return shown.length > 40 ? `${shown.slice(0, 40)}…` : shown;
-}
-
 /** Decodes UTF-8 strictly (bytes that are no UTF-8 throw rather than become U+FFFD), a leading BOM kept as URLSearchParams keeps it. */
 const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 const LENIENT_UTF8 = new TextDecoder('utf-8', { ignoreBOM: true });
@@ -176,7 +171,7 @@ function validQuery<T extends object>(dto: DtoClass<T>, queryString: string, con
       const named = base === undefined ? undefined : names.get(asciiLower(base));
       if (named !== undefined && !arrayForms.has(named)) {
         arrayForms.add(named);
-        problems.push(`'${visibleKey(key)}' is written as an array, which no parameter is: send '${named}' once (a list as one comma-separated value).`);
+        problems.push(`'${visibleName(key)}' is written as an array, which no parameter is: send '${named}' once (a list as one comma-separated value).`);
       }
       continue;
     }

@@ -421,6 +421,18 @@ describe(`HTTP hardening (${process.env.TEST_DATABASE})`, () => {
     },
   );
 
+  it.each([
+    ['"x\\y', '?x?y'],
+    // Raw UTF-8 bytes, which Node reads as Latin-1: two characters, neither ASCII.
+    ['é', '??'],
+    ['a\tb', 'a?b'],
+  ])("quotes an Expect of %j on the token endpoint with the characters an error_description may hold alone (RFC 6749 §5.2)", async (expectation, shown) => {
+    const answer = await rawExchange(`POST /connect/token HTTP/1.1\r\nHost: x\r\nExpect: ${expectation}\r\nContent-Length: 0\r\n\r\n`);
+    const [head, body] = answer.split('\r\n\r\n');
+    expect(head.split('\r\n')).toEqual(expect.arrayContaining(['HTTP/1.1 417 Expectation Failed', 'Content-Type: application/json; charset=utf-8', 'Cache-Control: no-store']));
+    expect(JSON.parse(body)).toEqual({ error: 'invalid_request', error_description: `The expectation '${shown}' cannot be met; only 100-continue is supported.` });
+  });
+
   it.each(['100-continue, foo', 'foo, 100-continue', 'foo-100-continue', '100-continue;x=1'])(
     'answers an Expect of %j, which asks for more than 100-continue or another thing, with a 417 and no 100 Continue',
     async (expectation) => {
