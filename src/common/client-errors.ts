@@ -6,6 +6,7 @@ import { loggableUrl } from './loggable-url.js';
 import { routeSpelling, unescapeUnreserved } from './path-escapes.js';
 import { NO_STORE_HEADERS, oauthErrorBody } from './oauth-error.js';
 import { authorizationCount, REPEATED_AUTHORIZATION } from './repeated-authorization.js';
+import { repeatedParameter } from './media-parameters.js';
 import { newInstance, PROBLEM_CONTENT_TYPE, statusTitle } from './problem.js';
 
 /** The answer to a request line of an HTTP version the service does not speak (RFC 9110 §15.6.6). */
@@ -85,20 +86,32 @@ function refusal(code: string | undefined, raw?: Buffer, parsed?: number, connec
   return { status: 400, detail: 'The request is not well-formed HTTP/1.1.' };
 }
 
-/** Whether the request repeats Host, which may appear once only (RFC 9112 §3.2). */
 /**
  * A Host header's value (RFC 9110 §7.2): uri-host [ ":" port ] of RFC 3986, where uri-host is
  * an IP literal in brackets or a reg-name (which an IPv4 address also is, and which may be empty).
  */
 const HOST = /^(?:\[(?:[0-9A-Fa-f:.]+|v[0-9A-Fa-f]+\.[\w\-.~!$&'()*+,;=:]+)\]|[\w\-.~!$&'()*+,;=%]*)(?::[0-9]*)?$/;
 
-function repeatedHost(raw: string[]): boolean {
-  let host = 0;
+/**
+ * Headers the request may carry once only, and what the refusal says: Host (RFC 9112 §3.2),
+ * and those that say how to read the body. Node keeps the first Content-Type and drops the
+ * others, and joins two Content-Encodings into a list: a proxy in front may read the body as
+ * the other one says, so the request is refused rather than read one way of two.
+ */
+const SINGLE_HEADERS: readonly { name: string; detail: string }[] = [
+  { name: 'host', detail: 'The request has more than one Host header; it must have one.' },
+  { name: 'content-type', detail: 'The request has more than one Content-Type header; it may have one.' },
+  { name: 'content-encoding', detail: 'The request has more than one Content-Encoding header; it may have one.' },
+];
+
+/** The refusal of the first header of SINGLE_HEADERS the request repeats, if any. */
+function repeatedHeader(raw: string[]): string | undefined {
+  const counts = new Map<string, number>();
   for (let i = 0; i < raw.length; i += 2) {
-    const name = raw[i];
-    if (name.length === 4 && name.toLowerCase() === 'host') host++;
+    const name = raw[i].toLowerCase();
+    counts.set(name, (counts.get(name) ?? 0) + 1);
   }
-  return host > 1;
+  return SINGLE_HEADERS.find(({ name }) => (counts.get(name) ?? 0) > 1)?.detail;
 }
 
 /** An answer made before the application, with what its log line says of it. */
@@ -170,12 +183,18 @@ function asksUpgrade(req: IncomingMessage): boolean {
 
 /**
  * What makes a request's head one the service does not read on (Node's parser lets these
- * through): Host missing, repeated or no host; a Transfer-Encoding HTTP/1.0 cannot have, that
+ * through): Host missing, repeated or no host; Content-Type or Content-Encoding repeated, or a
+ * Content-Type naming a parameter twice; a Transfer-Encoding HTTP/1.0 cannot have, that
  * does not end in chunked or that has a coding before it; a fragment in the target.
  */
 function malformedHead(req: IncomingMessage): { status: number; detail: string } | undefined {
   if (req.httpVersionMajor === 1 && req.httpVersionMinor === 1 && req.headers.host === undefined) return refusal(undefined);
-  if (repeatedHost(req.rawHeaders)) return { status: 400, detail: 'The request has more than one Host header; it must have one.' };
+  const repeated = repeatedHeader(req.rawHeaders);
+  if (repeated !== undefined) return { status: 400, detail: repeated };
+  // A Content-Type naming a parameter twice (`charset=utf-8; charset=utf-16`): parsers differ
+  // in which one they take, the service's own and a proxy's alike.
+  const parameter = repeatedParameter('Content-Type', req.headers['content-type'] ?? '');
+  if (parameter !== undefined) return { status: 400, detail: `The request's Content-Type ${parameter}: send each once.` };
   // A Host that is no host and port (RFC 9112 §3.2: a 400): spaces, a path, userinfo.
   if (req.headers.host !== undefined && !HOST.test(req.headers.host)) {
     return { status: 400, detail: 'The request\'s Host header is not a host name or address with an optional port.' };

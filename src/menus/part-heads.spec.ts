@@ -1,5 +1,6 @@
 import { ValidationProblem } from '../common/problem.js';
-import { boundaryOf, parameterNames, partHeadWatcher, PartHeadWatcher } from './part-heads.js';
+import { parameterNames } from '../common/media-parameters.js';
+import { boundaryOf, partHeadWatcher, PartHeadWatcher } from './part-heads.js';
 
 /** What the watcher says of a body fed in chunks of `size` bytes (every size must give the same). */
 function watch(body: string, size: number, boundary = 'B'): string | undefined {

@@ -59,6 +59,11 @@ describe(`HTTP hardening (${process.env.TEST_DATABASE})`, () => {
     ['a Host with a port that is no number', 'GET /health/live HTTP/1.1\r\nHost: a:80x\r\n\r\n', 400, "The request's Host header is not a host name or address with an optional port."],
     ['a fragment in the target', 'GET /branches#x?SvcClientId=1001 HTTP/1.1\r\nHost: x\r\n\r\n', 400, "The request target holds '#', which a request does not carry: leave the fragment out, and send '#' in a value as %23."],
     ["a '#' in a query value", 'GET /visits/standard?Take=1#frag HTTP/1.1\r\nHost: x\r\n\r\n', 400, "The request target holds '#', which a request does not carry: leave the fragment out, and send '#' in a value as %23."],
+    // Node keeps the first Content-Type and joins Content-Encodings: a proxy may read the body by another.
+    ['two Content-Type headers on the token endpoint', 'POST /connect/token HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Type: text/plain\r\nContent-Length: 0\r\n\r\n', 400, 'The request has more than one Content-Type header; it may have one.'],
+    ['two multipart Content-Type headers on an upload', 'POST /menus/dishes HTTP/1.1\r\nHost: x\r\ncontent-type: multipart/form-data; boundary=a\r\nCONTENT-TYPE: multipart/form-data; boundary=b\r\nContent-Length: 0\r\n\r\n', 400, 'The request has more than one Content-Type header; it may have one.'],
+    ['two Content-Encoding headers', 'POST /connect/token HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Encoding: gzip\r\nContent-Encoding: identity\r\nContent-Length: 0\r\n\r\n', 400, 'The request has more than one Content-Encoding header; it may have one.'],
+    ['a Content-Type naming a parameter twice', 'POST /connect/token HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded; charset=utf-8; Charset="utf-16"\r\nContent-Length: 0\r\n\r\n', 400, "The request's Content-Type names its Content-Type parameter 'charset' more than once: send each once."],
     ['a second Host after 2000 other headers', `GET /health/live HTTP/1.1\r\nHost: a\r\n${'a: 1\r\n'.repeat(2000)}Host: b\r\n\r\n`, 400, 'The request has more than one Host header; it must have one.'],
   ])('answers what the HTTP parser refuses (%s) with a problem document, and closes', async (_what, raw, status, detail) => {
     const logged = jest.spyOn(t.app.get(AppLogger), 'infoFields');
@@ -93,6 +98,11 @@ describe(`HTTP hardening (${process.env.TEST_DATABASE})`, () => {
       // Every 400 lists what the request broke.
       ...(status === 400 ? { errors: [detail] } : {}),
     });
+  });
+
+  it("reads a Content-Type whose parameter names appear again only inside a quoted value", async () => {
+    const answer = await rawExchange('GET /health/live HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain; a="x; a=y"; b=1\r\nConnection: close\r\n\r\n');
+    expect(answer.split('\r\n')[0]).toBe('HTTP/1.1 200 OK');
   });
 
   it('answers a malformed chunk of a request pipelined behind another at once, and closes', async () => {
