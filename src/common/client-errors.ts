@@ -301,7 +301,11 @@ export function answerClientErrors(server: Server, tokenPath: string, log: Early
     const incoming = (socket as AnsweringSocket).parser?.incoming;
     const reading = incoming !== null && incoming !== undefined && !incoming.complete ? incoming : undefined;
     const own = pending instanceof ServerResponse && reading !== undefined && pending.req === reading;
-    if (error.code === 'ECONNRESET' || !socket.writable || (own && pending.headersSent)) {
+    // A request whose response has gone out already (or is going out) gets no second one: a
+    // client would take that for the answer to its next request. Once finished, the response
+    // is no longer the connection's, though the parser still reads its request's body.
+    const answered = reading !== undefined && (own ? pending.headersSent : !pending);
+    if (error.code === 'ECONNRESET' || !socket.writable || answered) {
       socket.destroy();
       return;
     }

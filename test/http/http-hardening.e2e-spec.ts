@@ -115,6 +115,25 @@ describe(`HTTP hardening (${process.env.TEST_DATABASE})`, () => {
     expect(JSON.parse(answer.slice(answer.lastIndexOf('\r\n\r\n') + 4))).toMatchObject({ status: 400, detail: 'The request is not well-formed HTTP/1.1.' });
   });
 
+  it('closes without a second answer when a malformed chunk comes after its request was answered', async () => {
+    if (!t.app.getHttpServer().listening) await t.app.listen(0, '127.0.0.1');
+    const { port } = t.app.getHttpServer().address() as AddressInfo;
+    const answer = await new Promise<string>((resolve, reject) => {
+      const socket = connect(port, '127.0.0.1', () => socket.write('GET /health/live HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n'));
+      let received = '';
+      socket.on('data', (chunk: Buffer) => {
+        received += chunk.toString('utf8');
+        // The body's first chunk, malformed, once the whole answer is in.
+        if (received.endsWith('{"status":"ok"}')) setTimeout(() => socket.write('zz\r\n'), 100);
+      });
+      socket.on('close', () => resolve(received));
+      socket.on('error', reject);
+    });
+    // A client would pair a second answer with the next request it sends on the connection.
+    expect(answer.match(/HTTP\/1\.1 \d{3} /g)).toEqual(['HTTP/1.1 200 ']);
+    expect(answer.endsWith('\r\n\r\n{"status":"ok"}')).toBe(true);
+  });
+
   it('answers a header over 16 KiB that arrives in two reads, the second starting like a request line, with a 431', async () => {
     if (!t.app.getHttpServer().listening) await t.app.listen(0, '127.0.0.1');
     const { port } = t.app.getHttpServer().address() as AddressInfo;
