@@ -114,6 +114,33 @@ function repeatedHeader(raw: string[]): string | undefined {
   return SINGLE_HEADERS.find(({ name }) => (counts.get(name) ?? 0) > 1)?.detail;
 }
 
+/**
+ * A request target in absolute form (RFC 9112 §3.2.2), `http://host/path?query` as a client
+ * speaking to a proxy sends it: its scheme, its authority and the rest (path and query).
+ */
+const ABSOLUTE_FORM = /^([A-Za-z][A-Za-z0-9+.-]*):\/\/([^/?]*)(.*)$/s;
+
+/** What is wrong with a target in absolute form, if anything: it names a resource of this service only as an http(s) URL without userinfo. */
+function absoluteFormProblem(url: string): string | undefined {
+  if (url.startsWith('/')) return undefined;
+  const absolute = ABSOLUTE_FORM.exec(url);
+  if (absolute === null) return undefined;
+  const [, scheme, authority] = absolute;
+  if (!/^https?$/i.test(scheme)) return `The request target is a URL of the scheme '${scheme}': send a path, or an http or https URL.`;
+  // RFC 9110 §4.2.4: userinfo in an http(s) URL is to be treated as an error.
+  if (authority.includes('@')) return 'The request target holds a user name or password before its host, which a request does not carry: leave them out.';
+  return undefined;
+}
+
+/** The target as a path and query: an http(s) URL without its scheme and host, its empty path `/` (RFC 9110 §4.2.3). */
+function originForm(url: string): string {
+  if (url.startsWith('/')) return url;
+  const absolute = ABSOLUTE_FORM.exec(url);
+  if (absolute === null) return url;
+  const rest = absolute[3];
+  return rest.startsWith('/') ? rest : `/${rest}`;
+}
+
 /** An answer made before the application, with what its log line says of it. */
 interface EarlyAnswer {
   body: string;
@@ -214,6 +241,10 @@ function malformedHead(req: IncomingMessage): { status: number; detail: string }
   if (coding !== undefined && !/^[ \t]*chunked[ \t]*$/i.test(coding)) {
     return { status: 501, detail: 'The request has a transfer coding the service does not apply: send its body with Transfer-Encoding: chunked alone, or with Content-Length.' };
   }
+  // A URL for a target (as to a proxy) is read as its path and query, when it is one the
+  // service could be meant by: not another scheme's, nor one with a user name and password.
+  const absolute = req.url === undefined ? undefined : absoluteFormProblem(req.url);
+  if (absolute !== undefined) return { status: 400, detail: absolute };
   // The asterisk form names the server, not a resource: OPTIONS's alone (RFC 9112 §3.2.4).
   if (req.url === '*' && req.method !== 'OPTIONS') {
     return { status: 400, detail: "The request target '*' is for OPTIONS alone: name a path." };
@@ -255,8 +286,9 @@ export function answerClientErrors(server: Server, tokenPath: string, log: Early
       if (req.httpVersionMajor !== 1 || req.httpVersionMinor > 1) return VERSION_NOT_SUPPORTED;
       const refused = malformedHead(req);
       if (refused) return refused;
-      // One spelling of each path for every route: `/%62ranches` is `/branches`.
-      if (req.url !== undefined) req.url = unescapeUnreserved(req.url);
+      // One spelling of each path for every route: `/%62ranches` is `/branches`, and
+      // `http://host/branches` too.
+      if (req.url !== undefined) req.url = unescapeUnreserved(originForm(req.url));
       // Checked where every credential is (see REPEATED_AUTHORIZATION), not answered here.
       if (req.headers.authorization !== undefined && authorizationCount(req.rawHeaders) > 1) req.headers.authorization = REPEATED_AUTHORIZATION;
       return undefined;
@@ -272,7 +304,7 @@ export function answerClientErrors(server: Server, tokenPath: string, log: Early
     // A preflight (OPTIONS) is the CORS middleware's own answer, not a header to add.
     if (cors !== null && req.method !== 'OPTIONS') cors(req, res, nothing);
     // The token endpoint answers every error in OAuth's form (RFC 6749 §5.2), however its path is spelt.
-    if (routeSpelling(unescapeUnreserved(req.url ?? '').split('?')[0]) === tokenPath) answer(res, 417, earlyOAuthError(detail), log, req, detail);
+    if (routeSpelling(unescapeUnreserved(originForm(req.url ?? '')).split('?')[0]) === tokenPath) answer(res, 417, earlyOAuthError(detail), log, req, detail);
     else answer(res, 417, earlyProblem(417, detail), log, req, detail);
   });
   // CONNECT asks for a tunnel, which no endpoint gives: Node would close the connection without a word.

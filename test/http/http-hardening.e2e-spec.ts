@@ -57,6 +57,9 @@ describe(`HTTP hardening (${process.env.TEST_DATABASE})`, () => {
     ['a Host with a path', 'GET /health/live HTTP/1.1\r\nHost: a/b?c\r\n\r\n', 400, "The request's Host header is not a host name or address with an optional port."],
     ['a Host with userinfo', 'GET /health/live HTTP/1.1\r\nHost: user@a\r\n\r\n', 400, "The request's Host header is not a host name or address with an optional port."],
     ['a Host with a port that is no number', 'GET /health/live HTTP/1.1\r\nHost: a:80x\r\n\r\n', 400, "The request's Host header is not a host name or address with an optional port."],
+    // A URL as the target (absolute form, as sent to a proxy) names this service's resource only as http(s), without userinfo.
+    ['a URL of another scheme as the target', 'GET ftp://x/health/live HTTP/1.1\r\nHost: x\r\n\r\n', 400, "The request target is a URL of the scheme 'ftp': send a path, or an http or https URL."],
+    ['a URL with a user name and password as the target', 'GET http://u:p@x/health/live HTTP/1.1\r\nHost: x\r\n\r\n', 400, 'The request target holds a user name or password before its host, which a request does not carry: leave them out.'],
     ['a fragment in the target', 'GET /branches#x?SvcClientId=1001 HTTP/1.1\r\nHost: x\r\n\r\n', 400, "The request target holds '#', which a request does not carry: leave the fragment out, and send '#' in a value as %23."],
     ["a '#' in a query value", 'GET /visits/standard?Take=1#frag HTTP/1.1\r\nHost: x\r\n\r\n', 400, "The request target holds '#', which a request does not carry: leave the fragment out, and send '#' in a value as %23."],
     // Node keeps the first Content-Type and joins Content-Encodings: a proxy may read the body by another.
@@ -475,6 +478,19 @@ describe(`HTTP hardening (${process.env.TEST_DATABASE})`, () => {
     const answer = await rawExchange('GET /health/live HTTP/1.1\r\nHost: x\r\nExpect: , 100-Continue ,\r\nConnection: close\r\n\r\n');
     expect(answer.split('\r\n')[0]).toBe('HTTP/1.1 200 OK');
     expect(answer.endsWith('{"status":"ok"}')).toBe(true);
+  });
+
+  it('reads an http or https URL as the target as its path and query, an empty path as /', async () => {
+    for (const target of ['http://x/health/live', 'HTTPS://x:443/health/live', 'http://x/%68ealth/live?a=1']) {
+      const answer = await rawExchange(`GET ${target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
+      expect({ target, line: answer.split('\r\n')[0], body: answer.slice(answer.indexOf('\r\n\r\n') + 4) }).toEqual({ target, line: 'HTTP/1.1 200 OK', body: '{"status":"ok"}' });
+    }
+    const root = await rawExchange('GET http://x?SvcClientId=1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+    expect(root.split('\r\n')[0]).toBe('HTTP/1.1 404 Not Found');
+    expect(JSON.parse(root.slice(root.indexOf('\r\n\r\n') + 4))).toMatchObject({ status: 404, detail: 'No endpoint has the path /.' });
+    // The token endpoint's 417 is OAuth JSON however its URL is written.
+    const expectation = await rawExchange('POST http://x/connect/token HTTP/1.1\r\nHost: x\r\nExpect: foo\r\nContent-Length: 0\r\n\r\n');
+    expect(JSON.parse(expectation.slice(expectation.indexOf('\r\n\r\n') + 4))).toEqual({ error: 'invalid_request', error_description: "The expectation 'foo' cannot be met; only 100-continue is supported." });
   });
 
   it("answers a request target of '*' with a 400 unless it is OPTIONS's (RFC 9112 §3.2.4)", async () => {
