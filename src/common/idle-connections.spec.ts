@@ -110,16 +110,50 @@ describe('draining the connections at shutdown', () => {
     await until(() => connections.size === 0);
   });
 
-  it('closes a kept-alive connection with nothing in flight at once', async () => {
-    const reader = slowReader();
-    reader.resume();
-    await until(() => answer !== undefined && answer.writableFinished);
-    await until(() => [...connections].every((socket) => !(socket as Socket & { _httpMessage?: unknown })._httpMessage));
+  /** A client that has read a whole answer and keeps its connection; `send` asks again on it. */
+  async function keptAlive(): Promise<{ send: () => void; received: Promise<{ heads: string[] }> }> {
+    const socket = connect((server.address() as AddressInfo).port, '127.0.0.1');
+    socket.on('error', () => undefined);
+    const request = 'GET / HTTP/1.1\r\nHost: x\r\n\r\n';
+    socket.write(request);
+    const chunks: Buffer[] = [];
+    let bytes = 0;
+    socket.on('data', (chunk: Buffer) => {
+      chunks.push(chunk);
+      bytes += chunk.length;
+    });
+    const received = new Promise<{ heads: string[] }>((resolve) => {
+      socket.on('close', () => {
+        const all = Buffer.concat(chunks).toString('latin1');
+        // The bodies are all 'a': every status line and its headers are a head.
+        const heads = all.match(/HTTP\/1\.1 \d{3} [^\r]*\r\n(?:[^\r]+\r\n)*/g) ?? [];
+        resolve({ heads });
+      });
+    });
+    await until(() => bytes >= BODY_BYTES && answer !== undefined && answer.writableFinished);
+    await until(() => [...connections].every((s) => !(s as Socket & { _httpMessage?: unknown })._httpMessage));
+    return { send: () => socket.write(request), received };
+  }
+
+  it('answers, with Connection: close, the next request of a kept-alive connection that was between requests', async () => {
+    const client = await keptAlive();
     const drained = drainConnections(server, connections, 60_000);
-    expect([...connections].map((socket) => socket.destroyed)).toEqual([true]);
-    const { bodyBytes } = await reader.received;
-    expect(bodyBytes).toEqual([BODY_BYTES]);
+    expect([...connections].map((socket) => socket.destroyed)).toEqual([false]);
+    client.send();
+    const { heads } = await client.received;
+    expect(heads).toHaveLength(2);
+    expect(heads[0]).toMatch(/^HTTP\/1\.1 200 OK\r\n[\s\S]*Connection: keep-alive/);
+    expect(heads[1]).toMatch(/^HTTP\/1\.1 200 OK\r\n[\s\S]*Connection: close/);
     await drained;
+  });
+
+  it('closes a kept-alive connection between requests once no request came for the linger', async () => {
+    const client = await keptAlive();
+    const drained = drainConnections(server, connections, 300);
+    const { heads } = await client.received;
+    expect(heads).toHaveLength(1);
+    await drained;
+    await until(() => connections.size === 0);
   });
 });
 
@@ -153,7 +187,7 @@ describe('closeConnectionsWithoutRequest at shutdown', () => {
     const asking = client('GET / HTTP/1.1\r\nHost: x\r\n\r\n');
     // All three connected, the whole request answered in part, the part head read (bytes, no response).
     await until(() => connections.size === 3 && answers.length === 1 && [...connections].filter((s) => s.bytesRead > 0).length === 2);
-    closeConnectionsWithoutRequest(connections);
+    closeConnectionsWithoutRequest(connections, 60_000);
     expect(await Promise.all([silent.closed, partHead.closed])).toEqual([true, true]);
     expect(asking.socket.destroyed).toBe(false);
     answers[0].end('ok');

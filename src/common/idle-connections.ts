@@ -1,6 +1,9 @@
 import { ServerResponse, type IncomingMessage, type Server } from 'node:http';
-import type { Socket } from 'node:net';
+import { Server as NetServer, type Socket } from 'node:net';
 import { lingerAfterResponse } from './body-drain.js';
+
+/** Connections that have carried a request: kept alive between requests, their client may send the next at any moment. */
+const served = new WeakSet<Socket>();
 
 /** The server's open connections, kept up to date as they come and close. */
 export function openConnections(server: Server): ReadonlySet<Socket> {
@@ -9,34 +12,20 @@ export function openConnections(server: Server): ReadonlySet<Socket> {
     open.add(socket);
     socket.once('close', () => open.delete(socket));
   });
+  server.on('request', (req: IncomingMessage) => served.add(req.socket));
   return open;
 }
 
 /**
- * Stops the server listening, as `server.close()` does, and resolves once every connection has
- * closed. Node's close() first closes the idle connections with its own closeIdleConnections,
- * which count a connection idle once its answer's `end()` was called (`finished`) and destroy
- * it with what the process still holds of the answer: a slow reader of a large page got a cut
- * body. Such a connection is left to finish writing.
+ * Stops the server listening and resolves once every connection has closed, as `server.close()`
+ * does without closing the idle connections first. Node's close() closes them with its own
+ * closeIdleConnections, which counts a connection idle once its answer's `end()` was called
+ * (`finished`) and destroys it with what the process still holds of the answer (a slow reader
+ * of a large page got a cut body), and resets a kept-alive connection whose client is sending
+ * its next request at that moment: drainConnections closes each in its time.
  */
-export function closeServer(server: Server, connections: ReadonlySet<Socket>): Promise<void> {
-  return new Promise((resolve) => keepingAnswersBeingWritten(connections, () => server.close(() => resolve())));
-}
-
-/** Runs `work` with the connections whose ended answer is still being written counted busy by Node. */
-function keepingAnswersBeingWritten(connections: ReadonlySet<Socket>, work: () => void): void {
-  const writing: ServerResponse<IncomingMessage>[] = [];
-  for (const socket of connections) {
-    const res = (socket as Socket & { _httpMessage?: unknown })._httpMessage;
-    if (res instanceof ServerResponse && res.finished && !res.writableFinished) writing.push(res as ServerResponse<IncomingMessage>);
-  }
-  // Node skips a connection whose answer is not `finished`: these are, for the call's length.
-  for (const res of writing) res.finished = false;
-  try {
-    work();
-  } finally {
-    for (const res of writing) res.finished = true;
-  }
+export function closeServer(server: Server): Promise<void> {
+  return new Promise((resolve) => NetServer.prototype.close.call(server, () => resolve()));
 }
 
 /**
@@ -50,13 +39,14 @@ function keepingAnswersBeingWritten(connections: ReadonlySet<Socket>, work: () =
  *   request (ECONNRESET, no answer). The connection waits for it about `lingerMs` instead
  *   (Node's keep-alive timeout, which Node lengthens by a second of its own), and answers it
  *   with `Connection: close`.
- * - A request that comes on a kept-alive connection during the drain is answered with
- *   `Connection: close` too, and its connection ends after the answer.
+ * - A kept-alive connection between two requests waits for the next one as long, and answers it
+ *   with `Connection: close` too: closing it at once reset a request its client was sending.
+ * - A connection that has carried no request yet closes at once (see closeConnectionsWithoutRequest).
  */
 export function drainConnections(server: Server, connections: ReadonlySet<Socket>, lingerMs: number): Promise<void> {
   server.keepAliveTimeout = Math.max(1, lingerMs - 1000);
-  const drained = closeServer(server, connections);
-  closeConnectionsWithoutRequest(connections);
+  const drained = closeServer(server);
+  closeConnectionsWithoutRequest(connections, lingerMs);
   server.prependListener('request', (_req: IncomingMessage, res: ServerResponse) => {
     res.shouldKeepAlive = false;
   });
@@ -71,14 +61,18 @@ export function drainConnections(server: Server, connections: ReadonlySet<Socket
 }
 
 /**
- * Closes the connections that carry no request: idle kept-alive ones (as Node's closeIdleConnections
- * does), none read yet (a proxy's connection opened ahead of need) and one whose head has only
- * begun to arrive. Node counts the last two busy, so the shutdown would wait the whole grace
- * period for them. A request whose head has come (being answered, its body read, or its ended
- * answer still being written) has its response on the connection and stays.
+ * Closes the connections that carry no request. One that has carried none yet goes at once:
+ * none read (a proxy's connection opened ahead of need) or its first head only begun; Node
+ * counts these busy, so the shutdown would wait the whole grace period for them. A kept-alive
+ * one between two requests (or with its next head only begun) waits `lingerMs` for its next
+ * request before it closes: Node's keep-alive timeout, which a request coming clears. A request
+ * whose head has come (being answered, its body read, or its ended answer still being written)
+ * has its response on the connection and stays.
  */
-export function closeConnectionsWithoutRequest(connections: ReadonlySet<Socket>): void {
+export function closeConnectionsWithoutRequest(connections: ReadonlySet<Socket>, lingerMs: number): void {
   for (const socket of connections) {
-    if (!((socket as Socket & { _httpMessage?: unknown })._httpMessage instanceof ServerResponse)) socket.destroy();
+    if ((socket as Socket & { _httpMessage?: unknown })._httpMessage instanceof ServerResponse) continue;
+    if (served.has(socket)) socket.setTimeout(lingerMs);
+    else socket.destroy();
   }
 }

@@ -61,7 +61,16 @@ describe('graceful shutdown (postgres, a slow database through a TCP proxy)', ()
     // The service stops listening in the same step as it logs this.
     await service.waitForOutput(/SIGTERM: draining for up to 20 s/);
 
-    await expect(fetch(`${service.url}/health/live`)).rejects.toThrow();
+    // A new connection is refused (fetch's own kept-alive one would still be answered, with Connection: close).
+    const opened = await new Promise<string>((resolve) => {
+      const socket = connect(port, '127.0.0.1');
+      socket.on('connect', () => {
+        socket.destroy();
+        resolve('connected');
+      });
+      socket.on('error', (error: NodeJS.ErrnoException) => resolve(error.code ?? 'error'));
+    });
+    expect(opened).toBe('ECONNREFUSED');
     // The request under way on the kept-alive connection is answered with Connection: close,
     // and the connection then ends, long before the grace period's 20 s: the partner's next
     // request goes to another replica.
