@@ -1,5 +1,5 @@
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { hostname, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
@@ -184,14 +184,22 @@ export class DemoService {
   }
 
   /**
-   * Tells a newcomer where the API is and how to call it: the address the process listens
-   * on, and the addresses to open, which are under PUBLIC_BASE_URL when it is set (behind a
+   * Tells a newcomer where the API is and how to call it (in a demo, as plain lines): the
+   * address the process listens on, and the addresses to open, which are under PUBLIC_BASE_URL when it is set (behind a
    * proxy or ingress the listening address is not the one a browser can reach).
    */
   async announce(url: string): Promise<void> {
     const local = url.replace('[::1]', 'localhost').replace('127.0.0.1', 'localhost');
     const lines = [`Results service listening on ${local}`];
     const base = this.config.PUBLIC_BASE_URL ? this.config.baseUrl : local;
+    if (!this.config.SEED_DEMO) {
+      // Outside a demo, stdout is the log's, read by a collector parsing JSON: the addresses are
+      // one line of it, as pino writes an info line, whatever LOG_LEVEL says (the line that
+      // tells an operator, and a script that started the process, that it serves).
+      const fields = { msg: lines[0], ...(this.config.PUBLIC_BASE_URL ? { publicAddress: base } : {}), swaggerUi: `${base}/docs` };
+      process.stdout.write(`${JSON.stringify({ level: 30, time: Date.now(), pid: process.pid, hostname: hostname(), context: 'Start', ...fields })}\n`);
+      return;
+    }
     if (this.config.PUBLIC_BASE_URL) lines.push(`Public address: ${base}`);
     lines.push(`Swagger UI: ${base}/docs`);
     // Only the demo's own credentials, in the demo's own database: not a file that another

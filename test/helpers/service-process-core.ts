@@ -89,12 +89,13 @@ export async function startService(env: Record<string, string>, options: StartOp
     });
 
   try {
-    await waitForOutput(/Results service listening on http:\/\/\S+\n/, timeoutMs);
+    // A plain line in a demo, a JSON line otherwise (see DemoService.announce).
+    await waitForOutput(/Results service listening on http:\/\/[^\s"]+["\n]/, timeoutMs);
   } catch (error) {
     if (ended) throw new Error(`service exited with ${await closed}:\n${text}`, { cause: error });
     await stop('SIGKILL');
     throw new Error(`service did not start in time:\n${text}`, { cause: error });
   }
-  const url = /Results service listening on (http:\/\/\S+)/.exec(text)![1];
+  const url = /Results service listening on (http:\/\/[^\s"]+)/.exec(text)![1];
   return { url, output: () => text, child, waitForOutput, stop };
 }
