@@ -70,10 +70,11 @@ async function bootstrap(): Promise<void> {
     stopping = true;
     const started = Date.now();
     const graceEnds = started + config.SHUTDOWN_GRACE_SECONDS * 1000;
-    logger.log(`${signal}: draining for up to ${config.SHUTDOWN_GRACE_SECONDS} s`);
     app.get(LifecycleService).shuttingDown = true;
     const server = app.getHttpServer() as Server;
     const drained = drainConnections(server, connections, SHUTDOWN_LINGER_MS);
+    // Said once the listener is closed: whoever reads it finds new connections refused.
+    logger.log(`${signal}: draining for up to ${config.SHUTDOWN_GRACE_SECONDS} s`);
     const deadline = setTimeout(() => {
       logger.warn('grace period over: closing the remaining connections');
       server.closeAllConnections();
