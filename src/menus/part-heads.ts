@@ -1,5 +1,4 @@
 import { repeatedParameter } from '../common/media-parameters.js';
-import { ValidationProblem } from '../common/problem.js';
 
 /** The headers of a part that may appear once (RFC 7578 §4.8 names these three). */
 const ONCE = new Map([
@@ -28,12 +27,10 @@ export function boundaryOf(contentType: string): string | undefined {
 
 /**
  * The watcher of a multipart body's part heads (see PartHeadWatcher), null without a boundary
- * (the multipart reader refuses that body itself). Throws a ValidationProblem for a Content-Type
- * that cannot be read one way only: a parameter (`boundary`) given twice.
+ * (the multipart reader refuses that body itself). A Content-Type naming its boundary twice
+ * never comes here: it is refused with the request's head (see malformedHead).
  */
 export function partHeadWatcher(contentType: string | undefined): PartHeadWatcher | null {
-  const repeated = repeatedParameter('Content-Type', contentType ?? '');
-  if (repeated !== undefined) throw new ValidationProblem([`The request's Content-Type ${repeated}: send each once.`]);
   const boundary = boundaryOf(contentType ?? '');
   return boundary === undefined ? null : new PartHeadWatcher(boundary);
 }

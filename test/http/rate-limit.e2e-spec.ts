@@ -32,6 +32,22 @@ function expectXRateLimit({ res, before, after }: { res: request.Response; befor
   expect(Date.parse(reset)).toBeLessThanOrEqual(after + t);
 }
 
+/** A request refused by the per-minute limit: 429, the problem document, Retry-After within the window, the limit spent. */
+function expectLimitReached(refused: request.Response, limit: number): void {
+  expect(refused.status).toBe(429);
+  expect(refused.headers['content-type']).toBe('application/problem+json; charset=utf-8');
+  expect(refused.headers.ratelimit).toMatch(/^"default";r=0;t=\d+$/);
+  const retryAfter = Number(refused.headers['retry-after']);
+  expect(retryAfter).toBeGreaterThan(0);
+  expect(retryAfter).toBeLessThanOrEqual(60);
+  expect(JSON.parse(refused.text)).toEqual({
+    title: 'Too Many Requests',
+    status: 429,
+    detail: `The rate limit of ${limit} requests a minute is reached; retry after ${retryAfter} seconds.`,
+    instance: expect.stringMatching(/^urn:svc:api:results:error:[0-9a-f-]{36}$/),
+  });
+}
+
 describe(`rate limits (${process.env.TEST_DATABASE}, counters in the process)`, () => {
   let t: TestApp;
   let partner: IssuedCredential;
@@ -73,22 +89,11 @@ describe(`rate limits (${process.env.TEST_DATABASE}, counters in the process)`, 
     }
     const answer = await timed(branches(partner));
     const refused = answer.res;
-    expect(refused.status).toBe(429);
     expect(refused.headers['x-rate-limit-remaining']).toBe('0');
     expectXRateLimit(answer, 'default');
     // A fixed window: refused until the end the allowed answers gave, not for a minute from the refusal.
     expect(refused.headers['x-rate-limit-reset']).toBe(windowEnd);
-    expect(refused.headers['content-type']).toBe('application/problem+json; charset=utf-8');
-    const retryAfter = Number(refused.headers['retry-after']);
-    expect(retryAfter).toBeGreaterThan(0);
-    expect(retryAfter).toBeLessThanOrEqual(60);
-    expect(refused.headers.ratelimit).toMatch(/^"default";r=0;t=\d+$/);
-    expect(JSON.parse(refused.text)).toEqual({
-      title: 'Too Many Requests',
-      status: 429,
-      detail: `The rate limit of 5 requests a minute is reached; retry after ${retryAfter} seconds.`,
-      instance: expect.stringMatching(/^urn:svc:api:results:error:[0-9a-f-]{36}$/),
-    });
+    expectLimitReached(refused, 5);
   });
 
   it('counts per API key: another key is not limited', async () => {
@@ -296,18 +301,7 @@ describe(`rate limits by address behind a proxy (${process.env.TEST_DATABASE}, T
       expect(res.headers['x-rate-limit-remaining']).toBe(String(2 - i));
     }
     const refused = await from(addresses[3 % addresses.length]);
-    expect(refused.status).toBe(429);
-    expect(refused.headers['content-type']).toBe('application/problem+json; charset=utf-8');
-    expect(refused.headers.ratelimit).toMatch(/^"default";r=0;t=\d+$/);
-    const retryAfter = Number(refused.headers['retry-after']);
-    expect(retryAfter).toBeGreaterThan(0);
-    expect(retryAfter).toBeLessThanOrEqual(60);
-    expect(JSON.parse(refused.text)).toEqual({
-      title: 'Too Many Requests',
-      status: 429,
-      detail: `The rate limit of 3 requests a minute is reached; retry after ${retryAfter} seconds.`,
-      instance: expect.stringMatching(/^urn:svc:api:results:error:[0-9a-f-]{36}$/),
-    });
+    expectLimitReached(refused, 3);
   }
 
   it('counts a forwarded value that is not an address by the connection: a new made-up value each time opens no window', async () => {
