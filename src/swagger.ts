@@ -88,6 +88,7 @@ const ref = (name: string) => ({ $ref: `#/components/headers/${name}` });
 interface Schema {
   maximum?: number;
   default?: unknown;
+  example?: unknown;
   'x-json-schema'?: { $ref: string };
   'x-max-bytes'?: number;
   properties?: Record<string, Schema>;
@@ -121,6 +122,8 @@ function complete(document: OpenAPIObject, config: AppConfig): OpenAPIObject {
           parameter.schema.maximum = config.VISITS_TAKE_MAX;
           // The feed's default Take is 500, or the largest Take when that is lower.
           if (typeof parameter.schema.default === 'number') parameter.schema.default = Math.min(parameter.schema.default, config.VISITS_TAKE_MAX);
+          // Swagger UI fills the example in: one above the largest Take would be refused with a 400.
+          if (typeof parameter.schema.example === 'number') parameter.schema.example = Math.min(parameter.schema.example, config.VISITS_TAKE_MAX);
         }
       }
       for (const [status, response] of Object.entries(operation.responses)) {

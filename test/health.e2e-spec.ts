@@ -177,6 +177,11 @@ describe(`the served contract of a service with its own limits (${process.env.TE
     const take = changes.find((p) => p.name === 'Take')!;
     expect([take.description, take.schema.maximum]).toEqual(['Changed visits to return, at most 50 (configurable); 50 when omitted.', 50]);
     expect(changes.find((p) => p.name === 'Since')!.description).toContain('At most CHANGES_RETENTION_DAYS (30) days ago.');
+    // Swagger UI fills a Take in from its example: never one the service would refuse.
+    const paths = (res.body as { paths: Record<string, { get?: { parameters?: { name: string; schema: { example?: number; maximum?: number } }[] } }> }).paths;
+    const takes = Object.values(paths).flatMap((item) => (item.get?.parameters ?? []).filter((p) => p.name === 'Take'));
+    expect(takes).toHaveLength(4);
+    for (const { schema } of takes) expect(schema.example).toBeLessThanOrEqual(50);
     expect(text).toContain('The range is at most 10 days (configurable).');
     expect(text).toContain('The image must be at most 2048 bytes (2 KiB).');
   });
