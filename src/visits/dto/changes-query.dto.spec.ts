@@ -77,6 +77,29 @@ describe('Since of the change feed', () => {
   });
 });
 
+describe('the oldest Since', () => {
+  const errorsOf = (since: string, now: string): string[] => {
+    try {
+      parseQuery(ChangesQueryDto, new URLSearchParams({ SvcClientId: '1001', Since: since }).toString(), queryContext({ now: () => new Date(now) }));
+      return [];
+    } catch (error) {
+      if (error instanceof ValidationProblem) return error.errors ?? [];
+      throw error;
+    }
+  };
+
+  it('is named in whole seconds, and a Since of the point named is taken', () => {
+    // 90 days before 2026-12-01T12:00:00.700Z is 2026-09-02T12:00:00.700Z: the first whole second taken is :01.
+    const now = '2026-12-01T12:00:00.700Z';
+    expect(errorsOf('2026-09-02T12:00:00Z', now)).toEqual(["'Since' must not be earlier than '2026-09-02T12:00:01Z': the feed keeps 90 days."]);
+    expect(errorsOf('2026-09-02T12:00:00.999Z', now)).toHaveLength(1);
+    expect(errorsOf('2026-09-02T12:00:01Z', now)).toEqual([]);
+    // On a whole second the bound is that second.
+    expect(errorsOf('2026-09-02T11:59:59.999Z', '2026-12-01T12:00:00Z')).toEqual(["'Since' must not be earlier than '2026-09-02T12:00:00Z': the feed keeps 90 days."]);
+    expect(errorsOf('2026-09-02T12:00:00Z', '2026-12-01T12:00:00Z')).toEqual([]);
+  });
+});
+
 describe('the feed token', () => {
   const tokens = TEST_PAGE_TOKENS;
   const context = queryContext();

@@ -48,9 +48,13 @@ export function sinceInstant(value: string, zone: string): Date | undefined {
   return at.getTime() > LAST_INSTANT ? new Date(LAST_INSTANT) : at;
 }
 
-/** The earliest instant a feed may start from: the retention before now. */
+/**
+ * The earliest instant a feed may start from: the retention before now, rounded up to a whole
+ * second. The refusal names it in whole seconds, and a Since of the very point it names is
+ * taken (truncated, the named point lay up to a second before the bound, and was refused).
+ */
 export function oldestSince(context: QueryContext): Date {
-  return new Date(context.now().getTime() - context.changesRetentionDays * 86_400_000);
+  return new Date(Math.ceil((context.now().getTime() - context.changesRetentionDays * 86_400_000) / 1000) * 1000);
 }
 
 @ValidatorConstraint({ name: 'sinceFormat' })
@@ -73,7 +77,7 @@ class SinceRetained implements ValidatorConstraintInterface {
   }
   defaultMessage(args: ValidationArguments): string {
     const context = queryContextOf(args.object)!;
-    const oldest = oldestSince(context).toISOString().replace(/\.\d{3}Z$/, 'Z');
+    const oldest = oldestSince(context).toISOString().replace(/\.000Z$/, 'Z');
     return `'Since' must not be earlier than '${oldest}': the feed keeps ${context.changesRetentionDays} days.`;
   }
 }
