@@ -74,6 +74,16 @@ describe(`health and errors (${process.env.TEST_DATABASE})`, () => {
     });
   });
 
+  it('says a JSON body that does not parse is not valid JSON, before the credentials are looked at', async () => {
+    const res = await request(t.http).post('/menus/dishes?SvcClientId=1001').set('Content-Type', 'application/json').send('{"menuId": 1,');
+    expect(res.status).toBe(400);
+    expect(res.headers['content-type']).toBe('application/problem+json; charset=utf-8');
+    expect(JSON.parse(res.text)).toMatchObject({ status: 400, errors: ['The request body is not valid JSON.'] });
+    // One that parses is read as what it is: no multipart form.
+    const parsed = await request(t.http).post('/menus/dishes?SvcClientId=1001').set('Content-Type', 'application/json').send('{"menuId": 1}');
+    expect(parsed.status).toBe(401);
+  });
+
   it('serves Swagger UI at /docs and the contract at /docs/openapi.json', async () => {
     const ui = await request(t.http).get('/docs/').set('X-Request-Id', 'docs-check-1');
     expect(ui.headers['x-request-id']).toBe('docs-check-1');
