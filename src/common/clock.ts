@@ -41,6 +41,11 @@ export function localDate(zone: string, at?: Date): string {
 }
 
 
+/** A number of days as a message says it: `1 day`, `31 days`. */
+export function dayCount(days: number): string {
+  return days === 1 ? '1 day' : `${days} days`;
+}
+
 /** Adds whole days to a `yyyy-mm-dd` date. */
 export function addDays(date: string, days: number): string {
   const d = new Date(`${date}T00:00:00Z`);

@@ -98,6 +98,16 @@ describe('the oldest Since', () => {
     expect(errorsOf('2026-09-02T11:59:59.999Z', '2026-12-01T12:00:00Z')).toEqual(["'Since' must not be earlier than '2026-09-02T12:00:00Z': the feed keeps 90 days."]);
     expect(errorsOf('2026-09-02T12:00:00Z', '2026-12-01T12:00:00Z')).toEqual([]);
   });
+
+  it('says a retention of one day in the singular', () => {
+    try {
+      parseQuery(ChangesQueryDto, 'SvcClientId=1001&Since=2026-11-01T00:00:00Z', queryContext({ changesRetentionDays: 1 }));
+      throw new Error('taken');
+    } catch (error) {
+      expect(error).toBeInstanceOf(ValidationProblem);
+      expect((error as ValidationProblem).errors).toEqual(["'Since' must not be earlier than '2026-11-30T12:00:00Z': the feed keeps 1 day."]);
+    }
+  });
 });
 
 describe('the feed token', () => {

@@ -7,7 +7,7 @@ import {
   type ValidationArguments,
   type ValidatorConstraintInterface,
 } from 'class-validator';
-import { instantOfLocal } from '../../common/clock.js';
+import { dayCount, instantOfLocal } from '../../common/clock.js';
 import { isPositionNumber, isQueryId, PageTokenParam } from '../../common/page-token-param.js';
 import { emptyIsAbsent, ID_MAX, IntegerParam, QUERY_INTEGER_MAX, SvcClientIdParam, visitTypeCodes } from '../../common/query-fields.js';
 import { queryContextOf, type QueryContext } from '../../common/query-params.js';
@@ -78,7 +78,7 @@ class SinceRetained implements ValidatorConstraintInterface {
   defaultMessage(args: ValidationArguments): string {
     const context = queryContextOf(args.object)!;
     const oldest = oldestSince(context).toISOString().replace(/\.000Z$/, 'Z');
-    return `'Since' must not be earlier than '${oldest}': the feed keeps ${context.changesRetentionDays} days.`;
+    return `'Since' must not be earlier than '${oldest}': the feed keeps ${dayCount(context.changesRetentionDays)}.`;
   }
 }
 

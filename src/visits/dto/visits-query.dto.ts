@@ -10,7 +10,7 @@ import {
   type ValidationArguments,
   type ValidatorConstraintInterface,
 } from 'class-validator';
-import { daysBetween } from '../../common/clock.js';
+import { dayCount, daysBetween } from '../../common/clock.js';
 import { emptyIsAbsent, ID_MAX, IntegerParam, QUERY_INTEGER_MAX, SvcClientIdParam } from '../../common/query-fields.js';
 import { queryContextOf } from '../../common/query-params.js';
 import { calendarDateFault, isCalendarDate } from '../../common/record-reader.js';
@@ -72,7 +72,7 @@ class DateRange implements ValidatorConstraintInterface {
     return !dates || max === undefined || dates[1] < dates[0] || daysBetween(dates[0], dates[1]) + 1 <= max;
   }
   defaultMessage(args: ValidationArguments): string {
-    return `The range from 'FromDate' to 'ToDate' must not exceed ${queryContextOf(args.object)?.maxRangeDays} days.`;
+    return `The range from 'FromDate' to 'ToDate' must not exceed ${dayCount(queryContextOf(args.object)?.maxRangeDays ?? 0)}.`;
   }
 }
 
