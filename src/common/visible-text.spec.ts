@@ -6,6 +6,12 @@ describe('visibleName', () => {
     expect(visibleName('é🍕"\\')).toBe('é🍕"\\');
     expect(visibleName('n'.repeat(41))).toBe(`${'n'.repeat(40)}…`);
   });
+
+  it('counts a character beyond the BMP as one, and never cuts one in half', () => {
+    expect(visibleName('🍕'.repeat(40))).toBe('🍕'.repeat(40));
+    expect(visibleName(`x${'🍕'.repeat(40)}`)).toBe(`x${'🍕'.repeat(39)}…`);
+    expect(JSON.stringify(visibleName(`x${'🍕'.repeat(40)}`))).not.toMatch(/\\ud83c/);
+  });
 });
 
 describe('oauthText', () => {
