@@ -6,14 +6,28 @@ const TOKEN_CHAR = /[!#$%&'*+.^_`|~0-9A-Za-z-]/;
  * filename), in lower case, in order; quoted strings are passed over whole, whatever they hold.
  */
 export function parameterNames(value: string): string[] {
-  const names: string[] = [];
+  return parameters(value).map(({ name }) => name);
+}
+
+/**
+ * The first value of a header value's parameter `name` (in lower case), a quoted string
+ * unquoted; undefined when the value names no such parameter. Read as parameterNames reads
+ * them: a `; name=` inside another parameter's quoted string is no parameter.
+ */
+export function parameterValue(value: string, name: string): string | undefined {
+  return parameters(value).find((parameter) => parameter.name === name)?.value;
+}
+
+/** A header value's parameters, names in lower case, in order; quoted strings passed over whole. */
+function parameters(value: string): { name: string; value: string }[] {
+  const found: { name: string; value: string }[] = [];
   let at = value.indexOf(';');
   while (at >= 0 && at < value.length) {
     at++;
     while (value[at] === ' ' || value[at] === '\t') at++;
     let name = '';
     while (at < value.length && TOKEN_CHAR.test(value[at])) name += value[at++];
-    if (name !== '' && value[at] === '=') names.push(name.toLowerCase());
+    if (name !== '' && value[at] === '=') found.push({ name: name.toLowerCase(), value: valueAt(value, at + 1) });
     // On to the next ';' outside a quoted string.
     while (at < value.length && value[at] !== ';') {
       if (value[at] === '"') {
@@ -23,7 +37,21 @@ export function parameterNames(value: string): string[] {
       at++;
     }
   }
-  return names;
+  return found;
+}
+
+/** The parameter value that starts at `at`: a quoted string without its quotes and escapes, or a token. */
+function valueAt(value: string, at: number): string {
+  let text = '';
+  if (value[at] === '"') {
+    for (at++; at < value.length && value[at] !== '"'; at++) {
+      if (value[at] === '\\') at++;
+      if (at < value.length) text += value[at];
+    }
+    return text;
+  }
+  while (at < value.length && TOKEN_CHAR.test(value[at])) text += value[at++];
+  return text;
 }
 
 /** What a header value repeats of its parameters, as a sentence's end; undefined when none is repeated. */

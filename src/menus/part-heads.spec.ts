@@ -57,8 +57,17 @@ describe('parameterNames and boundaryOf', () => {
     ['multipart/form-data; boundary=abc', 'abc'],
     ['multipart/form-data; BOUNDARY="a b;c"', 'a b;c'],
     ['multipart/form-data', undefined],
+    ['multipart/form-data; charset=x; boundary="a\\"b"', 'a"b'],
+    // As the multipart reader reads it: the first `; boundary=` is inside another parameter's quoted string.
+    ['multipart/form-data; foo="; boundary=z"; boundary=q', 'q'],
   ])('takes the boundary of %j', (type, boundary) => {
     expect(boundaryOf(type)).toBe(boundary);
+  });
+
+  it('watches the parts of the boundary the multipart reader reads, not one quoted inside another parameter', () => {
+    const watcher = partHeadWatcher('multipart/form-data; foo="; boundary=z"; boundary=B');
+    const body = `${part('Content-Disposition: form-data; name="json"\r\nContent-Disposition: form-data; name="x"')}--B--\r\n`;
+    expect(watcher?.feed(Buffer.from(body, 'latin1'))).toBe('A part of the form has its Content-Disposition header more than once: send each part header once.');
   });
 
   it('watches none without a boundary', () => {

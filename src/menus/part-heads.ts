@@ -1,4 +1,4 @@
-import { repeatedParameter } from '../common/media-parameters.js';
+import { parameterValue, repeatedParameter } from '../common/media-parameters.js';
 
 /** The headers of a part that may appear once (RFC 7578 §4.8 names these three). */
 const ONCE = new Map([
@@ -18,11 +18,13 @@ const NEXT = 'next';
 type Step = typeof MORE | typeof NEXT | { refuse: string };
 const HEAD_END = Buffer.from('\r\n\r\n');
 
-/** The boundary a multipart Content-Type names (quoted or not), as the multipart reader takes it; undefined without one. */
+/**
+ * The boundary a multipart Content-Type names (quoted or not), as the multipart reader takes it;
+ * undefined without one. A `; boundary=` inside another parameter's quoted string is none: the
+ * reader passes over it, and a watcher seeking it would have seen no part head at all.
+ */
 export function boundaryOf(contentType: string): string | undefined {
-  const match = /;\s*boundary\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^;\s]+))/i.exec(contentType);
-  if (match === null) return undefined;
-  return match[1] !== undefined ? match[1].replace(/\\(.)/g, '$1') : match[2];
+  return parameterValue(contentType, 'boundary');
 }
 
 /**
