@@ -263,7 +263,7 @@ function malformedHead(req: IncomingMessage): { status: number; detail: string }
  * a problem document, as every other error is answered, instead of Node's bare status line;
  * then closes the connection, which can carry nothing more; the same for an HTTP/1.1 request
  * without Host or with two Host headers, and a 417 for an Expect it cannot meet. None of these
- * requests reaches the application; each is logged (`log`, a warning) with its request id and
+ * requests reaches the application; each is logged (`log`, an info line) with its request id and
  * problem instance, so that the ids a partner quotes find it. A request the application was
  * already reading when the parser gave up on it (a body too slow) is logged by its own line.
  * The 417's request was read whole, its Origin too: it carries the CORS headers (`cors`, the
