@@ -130,6 +130,13 @@ describe('loadConfig', () => {
     }
   });
 
+  it('judges the sslmode node-postgres takes of one given twice: the last', () => {
+    expect(problemsOf({ DATABASE_URL: 'postgres://u:pw1@db.example/results?sslmode=disable&sslmode=bogus' })).toEqual([
+      'DATABASE_URL\'s sslmode="bogus": expected one of disable, prefer, require, verify-ca, verify-full, no-verify',
+    ]);
+    expect(loadConfig({ DATABASE_URL: 'postgres://u:pw1@db.example/results?sslmode=bogus&sslmode=require' }).DATABASE_URL).toContain('sslmode=require');
+  });
+
   it('refuses URLs a client library cannot read, and a public address with a password, showing neither', () => {
     for (const [name, value] of [
       ['DATABASE_URL', 'postgres://u:pw1@127.0.0.1:notaport/db'],

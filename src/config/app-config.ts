@@ -354,10 +354,13 @@ function describe(errors: ValidationError[], env: Record<string, string | undefi
 /** The sslmode values node-postgres reads in a connection URL. */
 const SSL_MODES = new Set(['disable', 'prefer', 'require', 'verify-ca', 'verify-full', 'no-verify']);
 
-/** The sslmode a PostgreSQL URL names; undefined for none (or a URL the URL check refuses). */
+/**
+ * The sslmode a PostgreSQL URL names as node-postgres reads it: the last one given, as it takes
+ * the last of a repeated parameter; undefined for none (or a URL the URL check refuses).
+ */
 function postgresSslMode(url: string | undefined): string | undefined {
   if (url === undefined || !URL.canParse(url)) return undefined;
-  return new URL(url).searchParams.get('sslmode') ?? undefined;
+  return new URL(url).searchParams.getAll('sslmode').at(-1);
 }
 
 export function loadConfig(env: Record<string, string | undefined> = process.env): AppConfig {
