@@ -18,6 +18,7 @@ import { prepareImageFolder } from './menus/image-storage.js';
 import { startMetricsServer } from './metrics/metrics-server.js';
 import { MetricsService } from './metrics/metrics.service.js';
 import { setupApp } from './setup-app.js';
+import { WebhookDispatcher } from './webhooks/webhook-dispatcher.js';
 
 async function bootstrap(): Promise<void> {
   let config: AppConfig;
@@ -88,8 +89,11 @@ async function bootstrap(): Promise<void> {
     // Closing the application waits for what its modules still do (the webhook poller's query, the
     // database pool): a database that stopped answering held it for DATABASE_QUERY_TIMEOUT_MS,
     // past the grace period and into the orchestrator's kill. It has until the grace period ends,
-    // and at least CLOSE_MIN_MS.
-    const closeBy = Math.max(graceEnds, Date.now() + CLOSE_MIN_MS);
+    // and at least CLOSE_MIN_MS; with a webhook delivery in flight, until its request times out
+    // and CLOSE_MIN_MS more, to record its outcome (cut off, the event was sent again by the next
+    // start though its receiver had taken it).
+    const deliveriesEnd = app.get(WebhookDispatcher).deliveriesEndBy();
+    const closeBy = Math.max(graceEnds, Date.now() + CLOSE_MIN_MS, (deliveriesEnd ?? 0) + CLOSE_MIN_MS);
     let closeTimer: NodeJS.Timeout | undefined;
     const closed = await Promise.race([
       app.close().then(() => true),

@@ -88,4 +88,18 @@ describe(`webhooks in the service process (${process.env.TEST_DATABASE})`, () =>
     );
     expect(listed).toMatchObject({ pendingEvents: 0, lastDeliveryAt: expect.any(String) });
   });
+
+  it('waits at SIGTERM, whatever the grace, for a delivery in flight to be answered, and records it: the next start does not send it again', async () => {
+    await service?.stop('SIGTERM');
+    // The answer comes after the least time closing has (5 s), within the delivery's timeout.
+    service = await startService({ ...env, SHUTDOWN_GRACE_SECONDS: '0', WEBHOOKS_TIMEOUT_MS: '9000' });
+    receiver.received.length = 0;
+    receiver.answer = () => ({ status: 200, delayMs: 6500 });
+    await cliJson(['visits', 'import', file('third.ndjson', [visitRecord(3, 'B-1')])], env);
+    await eventually(arrivals, (r) => r.length === 1, 60_000, 50);
+    expect(await service.stop('SIGTERM')).toBe(0);
+    service = null;
+    const listed = await cliJson<{ pendingEvents: number }[]>(['webhooks', 'list'], env);
+    expect(listed).toEqual([expect.objectContaining({ pendingEvents: 0 })]);
+  }, 60_000);
 });

@@ -34,7 +34,8 @@ export class WebhookDispatcher implements OnApplicationBootstrap, OnModuleDestro
   private readonly logger = new Logger('Webhooks');
   private readonly box: SecretBox;
   private readonly inFlight = new Map<string, number>();
-  private readonly deliveries = new Set<Promise<void>>();
+  /** The deliveries in flight, each with the time by which its request has been answered or timed out (epoch ms). */
+  private readonly deliveries = new Map<Promise<void>, number>();
   private timer: NodeJS.Timeout | null = null;
   private tick: Promise<void> | null = null;
   private started = false;
@@ -69,7 +70,17 @@ export class WebhookDispatcher implements OnApplicationBootstrap, OnModuleDestro
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
     await this.tick;
-    await Promise.all([...this.deliveries]);
+    await Promise.all([...this.deliveries.keys()]);
+  }
+
+  /**
+   * When the requests of the deliveries in flight have been answered or timed out, at the
+   * latest (epoch ms); null when none is in flight. Closing the application waits for them and
+   * records their outcome (see onModuleDestroy): a shutdown leaves it that long, so that the
+   * next start does not send an event its receiver took.
+   */
+  deliveriesEndBy(): number | null {
+    return this.deliveries.size === 0 ? null : Math.max(...this.deliveries.values());
   }
 
   private schedule(delayMs: number): void {
@@ -134,7 +145,7 @@ export class WebhookDispatcher implements OnApplicationBootstrap, OnModuleDestro
         else this.inFlight.delete(d.endpointId);
         if (this.backlog) this.schedule(0);
       });
-    this.deliveries.add(running);
+    this.deliveries.set(running, Date.now() + this.config.WEBHOOKS_TIMEOUT_MS);
   }
 
   /** One attempt, signed with the endpoint's secrets; a secret that cannot be opened is a failed attempt too. */
