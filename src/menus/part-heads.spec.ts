@@ -23,6 +23,7 @@ describe('PartHeadWatcher', () => {
     ['a body that holds header lines', `${part('Content-Disposition: form-data; name="json"', 'Content-Type: a\r\n\r\nContent-Type: b')}--B--\r\n`],
     ['a quoted filename holding ; name=', `${part('Content-Disposition: form-data; name="f"; filename="a; name=b.png"')}--B--\r\n`],
     ['one header in each of two parts', `${part('Content-Type: a')}${part('Content-Type: b')}--B--\r\n`],
+    ['a parameter given once on a folded line', `${part('Content-Disposition: form-data;\r\n name="json"\r\nContent-Type: application/json')}--B--\r\n`],
   ])('passes %s, whatever the chunks', (_what, body) => {
     for (const size of CHUNKS) expect([size, watch(body, size)]).toEqual([size, undefined]);
   });
@@ -32,6 +33,8 @@ describe('PartHeadWatcher', () => {
     ['Content-Type twice', part('Content-Disposition: form-data; name="json"\r\nContent-Type: text/plain; charset=utf-16le\r\nContent-Type: text/plain'), 'A part of the form has its Content-Type header more than once: send each part header once.'],
     ['a name given twice', part('Content-Disposition: form-data; name="json"; NAME="x"'), "A part of the form names its Content-Disposition parameter 'name' more than once: send each once."],
     ['a charset given twice', part('Content-Type: text/plain; charset=utf-8; charset="utf-16le"'), "A part of the form names its Content-Type parameter 'charset' more than once: send each once."],
+    ['a name given again on a folded line', part('Content-Disposition: form-data; name="json"\r\n ; name="x"'), "A part of the form names its Content-Disposition parameter 'name' more than once: send each once."],
+    ['a charset given again on a line folded with a tab', part('Content-Disposition: form-data; name="json"\r\nContent-Type: text/plain; charset=utf-8\r\n\t; charset=utf-16le'), "A part of the form names its Content-Type parameter 'charset' more than once: send each once."],
     ['the second part repeating', `${part('Content-Type: a')}${part('Content-Transfer-Encoding: 8bit\r\nContent-Transfer-Encoding: base64')}`, 'A part of the form has its Content-Transfer-Encoding header more than once: send each part header once.'],
   ])('refuses %s, whatever the chunks', (_what, body, reason) => {
     for (const size of CHUNKS) expect([size, watch(body, size)]).toEqual([size, reason]);

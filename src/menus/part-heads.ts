@@ -118,10 +118,24 @@ export class PartHeadWatcher {
   }
 }
 
+/**
+ * A head's header fields, each on one line: a line that starts with a space or a tab continues
+ * the field before it (obs-fold), as the multipart reader takes it, which then reads a parameter
+ * folded onto its own line (`name="json"` CRLF SP `; name="x"`) as one of the field's.
+ */
+function unfolded(head: string): string[] {
+  const fields: string[] = [];
+  for (const line of head.split('\r\n')) {
+    if ((line.startsWith(' ') || line.startsWith('\t')) && fields.length > 0) fields[fields.length - 1] += line;
+    else fields.push(line);
+  }
+  return fields;
+}
+
 /** Why a part's head (its header lines) cannot be read one way, if it cannot. */
 function ambiguousHead(head: string): string | undefined {
   const seen = new Set<string>();
-  for (const line of head.split('\r\n')) {
+  for (const line of unfolded(head)) {
     const colon = line.indexOf(':');
     if (colon <= 0) continue;
     const name = line.slice(0, colon).trim().toLowerCase();
