@@ -45,6 +45,10 @@ async function bootstrap(): Promise<void> {
   // Not app.listen(): it logs a port it cannot have as an error line of its own, before the
   // start's one line (below) says so.
   await app.init();
+  // Tracked from before the server listens: a connection accepted while the start still awaits
+  // (the metrics server's host name looked up) was missed, and the shutdown waited out the
+  // whole grace period for it.
+  const connections = openConnections(app.getHttpServer() as Server);
   const url = await listen(app.getHttpServer() as Server, config.PORT, config.HOST);
   if (config.API_KEY_HASH_KEY === BUILT_IN_API_KEY_HASH_KEY) {
     new Logger('Config').warn(
@@ -60,7 +64,6 @@ async function bootstrap(): Promise<void> {
       ? startIdleCollector(config.IDLE_GC_SECONDS, { collected: () => idleCollections.inc(), letGo: () => pageBodies.letGo() })
       : null;
   const logger = new Logger('Shutdown');
-  const connections = openConnections(app.getHttpServer() as Server);
 
   // SIGTERM (a rolling update) or SIGINT: fail readiness, stop accepting connections, let
   // in-flight requests finish for up to SHUTDOWN_GRACE_SECONDS, close the database and

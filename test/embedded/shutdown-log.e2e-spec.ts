@@ -1,7 +1,10 @@
 import { mkdtempSync, rmSync } from 'node:fs';
+import { spawn } from 'node:child_process';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { eventually } from '../helpers/eventually.js';
+import { freePort } from '../helpers/listen.js';
 import { startService } from '../helpers/service-process.js';
 
 /**
@@ -80,6 +83,71 @@ describe('a connection that has not sent a byte, or only part of a head, at shut
     expect(Buffer.concat(received).length).toBe(0);
     expect(service.output()).toContain('SIGTERM: draining for up to 600 s');
     expect(service.output()).not.toContain('grace period over');
+  }, 60_000);
+});
+
+/**
+ * A connection the service accepts while its start is still under way (the metrics server's
+ * host name being looked up, after the API's port listens) is one the shutdown knows: it closes
+ * at once as any silent one, where it was missed and held the exit for the whole grace period.
+ */
+describe('a connection accepted while the start is still under way', () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'shutdown-early-'));
+  afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+
+  /**
+   * Clients in a process of their own (quick to try again, as a proxy is): they connect again and
+   * again until the port listens, keep every connection they get for 200 ms more, say how many
+   * they hold, and then each one that closes.
+   */
+  const CLIENTS = `
+    const net = require('node:net');
+    const port = Number(process.argv[1]);
+    let held = 0;
+    let until = 0;
+    const attempt = () => {
+      if (until && Date.now() > until) return;
+      const socket = net.connect(port, '127.0.0.1');
+      socket.on('error', () => undefined);
+      socket.once('close', (failed) => (failed && !socket.held ? setTimeout(attempt, 1) : process.stdout.write('closed\\n')));
+      socket.once('connect', () => {
+        socket.held = true;
+        held++;
+        if (!until) {
+          until = Date.now() + 200;
+          setTimeout(() => process.stdout.write('held ' + held + '\\n'), 250);
+        }
+        setTimeout(attempt, 1);
+      });
+    };
+    for (let i = 0; i < 4; i++) attempt();
+  `;
+
+  it('is closed at shutdown, and the process exits 0 without waiting out the grace', async () => {
+    const [port, metricsPort] = [await freePort(), await freePort()];
+    const clients = spawn(process.execPath, ['-e', CLIENTS, String(port)]);
+    let said = '';
+    clients.stdout.on('data', (chunk: Buffer) => (said += chunk.toString()));
+    try {
+      // A grace longer than the test's own timeout: waiting it out fails the test. A host name,
+      // which the metrics server looks up after the API's port listens: the start awaits it.
+      const service = await startService({
+        DATA_DIR: dataDir,
+        SEED_DEMO: 'false',
+        LOG_LEVEL: 'info',
+        SHUTDOWN_GRACE_SECONDS: '600',
+        PORT: String(port),
+        HOST: 'localhost',
+        METRICS_PORT: String(metricsPort),
+      });
+      const held = Number((await eventually(() => Promise.resolve(/held (\d+)/.exec(said)), (m) => m !== null, 10_000, 20))![1]);
+      expect(held).toBeGreaterThan(0);
+      expect(await service.stop('SIGTERM')).toBe(0);
+      await eventually(() => Promise.resolve(said.split('closed').length - 1), (closed) => closed === held, 10_000, 20);
+      expect(service.output()).not.toContain('grace period over');
+    } finally {
+      clients.kill();
+    }
   }, 60_000);
 });
 
