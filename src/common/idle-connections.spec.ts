@@ -157,6 +157,46 @@ describe('draining the connections at shutdown', () => {
   });
 });
 
+describe('draining a connection with requests pipelined at shutdown', () => {
+  let server: Server;
+  let connections: ReadonlySet<Socket>;
+  const handled: string[] = [];
+
+  beforeEach(async () => {
+    handled.length = 0;
+    // The first request is answered after the drain has begun, the second later still.
+    server = createServer((req, res) => {
+      handled.push(req.url ?? '');
+      setTimeout(() => res.end(`ok ${req.url}`), req.url === '/first' ? 200 : 400);
+    });
+    connections = openConnections(server);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  });
+  afterEach(async () => {
+    server.closeAllConnections();
+    if (server.listening) await new Promise((resolve) => server.close(resolve));
+  });
+
+  it('answers every request pipelined on it, the last with Connection: close, before it closes', async () => {
+    const socket = connect((server.address() as AddressInfo).port, '127.0.0.1');
+    socket.on('error', () => undefined);
+    const chunks: Buffer[] = [];
+    socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+    const closed = new Promise<string>((resolve) => socket.once('close', () => resolve(Buffer.concat(chunks).toString('latin1'))));
+    socket.write('GET /first HTTP/1.1\r\nHost: x\r\n\r\nPOST /second HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n');
+    await until(() => handled.length === 2);
+    const drained = drainConnections(server, connections, 60_000);
+    const all = await closed;
+    expect(handled).toEqual(['/first', '/second']);
+    const heads = all.match(/HTTP\/1\.1 \d{3} [^\r]*\r\n(?:[^\r]+\r\n)*/g) ?? [];
+    expect(heads).toHaveLength(2);
+    expect(heads[0]).toMatch(/Connection: keep-alive/);
+    expect(heads[1]).toMatch(/Connection: close/);
+    expect(all).toMatch(/ok \/first[\s\S]*ok \/second$/);
+    await drained;
+  });
+});
+
 describe('closeConnectionsWithoutRequest at shutdown', () => {
   let server: Server;
   let connections: ReadonlySet<Socket>;

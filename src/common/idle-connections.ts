@@ -5,6 +5,13 @@ import { lingerAfterResponse } from './body-drain.js';
 /** Connections that have carried a request: kept alive between requests, their client may send the next at any moment. */
 const served = new WeakSet<Socket>();
 
+/**
+ * The response to the last request each connection has carried. Requests pipelined behind the
+ * one being answered are handed to the application as they come, their responses queued: the
+ * last of them is the one whose answer may close the connection.
+ */
+const lastResponses = new WeakMap<Socket, ServerResponse>();
+
 /** The server's open connections, kept up to date as they come and close. */
 export function openConnections(server: Server): ReadonlySet<Socket> {
   const open = new Set<Socket>();
@@ -12,7 +19,10 @@ export function openConnections(server: Server): ReadonlySet<Socket> {
     open.add(socket);
     socket.once('close', () => open.delete(socket));
   });
-  server.on('request', (req: IncomingMessage) => served.add(req.socket));
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    served.add(req.socket);
+    lastResponses.set(req.socket, res);
+  });
   return open;
 }
 
@@ -31,7 +41,8 @@ export function closeServer(server: Server): Promise<void> {
 /**
  * A shutdown's drain: the server stops listening, the connections that carry no request close
  * at once, and every request under way is answered; resolves once every connection has closed.
- * - A request still to be answered (its head has come) gets `Connection: close`; a body still
+ * - A request still to be answered (its head has come) gets `Connection: close`, the last one
+ *   pipelined on its connection when several are (those before it are answered first); a body still
  *   coming when its answer is written is read and dropped for up to `lingerMs` while the
  *   connection closes, so the client gets the answer rather than a reset.
  * - An answer already on its way said `keep-alive`: its client may send its next request as
@@ -51,8 +62,12 @@ export function drainConnections(server: Server, connections: ReadonlySet<Socket
     res.shouldKeepAlive = false;
   });
   for (const socket of connections) {
-    const res = (socket as Socket & { _httpMessage?: unknown })._httpMessage;
-    if (!(res instanceof ServerResponse) || res.headersSent) continue;
+    if (!((socket as Socket & { _httpMessage?: unknown })._httpMessage instanceof ServerResponse)) continue;
+    // The last request's answer closes the connection, not the one being written now: with
+    // requests pipelined behind it, closing after it left theirs unsent, a POST among them
+    // carried out and never answered.
+    const res = lastResponses.get(socket);
+    if (res === undefined || res.headersSent) continue;
     res.shouldKeepAlive = false;
     const req = (res as ServerResponse & { req?: IncomingMessage }).req;
     if (req && !req.complete) lingerAfterResponse(req, lingerMs, { readNow: false });
