@@ -33,7 +33,8 @@ export function postgresConnection(config: Pick<AppConfig, 'DATABASE_URL' | 'DAT
   pg.defaults.parseInputDatesAsUTC = true;
   let url = config.DATABASE_URL!;
   const parsed = new URL(url);
-  const own = parsed.searchParams.get('options');
+  // Given more than once, node-postgres takes the last, as for every URL parameter.
+  const own = parsed.searchParams.getAll('options').at(-1) ?? null;
   if (own !== null) {
     parsed.searchParams.delete('options');
     url = parsed.toString();
