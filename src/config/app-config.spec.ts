@@ -137,6 +137,16 @@ describe('loadConfig', () => {
     expect(loadConfig({ DATABASE_URL: 'postgres://u:pw1@db.example/results?sslmode=bogus&sslmode=require' }).DATABASE_URL).toContain('sslmode=require');
   });
 
+  it('refuses a PGSSLMODE node-postgres does not know when the URL names no sslmode: it would connect without TLS', () => {
+    expect(problemsOf({ DATABASE_URL: 'postgres://u:pw1@db.example/results', PGSSLMODE: 'requre' })).toEqual([
+      'PGSSLMODE="requre": expected one of disable, prefer, require, verify-ca, verify-full, no-verify',
+    ]);
+    expect(loadConfig({ DATABASE_URL: 'postgres://u:pw1@db.example/results', PGSSLMODE: 'verify-full' }).DATABASE_URL).toBeDefined();
+    // The URL's sslmode is the one node-postgres takes; without a database URL there is no PostgreSQL.
+    expect(loadConfig({ DATABASE_URL: 'postgres://u:pw1@db.example/results?sslmode=require', PGSSLMODE: 'requre' }).DATABASE_URL).toBeDefined();
+    expect(loadConfig({ PGSSLMODE: 'requre' }).DATABASE_URL).toBeUndefined();
+  });
+
   it('refuses URLs a client library cannot read, and a public address with a password, showing neither', () => {
     for (const [name, value] of [
       ['DATABASE_URL', 'postgres://u:pw1@127.0.0.1:notaport/db'],

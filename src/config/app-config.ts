@@ -347,10 +347,6 @@ function describe(errors: ValidationError[], env: Record<string, string | undefi
   });
 }
 
-/**
- * Reads and validates the environment. Empty strings count as unset, so that a blank
- * line in a manifest falls back to the default instead of failing obscurely.
- */
 /** The sslmode values node-postgres reads in a connection URL. */
 const SSL_MODES = new Set(['disable', 'prefer', 'require', 'verify-ca', 'verify-full', 'no-verify']);
 
@@ -363,6 +359,10 @@ function postgresSslMode(url: string | undefined): string | undefined {
   return new URL(url).searchParams.getAll('sslmode').at(-1);
 }
 
+/**
+ * Reads and validates the environment. Empty strings count as unset, so that a blank
+ * line in a manifest falls back to the default instead of failing obscurely.
+ */
 export function loadConfig(env: Record<string, string | undefined> = process.env): AppConfig {
   const raw: Record<string, unknown> = {};
   for (const key of SETTINGS) {
@@ -381,6 +381,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   const sslmode = postgresSslMode(config.DATABASE_URL);
   if (sslmode !== undefined && !SSL_MODES.has(sslmode)) {
     problems.push(`DATABASE_URL's sslmode=${JSON.stringify(sslmode)}: expected one of ${[...SSL_MODES].join(', ')}`);
+  }
+  // PGSSLMODE is node-postgres's when the URL names no sslmode; one it does not know means no TLS at all, said by nobody.
+  const envSslMode = env.PGSSLMODE?.trim();
+  if (config.DATABASE_URL !== undefined && sslmode === undefined && envSslMode && !SSL_MODES.has(envSslMode)) {
+    problems.push(`PGSSLMODE=${JSON.stringify(envSslMode)}: expected one of ${[...SSL_MODES].join(', ')}`);
   }
   // The file would be passed over without a word, and the keys an operator mounted in it never used.
   if (raw.JWT_SIGNING_KEYS !== undefined && raw.JWT_SIGNING_KEYS_FILE !== undefined) {
