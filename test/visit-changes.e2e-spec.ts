@@ -1,7 +1,8 @@
 import { jest } from '@jest/globals';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
-import type { IssuedCredential } from '../src/auth/credentials.service.js';
+import { AuthCacheService } from '../src/auth/auth-cache.service.js';
+import { CredentialsService, type IssuedCredential } from '../src/auth/credentials.service.js';
 import { localDateTime } from '../src/common/clock.js';
 import { PageTokens } from '../src/common/page-token.js';
 import { issueCredential, tokenFor } from './helpers/auth.js';
@@ -169,6 +170,59 @@ describe(`GET /visits/standard/changes and /visits/plus/changes (${process.env.T
     const refused = await get(`/visits/standard/changes?SvcClientId=1001&SvcBrandId=6&Since=${since}`, restricted, bearer);
     expect(refused.status).toBe(403);
     expect(refused.headers['content-type']).toBe(PROBLEM);
+  });
+
+  it('refuses a token given out before the credential could read more brands or visit types, and reads on after a narrowing', async () => {
+    const since = hourAgo();
+    const restricted = await issueCredential(t, { brands: [5], visitTypes: ['OF'] });
+    const bearer = await tokenFor(t.http, restricted);
+    const { seen, after } = await follow(`/visits/standard/changes?SvcClientId=1001&Since=${since}`, '', restricted, bearer);
+    const credentials = t.app.get(CredentialsService);
+    const regrant = async (changes: Parameters<CredentialsService['update']>[1]): Promise<void> => {
+      await credentials.update(restricted.clientId, changes);
+      t.app.get(AuthCacheService).forgetCredential(restricted.clientId);
+    };
+    const next = `/visits/standard/changes?SvcClientId=1001&after=${encodeURIComponent(after)}`;
+
+    // Given brand 6 too: its visits, written before the token, would never be on a page after it.
+    await regrant({ brands: [5, 6] });
+    const widened = await get(next, restricted, bearer);
+    expect(widened.status).toBe(400);
+    expect(widened.headers['content-type']).toBe(PROBLEM);
+    expect(JSON.parse(widened.text)).toMatchObject({
+      errors: [
+        "'after' was given out when the credential could read fewer brands or visit types than it may now: the visits of those it gained that were written before are not on the feed after it. Start again from 'Since' and read the feed through.",
+      ],
+    });
+    // Read again from Since, the copy takes in brand 6's visits; then every visit type too.
+    const again = await follow(`/visits/standard/changes?SvcClientId=1001&Since=${since}`, '', restricted, bearer);
+    expect(seen.some((v) => v.brandName === 'Acme Pizzeria')).toBe(false);
+    expect(again.seen.some((v) => v.brandName === 'Acme Pizzeria')).toBe(true);
+    await regrant({ visitTypes: null });
+    expect((await get(`/visits/standard/changes?SvcClientId=1001&after=${encodeURIComponent(again.after)}`, restricted, bearer)).status).toBe(400);
+
+    // Narrowed back: a token of the wider selection reads on (the entitlement is applied on every page).
+    await regrant({ brands: [5], visitTypes: ['OF'] });
+    const narrowed = await page(`/visits/standard/changes?SvcClientId=1001&after=${encodeURIComponent(again.after)}`, restricted, bearer);
+    expect(narrowed.data.visits).toEqual([]);
+    // A token of a query filtered within what the credential read before is not one of a wider selection.
+    const { after: ofBrand5 } = await follow(`/visits/standard/changes?SvcClientId=1001&SvcBrandId=5&Since=${since}`, '&SvcBrandId=5', restricted, bearer);
+    await regrant({ brands: [5, 6] });
+    expect((await get(`/visits/standard/changes?SvcClientId=1001&SvcBrandId=5&after=${encodeURIComponent(ofBrand5)}`, restricted, bearer)).status).toBe(200);
+    // A brand of the credential's other client gained is none of client 1001's feed.
+    const twoClients = await issueCredential(t, { clients: [1001, 1002], brands: [5] });
+    const twoBearer = await tokenFor(t.http, twoClients);
+    const { after: of1001 } = await follow(`/visits/standard/changes?SvcClientId=1001&Since=${since}`, '', twoClients, twoBearer);
+    await credentials.update(twoClients.clientId, { brands: [5, 21] });
+    t.app.get(AuthCacheService).forgetCredential(twoClients.clientId);
+    expect((await get(`/visits/standard/changes?SvcClientId=1001&after=${encodeURIComponent(of1001)}`, twoClients, twoBearer)).status).toBe(200);
+    await credentials.update(twoClients.clientId, { brands: [5, 6, 21] });
+    t.app.get(AuthCacheService).forgetCredential(twoClients.clientId);
+    expect((await get(`/visits/standard/changes?SvcClientId=1001&after=${encodeURIComponent(of1001)}`, twoClients, twoBearer)).status).toBe(400);
+    // Tokens given out before they held a selection (one number) are taken as before.
+    const tokens = PageTokens.fromConfig(t.config);
+    const old = tokens.encode('changes:standard:1001::', [await t.app.get(VisitsRepository).changeHead(1001)]);
+    expect((await get(`/visits/standard/changes?SvcClientId=1001&after=${encodeURIComponent(old)}`, restricted, bearer)).status).toBe(200);
   });
 
   it('moves a filtered feed past the writes its filters leave out, and still gives every one they let through', async () => {

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import type { EffectiveSelection } from '../auth/entitlements.js';
 import { PageTokens } from '../common/page-token.js';
@@ -28,6 +29,46 @@ const NAMES_CHANGING = "The client's names are being changed; retry after the ti
 /** Why a token further on than the feed is refused (see page). */
 export const AFTER_AHEAD_OF_FEED =
   "'after' is further on than the feed: the service's data was restored from an earlier backup. Start again from 'Since' (a time before the backup was taken) and read the feed through.";
+
+/** Why a token given out while the credential could read fewer brands or visit types is refused (see page). */
+export const AFTER_BEFORE_WIDENING =
+  "'after' was given out when the credential could read fewer brands or visit types than it may now: the visits of those it gained that were written before are not on the feed after it. Start again from 'Since' and read the feed through.";
+
+/** Longest selection a token holds as its lists; a longer one is held as a digest (see selectionMark). */
+const SELECTION_MARK_MAX = 300;
+
+/**
+ * What a feed token records of the selection its page was read with: the brands and visit
+ * types, e.g. `5,6/MV,OF` (`*` on a side for all). A selection too long to keep in a token is
+ * held as a digest (`#…`), which only the same selection matches.
+ */
+export function selectionMark(selection: Pick<EffectiveSelection, 'brandIds' | 'visitTypes'>): string {
+  const mark = `${selection.brandIds?.join(',') ?? '*'}/${selection.visitTypes?.join(',') ?? '*'}`;
+  return mark.length <= SELECTION_MARK_MAX ? mark : `#${createHash('sha256').update(mark).digest('base64url').slice(0, 22)}`;
+}
+
+/**
+ * The brands a selection may read now that a token's could not: none when the token's takes
+ * in every brand and visit type of it (a credential narrowed since reads on, its entitlement
+ * applied on every page); null when it gained what brand ids cannot name (visit types, every
+ * brand, or another selection than a token's digest). Tokens of before the mark (a position
+ * of one number) are taken as they were.
+ */
+export function gainedOver(mark: string | number | undefined, selection: Pick<EffectiveSelection, 'brandIds' | 'visitTypes'>): number[] | null {
+  if (mark === undefined) return [];
+  if (typeof mark !== 'string') return null;
+  if (mark.startsWith('#')) return mark === selectionMark(selection) ? [] : null;
+  const [brands, types] = mark.split('/');
+  if (brands === undefined || types === undefined) return null;
+  if (types !== '*') {
+    const held = new Set(types.split(','));
+    if (selection.visitTypes === null || selection.visitTypes.some((type) => !held.has(type))) return null;
+  }
+  if (brands === '*') return [];
+  if (selection.brandIds === null) return null;
+  const held = new Set(brands.split(','));
+  return selection.brandIds.filter((brand) => !held.has(String(brand)));
+}
 
 /** A page of the change feed, and the token of the page after it. */
 export interface ChangesPage {
@@ -66,6 +107,13 @@ export class VisitChangesService {
     // A token past every write the client has had was issued before the database was restored
     // from a backup: its changes since are numbered again below it, and would never be sent.
     if (after && start > (await this.repo.changeHead(selection.clientId))) throw new ValidationProblem([AFTER_AHEAD_OF_FEED]);
+    // A credential given more brands or visit types since the token was given out: the visits
+    // of those written before it are behind the token, and reading on would never show them.
+    // (Brands of the credential's other clients are none of this feed's.)
+    if (after) {
+      const gained = gainedOver(after[1], selection);
+      if (gained === null || (gained.length > 0 && (await this.ofClient(selection.clientId, gained)))) throw new ValidationProblem([AFTER_BEFORE_WIDENING]);
+    }
     const version = (await this.versions.current(selection.clientId)) ?? 0;
     const plus = variant === 'plus';
     const take = changesTake(query, this.config.VISITS_TAKE_MAX);
@@ -106,7 +154,7 @@ export class VisitChangesService {
       // there, not at the last visit the filters let through (a filter that lets none through
       // would otherwise have every poll scan the client's writes from where it began).
       if (items < take) last = Math.max(last, head);
-      next = this.tokens.encode(scope, [last]);
+      next = this.tokens.encode(scope, [last, selectionMark(selection)]);
       // A visit moved back in after its departure was read is on the page in its current state.
       return { removed: removed.filter((id) => !onPage.has(id)), after: next };
     };
@@ -129,6 +177,12 @@ export class VisitChangesService {
         throw error;
       });
     }
+  }
+
+  /** Whether any of `brandIds` is a brand of the client. */
+  private async ofClient(clientId: number, brandIds: readonly number[]): Promise<boolean> {
+    const names = await this.names.read(clientId);
+    return brandIds.some((brand) => names.brands.has(brand));
   }
 
   private sinceStart(query: ChangesQueryDto): Promise<number> {

@@ -124,10 +124,10 @@ export class ChangesQueryDto {
   @Validate(SinceFormat)
   Since?: string;
 
-  /** Holds the last write sequence the page before read. */
+  /** Holds the last write sequence the page before read, and the brands and visit types it was read with. */
   @PageTokenParam<ChangesQueryDto>('The `paging.after` token of the page before: the next changes. Exactly one of Since and after.', {
     scope: (q) => changesScope(q),
-    position: (p) => p.length === 1 && isPositionNumber(p[0]),
+    position: (p) => isPositionNumber(p[0]) && (p.length === 1 || (p.length === 2 && typeof p[1] === 'string')),
   })
   after?: string;
 
