@@ -143,6 +143,27 @@ describe('prepareImage', () => {
     expect([prepared.width, prepared.height, meta.width, meta.height, meta.orientation, meta.exif]).toEqual([30, 40, 30, 40, undefined, undefined]);
   });
 
+  it.each([2, 3, 4, 5, 6, 7, 8])('turns each frame of an animation with orientation %d, keeping their order, delays and loop', async (orientation) => {
+    // Three frames of other pixels each, none symmetric: a frame turned wrong, or out of its place, shows.
+    const frames = [0, 1, 2].map((n) => {
+      const raw = Buffer.alloc(6 * 4 * 3);
+      for (let i = 0; i < raw.length; i++) raw[i] = (i * 29 + n * 71) % 256;
+      return raw;
+    });
+    const pngs = await Promise.all(frames.map((raw) => sharp(raw, { raw: { width: 6, height: 4, channels: 3 } }).png().toBuffer()));
+    const animation = await sharp(pngs, { join: { animated: true } }).webp({ loop: 2, delay: [100, 200, 300], lossless: true }).withMetadata({ orientation }).toBuffer();
+    const prepared = await prepareImage(animation, limits);
+    const quarter = orientation >= 5;
+    expect(prepared).toMatchObject({ contentType: 'image/webp', width: quarter ? 4 : 6, height: quarter ? 6 : 4 });
+    const meta = await sharp(prepared.data).metadata();
+    expect([meta.pages, meta.loop, meta.delay, meta.orientation, meta.exif]).toEqual([3, 2, [100, 200, 300], undefined, undefined]);
+    for (const [i, png] of pngs.entries()) {
+      // Each frame as sharp turns a single picture of that orientation.
+      const expected = await sharp(await sharp(png).withMetadata({ orientation }).png().toBuffer()).autoOrient().raw().toBuffer();
+      expect((await sharp(prepared.data, { page: i }).raw().toBuffer()).equals(expected)).toBe(true);
+    }
+  });
+
   it("does not decode the image of a request abandoned while it waited for the decoder", async () => {
     const png = await makeImage('png', 37, 23);
     let asked = 0;

@@ -118,6 +118,7 @@ export async function prepareImage(input: Buffer, limits: ImageLimits, abandoned
       const pictureOnly = jpegPictureOnly(input);
       if (pictureOnly && (await holdsPictureOnly(pictureOnly, meta))) return pictureOnly;
     }
+    if (animated && (meta.orientation ?? 1) !== 1) return turnedAnimation(input, meta, frames);
     return reencode(input, format, animated, meta.depth === 'ushort' ? ((meta.channels ?? 3) <= 2 ? 'grey16' : 'rgb16') : undefined);
     // Weighed by the bytes the waiting upload holds, or by its decoding's work when that is more (see `decodes`).
   }, decodeWeight(input.length, width * height * frames * sampleBytes));
@@ -175,6 +176,49 @@ async function holdsPictureOnly(jpeg: Buffer, original: Metadata): Promise<boole
     .metadata()
     .catch(() => null);
   return meta !== null && meta.format === 'jpeg' && meta.width === original.width && meta.height === original.height && !meta.exif && !meta.xmp && !meta.iptc && !meta.comments?.length;
+}
+
+/**
+ * How each EXIF orientation (2 to 8) is undone, in sharp's operations: a turn, then a mirror
+ * across (flop) or down (flip), as sharp's own autoOrient turns a single picture.
+ */
+const ORIENTATIONS: Readonly<Record<number, { angle: number; mirror?: 'flip' | 'flop' }>> = {
+  2: { angle: 0, mirror: 'flop' },
+  3: { angle: 180 },
+  4: { angle: 0, mirror: 'flip' },
+  5: { angle: 270, mirror: 'flop' },
+  6: { angle: 90 },
+  7: { angle: 90, mirror: 'flop' },
+  8: { angle: 270 },
+};
+
+/**
+ * An animation with an orientation, each frame turned on its own, its timing and loop kept.
+ * libvips turns an animation as one tall strip of frames: a quarter turn is refused (it was a
+ * 500) and a half turn or a flip down plays the frames backwards, under the first frame's delays.
+ */
+async function turnedAnimation(input: Buffer, meta: Metadata, frames: number): Promise<Buffer> {
+  const sharp = await loadSharp();
+  const { data, info } = await sharp(input, { failOn: 'truncated', animated: true }).raw().toBuffer({ resolveWithObject: true });
+  const { angle, mirror } = ORIENTATIONS[meta.orientation ?? 1] ?? { angle: 0 };
+  const count = info.pages ?? frames;
+  const frameBytes = data.length / count;
+  const raw = { width: info.width, height: info.height / count, channels: info.channels };
+  // The turned frames go into one buffer of the same size: the decoded animation is held twice, no more.
+  const turned = Buffer.allocUnsafe(data.length);
+  let size = { width: raw.width, height: raw.height };
+  for (let i = 0; i < count; i++) {
+    let frame = sharp(data.subarray(i * frameBytes, (i + 1) * frameBytes), { raw });
+    if (angle !== 0) frame = frame.rotate(angle);
+    if (mirror === 'flip') frame = frame.flip();
+    if (mirror === 'flop') frame = frame.flop();
+    const out = await frame.raw().toBuffer({ resolveWithObject: true });
+    out.data.copy(turned, i * frameBytes);
+    size = { width: out.info.width, height: out.info.height };
+  }
+  const strip = sharp(turned, { raw: { ...size, height: size.height * count, channels: info.channels, pageHeight: size.height } });
+  const timing = { loop: meta.loop ?? 0, ...(meta.delay ? { delay: meta.delay } : {}) };
+  return strip.webp(input.includes('VP8L', 12, 'latin1') ? { ...timing, lossless: true } : { ...timing, quality: 92 }).toBuffer();
 }
 
 /** The image without what it carried beyond its picture; an animation keeps its frames. */
