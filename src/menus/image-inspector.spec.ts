@@ -63,6 +63,37 @@ describe('prepareImage', () => {
     expect((await prepareImage(carriers[0], limits)).data.equals(jpeg)).toBe(true);
   });
 
+  it('keeps a colour profile, and the pixels as they are in it, when an image is re-encoded for its metadata or turned', async () => {
+    // Pure green in Display P3 (117, 251, 76 in its numbers), as a phone's photo carries it.
+    const green = () => sharp({ create: { width: 8, height: 4, channels: 3, background: '#00ff00' } });
+    const isP3 = (icc: Buffer | undefined) => icc !== undefined && icc.includes(Buffer.from('\0P\x003', 'latin1'));
+    const carriers = {
+      png: pngWith(await green().withIccProfile('p3').png().toBuffer(), 'tEXt', Buffer.from('Comment\0hidden', 'latin1')),
+      webp: await green().withIccProfile('p3').withExif({ IFD0: { Make: 'PhoneCo' } }).webp({ lossless: true }).toBuffer(),
+      jpeg: await green().withMetadata({ orientation: 6 }).withIccProfile('p3').jpeg({ quality: 100 }).toBuffer(),
+    };
+    for (const [format, carrier] of Object.entries(carriers)) {
+      expect(isP3((await sharp(carrier).metadata()).icc)).toBe(true);
+      const prepared = await prepareImage(carrier, limits);
+      expect(prepared.data.equals(carrier)).toBe(false);
+      const meta = await sharp(prepared.data).metadata();
+      expect([format, meta.format, meta.exif, isP3(meta.icc)]).toEqual([format, format, undefined, true]);
+      const [r, g, b] = await sharp(prepared.data).keepIccProfile().raw().toBuffer();
+      // The JPEG's own loss aside, the same numbers (converted to sRGB, they were about 0, 255, 0).
+      for (const [got, want] of [[r, 117], [g, 251], [b, 76]]) expect(Math.abs(got - want)).toBeLessThanOrEqual(2);
+    }
+  });
+
+  it('converts to sRGB, as before, an image whose colour profile is not an RGB one', async () => {
+    // A CMYK JPEG with its profile, given the EXIF of a JPEG to turn.
+    const exif = (await sharp(await sharp({ create: { width: 2, height: 2, channels: 3, background: '#ffffff' } }).withMetadata({ orientation: 6 }).jpeg().toBuffer()).metadata()).exif!;
+    const cmyk = jpegWith(await sharp({ create: { width: 8, height: 4, channels: 3, background: '#33aa77' } }).toColourspace('cmyk').withIccProfile('cmyk').jpeg().toBuffer(), 0xe1, exif);
+    expect(await sharp(cmyk).metadata()).toMatchObject({ space: 'cmyk', orientation: 6 });
+    const prepared = await prepareImage(cmyk, limits);
+    const meta = await sharp(prepared.data).metadata();
+    expect([prepared.width, prepared.height, meta.orientation, meta.icc]).toEqual([4, 8, undefined, undefined]);
+  });
+
   it('refuses an animation of more frames than the limit, however small they are', async () => {
     const animation = await animatedWebp(3, 4, 4);
     await expect(prepareImage(animation, { ...limits, maxFrames: 2 })).rejects.toThrow(new ImageRejected('The image must have at most 2 frames.'));

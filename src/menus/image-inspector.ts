@@ -4,7 +4,7 @@ import { formatBytes } from '../common/byte-size.js';
 import { ProblemException } from '../common/problem.js';
 import { SerialQueue } from '../common/serial-queue.js';
 import { loadSharp } from '../common/sharp.js';
-import { imageStructure, jpegPictureOnly, pngPixelDataEnds, signedFormat } from './image-end.js';
+import { iccProfileIsWhole, imageStructure, jpegPictureOnly, pngPixelDataEnds, signedFormat } from './image-end.js';
 
 export const IMAGE_TYPES = { jpeg: 'image/jpeg', png: 'image/png', webp: 'image/webp' } as const;
 
@@ -119,7 +119,7 @@ export async function prepareImage(input: Buffer, limits: ImageLimits, abandoned
       if (pictureOnly && (await holdsPictureOnly(pictureOnly, meta))) return pictureOnly;
     }
     if (animated && (meta.orientation ?? 1) !== 1) return turnedAnimation(input, meta, frames);
-    return reencode(input, format, animated, meta.depth === 'ushort' ? ((meta.channels ?? 3) <= 2 ? 'grey16' : 'rgb16') : undefined);
+    return reencode(input, format, animated, meta.depth === 'ushort' ? ((meta.channels ?? 3) <= 2 ? 'grey16' : 'rgb16') : undefined, keepsProfile(meta));
     // Weighed by the bytes the waiting upload holds, or by its decoding's work when that is more (see `decodes`).
   }, decodeWeight(input.length, width * height * frames * sampleBytes));
   return { contentType, width, height, data, sha256: createHash('sha256').update(data).digest('hex') };
@@ -221,10 +221,23 @@ async function turnedAnimation(input: Buffer, meta: Metadata, frames: number): P
   return strip.webp(input.includes('VP8L', 12, 'latin1') ? { ...timing, lossless: true } : { ...timing, quality: 92 }).toBuffer();
 }
 
-/** The image without what it carried beyond its picture; an animation keeps its frames. */
-async function reencode(input: Buffer, format: keyof typeof IMAGE_TYPES, animated: boolean, sixteenBits?: 'grey16' | 'rgb16'): Promise<Buffer> {
+/**
+ * Whether a re-encoding keeps the image's colour profile, with its pixels as they are: an RGB
+ * profile that is whole (see iccProfileIsWhole). Without it sharp converts the pixels to sRGB
+ * and drops the profile, and a wide-gamut photo (a phone's Display P3, turned or carrying EXIF)
+ * lost every colour sRGB cannot show, where the same photo without metadata is kept whole.
+ */
+function keepsProfile(meta: Metadata): boolean {
+  // The picture's own samples RGB too: a grey or CMYK picture under an RGB profile is converted as before.
+  const rgb = meta.space === 'srgb' || meta.space === 'rgb16' || meta.space === 'rgb';
+  return rgb && meta.icc !== undefined && meta.icc.toString('latin1', 16, 20) === 'RGB ' && iccProfileIsWhole(meta.icc);
+}
+
+/** The image without what it carried beyond its picture; an animation keeps its frames, an RGB profile its colours (see keepsProfile). */
+async function reencode(input: Buffer, format: keyof typeof IMAGE_TYPES, animated: boolean, sixteenBits?: 'grey16' | 'rgb16', keepProfile = false): Promise<Buffer> {
   const sharp = await loadSharp();
-  const image = sharp(input, { failOn: 'truncated', animated }).autoOrient();
+  const turned = sharp(input, { failOn: 'truncated', animated }).autoOrient();
+  const image = keepProfile ? turned.keepIccProfile() : turned;
   if (format === 'jpeg') return image.jpeg({ quality: 92, mozjpeg: false }).toBuffer();
   // A PNG of 16-bit samples keeps them (sharp writes 8 bits unless told the colour space).
   if (format === 'png') return (sixteenBits ? image.toColourspace(sixteenBits) : image).png().toBuffer();
