@@ -63,6 +63,16 @@ function pngChunks(b: Buffer): { chunks: { type: string; data: number; dataEnd: 
   return { chunks, whole: false };
 }
 
+/**
+ * The frames an animated PNG (APNG) says it has in its acTL chunk; 1 for a PNG without one.
+ * libvips reads a PNG's default image only: the other frames would be dropped.
+ */
+export function pngAnimationFrames(b: Buffer): number {
+  if (signedFormat(b) !== 'png') return 1;
+  const control = pngChunks(b).chunks.find((c) => c.type === 'acTL');
+  return control && control.dataEnd - control.data >= 4 ? b.readUInt32BE(control.data) : 1;
+}
+
 /** The signature, then chunks (length, type, data, CRC) up to and with IEND; a colour profile that is none is an extra. */
 function pngStructure(b: Buffer): ImageStructure {
   if (signedFormat(b) !== 'png') return { end: null, extras: false, cutShort: false };

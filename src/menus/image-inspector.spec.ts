@@ -1,6 +1,6 @@
 import { deflateSync } from 'node:zlib';
 import sharp, { type CreateRaw } from 'sharp';
-import { animatedWebp, jpegWith, jpegWithLocation, makeImage, pngWith, pngWithExtraPixelData, pngWithinInflatedData, pngWithinPixelData, webpWith, webpWithinFrame } from '../../test/helpers/images.js';
+import { animatedPng, animatedWebp, jpegWith, jpegWithLocation, makeImage, pngWith, pngWithExtraPixelData, pngWithinInflatedData, pngWithinPixelData, webpWith, webpWithinFrame } from '../../test/helpers/images.js';
 import { ABANDONED, decodeWeight, ImageRejected, prepareImage } from './image-inspector.js';
 
 const HTML = Buffer.from('<html><script>alert(document.domain)</script></html>', 'latin1');
@@ -92,6 +92,16 @@ describe('prepareImage', () => {
     const prepared = await prepareImage(cmyk, limits);
     const meta = await sharp(prepared.data).metadata();
     expect([prepared.width, prepared.height, meta.orientation, meta.icc]).toEqual([4, 8, undefined, undefined]);
+  });
+
+  it('refuses an animated PNG, whose frames after the first would be dropped, and takes one of a single frame', async () => {
+    const animation = animatedPng(3);
+    // libvips reads the default image alone: stored, the animation would come back as a still.
+    expect(await sharp(animation).metadata()).toMatchObject({ format: 'png', width: 4, height: 4 });
+    await expect(prepareImage(animation, limits)).rejects.toThrow(
+      new ImageRejected('The image is an animated PNG (APNG), whose frames would not be kept: send an animated WebP, or a PNG of one frame.'),
+    );
+    expect(await prepareImage(animatedPng(1), limits)).toMatchObject({ contentType: 'image/png', width: 4, height: 4 });
   });
 
   it('refuses an animation of more frames than the limit, however small they are', async () => {

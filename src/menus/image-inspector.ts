@@ -4,7 +4,7 @@ import { formatBytes } from '../common/byte-size.js';
 import { ProblemException } from '../common/problem.js';
 import { SerialQueue } from '../common/serial-queue.js';
 import { loadSharp } from '../common/sharp.js';
-import { iccProfileIsWhole, imageStructure, jpegPictureOnly, pngPixelDataEnds, signedFormat } from './image-end.js';
+import { iccProfileIsWhole, imageStructure, jpegPictureOnly, pngAnimationFrames, pngPixelDataEnds, signedFormat } from './image-end.js';
 
 export const IMAGE_TYPES = { jpeg: 'image/jpeg', png: 'image/png', webp: 'image/webp' } as const;
 
@@ -69,6 +69,10 @@ export async function prepareImage(input: Buffer, limits: ImageLimits, abandoned
   }
   const contentType = IMAGE_TYPES[meta.format as keyof typeof IMAGE_TYPES];
   if (!contentType) throw new ImageRejected('The image must be a JPEG, PNG or WebP file.');
+  // Only its default image would be kept: the animation stored as a still, and answered 200.
+  if (meta.format === 'png' && pngAnimationFrames(input) > 1) {
+    throw new ImageRejected('The image is an animated PNG (APNG), whose frames would not be kept: send an animated WebP, or a PNG of one frame.');
+  }
   const width = meta.autoOrient?.width ?? meta.width;
   const height = meta.autoOrient?.height ?? meta.height;
   if (!width || !height) throw new ImageRejected('The image has no dimensions.');

@@ -410,7 +410,7 @@ export interface components {
         DishUploadDto: {
             /**
              * Format: binary
-             * @description The image: JPEG, PNG or WebP, at most `x-max-bytes` bytes (IMAGE_MAX_BYTES, 5 MiB by default) and IMAGE_MAX_PIXELS (40 megapixels by default). The part may have an empty name.
+             * @description The image: JPEG, PNG or WebP, at most `x-max-bytes` bytes (IMAGE_MAX_BYTES, 5 MiB by default) and IMAGE_MAX_PIXELS (40 megapixels by default); an animation as a WebP (an animated PNG is refused). The part may have an empty name.
              */
             file: string;
             /**

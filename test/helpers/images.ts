@@ -55,6 +55,35 @@ export function pngWith(image: Buffer, type: string, data: Buffer): Buffer {
   return Buffer.concat([image.subarray(0, image.length - 12), pngChunk(type, data), image.subarray(image.length - 12)]);
 }
 
+/** An animated PNG (APNG) of `frames` frames, each of one grey: the default image (IDAT) is the first frame, fdAT chunks hold the others. */
+export function animatedPng(frames: number, width = 4, height = 4): Buffer {
+  const pixels = (grey: number) => deflateSync(Buffer.concat(Array.from({ length: height }, () => Buffer.from([0, ...Array<number>(width).fill(grey)]))));
+  const header = Buffer.alloc(13);
+  header.writeUInt32BE(width, 0);
+  header.writeUInt32BE(height, 4);
+  header[8] = 8; // bit depth; colour type 0, grey
+  const control = Buffer.alloc(8);
+  control.writeUInt32BE(frames, 0); // num_frames; num_plays 0, forever
+  let sequence = 0;
+  const frameControl = () => {
+    const data = Buffer.alloc(26);
+    data.writeUInt32BE(sequence++, 0);
+    data.writeUInt32BE(width, 4);
+    data.writeUInt32BE(height, 8);
+    data.writeUInt16BE(1, 20); // delay 1/10 s
+    data.writeUInt16BE(10, 22);
+    return pngChunk('fcTL', data);
+  };
+  const chunks = [pngChunk('IHDR', header), pngChunk('acTL', control), frameControl(), pngChunk('IDAT', pixels(0))];
+  for (let i = 1; i < frames; i++) {
+    chunks.push(frameControl());
+    const data = Buffer.alloc(4);
+    data.writeUInt32BE(sequence++, 0);
+    chunks.push(pngChunk('fdAT', Buffer.concat([data, pixels((i * 80) % 256)])));
+  }
+  return Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), ...chunks, pngChunk('IEND', Buffer.alloc(0))]);
+}
+
 /** A PNG chunk: its length, type, data and CRC. */
 function pngChunk(type: string, data: Buffer): Buffer {
   const head = Buffer.alloc(8);
