@@ -177,6 +177,14 @@ describe('prepareImage', () => {
     expect((await sharp(prepared.data).raw({ depth: 'ushort' }).toBuffer()).equals(await sharp(png16).raw({ depth: 'ushort' }).toBuffer())).toBe(true);
   });
 
+  it.each(['4:4:4', '4:2:0'] as const)('keeps the chroma subsampling (%s) of a JPEG re-encoded to be turned', async (chromaSubsampling) => {
+    const noise = sharp({ create: { width: 32, height: 16, channels: 3, background: '#808080', noise: { type: 'gaussian', mean: 128, sigma: 60 } } });
+    const turned = await noise.jpeg({ quality: 95, chromaSubsampling }).withMetadata({ orientation: 6 }).toBuffer();
+    expect((await sharp(turned).metadata()).chromaSubsampling).toBe(chromaSubsampling);
+    const prepared = await prepareImage(turned, limits);
+    expect(await sharp(prepared.data).metadata()).toMatchObject({ width: 16, height: 32, chromaSubsampling });
+  });
+
   it('re-encodes a JPEG with an orientation, turned', async () => {
     const turned = await sharp({ create: { width: 40, height: 30, channels: 3, background: '#2980b9' } }).withMetadata({ orientation: 6 }).jpeg().toBuffer();
     const prepared = await prepareImage(turned, limits);

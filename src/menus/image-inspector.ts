@@ -123,7 +123,7 @@ export async function prepareImage(input: Buffer, limits: ImageLimits, abandoned
       if (pictureOnly && (await holdsPictureOnly(pictureOnly, meta))) return pictureOnly;
     }
     if (animated && (meta.orientation ?? 1) !== 1) return turnedAnimation(input, meta, frames);
-    return reencode(input, format, animated, meta.depth === 'ushort' ? ((meta.channels ?? 3) <= 2 ? 'grey16' : 'rgb16') : undefined, keepsProfile(meta));
+    return reencode(input, format, animated, meta.depth === 'ushort' ? ((meta.channels ?? 3) <= 2 ? 'grey16' : 'rgb16') : undefined, keepsProfile(meta), fullChroma(meta));
     // Weighed by the bytes the waiting upload holds, or by its decoding's work when that is more (see `decodes`).
   }, decodeWeight(input.length, width * height * frames * sampleBytes));
   return { contentType, width, height, data, sha256: createHash('sha256').update(data).digest('hex') };
@@ -237,12 +237,25 @@ function keepsProfile(meta: Metadata): boolean {
   return rgb && meta.icc !== undefined && meta.icc.toString('latin1', 16, 20) === 'RGB ' && iccProfileIsWhole(meta.icc);
 }
 
-/** The image without what it carried beyond its picture; an animation keeps its frames, an RGB profile its colours (see keepsProfile). */
-async function reencode(input: Buffer, format: keyof typeof IMAGE_TYPES, animated: boolean, sixteenBits?: 'grey16' | 'rgb16', keepProfile = false): Promise<Buffer> {
+/** Whether a JPEG's colour is sampled at every pixel (4:4:4, or 4:4:4:4 in CMYK), which a re-encoding keeps. */
+function fullChroma(meta: Metadata): boolean {
+  return meta.format === 'jpeg' && (meta.chromaSubsampling ?? '').startsWith('4:4:4');
+}
+
+/** The image without what it carried beyond its picture; an animation keeps its frames, an RGB profile its colours (see keepsProfile), a JPEG its chroma resolution. */
+async function reencode(
+  input: Buffer,
+  format: keyof typeof IMAGE_TYPES,
+  animated: boolean,
+  sixteenBits?: 'grey16' | 'rgb16',
+  keepProfile = false,
+  keepChroma = false,
+): Promise<Buffer> {
   const sharp = await loadSharp();
   const turned = sharp(input, { failOn: 'truncated', animated }).autoOrient();
   const image = keepProfile ? turned.keepIccProfile() : turned;
-  if (format === 'jpeg') return image.jpeg({ quality: 92, mozjpeg: false }).toBuffer();
+  // A JPEG of full colour resolution keeps it (sharp writes 4:2:0 unless told, halving it across and down).
+  if (format === 'jpeg') return image.jpeg({ quality: 92, mozjpeg: false, chromaSubsampling: keepChroma ? '4:4:4' : '4:2:0' }).toBuffer();
   // A PNG of 16-bit samples keeps them (sharp writes 8 bits unless told the colour space).
   if (format === 'png') return (sixteenBits ? image.toColourspace(sixteenBits) : image).png().toBuffer();
   // A lossless WebP (VP8L data, in a frame or alone) stays lossless: its pixels are not changed.
