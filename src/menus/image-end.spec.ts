@@ -53,7 +53,7 @@ describe('imageEnd', () => {
     expect(imageEnd(Buffer.concat([progressive, progressive]), 'jpeg')).toBe(progressive.length);
     const exif = await jpegWithLocation();
     expect(imageEnd(exif, 'jpeg')).toBe(exif.length);
-    const padded = await pngOfSize(5000);
+    const padded = pngOfSize(5000);
     expect(imageEnd(padded, 'png')).toBe(5000);
   });
 

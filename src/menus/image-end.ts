@@ -30,8 +30,12 @@ export function imageStructure(bytes: Buffer, format: 'jpeg' | 'png' | 'webp'): 
 
 const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
 
-/** The chunks of the picture itself, its colour (iCCP, sRGB, gAMA, cHRM, sBIT) and its pixel size. */
-const PNG_PICTURE = new Set(['IHDR', 'PLTE', 'IDAT', 'IEND', 'tRNS', 'cHRM', 'gAMA', 'iCCP', 'sBIT', 'sRGB', 'bKGD', 'hIST', 'pHYs', 'sPLT']);
+/**
+ * The chunks of the picture itself, its colour (iCCP, sRGB, gAMA, cHRM, sBIT) and its pixel size.
+ * Not a suggested palette (sPLT): a name of any text and entries of any bytes, as long as they
+ * come, that no decoder draws; a page of HTML or a location rode in one and was kept byte for byte.
+ */
+const PNG_PICTURE = new Set(['IHDR', 'PLTE', 'IDAT', 'IEND', 'tRNS', 'cHRM', 'gAMA', 'iCCP', 'sBIT', 'sRGB', 'bKGD', 'hIST', 'pHYs']);
 
 /** The format whose signature the bytes start with, whether or not the rest of them is whole; null for none of the three. */
 export function signedFormat(b: Buffer): 'jpeg' | 'png' | 'webp' | null {

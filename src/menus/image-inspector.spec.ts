@@ -1,6 +1,6 @@
 import { deflateSync } from 'node:zlib';
 import sharp, { type CreateRaw } from 'sharp';
-import { animatedPng, animatedWebp, jpegWith, jpegWithLocation, makeImage, pngWith, pngWithExtraPixelData, pngWithinInflatedData, pngWithinPixelData, webpWith, webpWithinFrame } from '../../test/helpers/images.js';
+import { animatedPng, animatedWebp, jpegWith, jpegWithLocation, makeImage, pngOfSize, pngWith, pngWithExtraPixelData, pngWithinInflatedData, pngWithinPixelData, webpWith, webpWithinFrame } from '../../test/helpers/images.js';
 import { ABANDONED, decodeWeight, ImageRejected, prepareImage } from './image-inspector.js';
 
 const HTML = Buffer.from('<html><script>alert(document.domain)</script></html>', 'latin1');
@@ -28,6 +28,25 @@ describe('prepareImage', () => {
       expect((await sharp(prepared.data).raw().toBuffer()).equals(pixels)).toBe(true);
     }
     expect((await prepareImage(png, limits)).data).toBe(png);
+  });
+
+  it('re-encodes away a suggested palette (sPLT), whose name and entries may hold any bytes, the pixels kept', async () => {
+    const png = await makeImage('png', 37, 23);
+    // A name, a NUL, sample depth 8, then 6-byte entries: here a location and a page of HTML.
+    const entries = Buffer.concat([HTML, Buffer.alloc((6 - (HTML.length % 6)) % 6, 0x20)]);
+    const carrier = pngWith(png, 'sPLT', Buffer.concat([Buffer.from('GPS 51.5074N 0.1278W\0\x08', 'latin1'), entries]));
+    expect((await sharp(carrier).metadata()).format).toBe('png');
+    const prepared = await prepareImage(carrier, limits);
+    expect([prepared.data.includes(HTML), prepared.data.includes(Buffer.from('GPS'))]).toEqual([false, false]);
+    expect((await sharp(prepared.data).raw().toBuffer()).equals(await sharp(png).raw().toBuffer())).toBe(true);
+  });
+
+  it('stores whole a PNG of a given size made by the tests: every byte of it is its picture', async () => {
+    for (const bytes of [5000, 204_800, 204_801, 1_048_576]) {
+      const png = pngOfSize(bytes);
+      expect(png.length).toBe(bytes);
+      expect((await prepareImage(png, { maxBytes: 2_000_000, maxPixels: 2_000_000 })).data).toBe(png);
+    }
   });
 
   it('keeps an animation byte for byte, and its frames when a chunk inside a frame or beside them has it re-encoded', async () => {

@@ -21,26 +21,61 @@ export async function jpegWithLocation(): Promise<Buffer> {
 }
 
 /**
- * A PNG of exactly `bytes` bytes: a small image with a suggested palette (an ancillary chunk
- * decoders skip, and part of the picture, so the image is stored as it is) before its IEND,
- * sized to fill. Its pixels and validity are those of makeImage's.
+ * A PNG of exactly `bytes` bytes, every one of them the picture's (so the service stores it
+ * whole when it is within the limit): a grey image 255 pixels wide (1,023 past 1 MB, within the
+ * 20,000 pixels a side) whose pixel data is written
+ * uncompressed (deflate's stored blocks), its height chosen to come near the size, the rest
+ * made up by empty stored blocks (5 bytes each) and the data split over more IDAT chunks (12
+ * bytes each). At least 1,100 bytes.
  */
-export async function pngOfSize(bytes: number): Promise<Buffer> {
-  const png = await makeImage('png', 8, 8);
-  const iend = png.length - 12;
-  const room = bytes - png.length - 12;
-  if (room < 0) throw new Error(`a PNG takes at least ${png.length + 12} bytes`);
-  // A suggested palette (sPLT), a chunk of the picture's own: a name, a NUL, sample depth 8, then 6-byte entries.
-  if (room < 9) throw new Error(`a PNG of this size takes at least ${png.length + 21} bytes`);
-  const entries = Math.floor((room - 3) / 6);
-  const name = Buffer.alloc(room - 2 - entries * 6, 0x61);
-  const type = Buffer.from('sPLT', 'latin1');
-  const data = Buffer.concat([name, Buffer.from([0, 8]), Buffer.alloc(entries * 6, 0x20)]);
-  const head = Buffer.alloc(4);
-  head.writeUInt32BE(room);
-  const crc = Buffer.alloc(4);
-  crc.writeUInt32BE(crc32(Buffer.concat([type, data])));
-  return Buffer.concat([png.subarray(0, iend), head, type, data, crc, png.subarray(iend)]);
+export function pngOfSize(bytes: number): Buffer {
+  const width = bytes > 1_000_000 ? 1023 : 255;
+  const row = width + 1; // a filter byte, then the samples
+  // Signature, IHDR, one IDAT's frame, IEND; then the zlib header and its Adler-32.
+  const frame = 8 + 25 + 12 + 12 + 2 + 4;
+  const blocksFor = (raw: number) => Math.max(1, Math.ceil(raw / 65535));
+  for (let height = Math.floor((bytes - frame) / row); height >= 4; height--) {
+    const raw = height * row;
+    const rest = bytes - frame - raw - 5 * blocksFor(raw);
+    // rest = 5 x (empty blocks) + 12 x (more IDAT chunks): every number from 44 on is one.
+    for (let chunks = 0; rest >= 0 && 12 * chunks <= rest; chunks++) {
+      if ((rest - 12 * chunks) % 5 !== 0) continue;
+      const samples = Buffer.alloc(raw);
+      for (let y = 0; y < height; y++) for (let x = 1; x < row; x++) samples[y * row + x] = (x * 7 + y * 13) & 0xff;
+      const blocks: Buffer[] = [];
+      for (let i = 0; i < (rest - 12 * chunks) / 5; i++) blocks.push(Buffer.from([0, 0, 0, 0xff, 0xff])); // an empty stored block
+      for (let at = 0; at < raw; at += 65535) {
+        const part = samples.subarray(at, Math.min(raw, at + 65535));
+        const head = Buffer.from([at + 65535 >= raw ? 1 : 0, 0, 0, 0, 0]);
+        head.writeUInt16LE(part.length, 1);
+        head.writeUInt16LE(part.length ^ 0xffff, 3);
+        blocks.push(head, part);
+      }
+      const adler = Buffer.alloc(4);
+      adler.writeUInt32BE(adler32(samples));
+      const stream = Buffer.concat([Buffer.from([0x78, 0x01]), ...blocks, adler]);
+      const header = Buffer.alloc(13);
+      header.writeUInt32BE(width, 0);
+      header.writeUInt32BE(height, 4);
+      header[8] = 8; // bit depth; colour type 0, grey
+      const step = Math.ceil(stream.length / (chunks + 1));
+      const idat = Array.from({ length: chunks + 1 }, (_, i) => pngChunk('IDAT', stream.subarray(i * step, (i + 1) * step)));
+      const png = Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), pngChunk('IHDR', header), ...idat, pngChunk('IEND', Buffer.alloc(0))]);
+      if (png.length !== bytes) throw new Error(`made a PNG of ${png.length} bytes for ${bytes}`);
+      return png;
+    }
+  }
+  throw new Error(`a PNG of ${bytes} bytes cannot be made here`);
+}
+
+function adler32(bytes: Buffer): number {
+  let a = 1;
+  let b = 0;
+  for (let i = 0; i < bytes.length; i++) {
+    a = (a + bytes[i]) % 65521;
+    b = (b + a) % 65521;
+  }
+  return ((b << 16) | a) >>> 0;
 }
 
 /** A JPEG with a segment (marker, data) right after SOI. */

@@ -45,8 +45,8 @@ describe(`an upload over the size limit, over a real connection (${process.env.T
     await t.app.get(MenusRepository).saveMenus([{ menu, dishes: [] }]);
     const partner: IssuedCredential = await issueCredential(t);
     headers = { 'svc-api-key': partner.apiKey, Authorization: `Bearer ${await tokenFor(t.http, partner)}` };
-    // A real PNG padded by a chunk decoders skip: an image the service stores whole when it is within the limit.
-    for (const mib of [1, 8, 64]) writeFileSync(image(mib), await pngOfSize(mib * MiB));
+    // A real PNG of the size, every byte its picture's: an image the service stores whole when it is within the limit.
+    for (const mib of [1, 8, 64]) writeFileSync(image(mib), pngOfSize(mib * MiB));
   });
   afterAll(async () => {
     await t.close();
@@ -280,7 +280,7 @@ describe(`an upload over the size limit, over a real connection (${process.env.T
   describe('Expect: 100-continue', () => {
     it('asks for the body of an upload that passes the checks, and stores it', async () => {
       const before = await stored();
-      const image = await pngOfSize(MiB / 4);
+      const image = pngOfSize(MiB / 4);
       const answer = await expectingContinue({ body: form(dish('CONTINUE-1'), image) });
       expect(answer.continued).toBe(true);
       expect(answer.status).toBe(200);
