@@ -281,16 +281,24 @@ function pictureSegment(b: Buffer, { marker, data, end }: JpegSegment, profileIs
   return marker === 0xe2 && profileIsWhole && b.toString('latin1', data, data + 12) === 'ICC_PROFILE\0';
 }
 
-/** Which of the JPEG's segments are no part of its picture: comments, and application segments other than the picture's own. */
+/** A JPEG's DNL segment (define number of lines), which libjpeg skips whatever it holds, at whatever length. */
+const JPEG_DNL = 0xdc;
+
+/**
+ * Which of the JPEG's segments are no part of its picture: comments, application segments other
+ * than the picture's own, and DNL segments: libjpeg does not take a height given after the scan
+ * and skips the segment unread, so a page of HTML or a location rode in one byte for byte.
+ */
 function jpegExtraTest(b: Buffer, segments: readonly JpegSegment[]): (segment: JpegSegment) => boolean {
   const profile = jpegProfile(b, segments);
   const profileIsWhole = profile !== false && (profile === null || iccProfileIsWhole(profile));
-  return (segment) => segment.marker === 0xfe || (segment.marker >= 0xe0 && segment.marker <= 0xef && !pictureSegment(b, segment, profileIsWhole));
+  return (segment) =>
+    segment.marker === 0xfe || segment.marker === JPEG_DNL || (segment.marker >= 0xe0 && segment.marker <= 0xef && !pictureSegment(b, segment, profileIsWhole));
 }
 
 /**
  * The JPEG without what is no part of its picture: comments, application segments other than
- * the picture's own (EXIF with a location, XMP, IPTC), fill bytes between segments and
+ * the picture's own (EXIF with a location, XMP, IPTC), DNL segments, fill bytes between segments and
  * anything after EOI; every other segment and the entropy-coded data byte for byte, so the
  * pixels are the same without a re-encoding. Null when the structure cannot be followed to EOI.
  */

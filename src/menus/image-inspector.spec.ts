@@ -30,6 +30,15 @@ describe('prepareImage', () => {
     expect((await prepareImage(png, limits)).data).toBe(png);
   });
 
+  it('takes out of a JPEG a DNL segment, which decoders skip whatever it holds, keeping every other byte', async () => {
+    const jpeg = await makeImage('jpeg', 37, 23);
+    const carrier = jpegWith(jpeg, 0xdc, Buffer.concat([HTML, Buffer.from(' GPS 51.5074N 0.1278W', 'latin1')]));
+    expect(await sharp(carrier).metadata()).toMatchObject({ format: 'jpeg', width: 37, height: 23 });
+    const prepared = await prepareImage(carrier, limits);
+    expect(prepared.data.includes(HTML)).toBe(false);
+    expect(prepared.data.equals(jpeg)).toBe(true);
+  });
+
   it('re-encodes away a suggested palette (sPLT), whose name and entries may hold any bytes, the pixels kept', async () => {
     const png = await makeImage('png', 37, 23);
     // A name, a NUL, sample depth 8, then 6-byte entries: here a location and a page of HTML.
