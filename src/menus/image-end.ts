@@ -90,6 +90,9 @@ function pngStructure(b: Buffer): ImageStructure {
 /** The chunks of the picture (lossy, lossless, alpha, animation) and its colour profile. */
 const WEBP_PICTURE = new Set(['VP8 ', 'VP8L', 'VP8X', 'ALPH', 'ANIM', 'ANMF', 'ICCP']);
 
+/** The bytes of the WebP chunks that hold fields alone: the features (VP8X) and the animation's background and loop (ANIM). */
+const WEBP_FIELDS: Readonly<Record<string, number>> = { VP8X: 10, ANIM: 6 };
+
 /** The chunks of an animation frame (ANMF), after its 16 bytes of position, size and timing. */
 const WEBP_FRAME = new Set(['ALPH', 'VP8 ', 'VP8L']);
 
@@ -102,6 +105,8 @@ function webpStructure(b: Buffer): ImageStructure {
   const extras = !webpChunks(b, 12, end, (type, data, dataEnd) => {
     if (!WEBP_PICTURE.has(type)) return false;
     if (type === 'ICCP') return ++profiles === 1 && iccProfileIsWhole(b.subarray(data, dataEnd));
+    // Chunks of fixed fields: decoders read those and skip the rest, where anything may ride.
+    if (type in WEBP_FIELDS) return dataEnd - data === WEBP_FIELDS[type];
     // A frame holds chunks of its own, where anything else may hide as well.
     return type !== 'ANMF' || webpChunks(b, data + 16, dataEnd, (inner) => WEBP_FRAME.has(inner));
   });

@@ -1,6 +1,6 @@
 import { deflateSync } from 'node:zlib';
 import sharp, { type CreateRaw } from 'sharp';
-import { animatedPng, animatedWebp, jpegWith, jpegWithLocation, makeImage, pngOfSize, pngWith, pngWithExtraPixelData, pngWithinInflatedData, pngWithinPixelData, webpWith, webpWithinFrame } from '../../test/helpers/images.js';
+import { animatedPng, animatedWebp, jpegWith, jpegWithLocation, makeImage, pngOfSize, pngWith, pngWithExtraPixelData, pngWithinInflatedData, pngWithinPixelData, webpChunkGrown, webpWith, webpWithinFrame } from '../../test/helpers/images.js';
 import { ABANDONED, decodeWeight, ImageRejected, prepareImage } from './image-inspector.js';
 
 const HTML = Buffer.from('<html><script>alert(document.domain)</script></html>', 'latin1');
@@ -37,6 +37,19 @@ describe('prepareImage', () => {
     const prepared = await prepareImage(carrier, limits);
     expect(prepared.data.includes(HTML)).toBe(false);
     expect(prepared.data.equals(jpeg)).toBe(true);
+  });
+
+  it('re-encodes a WebP whose VP8X or ANIM chunk is longer than its fields, which decoders skip, the frames kept', async () => {
+    const animation = await animatedWebp(3);
+    for (const type of ['VP8X', 'ANIM']) {
+      const carrier = webpChunkGrown(animation, type, HTML);
+      expect((await sharp(carrier).metadata()).pages).toBe(3);
+      const prepared = await prepareImage(carrier, limits);
+      expect(prepared.data.includes(HTML)).toBe(false);
+      expect(prepared).toMatchObject({ contentType: 'image/webp', width: 32, height: 32 });
+      expect((await sharp(prepared.data).metadata()).pages).toBe(3);
+    }
+    expect((await prepareImage(animation, limits)).data).toBe(animation);
   });
 
   it('re-encodes away a suggested palette (sPLT), whose name and entries may hold any bytes, the pixels kept', async () => {

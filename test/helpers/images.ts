@@ -167,6 +167,18 @@ export async function animatedWebp(frames: number, width = 32, height = 32): Pro
   return sharp(pngs, { join: { animated: true }, limitInputPixels: false }).webp({ loop: 0, lossless: true, effort: 0 }).toBuffer();
 }
 
+/** A WebP whose first chunk of `type` has `data` after its own, its size and the RIFF size grown to hold it. */
+export function webpChunkGrown(image: Buffer, type: string, data: Buffer): Buffer {
+  let at = 12;
+  while (image.toString('latin1', at, at + 4) !== type) at += 8 + image.readUInt32LE(at + 4) + (image.readUInt32LE(at + 4) & 1);
+  const size = image.readUInt32LE(at + 4);
+  const grown = size + data.length;
+  const out = Buffer.concat([image.subarray(0, at + 8 + size), data, Buffer.alloc(grown & 1), image.subarray(at + 8 + size + (size & 1))]);
+  out.writeUInt32LE(grown, at + 4);
+  out.writeUInt32LE(out.length - 8, 4);
+  return out;
+}
+
 /** A WebP with a chunk of `type` holding `data` inside its first animation frame (ANMF), the sizes grown to hold it. */
 export function webpWithinFrame(image: Buffer, type: string, data: Buffer): Buffer {
   let at = 12;
