@@ -83,8 +83,41 @@ function pngStructure(b: Buffer): ImageStructure {
   const { chunks, whole } = pngChunks(b);
   // One profile at most (PNG §11.3.3.3): each one is inflated, up to ICC_MAX_BYTES.
   const profiles = chunks.filter((c) => c.type === 'iCCP');
-  const extras = chunks.some((c) => !PNG_PICTURE.has(c.type)) || profiles.length > 1 || (profiles.length === 1 && !pngProfileIsWhole(b.subarray(profiles[0].data, profiles[0].dataEnd)));
+  const palette = chunks.find((c) => c.type === 'PLTE');
+  const entries = palette ? (palette.dataEnd - palette.data) / 3 : 0;
+  const extras =
+    chunks.some((c) => !PNG_PICTURE.has(c.type) || !pngChunkFits(c.type, c.dataEnd - c.data, b[25], entries)) ||
+    profiles.length > 1 ||
+    (profiles.length === 1 && !pngProfileIsWhole(b.subarray(profiles[0].data, profiles[0].dataEnd)));
   return { end: whole ? chunks[chunks.length - 1].dataEnd + 4 : null, extras, cutShort: !whole };
+}
+
+/** The length a PNG chunk of fixed fields has (PNG §11), by the image's colour type: 0 grey, 2 RGB, 3 palette, 4 grey and alpha, 6 RGBA. */
+const PNG_FIELDS: Readonly<Record<string, number | Readonly<Record<number, number>>>> = {
+  IHDR: 13,
+  IEND: 0,
+  gAMA: 4,
+  sRGB: 1,
+  cHRM: 32,
+  pHYs: 9,
+  sBIT: { 0: 1, 2: 3, 3: 3, 4: 2, 6: 4 },
+  bKGD: { 0: 2, 2: 6, 3: 1, 4: 2, 6: 6 },
+};
+
+/**
+ * Whether a chunk of the picture is no longer than its fields: libpng takes a chunk of the wrong
+ * length for a benign error and skips it, so a page of HTML or a location rode in a pHYs or gAMA
+ * grown past its fields. A palette holds whole entries, at most 256; its transparency (tRNS) and
+ * histogram (hIST) one value for each entry at most (hIST exactly); tRNS of a grey or RGB image
+ * one colour.
+ */
+function pngChunkFits(type: string, length: number, colourType: number, paletteEntries: number): boolean {
+  if (type === 'PLTE') return length % 3 === 0 && length <= 768;
+  if (type === 'hIST') return length === 2 * paletteEntries;
+  if (type === 'tRNS') return colourType === 3 ? length <= paletteEntries : length === ({ 0: 2, 2: 6 } as Record<number, number>)[colourType];
+  const fields = PNG_FIELDS[type];
+  if (fields === undefined) return true;
+  return length === (typeof fields === 'number' ? fields : fields[colourType]);
 }
 
 /** The chunks of the picture (lossy, lossless, alpha, animation) and its colour profile. */

@@ -52,6 +52,30 @@ describe('prepareImage', () => {
     expect((await prepareImage(animation, limits)).data).toBe(animation);
   });
 
+  it('re-encodes a PNG whose chunk of fixed fields is longer than them, which libpng skips, and keeps one of the right length', async () => {
+    const png = await makeImage('png', 37, 23);
+    const pixels = await sharp(png).raw().toBuffer();
+    // An RGB image's fields: pHYs 9 bytes, gAMA 4, sRGB 1, cHRM 32, sBIT and tRNS one per channel, bKGD two per channel.
+    const fields: Record<string, Buffer> = {
+      pHYs: Buffer.from([0, 0, 0x0b, 0x13, 0, 0, 0x0b, 0x13, 1]),
+      gAMA: Buffer.from([0, 0, 0xb1, 0x8f]),
+      sRGB: Buffer.from([0]),
+      cHRM: Buffer.alloc(32, 1),
+      sBIT: Buffer.from([8, 8, 8]),
+      bKGD: Buffer.from([0, 1, 0, 2, 0, 3]),
+      tRNS: Buffer.from([0, 1, 0, 2, 0, 3]),
+    };
+    for (const [type, data] of Object.entries(fields)) {
+      expect((await prepareImage(pngWith(png, type, data), limits)).data.equals(pngWith(png, type, data))).toBe(true);
+      const prepared = await prepareImage(pngWith(png, type, Buffer.concat([data, HTML])), limits);
+      expect([type, prepared.data.includes(HTML)]).toEqual([type, false]);
+      expect((await sharp(prepared.data).raw().toBuffer()).subarray(0, 3).equals(pixels.subarray(0, 3))).toBe(true);
+    }
+    // A palette image's transparency holds one value for each entry at most.
+    const palette = await sharp({ create: { width: 8, height: 8, channels: 4, background: { r: 10, g: 20, b: 30, alpha: 0.5 } } }).png({ palette: true }).toBuffer();
+    expect((await prepareImage(palette, limits)).data).toBe(palette);
+  });
+
   it('re-encodes away a suggested palette (sPLT), whose name and entries may hold any bytes, the pixels kept', async () => {
     const png = await makeImage('png', 37, 23);
     // A name, a NUL, sample depth 8, then 6-byte entries: here a location and a page of HTML.
