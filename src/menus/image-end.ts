@@ -85,7 +85,10 @@ function pngStructure(b: Buffer): ImageStructure {
   const profiles = chunks.filter((c) => c.type === 'iCCP');
   const palette = chunks.find((c) => c.type === 'PLTE');
   const entries = palette ? (palette.dataEnd - palette.data) / 3 : 0;
+  // One of each but IDAT (PNG §5.6): libpng skips a second pHYs, gAMA or PLTE unread, as a benign error.
+  const repeated = new Set(chunks.filter((c, i) => c.type !== 'IDAT' && chunks.findIndex((other) => other.type === c.type) !== i).map((c) => c.type));
   const extras =
+    repeated.size > 0 ||
     chunks.some((c) => !PNG_PICTURE.has(c.type) || !pngChunkFits(c.type, c.dataEnd - c.data, b[25], entries)) ||
     profiles.length > 1 ||
     (profiles.length === 1 && !pngProfileIsWhole(b.subarray(profiles[0].data, profiles[0].dataEnd)));

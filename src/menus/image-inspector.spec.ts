@@ -52,8 +52,11 @@ describe('prepareImage', () => {
     expect((await prepareImage(animation, limits)).data).toBe(animation);
   });
 
-  it('re-encodes a PNG whose chunk of fixed fields is longer than them, which libpng skips, and keeps one of the right length', async () => {
-    const png = await makeImage('png', 37, 23);
+  it('re-encodes a PNG whose chunk of fixed fields is longer than them or comes twice, which libpng skips, and keeps one of the right length', async () => {
+    const encoded = await makeImage('png', 37, 23);
+    // sharp writes a pHYs after IHDR: without it, each chunk below is the image's one of its type.
+    expect(encoded.toString('latin1', 37, 41)).toBe('pHYs');
+    const png = Buffer.concat([encoded.subarray(0, 33), encoded.subarray(33 + 21)]);
     const pixels = await sharp(png).raw().toBuffer();
     // An RGB image's fields: pHYs 9 bytes, gAMA 4, sRGB 1, cHRM 32, sBIT and tRNS one per channel, bKGD two per channel.
     const fields: Record<string, Buffer> = {
@@ -71,6 +74,9 @@ describe('prepareImage', () => {
       expect([type, prepared.data.includes(HTML)]).toEqual([type, false]);
       expect((await sharp(prepared.data).raw().toBuffer()).subarray(0, 3).equals(pixels.subarray(0, 3))).toBe(true);
     }
+    // Each once: libpng skips a second one unread, so any number of them could carry 9 bytes each.
+    const twice = pngWith(pngWith(png, 'pHYs', fields.pHYs), 'pHYs', Buffer.from('<script>;', 'latin1'));
+    expect((await prepareImage(twice, limits)).data.includes(Buffer.from('<script>'))).toBe(false);
     // A palette image's transparency holds one value for each entry at most.
     const palette = await sharp({ create: { width: 8, height: 8, channels: 4, background: { r: 10, g: 20, b: 30, alpha: 0.5 } } }).png({ palette: true }).toBuffer();
     expect((await prepareImage(palette, limits)).data).toBe(palette);
