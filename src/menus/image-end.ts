@@ -137,14 +137,22 @@ function webpStructure(b: Buffer): ImageStructure {
   if (!isRiffWebp(b)) return { end: null, extras: false, cutShort: false };
   const end = 8 + b.readUInt32LE(4);
   if (end > b.length) return { end: null, extras: false, cutShort: true };
-  let profiles = 0;
+  // Every chunk but a frame comes once, in the file and in each frame: decoders read the first
+  // and skip the others unread (a second ANIM, six bytes of anything, any number of times).
+  const once = (): ((type: string) => boolean) => {
+    const seen = new Set<string>();
+    return (type) => type === 'ANMF' || (!seen.has(type) && seen.add(type) !== undefined);
+  };
+  const first = once();
   const extras = !webpChunks(b, 12, end, (type, data, dataEnd) => {
-    if (!WEBP_PICTURE.has(type)) return false;
-    if (type === 'ICCP') return ++profiles === 1 && iccProfileIsWhole(b.subarray(data, dataEnd));
+    if (!WEBP_PICTURE.has(type) || !first(type)) return false;
+    if (type === 'ICCP') return iccProfileIsWhole(b.subarray(data, dataEnd));
     // Chunks of fixed fields: decoders read those and skip the rest, where anything may ride.
     if (type in WEBP_FIELDS) return dataEnd - data === WEBP_FIELDS[type];
     // A frame holds chunks of its own, where anything else may hide as well.
-    return type !== 'ANMF' || webpChunks(b, data + 16, dataEnd, (inner) => WEBP_FRAME.has(inner));
+    if (type !== 'ANMF') return true;
+    const inFrame = once();
+    return webpChunks(b, data + 16, dataEnd, (inner) => WEBP_FRAME.has(inner) && inFrame(inner));
   });
   return { end, extras, cutShort: false };
 }

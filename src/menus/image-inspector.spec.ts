@@ -39,7 +39,7 @@ describe('prepareImage', () => {
     expect(prepared.data.equals(jpeg)).toBe(true);
   });
 
-  it('re-encodes a WebP whose VP8X or ANIM chunk is longer than its fields, which decoders skip, the frames kept', async () => {
+  it('re-encodes a WebP whose VP8X or ANIM chunk is longer than its fields or comes twice, which decoders skip, the frames kept', async () => {
     const animation = await animatedWebp(3);
     for (const type of ['VP8X', 'ANIM']) {
       const carrier = webpChunkGrown(animation, type, HTML);
@@ -49,6 +49,10 @@ describe('prepareImage', () => {
       expect(prepared).toMatchObject({ contentType: 'image/webp', width: 32, height: 32 });
       expect((await sharp(prepared.data).metadata()).pages).toBe(3);
     }
+    // A second ANIM, of the right length, is skipped by decoders as well.
+    const twice = webpWith(animation, 'ANIM', Buffer.from('<scrip', 'latin1'));
+    expect((await sharp(twice).metadata()).pages).toBe(3);
+    expect((await prepareImage(twice, limits)).data.includes(Buffer.from('<scrip'))).toBe(false);
     expect((await prepareImage(animation, limits)).data).toBe(animation);
   });
 
