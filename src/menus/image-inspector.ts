@@ -208,8 +208,8 @@ async function turnedAnimation(input: Buffer, meta: Metadata, frames: number): P
   const count = info.pages ?? frames;
   const frameBytes = data.length / count;
   const raw = { width: info.width, height: info.height / count, channels: info.channels };
-  // The turned frames go into one buffer of the same size: the decoded animation is held twice, no more.
-  const turned = Buffer.allocUnsafe(data.length);
+  // Each turned frame takes its own place in the decoded strip (a turn keeps a frame's bytes):
+  // the animation is held once, and one frame more.
   let size = { width: raw.width, height: raw.height };
   for (let i = 0; i < count; i++) {
     let frame = sharp(data.subarray(i * frameBytes, (i + 1) * frameBytes), { raw });
@@ -217,10 +217,10 @@ async function turnedAnimation(input: Buffer, meta: Metadata, frames: number): P
     if (mirror === 'flip') frame = frame.flip();
     if (mirror === 'flop') frame = frame.flop();
     const out = await frame.raw().toBuffer({ resolveWithObject: true });
-    out.data.copy(turned, i * frameBytes);
+    out.data.copy(data, i * frameBytes);
     size = { width: out.info.width, height: out.info.height };
   }
-  const strip = sharp(turned, { raw: { ...size, height: size.height * count, channels: info.channels, pageHeight: size.height } });
+  const strip = sharp(data, { raw: { ...size, height: size.height * count, channels: info.channels, pageHeight: size.height } });
   const timing = { loop: meta.loop ?? 0, ...(meta.delay ? { delay: meta.delay } : {}) };
   return strip.webp(input.includes('VP8L', 12, 'latin1') ? { ...timing, lossless: true } : { ...timing, quality: 92 }).toBuffer();
 }
