@@ -35,6 +35,10 @@ describe('PageTokens', () => {
     expect(new Set(lengths).size).toBe(1);
     const visits = ['2026-11-01T09:00:00', '2026-11-30T23:59:59.999'].flatMap((at) => [1, 2_147_483_647].map((id) => tokens.encode('visits:1001', [at, id]).length));
     expect(new Set(visits).size).toBe(1);
+    // A change-feed token holds the brands and visit types its page was read with: a credential of many brands.
+    const selection = `${Array.from({ length: 40 }, (_, i) => 100_001 + i).join(',')}/MV,OF`;
+    const marked = [0, 9, 99_999, 999_999_999_999_999].map((seq) => tokens.encode('changes:standard:1001::', [seq, selection]).length);
+    expect(new Set(marked).size).toBe(1);
     expect(tokens.open(tokens.encode('changes:standard:1001:5:', [9]))).toEqual({ scope: 'changes:standard:1001:5:', position: [9] });
   });
 

@@ -30,14 +30,21 @@ export const PAGE_TOKEN_OF_ANOTHER_QUERY = "'after' is a page token of another q
 /** Room a position has in a token: more than any position of the service takes (a date-time and an id). */
 const POSITION_ROOM = 96;
 
+/** Room a string of a position has in POSITION_ROOM, quoted: a date-time's. */
+const STRING_ROOM = 32;
+
 /**
  * A token's JSON, padded with spaces (which JSON.parse skips) to a length its query alone sets:
  * AES-GCM keeps the length of what it seals, so a position with one more digit (a client's
- * write sequence grown by other brands' writes) would otherwise make a longer token.
+ * write sequence grown by other brands' writes) would otherwise make a longer token. A longer
+ * string of a position (the brands and visit types a change-feed page was read with, the
+ * credential's own) widens the room by what it takes beyond a date-time: it would otherwise
+ * fill the room, and the digits beside it show in the length again.
  */
 function padded(scope: string, position: (string | number)[]): string {
   const json = JSON.stringify({ s: scope, p: position });
-  const room = JSON.stringify({ s: scope, p: [] }).length + POSITION_ROOM;
+  const beyond = position.reduce<number>((sum, part) => sum + (typeof part === 'string' ? Math.max(0, JSON.stringify(part).length - STRING_ROOM) : 0), 0);
+  const room = JSON.stringify({ s: scope, p: [] }).length + POSITION_ROOM + beyond;
   return json.length >= room ? json : json.padEnd(room, ' ');
 }
 
