@@ -120,7 +120,7 @@ export function animatedPng(frames: number, width = 4, height = 4): Buffer {
 }
 
 /** A PNG chunk: its length, type, data and CRC. */
-function pngChunk(type: string, data: Buffer): Buffer {
+export function pngChunk(type: string, data: Buffer): Buffer {
   const head = Buffer.alloc(8);
   head.writeUInt32BE(data.length);
   head.write(type, 4, 'latin1');
