@@ -16,6 +16,12 @@ describe('duplicateKey', () => {
     expect(quotedKey('menuId')).toBe('menuId');
   });
 
+  it('quotes a key of characters beyond the BMP by characters, never cutting one in half', () => {
+    expect(quotedKey('🍕'.repeat(100))).toBe('🍕'.repeat(100));
+    expect(quotedKey(`k${'🍕'.repeat(100)}`)).toBe(`k${'🍕'.repeat(99)}…`);
+    expect(JSON.stringify(quotedKey(`k${'🍕'.repeat(100)}`))).not.toMatch(/\\ud83c/);
+  });
+
   it('finds none where keys differ, repeat in other objects or appear as values', () => {
     expect(duplicateKey('{"a": 1, "b": {"a": 2}, "c": [{"a": 3}, {"a": 4}]}')).toBeNull();
     expect(duplicateKey('{"a": "a", "b": ["a", "a"], "c": "x\\\\"}')).toBeNull();

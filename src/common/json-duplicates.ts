@@ -1,6 +1,18 @@
-/** A key as a message quotes it: at most 100 characters (a key may be megabytes long). */
+/**
+ * A key as a message quotes it: at most 100 characters (a key may be megabytes long). Cut
+ * between characters, never inside one beyond the BMP: half of a surrogate pair made the
+ * answer's JSON hold a lone `\ud83d`, which strict parsers refuse.
+ */
 export function quotedKey(key: string): string {
-  return key.length > 100 ? `${key.slice(0, 100)}…` : key;
+  if (key.length <= 100) return key;
+  let end = 0;
+  let characters = 0;
+  for (const character of key) {
+    if (characters === 100) break;
+    end += character.length;
+    characters++;
+  }
+  return end < key.length ? `${key.slice(0, end)}…` : key;
 }
 
 /**
