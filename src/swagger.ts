@@ -4,6 +4,7 @@ import type { NextFunction, Request, Response } from 'express';
 import { apiKeyChallenge, basicChallenge, bearerChallenge } from './auth/challenges.js';
 import { SCOPE_DESCRIPTIONS } from './auth/scopes.js';
 import { API_KEY_SCHEME, OAUTH_SCHEME } from './common/openapi-names.js';
+import { dayCount } from './common/clock.js';
 import { AppConfig } from './config/app-config.js';
 import { imageTooLargeMessage } from './menus/image-inspector.js';
 import { TOKEN_PATH } from './rate-limit/rate-limit.guard.js';
@@ -171,7 +172,7 @@ function complete(document: OpenAPIObject, config: AppConfig): OpenAPIObject {
  */
 function withConfiguredFigures(document: OpenAPIObject, config: AppConfig): OpenAPIObject {
   const figures: [string, string][] = [
-    ['The range is at most 31 days (configurable).', `The range is at most ${config.VISITS_MAX_RANGE_DAYS} days (configurable).`],
+    ['The range is at most 31 days (configurable).', `The range is at most ${dayCount(config.VISITS_MAX_RANGE_DAYS)} (configurable).`],
     ['At most CHANGES_RETENTION_DAYS (90) days ago.', `At most CHANGES_RETENTION_DAYS (${config.CHANGES_RETENTION_DAYS}) days ago.`],
     ['at most 1000 (configurable); 500 when omitted.', `at most ${config.VISITS_TAKE_MAX} (configurable); ${Math.min(CHANGES_DEFAULT_TAKE, config.VISITS_TAKE_MAX)} when omitted.`],
     [imageTooLargeMessage(DEFAULT_IMAGE_MAX_BYTES), imageTooLargeMessage(config.IMAGE_MAX_BYTES)],

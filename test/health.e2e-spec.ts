@@ -196,3 +196,20 @@ describe(`the served contract of a service with its own limits (${process.env.TE
     expect(text).toContain('The image must be at most 2048 bytes (2 KiB).');
   });
 });
+
+describe(`the served contract of a service whose range is one day (${process.env.TEST_DATABASE})`, () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startTestApp({ VISITS_MAX_RANGE_DAYS: '1' });
+  });
+  afterAll(async () => {
+    await t.close();
+  });
+
+  it('says the range in the singular, as its refusals do', async () => {
+    const res = await request(t.http).get('/docs/openapi.json');
+    expect(res.status).toBe(200);
+    expect(res.text).toContain('The range is at most 1 day (configurable).');
+    expect(res.text).not.toContain('1 days');
+  });
+});
