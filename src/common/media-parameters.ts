@@ -40,12 +40,16 @@ function parameters(value: string): { name: string; value: string }[] {
   return found;
 }
 
-/** The parameter value that starts at `at`: a quoted string without its quotes and escapes, or a token. */
+/**
+ * The parameter value that starts at `at`: a quoted string without its quotes and escapes, or a
+ * token. As the multipart reader unquotes it: a backslash escapes a quote or a backslash, and is
+ * kept before any other character (`"a\\b"` is `a\b`, not `ab`).
+ */
 function valueAt(value: string, at: number): string {
   let text = '';
   if (value[at] === '"') {
     for (at++; at < value.length && value[at] !== '"'; at++) {
-      if (value[at] === '\\') at++;
+      if (value[at] === '\\' && (value[at + 1] === '"' || value[at + 1] === '\\')) at++;
       if (at < value.length) text += value[at];
     }
     return text;

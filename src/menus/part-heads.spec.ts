@@ -61,6 +61,9 @@ describe('parameterNames and boundaryOf', () => {
     ['multipart/form-data; BOUNDARY="a b;c"', 'a b;c'],
     ['multipart/form-data', undefined],
     ['multipart/form-data; charset=x; boundary="a\\"b"', 'a"b'],
+    // A backslash before another character is kept, as the multipart reader keeps it.
+    ['multipart/form-data; boundary="a\\b"', 'a\\b'],
+    ['multipart/form-data; boundary="a\\\\b"', 'a\\b'],
     // As the multipart reader reads it: the first `; boundary=` is inside another parameter's quoted string.
     ['multipart/form-data; foo="; boundary=z"; boundary=q', 'q'],
   ])('takes the boundary of %j', (type, boundary) => {
@@ -70,6 +73,12 @@ describe('parameterNames and boundaryOf', () => {
   it('watches the parts of the boundary the multipart reader reads, not one quoted inside another parameter', () => {
     const watcher = partHeadWatcher('multipart/form-data; foo="; boundary=z"; boundary=B');
     const body = `${part('Content-Disposition: form-data; name="json"\r\nContent-Disposition: form-data; name="x"')}--B--\r\n`;
+    expect(watcher?.feed(Buffer.from(body, 'latin1'))).toBe('A part of the form has its Content-Disposition header more than once: send each part header once.');
+  });
+
+  it('watches the parts of a quoted boundary holding a backslash, which the multipart reader keeps', () => {
+    const watcher = partHeadWatcher('multipart/form-data; boundary="a\\b"');
+    const body = `--a\\b\r\nContent-Disposition: form-data; name="json"\r\nContent-Disposition: form-data; name="x"\r\n\r\n{}\r\n--a\\b--\r\n`;
     expect(watcher?.feed(Buffer.from(body, 'latin1'))).toBe('A part of the form has its Content-Disposition header more than once: send each part header once.');
   });
 
