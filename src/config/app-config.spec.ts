@@ -147,6 +147,14 @@ describe('loadConfig', () => {
     expect(loadConfig({ PGSSLMODE: 'requre' }).DATABASE_URL).toBeUndefined();
   });
 
+  it('refuses a PGSSLMODE with spaces around a mode: node-postgres reads it as it is, and would connect without TLS', () => {
+    expect(problemsOf({ DATABASE_URL: 'postgres://u:pw1@db.example/results', PGSSLMODE: 'require ' })).toEqual([
+      'PGSSLMODE="require ": expected one of disable, prefer, require, verify-ca, verify-full, no-verify',
+    ]);
+    // Blank, it is no mode at all, to node-postgres as to the service.
+    expect(loadConfig({ DATABASE_URL: 'postgres://u:pw1@db.example/results', PGSSLMODE: ' ' }).DATABASE_URL).toBeDefined();
+  });
+
   it('refuses URLs a client library cannot read, and a public address with a password, showing neither', () => {
     for (const [name, value] of [
       ['DATABASE_URL', 'postgres://u:pw1@127.0.0.1:notaport/db'],

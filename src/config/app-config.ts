@@ -383,8 +383,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     problems.push(`DATABASE_URL's sslmode=${JSON.stringify(sslmode)}: expected one of ${[...SSL_MODES].join(', ')}`);
   }
   // PGSSLMODE is node-postgres's when the URL names no sslmode; one it does not know means no TLS at all, said by nobody.
-  const envSslMode = env.PGSSLMODE?.trim();
-  if (config.DATABASE_URL !== undefined && sslmode === undefined && envSslMode && !SSL_MODES.has(envSslMode)) {
+  // It reads the variable as it is, spaces included: 'require ' (an env file's trailing space) is one it does not know.
+  const envSslMode = env.PGSSLMODE;
+  if (config.DATABASE_URL !== undefined && sslmode === undefined && envSslMode?.trim() && !SSL_MODES.has(envSslMode)) {
     problems.push(`PGSSLMODE=${JSON.stringify(envSslMode)}: expected one of ${[...SSL_MODES].join(', ')}`);
   }
   // The file would be passed over without a word, and the keys an operator mounted in it never used.
