@@ -195,6 +195,25 @@ describe('draining a connection with requests pipelined at shutdown', () => {
     expect(all).toMatch(/ok \/first[\s\S]*ok \/second$/);
     await drained;
   });
+
+  it('answers a request pipelined after the drain began behind those being answered, its answer the one that closes', async () => {
+    const socket = connect((server.address() as AddressInfo).port, '127.0.0.1');
+    socket.on('error', () => undefined);
+    const chunks: Buffer[] = [];
+    socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+    const closed = new Promise<string>((resolve) => socket.once('close', () => resolve(Buffer.concat(chunks).toString('latin1'))));
+    socket.write('GET /first HTTP/1.1\r\nHost: x\r\n\r\nGET /second HTTP/1.1\r\nHost: x\r\n\r\n');
+    await until(() => handled.length === 2);
+    const drained = drainConnections(server, connections, 60_000);
+    socket.write('POST /third HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n');
+    const all = await closed;
+    expect(handled).toEqual(['/first', '/second', '/third']);
+    const heads = all.match(/HTTP\/1\.1 \d{3} [^\r]*\r\n(?:[^\r]+\r\n)*/g) ?? [];
+    expect(heads).toHaveLength(3);
+    expect(heads.map((head) => /Connection: (\S+)/.exec(head)?.[1])).toEqual(['keep-alive', 'keep-alive', 'close']);
+    expect(all).toMatch(/ok \/first[\s\S]*ok \/second[\s\S]*ok \/third$/);
+    await drained;
+  });
 });
 
 describe('closeConnectionsWithoutRequest at shutdown', () => {

@@ -38,13 +38,23 @@ export function closeServer(server: Server): Promise<void> {
   return new Promise((resolve) => NetServer.prototype.close.call(server, () => resolve()));
 }
 
+/** Responses the drain made the last of their connections: only those it hands on to a request pipelined behind. */
+const closing = new WeakSet<ServerResponse>();
+
+/** Makes the response close its connection; one that would have kept it open is remembered in `closing`. */
+function closeAfter(res: ServerResponse): void {
+  if (res.shouldKeepAlive) closing.add(res);
+  res.shouldKeepAlive = false;
+}
+
 /**
  * A shutdown's drain: the server stops listening, the connections that carry no request close
  * at once, and every request under way is answered; resolves once every connection has closed.
  * - A request still to be answered (its head has come) gets `Connection: close`, the last one
- *   pipelined on its connection when several are (those before it are answered first); a body still
- *   coming when its answer is written is read and dropped for up to `lingerMs` while the
- *   connection closes, so the client gets the answer rather than a reset.
+ *   pipelined on its connection when several are (those before it are answered first), one
+ *   pipelined after the drain began included; a body still coming when its answer is written
+ *   is read and dropped for up to `lingerMs` while the connection closes, so the client gets
+ *   the answer rather than a reset.
  * - An answer already on its way said `keep-alive`: its client may send its next request as
  *   soon as it has read it, and closing the connection once the answer was written reset that
  *   request (ECONNRESET, no answer). The connection waits for it about `lingerMs` instead
@@ -58,8 +68,13 @@ export function drainConnections(server: Server, connections: ReadonlySet<Socket
   server.keepAliveTimeout = Math.max(1, lingerMs - 1000);
   const drained = closeServer(server);
   closeConnectionsWithoutRequest(connections, lingerMs);
-  server.prependListener('request', (_req: IncomingMessage, res: ServerResponse) => {
-    res.shouldKeepAlive = false;
+  server.prependListener('request', (req: IncomingMessage, res: ServerResponse) => {
+    // Pipelined behind requests still to be answered: this one's answer closes the connection,
+    // not the answer before it (which would leave this request carried out and never answered).
+    // The connection's last response so far is still the one before: this listener comes first.
+    const before = lastResponses.get(req.socket);
+    if (before !== undefined && before !== res && !before.headersSent && closing.has(before)) before.shouldKeepAlive = true;
+    closeAfter(res);
   });
   for (const socket of connections) {
     if (!((socket as Socket & { _httpMessage?: unknown })._httpMessage instanceof ServerResponse)) continue;
@@ -68,7 +83,7 @@ export function drainConnections(server: Server, connections: ReadonlySet<Socket
     // carried out and never answered.
     const res = lastResponses.get(socket);
     if (res === undefined || res.headersSent) continue;
-    res.shouldKeepAlive = false;
+    closeAfter(res);
     const req = (res as ServerResponse & { req?: IncomingMessage }).req;
     if (req && !req.complete) lingerAfterResponse(req, lingerMs, { readNow: false });
   }
