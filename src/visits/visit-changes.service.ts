@@ -38,26 +38,33 @@ export const AFTER_BEFORE_WIDENING =
 const SELECTION_MARK_MAX = 300;
 
 /**
- * What a feed token records of the selection its page was read with: the brands and visit
- * types, e.g. `5,6/MV,OF` (`*` on a side for all). A selection too long to keep in a token is
- * held as a digest (`#…`), which only the same selection matches.
+ * What a feed token records of the selection its page was read with: the brands (those of the
+ * page's client, from `clientBrands`: a credential of several clients lists the others' too,
+ * which are none of this feed's) and visit types, e.g. `5,6/MV,OF` (`*` on a side for all). A
+ * selection too long to keep in a token is held as a digest (`#…`), which only the same
+ * selection matches.
  */
-export function selectionMark(selection: Pick<EffectiveSelection, 'brandIds' | 'visitTypes'>): string {
-  const mark = `${selection.brandIds?.join(',') ?? '*'}/${selection.visitTypes?.join(',') ?? '*'}`;
+export function selectionMark(selection: Pick<EffectiveSelection, 'brandIds' | 'visitTypes'>, clientBrands: ReadonlyMap<number, unknown>): string {
+  const brands = selection.brandIds?.filter((brand) => clientBrands.has(brand));
+  const mark = `${brands?.join(',') ?? '*'}/${selection.visitTypes?.join(',') ?? '*'}`;
   return mark.length <= SELECTION_MARK_MAX ? mark : `#${createHash('sha256').update(mark).digest('base64url').slice(0, 22)}`;
 }
 
 /**
- * The brands a selection may read now that a token's could not: none when the token's takes
- * in every brand and visit type of it (a credential narrowed since reads on, its entitlement
- * applied on every page); null when it gained what brand ids cannot name (visit types, every
- * brand, or another selection than a token's digest). Tokens of before the mark (a position
- * of one number) are taken as they were.
+ * The brands of the client a selection may read now that a token's could not: none when the
+ * token's takes in every brand and visit type of it (a credential narrowed since reads on, its
+ * entitlement applied on every page); null when it gained what brand ids cannot name (visit
+ * types, every brand, or another selection than a token's digest). Tokens of before the mark
+ * (a position of one number) are taken as they were.
  */
-export function gainedOver(mark: string | number | undefined, selection: Pick<EffectiveSelection, 'brandIds' | 'visitTypes'>): number[] | null {
+export function gainedOver(
+  mark: string | number | undefined,
+  selection: Pick<EffectiveSelection, 'brandIds' | 'visitTypes'>,
+  clientBrands: ReadonlyMap<number, unknown>,
+): number[] | null {
   if (mark === undefined) return [];
   if (typeof mark !== 'string') return null;
-  if (mark.startsWith('#')) return mark === selectionMark(selection) ? [] : null;
+  if (mark.startsWith('#')) return mark === selectionMark(selection, clientBrands) ? [] : null;
   const [brands, types] = mark.split('/');
   if (brands === undefined || types === undefined) return null;
   if (types !== '*') {
@@ -67,7 +74,7 @@ export function gainedOver(mark: string | number | undefined, selection: Pick<Ef
   if (brands === '*') return [];
   if (selection.brandIds === null) return null;
   const held = new Set(brands.split(','));
-  return selection.brandIds.filter((brand) => !held.has(String(brand)));
+  return selection.brandIds.filter((brand) => clientBrands.has(brand) && !held.has(String(brand)));
 }
 
 /** A page of the change feed, and the token of the page after it. */
@@ -110,9 +117,11 @@ export class VisitChangesService {
     // A credential given more brands or visit types since the token was given out: the visits
     // of those written before it are behind the token, and reading on would never show them.
     // (Brands of the credential's other clients are none of this feed's.)
-    if (after) {
-      const gained = gainedOver(after[1], selection);
-      if (gained === null || (gained.length > 0 && (await this.ofClient(selection.clientId, gained)))) throw new ValidationProblem([AFTER_BEFORE_WIDENING]);
+    // Only a token that records a selection is judged, against the client's brands as they are now.
+    if (after && after.length > 1) {
+      const { brands } = await this.names.read(selection.clientId);
+      const gained = gainedOver(after[1], selection, brands);
+      if (gained === null || gained.length > 0) throw new ValidationProblem([AFTER_BEFORE_WIDENING]);
     }
     const version = (await this.versions.current(selection.clientId)) ?? 0;
     const plus = variant === 'plus';
@@ -154,7 +163,7 @@ export class VisitChangesService {
       // there, not at the last visit the filters let through (a filter that lets none through
       // would otherwise have every poll scan the client's writes from where it began).
       if (items < take) last = Math.max(last, head);
-      next = this.tokens.encode(scope, [last, selectionMark(selection)]);
+      next = this.tokens.encode(scope, [last, selectionMark(selection, page.names.names.brands)]);
       // A visit moved back in after its departure was read is on the page in its current state.
       return { removed: removed.filter((id) => !onPage.has(id)), after: next };
     };
@@ -177,12 +186,6 @@ export class VisitChangesService {
         throw error;
       });
     }
-  }
-
-  /** Whether any of `brandIds` is a brand of the client. */
-  private async ofClient(clientId: number, brandIds: readonly number[]): Promise<boolean> {
-    const names = await this.names.read(clientId);
-    return brandIds.some((brand) => names.brands.has(brand));
   }
 
   private sinceStart(query: ChangesQueryDto): Promise<number> {

@@ -175,7 +175,8 @@ export class PageWriter {
    * `pool` when given (see `pooled`).
    */
   constructor(
-    private readonly names: NameFragments,
+    /** The names the page is written with. */
+    readonly names: NameFragments,
     private readonly plus: boolean,
     private readonly expectedBytes: number,
     private readonly pool?: BodyPool,
