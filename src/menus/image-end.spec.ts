@@ -7,6 +7,7 @@ import {
   pngChunk,
   pngOfSize,
   pngWith,
+  pngWithBefore,
   pngWithExtraPixelData,
   pngWithinInflatedData,
   pngWithinPixelData,
@@ -184,13 +185,16 @@ describe('imageStructure', () => {
     it('keeps a PNG iCCP and a WebP ICCP chunk that hold a profile, and finds one that holds anything else', async () => {
       const png = await makeImage('png', 37, 23);
       const iccp = (data: Buffer): Buffer => Buffer.concat([Buffer.from('icc\0\0', 'latin1'), deflateSync(data)]);
-      expect(imageStructure(pngWith(png, 'iCCP', iccp(profile)), 'png').extras).toBe(false);
-      expect(imageStructure(pngWith(png, 'iCCP', iccp(HTML)), 'png').extras).toBe(true);
-      expect(imageStructure(pngWith(png, 'iCCP', Buffer.concat([iccp(profile), HTML])), 'png').extras).toBe(true);
+      const withProfile = (image: Buffer, data: Buffer): Buffer => pngWithBefore(image, 'IDAT', 'iCCP', data);
+      expect(imageStructure(withProfile(png, iccp(profile)), 'png').extras).toBe(false);
+      expect(imageStructure(withProfile(png, iccp(HTML)), 'png').extras).toBe(true);
+      expect(imageStructure(withProfile(png, Buffer.concat([iccp(profile), HTML])), 'png').extras).toBe(true);
       // A few hundred KB that inflate to 200 MB of zeros: inflated no further than a profile may be.
-      expect(imageStructure(pngWith(png, 'iCCP', iccp(Buffer.alloc(200 * 1024 * 1024))), 'png').extras).toBe(true);
+      expect(imageStructure(withProfile(png, iccp(Buffer.alloc(200 * 1024 * 1024))), 'png').extras).toBe(true);
       // One profile at most: each is inflated, and a thousand would hold the process for seconds.
-      expect(imageStructure(pngWith(pngWith(png, 'iCCP', iccp(profile)), 'iCCP', iccp(profile)), 'png').extras).toBe(true);
+      expect(imageStructure(withProfile(withProfile(png, iccp(profile)), iccp(profile)), 'png').extras).toBe(true);
+      // After the pixel data, where libpng does not read it.
+      expect(imageStructure(pngWith(png, 'iCCP', iccp(profile)), 'png').extras).toBe(true);
       const webp = await makeImage('webp', 37, 23);
       expect(imageStructure(webpWith(webp, 'ICCP', profile), 'webp').extras).toBe(false);
       expect(imageStructure(webpWith(webpWith(webp, 'ICCP', profile), 'ICCP', profile), 'webp').extras).toBe(true);
@@ -201,9 +205,11 @@ describe('imageStructure', () => {
   it('finds a private PNG chunk and a WebP chunk that is no part of the picture', async () => {
     const png = await makeImage('png', 37, 23);
     expect(imageStructure(pngWith(png, 'htMl', HTML), 'png').extras).toBe(true);
-    expect(imageStructure(pngWith(png, 'gAMA', Buffer.from([0, 0, 0xb1, 0x8f])), 'png').extras).toBe(false);
+    expect(imageStructure(pngWithBefore(png, 'IDAT', 'gAMA', Buffer.from([0, 0, 0xb1, 0x8f])), 'png').extras).toBe(false);
+    // After the pixel data, libpng skips it unread: it is out of place, and an extra.
+    expect(imageStructure(pngWith(png, 'gAMA', Buffer.from([0, 0, 0xb1, 0x8f])), 'png').extras).toBe(true);
     // sharp's PNG has a pHYs already: a second one is skipped by decoders, and is an extra.
-    expect(imageStructure(pngWith(png, 'pHYs', Buffer.alloc(9)), 'png').extras).toBe(true);
+    expect(imageStructure(pngWithBefore(png, 'IDAT', 'pHYs', Buffer.alloc(9)), 'png').extras).toBe(true);
     const webp = await makeImage('webp', 37, 23);
     const withExif = webpWith(webp, 'EXIF', HTML);
     expect(imageStructure(withExif, 'webp')).toEqual({ end: withExif.length, extras: true, cutShort: false });

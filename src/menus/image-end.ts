@@ -91,10 +91,36 @@ function pngStructure(b: Buffer): ImageStructure {
   const repeated = chunks.some((c) => c.type !== 'IDAT' && (seen.has(c.type) || (seen.add(c.type), false)));
   const extras =
     repeated ||
+    !pngChunksInPlace(chunks.map((c) => c.type)) ||
     chunks.some((c) => !PNG_PICTURE.has(c.type) || !pngChunkFits(c.type, c.dataEnd - c.data, b[25], entries)) ||
     profiles.length > 1 ||
     (profiles.length === 1 && !pngProfileIsWhole(b.subarray(profiles[0].data, profiles[0].dataEnd)));
   return { end: whole ? chunks[chunks.length - 1].dataEnd + 4 : null, extras, cutShort: !whole };
+}
+
+/** The chunks of a PNG's colour, which come before its palette (PNG §5.6). */
+const PNG_COLOUR = new Set(['cHRM', 'gAMA', 'iCCP', 'sBIT', 'sRGB']);
+
+/** The chunks that go with a palette, after it (PNG §5.6). */
+const PNG_AFTER_PALETTE = new Set(['tRNS', 'bKGD', 'hIST']);
+
+/**
+ * Whether the picture's chunks are where PNG §5.6 puts them, where libpng reads them: every one
+ * before the pixel data (IDAT, in one run), IEND after it, the colour's before the palette and
+ * the palette's own (tRNS, bKGD, hIST) after it. libpng skips a chunk out of place unread, as a
+ * benign error: a pHYs or gAMA after IDAT, of the right length and once, carried its nine or four
+ * bytes of anything.
+ */
+function pngChunksInPlace(types: readonly string[]): boolean {
+  const pixels = types.indexOf('IDAT');
+  const palette = types.indexOf('PLTE');
+  return types.every((type, i) => {
+    if (pixels >= 0 && i > pixels) return type === 'IDAT' || (type === 'IEND' && i === types.length - 1);
+    if (PNG_COLOUR.has(type)) return palette < 0 || i < palette;
+    if (type === 'hIST') return palette >= 0 && i > palette;
+    if (PNG_AFTER_PALETTE.has(type)) return palette < 0 || i > palette;
+    return true;
+  });
 }
 
 /** The length a PNG chunk of fixed fields has (PNG §11), by the image's colour type: 0 grey, 2 RGB, 3 palette, 4 grey and alpha, 6 RGBA. */

@@ -1,6 +1,6 @@
 import { deflateSync } from 'node:zlib';
 import sharp, { type CreateRaw } from 'sharp';
-import { animatedPng, animatedWebp, jpegWith, jpegWithLocation, makeImage, pngOfSize, pngWith, pngWithExtraPixelData, pngWithinInflatedData, pngWithinPixelData, webpChunkGrown, webpWith, webpWithinFrame } from '../../test/helpers/images.js';
+import { animatedPng, animatedWebp, jpegWith, jpegWithLocation, makeImage, pngOfSize, pngWith, pngWithBefore, pngWithExtraPixelData, pngWithinInflatedData, pngWithinPixelData, webpChunkGrown, webpWith, webpWithinFrame } from '../../test/helpers/images.js';
 import { ABANDONED, decodeWeight, ImageRejected, prepareImage } from './image-inspector.js';
 
 const HTML = Buffer.from('<html><script>alert(document.domain)</script></html>', 'latin1');
@@ -73,17 +73,71 @@ describe('prepareImage', () => {
       tRNS: Buffer.from([0, 1, 0, 2, 0, 3]),
     };
     for (const [type, data] of Object.entries(fields)) {
-      expect((await prepareImage(pngWith(png, type, data), limits)).data.equals(pngWith(png, type, data))).toBe(true);
-      const prepared = await prepareImage(pngWith(png, type, Buffer.concat([data, HTML])), limits);
+      const kept = pngWithBefore(png, 'IDAT', type, data);
+      expect((await prepareImage(kept, limits)).data).toBe(kept);
+      const prepared = await prepareImage(pngWithBefore(png, 'IDAT', type, Buffer.concat([data, HTML])), limits);
       expect([type, prepared.data.includes(HTML)]).toEqual([type, false]);
       expect((await sharp(prepared.data).raw().toBuffer()).subarray(0, 3).equals(pixels.subarray(0, 3))).toBe(true);
     }
     // Each once: libpng skips a second one unread, so any number of them could carry 9 bytes each.
-    const twice = pngWith(pngWith(png, 'pHYs', fields.pHYs), 'pHYs', Buffer.from('<script>;', 'latin1'));
+    const twice = pngWithBefore(pngWithBefore(png, 'IDAT', 'pHYs', fields.pHYs), 'IDAT', 'pHYs', Buffer.from('<script>;', 'latin1'));
     expect((await prepareImage(twice, limits)).data.includes(Buffer.from('<script>'))).toBe(false);
     // A palette image's transparency holds one value for each entry at most.
     const palette = await sharp({ create: { width: 8, height: 8, channels: 4, background: { r: 10, g: 20, b: 30, alpha: 0.5 } } }).png({ palette: true }).toBuffer();
     expect((await prepareImage(palette, limits)).data).toBe(palette);
+  });
+
+  it('re-encodes a PNG whose chunk of the picture is out of place, which libpng skips unread: after the pixel data, or a colour chunk after the palette', async () => {
+    const encoded = await makeImage('png', 37, 23);
+    const png = Buffer.concat([encoded.subarray(0, 33), encoded.subarray(33 + 21)]);
+    const pixels = await sharp(png).raw().toBuffer();
+    const marker = Buffer.from('<script>alert(1)</script>', 'latin1');
+    // Each of the right length, given once: only its place is wrong.
+    const carriers: Record<string, Buffer> = {
+      cHRM: Buffer.concat([marker, Buffer.alloc(32 - marker.length, 0x20)]),
+      pHYs: Buffer.from('<script>\x01', 'latin1'),
+      gAMA: Buffer.from('<scr', 'latin1'),
+      bKGD: Buffer.from('<scrip', 'latin1'),
+      sBIT: Buffer.from([8, 8, 8]),
+    };
+    for (const [type, data] of Object.entries(carriers)) {
+      const carrier = pngWith(png, type, data);
+      expect((await sharp(carrier).raw().toBuffer()).equals(pixels)).toBe(true);
+      const prepared = await prepareImage(carrier, limits);
+      expect([type, prepared.data.includes(data)]).toEqual([type, false]);
+      expect((await sharp(prepared.data).raw().toBuffer()).equals(pixels)).toBe(true);
+    }
+    // Its colour before the palette: a gAMA after PLTE is skipped as well.
+    const palette = await sharp({ create: { width: 8, height: 8, channels: 3, background: '#2980b9' } }).png({ palette: true }).toBuffer();
+    const late = pngWithBefore(palette, 'IDAT', 'gAMA', Buffer.from('<scr', 'latin1'));
+    expect((await prepareImage(late, limits)).data.includes(Buffer.from('<scr'))).toBe(false);
+    const early = pngWithBefore(palette, 'PLTE', 'gAMA', Buffer.from([0, 0, 0xb1, 0x8f]));
+    expect((await prepareImage(early, limits)).data).toBe(early);
+  });
+
+  it('stores byte for byte what sharp writes: RGB, RGBA, palette, grey, 16-bit and with a colour profile, PNG, WebP and JPEG', async () => {
+    const create = (channels: 3 | 4) => sharp({ create: { width: 37, height: 23, channels, background: { r: 200, g: 80, b: 20, alpha: 0.6 } } });
+    const images = [
+      await create(3).png().toBuffer(),
+      await create(4).png().toBuffer(),
+      await create(4).png({ palette: true }).toBuffer(),
+      await create(3).png({ palette: true, colours: 2 }).toBuffer(),
+      await create(3).greyscale().png().toBuffer(),
+      await create(4).toColourspace('rgb16').png().toBuffer(),
+      await create(3).withIccProfile('p3').png().toBuffer(),
+      await create(3).png({ progressive: true }).toBuffer(),
+      await create(3).webp({ quality: 80 }).toBuffer(),
+      await create(4).webp({ quality: 80 }).toBuffer(),
+      await create(4).webp({ quality: 80, alphaQuality: 50 }).toBuffer(),
+      await create(4).webp({ lossless: true }).toBuffer(),
+      await create(4).webp({ nearLossless: true }).toBuffer(),
+      await create(3).withIccProfile('p3').webp({ quality: 80 }).toBuffer(),
+      await animatedWebp(3),
+      await create(3).jpeg({ quality: 80 }).toBuffer(),
+      await create(3).jpeg({ progressive: true }).toBuffer(),
+      await create(3).withIccProfile('p3').jpeg().toBuffer(),
+    ];
+    for (const [i, image] of images.entries()) expect([i, (await prepareImage(image, limits)).data === image]).toEqual([i, true]);
   });
 
   it('re-encodes away a suggested palette (sPLT), whose name and entries may hold any bytes, the pixels kept', async () => {

@@ -90,6 +90,13 @@ export function pngWith(image: Buffer, type: string, data: Buffer): Buffer {
   return Buffer.concat([image.subarray(0, image.length - 12), pngChunk(type, data), image.subarray(image.length - 12)]);
 }
 
+/** A PNG with a chunk of `type` (and its CRC) just before its first chunk of type `before` (IDAT, PLTE). */
+export function pngWithBefore(image: Buffer, before: string, type: string, data: Buffer): Buffer {
+  let at = 8;
+  while (image.toString('latin1', at + 4, at + 8) !== before) at += 12 + image.readUInt32BE(at);
+  return Buffer.concat([image.subarray(0, at), pngChunk(type, data), image.subarray(at)]);
+}
+
 /** An animated PNG (APNG) of `frames` frames, each of one grey: the default image (IDAT) is the first frame, fdAT chunks hold the others. */
 export function animatedPng(frames: number, width = 4, height = 4): Buffer {
   const pixels = (grey: number) => deflateSync(Buffer.concat(Array.from({ length: height }, () => Buffer.from([0, ...Array<number>(width).fill(grey)]))));
