@@ -91,7 +91,7 @@ function pngStructure(b: Buffer): ImageStructure {
   const repeated = chunks.some((c) => c.type !== 'IDAT' && (seen.has(c.type) || (seen.add(c.type), false)));
   const extras =
     repeated ||
-    !pngChunksInPlace(chunks.map((c) => c.type)) ||
+    !pngChunksInPlace(chunks.map((c) => c.type), b[25]) ||
     chunks.some((c) => !PNG_PICTURE.has(c.type) || !pngChunkFits(c.type, c.dataEnd - c.data, b[25], entries)) ||
     profiles.length > 1 ||
     (profiles.length === 1 && !pngProfileIsWhole(b.subarray(profiles[0].data, profiles[0].dataEnd)));
@@ -107,13 +107,15 @@ const PNG_AFTER_PALETTE = new Set(['tRNS', 'bKGD', 'hIST']);
 /**
  * Whether the picture's chunks are where PNG §5.6 puts them, where libpng reads them: every one
  * before the pixel data (IDAT, in one run), IEND after it, the colour's before the palette and
- * the palette's own (tRNS, bKGD, hIST) after it. libpng skips a chunk out of place unread, as a
- * benign error: a pHYs or gAMA after IDAT, of the right length and once, carried its nine or four
- * bytes of anything.
+ * the palette's own (tRNS, bKGD, hIST) after it, and a palette (PLTE) in a palette image alone.
+ * libpng skips a chunk out of place unread, as a benign error: a pHYs or gAMA after IDAT, of the
+ * right length and once, carried its nine or four bytes of anything, and a PLTE in an RGB image
+ * (a suggested palette no decoder draws, which sharp and libpng never write) 768 bytes.
  */
-function pngChunksInPlace(types: readonly string[]): boolean {
+function pngChunksInPlace(types: readonly string[], colourType: number): boolean {
   const pixels = types.indexOf('IDAT');
   const palette = types.indexOf('PLTE');
+  if (palette >= 0 && colourType !== 3) return false;
   return types.every((type, i) => {
     if (pixels >= 0 && i > pixels) return type === 'IDAT' || (type === 'IEND' && i === types.length - 1);
     if (PNG_COLOUR.has(type)) return palette < 0 || i < palette;

@@ -115,6 +115,22 @@ describe('prepareImage', () => {
     expect((await prepareImage(early, limits)).data).toBe(early);
   });
 
+  it('re-encodes an RGB or RGBA PNG carrying a palette (PLTE) no decoder draws, 768 bytes of anything, the pixels and 16-bit samples kept', async () => {
+    const marker = Buffer.from('<script>alert(1)</script>', 'latin1');
+    const entries = Buffer.concat([marker, Buffer.alloc(768 - marker.length, 0x20)]);
+    const rgb = await makeImage('png', 37, 23);
+    const rgba16 = await sharp({ create: { width: 37, height: 23, channels: 4, background: { r: 10, g: 200, b: 30, alpha: 0.5 } } }).toColourspace('rgb16').png().toBuffer();
+    for (const png of [rgb, rgba16]) {
+      const carrier = pngWithBefore(png, 'IDAT', 'PLTE', entries);
+      const raw = (image: Buffer) => sharp(image).toColourspace(png === rgb ? 'srgb' : 'rgb16').raw().toBuffer();
+      expect((await raw(carrier)).equals(await raw(png))).toBe(true);
+      const prepared = await prepareImage(carrier, limits);
+      expect(prepared.data.includes(marker)).toBe(false);
+      expect((await raw(prepared.data)).equals(await raw(png))).toBe(true);
+      expect((await sharp(prepared.data).metadata()).depth).toBe((await sharp(png).metadata()).depth);
+    }
+  });
+
   it('stores byte for byte what sharp writes: RGB, RGBA, palette, grey, 16-bit and with a colour profile, PNG, WebP and JPEG', async () => {
     const create = (channels: 3 | 4) => sharp({ create: { width: 37, height: 23, channels, background: { r: 200, g: 80, b: 20, alpha: 0.6 } } });
     const images = [
