@@ -187,12 +187,17 @@ function webpStructure(b: Buffer): ImageStructure {
   return { end, extras, cutShort: false };
 }
 
-/** Whether every chunk between `from` and `to` is `allowed` (given its type, and where its data starts and ends). */
+/**
+ * Whether every chunk between `from` and `to` is `allowed` (given its type, and where its data
+ * starts and ends), and the byte that pads one of odd size to even is a zero: decoders step over
+ * it unread, and it carried a byte of anything for each such chunk.
+ */
 function webpChunks(b: Buffer, from: number, to: number, allowed: (type: string, data: number, dataEnd: number) => boolean): boolean {
   for (let at = from; at + 8 <= to; ) {
     const size = b.readUInt32LE(at + 4);
     const dataEnd = Math.min(at + 8 + size, to);
     if (!allowed(b.toString('latin1', at, at + 4), at + 8, dataEnd)) return false;
+    if ((size & 1) === 1 && at + 8 + size < to && b[at + 8 + size] !== 0) return false;
     at += 8 + size + (size & 1);
   }
   return true;

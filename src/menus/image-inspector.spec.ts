@@ -1,6 +1,6 @@
 import { deflateSync } from 'node:zlib';
 import sharp, { type CreateRaw } from 'sharp';
-import { animatedPng, animatedWebp, jpegWith, jpegWithLocation, makeImage, pngOfSize, pngWith, pngWithBefore, pngWithExtraPixelData, pngWithinInflatedData, pngWithinPixelData, webpChunkGrown, webpWith, webpWithinFrame } from '../../test/helpers/images.js';
+import { animatedPng, animatedWebp, jpegWith, jpegWithLocation, makeImage, pngOfSize, pngWith, pngWithBefore, pngWithExtraPixelData, pngWithinInflatedData, pngWithinPixelData, webpChunkGrown, webpPaddedWith, webpWith, webpWithinFrame } from '../../test/helpers/images.js';
 import { ABANDONED, decodeWeight, ImageRejected, prepareImage } from './image-inspector.js';
 
 const HTML = Buffer.from('<html><script>alert(document.domain)</script></html>', 'latin1');
@@ -154,6 +154,27 @@ describe('prepareImage', () => {
       await create(3).withIccProfile('p3').jpeg().toBuffer(),
     ];
     for (const [i, image] of images.entries()) expect([i, (await prepareImage(image, limits)).data === image]).toEqual([i, true]);
+  });
+
+  describe('bytes a WebP decoder steps over unread', () => {
+    const still = (width: number) => sharp({ create: { width, height: 23, channels: 4, background: { r: 200, g: 80, b: 20, alpha: 0.6 } } }).webp({ quality: 80 }).toBuffer();
+    const expectReencoded = async (carrier: Buffer, carried: Buffer, pages = 1) => {
+      expect((await sharp(carrier).metadata()).pages ?? 1).toBe(pages);
+      const prepared = await prepareImage(carrier, limits);
+      expect(prepared.data.equals(carrier)).toBe(false);
+      expect(prepared.data.includes(carried)).toBe(false);
+      expect((await sharp(prepared.data).metadata()).pages ?? 1).toBe(pages);
+      return prepared;
+    };
+
+    it('re-encodes a WebP whose padding byte of a chunk of odd size is not a zero', async () => {
+      let carrier: Buffer | null = null;
+      for (let width = 37; carrier === null; width++) carrier = webpPaddedWith(await still(width), 0x3c);
+      const zeroed = webpPaddedWith(carrier, 0)!;
+      expect((await prepareImage(zeroed, limits)).data).toBe(zeroed);
+      await expectReencoded(carrier, Buffer.from([0x3c]));
+    });
+
   });
 
   it('re-encodes away a suggested palette (sPLT), whose name and entries may hold any bytes, the pixels kept', async () => {

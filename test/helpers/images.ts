@@ -219,3 +219,35 @@ export function pngWithinInflatedData(image: Buffer, data: Buffer): Buffer {
   const body = deflateSync(Buffer.concat([inflateSync(Buffer.concat(idat)), data]));
   return Buffer.concat([image.subarray(0, first), pngChunk('IDAT', body), image.subarray(afterLast)]);
 }
+
+/** The WebP's chunks at the top level: each one's type, where its head starts and its size. */
+function webpChunkList(image: Buffer): { type: string; at: number; size: number }[] {
+  const chunks: { type: string; at: number; size: number }[] = [];
+  for (let at = 12; at + 8 <= image.length; ) {
+    const size = image.readUInt32LE(at + 4);
+    chunks.push({ type: image.toString('latin1', at, at + 4), at, size });
+    at += 8 + size + (size & 1);
+  }
+  return chunks;
+}
+
+/** A WebP whose first chunk of `type` holds `data` instead of its own, the sizes made to fit. */
+export function webpChunkReplaced(image: Buffer, type: string, data: Buffer): Buffer {
+  const chunk = webpChunkList(image).find((c) => c.type === type);
+  if (!chunk) throw new Error(`no ${type} chunk`);
+  const head = Buffer.alloc(8);
+  head.write(type, 0, 'latin1');
+  head.writeUInt32LE(data.length, 4);
+  const out = Buffer.concat([image.subarray(0, chunk.at), head, data, Buffer.alloc(data.length & 1), image.subarray(chunk.at + 8 + chunk.size + (chunk.size & 1))]);
+  out.writeUInt32LE(out.length - 8, 4);
+  return out;
+}
+
+/** The WebP with `byte` as the padding byte of its first chunk of odd size; null when each is of even size. */
+export function webpPaddedWith(image: Buffer, byte: number): Buffer | null {
+  const chunk = webpChunkList(image).find((c) => (c.size & 1) === 1);
+  if (!chunk) return null;
+  const out = Buffer.from(image);
+  out[chunk.at + 8 + chunk.size] = byte;
+  return out;
+}
