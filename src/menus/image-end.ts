@@ -177,10 +177,12 @@ function webpStructure(b: Buffer): ImageStructure {
   const extras = !webpChunks(b, 12, end, (type, data, dataEnd) => {
     if (!WEBP_PICTURE.has(type) || !first(type)) return false;
     if (type === 'ICCP') return iccProfileIsWhole(b.subarray(data, dataEnd));
-    // Chunks of fixed fields: decoders read those and skip the rest, where anything may ride.
-    if (type in WEBP_FIELDS) return dataEnd - data === WEBP_FIELDS[type];
-    // A frame holds chunks of its own, where anything else may hide as well.
+    // Chunks of fixed fields: decoders read those and skip the rest, where anything may ride;
+    // VP8X's reserved bits (the two above its flags, the one below, the three bytes after) as well.
+    if (type in WEBP_FIELDS) return dataEnd - data === WEBP_FIELDS[type] && (type !== 'VP8X' || ((b[data] & 0xc1) === 0 && b.readUIntLE(data + 1, 3) === 0));
+    // A frame holds chunks of its own, where anything else may hide as well; its flags' six reserved bits are zeros.
     if (type !== 'ANMF') return true;
+    if (dataEnd - data < 16 || (b[data + 15] & 0xfc) !== 0) return false;
     const inFrame = once();
     return webpChunks(b, data + 16, dataEnd, (inner) => WEBP_FRAME.has(inner) && inFrame(inner));
   });

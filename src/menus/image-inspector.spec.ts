@@ -1,6 +1,6 @@
 import { deflateSync } from 'node:zlib';
 import sharp, { type CreateRaw } from 'sharp';
-import { animatedPng, animatedWebp, jpegWith, jpegWithLocation, makeImage, pngOfSize, pngWith, pngWithBefore, pngWithExtraPixelData, pngWithinInflatedData, pngWithinPixelData, webpChunkGrown, webpPaddedWith, webpWith, webpWithinFrame } from '../../test/helpers/images.js';
+import { animatedPng, animatedWebp, jpegWith, jpegWithLocation, makeImage, pngOfSize, pngWith, pngWithBefore, pngWithExtraPixelData, pngWithinInflatedData, pngWithinPixelData, webpChunkGrown, webpChunkReplaced, webpPaddedWith, webpWith, webpWithinFrame } from '../../test/helpers/images.js';
 import { ABANDONED, decodeWeight, ImageRejected, prepareImage } from './image-inspector.js';
 
 const HTML = Buffer.from('<html><script>alert(document.domain)</script></html>', 'latin1');
@@ -173,6 +173,18 @@ describe('prepareImage', () => {
       const zeroed = webpPaddedWith(carrier, 0)!;
       expect((await prepareImage(zeroed, limits)).data).toBe(zeroed);
       await expectReencoded(carrier, Buffer.from([0x3c]));
+    });
+
+    it('re-encodes a WebP whose VP8X reserved bits or a frame\'s reserved flags are set', async () => {
+      const image = await still(37);
+      const vp8x = Buffer.from(image.subarray(20, 30));
+      vp8x.write('<sc', 1, 'latin1');
+      await expectReencoded(webpChunkReplaced(image, 'VP8X', vp8x), Buffer.from('<sc'));
+      const animation = await animatedWebp(3);
+      const flagged = Buffer.from(animation);
+      const frame = flagged.indexOf('ANMF', 12, 'latin1');
+      flagged[frame + 8 + 15] |= 0xfc;
+      await expectReencoded(flagged, flagged.subarray(frame, frame + 24), 3);
     });
 
   });
