@@ -174,8 +174,10 @@ function webpStructure(b: Buffer): ImageStructure {
     return (type) => type === 'ANMF' || (!seen.has(type) && seen.add(type) !== undefined);
   };
   const first = once();
+  const top = alphaCheck(b);
   const extras = !webpChunks(b, 12, end, (type, data, dataEnd) => {
     if (!WEBP_PICTURE.has(type) || !first(type)) return false;
+    top.see(type, data, dataEnd);
     if (type === 'ICCP') return iccProfileIsWhole(b.subarray(data, dataEnd));
     // Chunks of fixed fields: decoders read those and skip the rest, where anything may ride;
     // VP8X's reserved bits (the two above its flags, the one below, the three bytes after) as well.
@@ -184,9 +186,10 @@ function webpStructure(b: Buffer): ImageStructure {
     if (type !== 'ANMF') return true;
     if (dataEnd - data < 16 || (b[data + 15] & 0xfc) !== 0) return false;
     const inFrame = once();
-    return webpChunks(b, data + 16, dataEnd, (inner) => WEBP_FRAME.has(inner) && inFrame(inner));
+    const frame = alphaCheck(b);
+    return webpChunks(b, data + 16, dataEnd, (inner, innerData, innerEnd) => WEBP_FRAME.has(inner) && inFrame(inner) && frame.see(inner, innerData, innerEnd)) && frame.fits();
   });
-  return { end, extras, cutShort: false };
+  return { end, extras: extras || !top.fits(), cutShort: false };
 }
 
 /**
@@ -203,6 +206,37 @@ function webpChunks(b: Buffer, from: number, to: number, allowed: (type: string,
     at += 8 + size + (size & 1);
   }
   return true;
+}
+
+/**
+ * Watches the chunks of one picture (the file's, or a frame's) for an ALPH chunk that decoders
+ * do not read whole. One after the picture's data, or beside lossless (VP8L) data, which has an
+ * alpha of its own, is not read at all: decoders take the alpha before a VP8 chunk. One stored
+ * without compression (its header byte's method 0) holds one byte for each pixel of the VP8
+ * picture, and libwebp takes a longer one and reads no further, so bytes after the alpha plane
+ * rode along. `see` notes a chunk (and always allows it); `fits` tells whether the alpha is read
+ * whole. A compressed ALPH chunk is a lossless (VP8L) bitstream, whose end is not followed here
+ * (see the note on VP8 and VP8L data in docs/decisions.md).
+ */
+function alphaCheck(b: Buffer): { see: (type: string, data: number, dataEnd: number) => boolean; fits: () => boolean } {
+  let alpha: { data: number; dataEnd: number; afterPicture: boolean } | undefined;
+  let picture: { type: string; data: number; dataEnd: number } | undefined;
+  return {
+    see: (type, data, dataEnd) => {
+      if (type === 'ALPH') alpha = { data, dataEnd, afterPicture: picture !== undefined };
+      if ((type === 'VP8 ' || type === 'VP8L') && picture === undefined) picture = { type, data, dataEnd };
+      return true;
+    },
+    fits: () => {
+      if (alpha === undefined) return true;
+      if (alpha.afterPicture || picture?.type !== 'VP8 ' || alpha.dataEnd === alpha.data) return false;
+      if ((b[alpha.data] & 0x03) !== 0) return true;
+      // The VP8 frame header: a frame tag of three bytes, a start code of three, then width and height, 14 bits each.
+      if (picture.dataEnd - picture.data < 10) return false;
+      const pixels = (b.readUInt16LE(picture.data + 6) & 0x3fff) * (b.readUInt16LE(picture.data + 8) & 0x3fff);
+      return alpha.dataEnd - alpha.data === 1 + pixels;
+    },
+  };
 }
 
 /**

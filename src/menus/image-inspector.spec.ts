@@ -157,6 +157,7 @@ describe('prepareImage', () => {
   });
 
   describe('bytes a WebP decoder steps over unread', () => {
+    const marker = Buffer.from('<script>alert(1)</script>', 'latin1');
     const still = (width: number) => sharp({ create: { width, height: 23, channels: 4, background: { r: 200, g: 80, b: 20, alpha: 0.6 } } }).webp({ quality: 80 }).toBuffer();
     const expectReencoded = async (carrier: Buffer, carried: Buffer, pages = 1) => {
       expect((await sharp(carrier).metadata()).pages ?? 1).toBe(pages);
@@ -187,6 +188,22 @@ describe('prepareImage', () => {
       await expectReencoded(flagged, flagged.subarray(frame, frame + 24), 3);
     });
 
+    it('re-encodes a WebP whose alpha stored without compression (ALPH) has bytes after the plane, the pixels kept', async () => {
+      const image = await still(37);
+      const alpha = await sharp(image).extractChannel(3).raw().toBuffer();
+      const plain = webpChunkReplaced(image, 'ALPH', Buffer.concat([Buffer.from([0]), alpha]));
+      expect((await prepareImage(plain, limits)).data).toBe(plain);
+      const carrier = webpChunkReplaced(image, 'ALPH', Buffer.concat([Buffer.from([0]), alpha, marker]));
+      const prepared = await expectReencoded(carrier, marker);
+      expect((await sharp(prepared.data).extractChannel(3).raw().toBuffer()).equals(alpha)).toBe(true);
+    });
+
+    it('re-encodes a WebP whose alpha chunk (ALPH) comes after its VP8 data, where decoders do not read it, of any length', async () => {
+      // A lossy WebP without VP8X, as sharp writes an opaque one: an ALPH chunk after its picture is skipped.
+      const lossy = await sharp({ create: { width: 37, height: 23, channels: 3, background: '#2980b9' } }).webp({ quality: 80 }).toBuffer();
+      expect(lossy.toString('latin1', 12, 16)).toBe('VP8 ');
+      await expectReencoded(webpWith(lossy, 'ALPH', Buffer.concat([Buffer.from([1]), marker])), marker);
+    });
   });
 
   it('re-encodes away a suggested palette (sPLT), whose name and entries may hold any bytes, the pixels kept', async () => {
