@@ -227,8 +227,17 @@ async function* csv(path: string, known?: readonly string[]): AsyncGenerator<Fil
   // A record of the wrong number of cells is refused by itself and the reading goes on; one
   // that breaks the file's structure (a quote not closed, a record over MAX_LINE_BYTES) leaves
   // the records after it unknowable, and refuses the file whole, before anything is written.
-  const found: { problem: CsvProblem; raw: string }[] = [];
+  // Lines are counted as csv-parse reads, in its callbacks: what it found and the file's line
+  // the last record read ended on (a record that breaks the structure starts after it).
+  const found: { rawLine: number; line: number; cells?: number }[] = [];
   let columns = 0;
+  // csv-parse counts a CRLF as two lines where it is not the record delimiter it found first
+  // (inside a quoted cell, or in a file of mixed line ends): taken off, so that a record's line is the file's.
+  let overcount = 0;
+  const crlfs = (raw: string): number => raw.split('\r\n').length - 1;
+  let lastLine = 1;
+  const broken = (message: string): RecordFileError =>
+    new RecordFileError(`${path}: the record after line ${lastLine} is not valid CSV (${message}); the records after it cannot be told apart, so the file is refused whole and nothing of it was written.`);
   const parser = createReadStream(path).pipe(
     parseCsv({
       columns: (cells: string[]) => {
@@ -246,42 +255,37 @@ async function* csv(path: string, known?: readonly string[]): AsyncGenerator<Fil
       record_delimiter: ['\r\n', '\n'],
       max_record_size: MAX_LINE_BYTES,
       skip_records_with_error: true,
+      on_record: (row: CsvRow) => {
+        overcount += crlfs(row.raw);
+        lastLine = row.info.lines - overcount;
+        return { ...row, line: lastLine };
+      },
       on_skip: (problem, raw) => {
-        if (problem) found.push({ problem, raw: raw ?? '' });
+        if (!problem) return undefined;
+        // Thrown, the parsing stops here: a record over the limit is said once, not again at
+        // each further character of it (each time with a copy of the record: under the image's
+        // 256 MB heap, a record of 17 MiB ran the command out of memory).
+        if (!RECORD_LEVEL.has((problem as CsvProblem).code ?? '')) throw broken(problem.message);
+        overcount += crlfs(raw ?? '');
+        lastLine = ((problem as CsvProblem).lines ?? 0) - overcount;
+        found.push({ rawLine: (problem as CsvProblem).lines ?? 0, line: lastLine, cells: (problem as CsvProblem & { record?: unknown[] }).record?.length });
         return undefined;
       },
     }),
   );
-  // csv-parse counts a CRLF as two lines where it is not the record delimiter it found first
-  // (inside a quoted cell, or in a file of mixed line ends): taken off, so that a record's line is the file's.
-  let overcount = 0;
-  const crlfs = (raw: string): number => raw.split('\r\n').length - 1;
-  // The file's line the last record read ended on: a record that breaks the structure starts after it.
-  let lastLine = 1;
-  const broken = (message: string): RecordFileError =>
-    new RecordFileError(`${path}: the record after line ${lastLine} is not valid CSV (${message}); the records after it cannot be told apart, so the file is refused whole and nothing of it was written.`);
   // The problems found before the record that ends on `rawLine` (csv-parse's count), in the file's order.
   function* before(rawLine: number): Generator<FileRecord> {
-    while (found.length > 0 && (found[0].problem.lines ?? 0) < rawLine) {
-      const { problem, raw } = found.shift()!;
-      if (!RECORD_LEVEL.has(problem.code ?? '')) {
-        parser.destroy();
-        throw broken(problem.message);
-      }
-      overcount += crlfs(raw);
-      lastLine = (problem.lines ?? 0) - overcount;
-      const cells = (problem as CsvProblem & { record?: unknown[] }).record?.length;
-      yield { line: lastLine, error: `not valid CSV: the record has ${cells === undefined ? 'another number of cells' : cells === 1 ? '1 cell' : `${cells} cells`}, the header names ${columns} columns` };
+    while (found.length > 0 && found[0].rawLine < rawLine) {
+      const { line, cells } = found.shift()!;
+      yield { line, error: `not valid CSV: the record has ${cells === undefined ? 'another number of cells' : cells === 1 ? '1 cell' : `${cells} cells`}, the header names ${columns} columns` };
     }
   }
   try {
-    for await (const row of parser as AsyncIterable<{ record: Record<string, string>; info: { lines: number }; raw: string }>) {
+    for await (const row of parser as AsyncIterable<CsvRow & { line: number }>) {
       yield* before(row.info.lines);
-      overcount += crlfs(row.raw);
-      lastLine = row.info.lines - overcount;
       // CSV cannot tell an empty value from a missing one: an empty cell is a field not given.
       const value = Object.fromEntries(Object.entries(row.record).filter(([, cell]) => cell !== ''));
-      yield { line: lastLine, value, text: true };
+      yield { line: row.line, value, text: true };
     }
   } catch (error) {
     if (error instanceof RecordFileError) throw error;
@@ -289,6 +293,9 @@ async function* csv(path: string, known?: readonly string[]): AsyncGenerator<Fil
   }
   yield* before(Infinity);
 }
+
+/** A record as csv-parse gives it with `info` and `raw`. */
+type CsvRow = { record: Record<string, string>; info: { lines: number }; raw: string };
 
 type CsvProblem = Error & { code?: string; lines?: number };
 

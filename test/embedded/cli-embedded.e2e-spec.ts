@@ -1,6 +1,7 @@
 import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { MAX_LINE_BYTES } from '../../src/common/record-file.js';
 import { cli, cliJson, SPAWN_TIMEOUT_MS, spawnCli, spawnCliUnread } from '../helpers/cli.js';
 import { isolatedConfig } from '../helpers/test-config.js';
 
@@ -92,5 +93,18 @@ describe('the built binary, node dist/cli.js', () => {
   it("exits 1 with the message on stderr on an operator's mistake", async () => {
     const result = await spawnCli(['brands', 'add', '--client', '4242', '--id', '9', '--name', 'X'], env);
     expect(result).toEqual({ code: 1, stdout: '', stderr: "error: client 4242 does not exist; add it with 'clients add'\n" });
+  }, LIMIT);
+
+  it('refuses a CSV file with a record far over the limit in one line under the image\'s heap limit, instead of running out of memory', async () => {
+    // The Dockerfile's NODE_OPTIONS: a 256 MB heap. Each character past the limit made the parser
+    // report the record again, with a copy of it, until the heap ran out (exit 134, a V8 stack).
+    const path = join(mkdtempSync(join(tmpdir(), 'results-cli-csv-')), 'branches.csv');
+    writeFileSync(path, `id,name\nB-1,a\nB-2,"${'n'.repeat(MAX_LINE_BYTES + 4 * 1024 * 1024)}"\nB-3,b\n`);
+    const result = await spawnCli(['branches', 'import', '--client', '1001', path], env, '--max-semi-space-size=4 --max-old-space-size=256');
+    expect(result).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: expect.stringMatching(/^error: .*branches\.csv: the record after line 2 is not valid CSV \(Max Record Size: [^\n]*\); the records after it cannot be told apart, so the file is refused whole and nothing of it was written\.\n$/),
+    });
   }, LIMIT);
 });

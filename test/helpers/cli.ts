@@ -59,13 +59,13 @@ export async function cliJson<T = unknown>(args: string[], env: Record<string, s
 /** Per start of the binary: a node process loading the whole service, on a shared and busy machine. */
 export const SPAWN_TIMEOUT_MS = 120_000;
 
-/** Runs the built binary (`node dist/cli.js`) in a child process: for the tests of the binary itself. */
-export function spawnCli(args: string[], env: Record<string, string>): Promise<CliResult> {
+/** Runs the built binary (`node dist/cli.js`) in a child process: for the tests of the binary itself; `nodeOptions`: its NODE_OPTIONS (none by default). */
+export function spawnCli(args: string[], env: Record<string, string>, nodeOptions = ''): Promise<CliResult> {
   return new Promise((done, fail) => {
     execFile(
       process.execPath,
       [CLI, ...args],
-      { env: { ...commandEnv(env), NODE_OPTIONS: '' }, timeout: SPAWN_TIMEOUT_MS, killSignal: 'SIGKILL' },
+      { env: { ...commandEnv(env), NODE_OPTIONS: nodeOptions }, timeout: SPAWN_TIMEOUT_MS, killSignal: 'SIGKILL' },
       (error, stdout, stderr) => {
         if (error?.killed) return fail(new Error(`dist/cli.js ${args.join(' ')} did not finish in ${SPAWN_TIMEOUT_MS} ms:\n${stderr}`));
         const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
