@@ -143,6 +143,15 @@ describe('readAllRecords', () => {
     }
   });
 
+  it('reads NDJSON in a .json file whatever the length of its first record, and one object written over lines as one record', async () => {
+    const long = `{"id":1,"comment":"${'x'.repeat(70_000)}","s":[{"a":"}\\"\\n{"}]}`;
+    expect((await readAllRecords(file('long-first.json', `${long}\r\n{"id":2}\n`))).map((r) => [r.line, (r as { value: { id: number } }).value.id])).toEqual([
+      [1, 1],
+      [2, 2],
+    ]);
+    expect(await readAllRecords(file('one.json', `{\n  "id": 3,\n  "s": [{"a": 1}\n  ]\n}\n`))).toEqual([{ line: 1, value: { id: 3, s: [{ a: 1 }] } }]);
+  });
+
   it('sniffs NDJSON in a file without the extension', async () => {
     const path = file('v.txt', '{"id":1}\n{"id":2}\n');
     expect((await readAllRecords(path)).map((r) => r.line)).toEqual([1, 2]);

@@ -36,9 +36,38 @@ async function sniff(path: string): Promise<RecordFormat> {
   const head = await readHead(path);
   const first = head.trimStart()[0];
   if (first === '[') return 'json';
-  if (first === '{') return ext === '.json' && !/\}\s*\n\s*\{/.test(head) ? 'json' : 'ndjson';
+  if (first === '{') return ext === '.json' && !(await objectOnNextLine(path)) ? 'json' : 'ndjson';
   if (ext === '.json') return 'json';
   return 'csv';
+}
+
+/**
+ * Whether the first object of a file that starts with one is followed by another on a later
+ * line (NDJSON), read to the end of that object however long it is: a visit of more than the
+ * 64 KiB looked at first made an NDJSON file named `.json` be read as one object, and refused whole.
+ */
+async function objectOnNextLine(path: string): Promise<boolean> {
+  let depth = 0;
+  let inString = false;
+  let escaped = false;
+  let ended = false;
+  let newline = false;
+  for await (const chunk of createReadStream(path, { encoding: 'utf8' }) as AsyncIterable<string>) {
+    for (let i = 0; i < chunk.length; i++) {
+      const c = chunk[i];
+      if (ended) {
+        if (c === '\n') newline = true;
+        else if (c !== ' ' && c !== '\t' && c !== '\r') return newline && c === '{';
+      } else if (inString) {
+        if (escaped) escaped = false;
+        else if (c === '\\') escaped = true;
+        else if (c === '"') inString = false;
+      } else if (c === '"') inString = true;
+      else if (c === '{' || c === '[') depth++;
+      else if ((c === '}' || c === ']') && --depth === 0) ended = true;
+    }
+  }
+  return false;
 }
 
 async function readHead(path: string): Promise<string> {
