@@ -78,6 +78,8 @@ describe(`operator CLI (${process.env.TEST_DATABASE})`, () => {
       const result = await cli([...command, '--help'], env);
       expect({ command, code: result.code, stderr: result.stderr }).toEqual({ command, code: 0, stderr: '' });
       expect(result.stdout).toMatch(new RegExp(`^Usage: results-cli ${command.join(' ')}`));
+      // Every command takes --json: its help says so, not the top level's alone.
+      expect({ command, json: /^\s+--json\s+machine-readable JSON output$/m.test(result.stdout) }).toEqual({ command, json: true });
     }
     const groups = await cli(['--help'], env);
     for (const group of ['clients', 'brands', 'branches', 'visits', 'menus', 'credentials', 'keys', 'signing-keys', 'demo', 'migrations']) {

@@ -26,6 +26,8 @@ export function buildCli(cli: CliContext): Command {
     .description('Operator commands of the results service. They use the database the environment configures.')
     .option('--json', 'machine-readable JSON output')
     .showHelpAfterError()
+    // Each command's help lists --json too (under "Global Options"): every command takes it.
+    .configureHelp({ showGlobalOptions: true })
     .exitOverride()
     .configureOutput({
       writeOut: (text) => stdout.write(text),
