@@ -168,6 +168,11 @@ describe(`operator CLI (${process.env.TEST_DATABASE})`, () => {
     const usage = await cli(['--json', 'clients', 'add', '--name', 'X'], env);
     expect(usage.code).toBe(missing.code);
     expect(JSON.parse(usage.stdout)).toEqual({ error: "required option '--id <id>' not specified" });
+    // A mistyped option is said as one, not as the required option it was meant to be.
+    const typo = await cli(['--json', 'clients', 'add', '--id', '1003', '--nme', 'X'], env);
+    expect([typo.code, JSON.parse(typo.stdout), typo.stderr]).toEqual([1, { error: "unknown option '--nme'\n(Did you mean --name?)" }, expect.stringMatching(/^error: unknown option '--nme'\n\(Did you mean --name\?\)\n/)]);
+    const scope = await cli(['credentials', 'add', '--clients', '1001', '--scope', 'visits/standard.read'], env);
+    expect([scope.code, scope.stderr]).toEqual([1, expect.stringMatching(/^error: unknown option '--scope'\n\(Did you mean --scopes\?\)\n/)]);
     const unknownCommand = await cli(['--json', 'nosuch'], env);
     expect(unknownCommand.code).not.toBe(0);
     expect(JSON.parse(unknownCommand.stdout)).toEqual({ error: expect.stringContaining("unknown command 'nosuch'") });

@@ -54,7 +54,26 @@ export function buildCli(cli: CliContext): Command {
     register(program, cli);
   }
   refuseRepeatedOptions(program);
+  requireOptionsAfterUnknownOnes(program);
   return program;
+}
+
+/**
+ * A required option that is not given is said once the options given are known: commander
+ * checks the required ones first, so a typo (`clients add --id 1001 --nme X`) was answered
+ * "required option '--name <name>' not specified", never that '--nme' is no option of the command.
+ */
+function requireOptionsAfterUnknownOnes(command: Command): void {
+  const required = command.options.filter((option) => option.mandatory);
+  for (const option of required) option.makeOptionMandatory(false);
+  if (required.length > 0) {
+    // Run after the unknown options and the arguments are checked, before the action.
+    command.hook('preAction', () => {
+      const missing = required.find((option) => command.getOptionValue(option.attributeName()) === undefined);
+      if (missing) command.error(`error: required option '${missing.flags}' not specified`, { code: 'commander.missingMandatoryOptionValue' });
+    });
+  }
+  for (const sub of command.commands) requireOptionsAfterUnknownOnes(sub);
 }
 
 /**
