@@ -802,6 +802,14 @@ describe(`operator CLI (${process.env.TEST_DATABASE})`, () => {
     expect(result.stderr).toBe("error: no signing key has the id '-fvVIqdZ_Y-JustNtI3hc'\n");
   });
 
+  it('reads an import file named relative to the folder npm run cli was typed in, not the project folder npm runs it in', async () => {
+    await cliJson(['clients', 'add', '--id', '1001', '--name', 'Acme Dining'], env);
+    const path = file('relative-branches.csv', 'id,name\nBR-REL,Relative\n');
+    // What npm gives the command: the folder it was started in (INIT_CWD); the process runs in the project's.
+    const result = await cli(['branches', 'import', '--client', '1001', 'relative-branches.csv'], { ...env, npm_lifecycle_event: 'cli', INIT_CWD: files });
+    expect(result).toEqual({ code: 0, stdout: `${path}: imported 1, rejected 0\n`, stderr: '' });
+  });
+
   it('says a mistyped option of signing-keys retire as one', async () => {
     for (const args of [
       ['abc', '--forec'],

@@ -1,4 +1,3 @@
-import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { BranchesService } from '../branches/branches.service.js';
 import { importOutput, positiveInt, type CliContext } from './context.js';
@@ -13,7 +12,7 @@ export function registerBranches(program: Command, cli: CliContext): void {
     .argument('<file>', 'file to import')
     .action(
       cli.action(async (file: string, opts: { client: number }) =>
-        cli.withApp(async (app) => importOutput(await app.get(BranchesService).importFile(opts.client, resolve(file)))),
+        cli.withApp(async (app) => importOutput(await app.get(BranchesService).importFile(opts.client, cli.file(file)))),
       ),
     );
 }

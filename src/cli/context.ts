@@ -64,6 +64,17 @@ export class CliContext {
     this.json = argv.includes('--json');
   }
 
+  /**
+   * An import file named on the command line, as an absolute path: relative to the folder the
+   * command was typed in. `npm run cli` runs it in the project's folder, and says in INIT_CWD
+   * where npm was started: a file named there relative to a subfolder was looked for in the
+   * project's folder (not found, or another file of that name imported).
+   */
+  file(name: string): string {
+    const typedIn = this.io.env.npm_lifecycle_event === 'cli' ? this.io.env.INIT_CWD : undefined;
+    return resolve(typedIn || process.cwd(), name);
+  }
+
   config(): AppConfig {
     const config = loadConfig(this.io.env);
     // A command is batch work: an import's statement may take longer than a request may wait,

@@ -1,4 +1,3 @@
-import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { ImageSweeper, type SweepReport } from '../menus/image-sweep.js';
 import { MenusImportService } from '../menus/menus-import.service.js';
@@ -42,7 +41,7 @@ export function registerMenus(program: Command, cli: CliContext): void {
     .argument('<file>', 'file to import')
     .action(
       cli.action(async (file: string, opts: { client: number }) =>
-        cli.withApp(async (app) => importOutput(await app.get(MenusImportService).importFile(opts.client, resolve(file)))),
+        cli.withApp(async (app) => importOutput(await app.get(MenusImportService).importFile(opts.client, cli.file(file)))),
       ),
     );
   program

@@ -1,4 +1,3 @@
-import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { VisitsImportService } from '../visits/visits-import.service.js';
 import { importOutput, type CliContext } from './context.js';
@@ -20,7 +19,7 @@ export function registerVisits(program: Command, cli: CliContext): void {
         // import before its first batch, with the same report, instead of ending the process.
         const stop = stopOnSignals(cli.io.stderr);
         try {
-          return await cli.withApp(async (app) => importOutput(await app.get(VisitsImportService).importFile(resolve(file), stop.requested)));
+          return await cli.withApp(async (app) => importOutput(await app.get(VisitsImportService).importFile(cli.file(file), stop.requested)));
         } finally {
           stop.dispose();
         }
