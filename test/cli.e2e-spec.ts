@@ -606,6 +606,18 @@ describe(`operator CLI (${process.env.TEST_DATABASE})`, () => {
     const large = file('large.png', Buffer.alloc(5000, 1));
     const tooLarge = await cli(['--json', 'menus', 'import', '--client', '1001', menu([{ ...odd, expiryDate: null, keywords: [], image: large }])], { ...env, IMAGE_MAX_BYTES: '4096' });
     expect(JSON.parse(tooLarge.stdout).rejected[0].errors).toEqual(["'dishes[0].image': The image must be at most 4096 bytes (4 KiB)."]);
+    // The file's images together are bounded: all are held until the file is written.
+    await sharp({ create: { width: 600, height: 400, channels: 3, background: '#808080', noise: { type: 'gaussian', mean: 128, sigma: 40 } } }).png().toFile(join(files, 'noise.png'));
+    expect(statSync(join(files, 'noise.png')).size).toBeGreaterThan(600 * 1024);
+    const noisy = (code: string) => ({ ...steak, code, image: 'noise.png' });
+    const overBudget = await cli(['--json', 'menus', 'import', '--client', '1001', menu([noisy('N-1'), noisy('N-2'), noisy('N-3')])], { ...env, MENUS_IMPORT_IMAGES_MB: '1' });
+    expect(overBudget.code).toBe(1);
+    const budget = "the images of the file are more than 1 MiB together (MENUS_IMPORT_IMAGES_MB), all held until the file is written: import its menus in several files.";
+    expect(JSON.parse(overBudget.stdout).rejected).toEqual([{ line: 1, element: 1, errors: [`'dishes[1].image': ${budget}`, `'dishes[2].image': ${budget}`] }]);
+    expect(await count('menus')).toBe(0);
+    // One image within it is no refusal of the budget (the file is refused for its code alone).
+    const within = await cli(['--json', 'menus', 'import', '--client', '1001', menu([{ ...noisy('N-1'), code: '' }])], { ...env, MENUS_IMPORT_IMAGES_MB: '1' });
+    expect(JSON.parse(within.stdout).rejected).toEqual([{ line: 1, element: 1, errors: ["'dishes[0].code' must not be empty."] }]);
 
     const good = await cliJson<{ imported: number }>(['menus', 'import', '--client', '1001', menu([steak, salad])], env);
     expect(good.imported).toBe(1);

@@ -248,6 +248,14 @@ export class AppConfig {
   UPLOADS_IN_FLIGHT_MB = 64;
 
   /**
+   * The images of one `menus import` file together, in MiB: a file is written all at once, so
+   * every image it names is held until then (120 dishes of 3.6 MB each took the command to
+   * 620 MB). A file past it is refused, naming the dish where it was passed: split it.
+   */
+  @IntSetting(1, 4096)
+  MENUS_IMPORT_IMAGES_MB = 256;
+
+  /**
    * How long an upload's body may bring no bytes at all before its connection is closed, in
    * seconds: a client that stops sending would otherwise hold its room in UPLOADS_IN_FLIGHT_MB
    * for as long as the server's request timeout (300 s).

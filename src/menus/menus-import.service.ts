@@ -31,13 +31,15 @@ export class MenusImportService {
     await this.clients.requireClient(clientId);
     const report: ImportReport = { file: path, imported: 0, rejected: [] };
     const menus: MenuWithDishes[] = [];
+    // The file's images are held until it is written, all at once: their bytes together are bounded.
+    const images = { left: this.config.MENUS_IMPORT_IMAGES_MB * 1024 * 1024 };
     for (const record of await readAllRecords(path)) {
       if (record.error !== undefined) {
         report.rejected.push(rejectedAt(record, [record.error]));
         continue;
       }
       const errors: string[] = [];
-      const menu = await this.readMenu(clientId, record.value, dirname(path), errors, record.text);
+      const menu = await this.readMenu(clientId, record.value, dirname(path), errors, images, record.text);
       // One menu twice in a file would be written as the two merged: which is meant is the operator's to say.
       if (menu && menus.some((m) => m.menu.id === menu.menu.id)) errors.push(`menu ${menu.menu.id} appears more than once in the file.`);
       if (menu && errors.length === 0) menus.push(menu);
@@ -50,7 +52,14 @@ export class MenusImportService {
     return report;
   }
 
-  private async readMenu(clientId: number, value: unknown, folder: string, errors: string[], textValues?: boolean): Promise<MenuWithDishes | null> {
+  private async readMenu(
+    clientId: number,
+    value: unknown,
+    folder: string,
+    errors: string[],
+    images: { left: number },
+    textValues?: boolean,
+  ): Promise<MenuWithDishes | null> {
     const r = new RecordReader(value, { textValues });
     const id = r.id('id');
     const name = r.string('name', { max: 200 });
@@ -73,10 +82,16 @@ export class MenusImportService {
       if (fields) codes.add(fields.code);
       let image: PreparedImage | null = null;
       if (imagePath === '') r.errors.push(`'dishes[${i}].image' must be the path of an image file, or left out for none.`);
+      else if (imagePath !== null && images.left < 0) r.errors.push(imagesPastBudget(i, this.config.MENUS_IMPORT_IMAGES_MB));
       else if (imagePath !== null) {
         try {
           const limits = imageLimits(this.config);
           image = await prepareImage(await readImageFile(resolve(folder, imagePath), imagePath, limits.maxBytes), limits);
+          images.left -= image.data.length;
+          if (images.left < 0) {
+            r.errors.push(imagesPastBudget(i, this.config.MENUS_IMPORT_IMAGES_MB));
+            image = null;
+          }
         } catch (error) {
           const reason = error instanceof ImageRejected ? error.message : `cannot read '${imagePath}'.`;
           r.errors.push(`'dishes[${i}].image': ${reason}`);
@@ -90,6 +105,11 @@ export class MenusImportService {
   }
 }
 
+/** Why a dish's image is refused once the file's images together have passed MENUS_IMPORT_IMAGES_MB. */
+function imagesPastBudget(dish: number, mb: number): string {
+  return `'dishes[${dish}].image': the images of the file are more than ${mb} MiB together (MENUS_IMPORT_IMAGES_MB), all held until the file is written: import its menus in several files.`;
+}
+
 /**
  * An image file's bytes, read no further than the size limit: a larger file is refused
  * without being read whole, and what is no regular file (a device such as /dev/zero, a pipe,
@@ -101,14 +121,22 @@ async function readImageFile(path: string, named: string, maxBytes: number): Pro
     const info = await handle.stat();
     if (!info.isFile()) throw new ImageRejected(`cannot read '${named}': it is not a file.`);
     if (info.size > maxBytes) throw new ImageRejected(imageTooLargeMessage(maxBytes));
-    // The file may have grown since: read to its end, or to one byte past the limit.
-    const bytes = Buffer.allocUnsafe(maxBytes + 1);
+    // Read into a buffer of the file's size (and a byte more, to see it grew): one of the limit's
+    // size was kept by the image made of it, 5 MB of the process's memory reserved for each image
+    // of a menus file, however small.
+    let bytes = Buffer.allocUnsafe(Math.min(info.size, maxBytes) + 1);
     let length = 0;
     for (;;) {
+      if (length === bytes.length) {
+        // The file grew since: read on, to its end or to one byte past the limit.
+        if (bytes.length > maxBytes) break;
+        const larger = Buffer.allocUnsafe(maxBytes + 1);
+        bytes.copy(larger, 0, 0, length);
+        bytes = larger;
+      }
       const { bytesRead } = await handle.read(bytes, length, bytes.length - length, length);
       if (bytesRead === 0) break;
       length += bytesRead;
-      if (length === bytes.length) break;
     }
     if (length > maxBytes) throw new ImageRejected(imageTooLargeMessage(maxBytes));
     return bytes.subarray(0, length);
