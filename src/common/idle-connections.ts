@@ -2,13 +2,11 @@ import { ServerResponse, type IncomingMessage, type Server } from 'node:http';
 import { Server as NetServer, type Socket } from 'node:net';
 import { lingerAfterResponse } from './body-drain.js';
 
-/** Connections that have carried a request: kept alive between requests, their client may send the next at any moment. */
-const served = new WeakSet<Socket>();
-
 /**
  * The response to the last request each connection has carried. Requests pipelined behind the
  * one being answered are handed to the application as they come, their responses queued: the
- * last of them is the one whose answer may close the connection.
+ * last of them is the one whose answer may close the connection. A connection that has one has
+ * carried a request: kept alive between requests, its client may send the next at any moment.
  */
 const lastResponses = new WeakMap<Socket, ServerResponse>();
 
@@ -19,10 +17,7 @@ export function openConnections(server: Server): ReadonlySet<Socket> {
     open.add(socket);
     socket.once('close', () => open.delete(socket));
   });
-  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
-    served.add(req.socket);
-    lastResponses.set(req.socket, res);
-  });
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => lastResponses.set(req.socket, res));
   return open;
 }
 
@@ -102,7 +97,7 @@ export function drainConnections(server: Server, connections: ReadonlySet<Socket
 export function closeConnectionsWithoutRequest(connections: ReadonlySet<Socket>, lingerMs: number): void {
   for (const socket of connections) {
     if ((socket as Socket & { _httpMessage?: unknown })._httpMessage instanceof ServerResponse) continue;
-    if (served.has(socket)) socket.setTimeout(lingerMs);
+    if (lastResponses.has(socket)) socket.setTimeout(lingerMs);
     else socket.destroy();
   }
 }

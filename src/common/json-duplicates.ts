@@ -1,18 +1,8 @@
-/**
- * A key as a message quotes it: at most 100 characters (a key may be megabytes long). Cut
- * between characters, never inside one beyond the BMP: half of a surrogate pair made the
- * answer's JSON hold a lone `\ud83d`, which strict parsers refuse.
- */
+import { cutText } from './visible-text.js';
+
+/** A key as a message quotes it: at most 100 characters (a key may be megabytes long; see cutText). */
 export function quotedKey(key: string): string {
-  if (key.length <= 100) return key;
-  let end = 0;
-  let characters = 0;
-  for (const character of key) {
-    if (characters === 100) break;
-    end += character.length;
-    characters++;
-  }
-  return end < key.length ? `${key.slice(0, end)}…` : key;
+  return cutText(key, 100);
 }
 
 /**

@@ -2,15 +2,25 @@
 const HIDDEN = /[\p{Cc}\p{Cf}]/gu;
 
 /**
- * A name (a parameter's, a form field's) as a message quotes it: at most 40 characters, with no
- * control or format characters. Cut between characters, never inside one beyond the BMP: half
- * of a surrogate pair made the answer's JSON hold a lone `\ud83d`, which strict parsers refuse.
+ * Text cut to its first `max` characters, with `…` when it was longer. Cut between characters,
+ * never inside one beyond the BMP: half of a surrogate pair made an answer's JSON hold a lone
+ * `\ud83d`, which strict parsers refuse.
  */
+export function cutText(text: string, max: number): string {
+  if (text.length <= max) return text;
+  let end = 0;
+  let characters = 0;
+  for (const character of text) {
+    if (characters === max) return `${text.slice(0, end)}…`;
+    end += character.length;
+    characters++;
+  }
+  return text;
+}
+
+/** A name (a parameter's, a form field's) as a message quotes it: at most 40 characters (see cutText), with no control or format characters. */
 export function visibleName(name: string): string {
-  const shown = name.replace(HIDDEN, '?');
-  if (shown.length <= 40) return shown;
-  const characters = Array.from(shown);
-  return characters.length > 40 ? `${characters.slice(0, 40).join('')}…` : shown;
+  return cutText(name.replace(HIDDEN, '?'), 40);
 }
 
 /** What an OAuth error_description may not hold (RFC 6749 §5.2: %x20-21 / %x23-5B / %x5D-7E). */

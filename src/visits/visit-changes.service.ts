@@ -34,6 +34,9 @@ export const AFTER_AHEAD_OF_FEED =
 export const AFTER_BEFORE_WIDENING =
   "'after' was given out when the credential could read fewer brands or visit types than it may now: the visits of those it gained that were written before are not on the feed after it. Start again from 'Since' and read the feed through.";
 
+/** The client's brands where a selection of every brand needs none of them (see page). */
+const NO_BRANDS: ReadonlyMap<number, unknown> = new Map();
+
 /** Longest selection a token holds as its lists; a longer one is held as a digest (see selectionMark). */
 const SELECTION_MARK_MAX = 300;
 
@@ -117,9 +120,10 @@ export class VisitChangesService {
     // A credential given more brands or visit types since the token was given out: the visits
     // of those written before it are behind the token, and reading on would never show them.
     // (Brands of the credential's other clients are none of this feed's.)
-    // Only a token that records a selection is judged, against the client's brands as they are now.
+    // Only a token that records a selection is judged, against the client's brands as they are
+    // now; read only for a selection of some brands (every brand, the common case, needs none).
     if (after && after.length > 1) {
-      const { brands } = await this.names.read(selection.clientId);
+      const brands = selection.brandIds === null ? NO_BRANDS : (await this.names.read(selection.clientId)).brands;
       const gained = gainedOver(after[1], selection, brands);
       if (gained === null || gained.length > 0) throw new ValidationProblem([AFTER_BEFORE_WIDENING]);
     }
