@@ -200,6 +200,15 @@ describe('readAllRecords', () => {
     expect(await readAllRecords(file('some.csv', 'name,id\nLeeds,B1\n'), { columns })).toEqual([{ line: 2, value: { name: 'Leeds', id: 'B1' }, text: true }]);
     const twice = file('twice.csv', 'id, id,name\nB1,B2,Leeds\n');
     await expect(readAllRecords(twice, { columns })).rejects.toEqual(new RecordFileError(`${twice}: the CSV header names a column more than once ('id').`));
+    // No row at all (nothing, a BOM, blank lines): no header either, not a file of no records.
+    for (const [name, text] of [['empty.csv', ''], ['bom.csv', '\uFEFF'], ['blank.csv', '\n\r\n\n']]) {
+      const path = file(name, text);
+      await expect(readAllRecords(path, { columns })).rejects.toEqual(
+        new RecordFileError(`${path}: the file has no rows, not even a header; its first row must name the columns, of id, name, branchCode, brandId.`),
+      );
+    }
+    // A header and no record is a file of no records.
+    expect(await readAllRecords(file('header-only.csv', 'id,name\n'), { columns })).toEqual([]);
   });
 
   it('says in one line that a file does not exist or is no file', async () => {

@@ -259,6 +259,7 @@ async function* csv(path: string, known?: readonly string[]): AsyncGenerator<Fil
   // Lines are counted as csv-parse reads, in its callbacks: what it found and the file's line
   // the last record read ended on (a record that breaks the structure starts after it).
   const found: { rawLine: number; line: number; cells?: number }[] = [];
+  // No header: 0 until the first row is read (an empty file, or one of blank lines only, has none).
   let columns = 0;
   // csv-parse counts a CRLF as two lines where it is not the record delimiter it found first
   // (inside a quoted cell, or in a file of mixed line ends): taken off, so that a record's line is the file's.
@@ -319,6 +320,11 @@ async function* csv(path: string, known?: readonly string[]): AsyncGenerator<Fil
   } catch (error) {
     if (error instanceof RecordFileError) throw error;
     throw broken((error as Error).message);
+  }
+  // A file with no row at all is no CSV file of these records (an export that wrote nothing,
+  // the wrong file): said, as a JSON file with nothing in it is, rather than imported as none.
+  if (columns === 0) {
+    throw new RecordFileError(`${path}: the file has no rows, not even a header; its first row must name the columns${known ? `, of ${known.join(', ')}` : ''}.`);
   }
   yield* before(Infinity);
 }
