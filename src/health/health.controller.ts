@@ -8,6 +8,7 @@ import type { Redis } from 'ioredis';
 import { DataSource } from 'typeorm';
 import { ProblemException } from '../common/problem.js';
 import { Public } from '../common/public.decorator.js';
+import { RedisGate } from '../redis/redis-gate.js';
 import { REDIS } from '../redis/redis.module.js';
 import { LifecycleService } from './lifecycle.service.js';
 
@@ -47,6 +48,7 @@ export class HealthController {
     @InjectDataSource() private readonly dataSource: DataSource,
     @Inject(REDIS) private readonly redis: Redis | null,
     private readonly lifecycle: LifecycleService,
+    private readonly gate: RedisGate,
   ) {}
 
   @Get('live')
@@ -123,10 +125,13 @@ export class HealthController {
         redis.ping(),
         new Promise((_, reject) => setTimeout(() => reject(new Error('timeout')), CHECK_TIMEOUT_MS).unref()),
       ]);
-      return session.up();
     } catch {
       // The client library's words stay in the log (the Redis client's own error line): this answer is public.
       return session.degraded({ message: 'unreachable: rate limits counted per process' });
     }
+    // A Redis that answers PING but refuses the counters' commands (out of memory, read-only):
+    // counted per process all the same (the gate logged the refusal).
+    if (this.gate.refusing) return session.degraded({ message: 'answering with errors: rate limits counted per process' });
+    return session.up();
   }
 }

@@ -20,11 +20,23 @@ const TIMED_OUT = 'Command timed out';
  * later answer on that connection matched to the command before it, so that no PING was ever
  * answered and the replica counted on its own until restarted. Commands unanswered then are
  * not sent again (`maxRetriesPerRequest: 0`).
+ *
+ * A Redis that answers but refuses commands with an error (out of memory under `noeviction`, a
+ * read-only replica, a role without the commands) is asked on every count, since each refusal
+ * comes at once; the first is logged as a warning, and a recovery once a command succeeds
+ * `recheckMs` or more after the last refusal (out of memory, Redis still answers the commands
+ * that only read: taken as a recovery, they made the two lines alternate many times a second),
+ * so that counting per process is said once, not on every request, and readiness reports it
+ * (`refusing`).
  */
 export class RedisGate {
   /** Set while Redis is taken not to answer: the background check's timer. */
   private recheck: NodeJS.Timeout | null = null;
   private closed = false;
+  /** Set while Redis answers commands with errors: the first one's message. */
+  private refusal: string | null = null;
+  /** When the last command was refused (epoch ms). */
+  private lastRefusalAt = 0;
 
   constructor(
     readonly redis: Redis | null,
@@ -37,18 +49,30 @@ export class RedisGate {
     return this.recheck !== null;
   }
 
+  /** Whether Redis refuses commands with errors (counted in the process meanwhile): see `refused`. */
+  get refusing(): boolean {
+    return this.refusal !== null;
+  }
+
   /** `command`'s answer when Redis is there and answering; else why not (then count in the process). */
   async run<T>(command: (redis: Redis) => Promise<T>): Promise<GateResult<T>> {
     if (!this.redis) return { ok: false, reason: 'no Redis is configured' };
     if (this.redis.status !== 'ready') return { ok: false, reason: `Redis is ${this.redis.status}` };
     if (this.recheck) return { ok: false, reason: 'Redis is not answering' };
+    let value: T;
     try {
-      return { ok: true, value: await command(this.redis) };
+      value = await command(this.redis);
     } catch (error) {
       const message = (error as Error).message;
       if (message === TIMED_OUT) this.stopAsking();
+      else if ((error as Error).name === 'ReplyError') this.refused(message);
       return { ok: false, reason: message };
     }
+    if (this.refusal !== null && Date.now() - this.lastRefusalAt >= this.recheckMs) {
+      this.refusal = null;
+      this.logger.log('commands succeed again: rate limits and token failures are shared by the replicas again');
+    }
+    return { ok: true, value };
   }
 
   /** Stops the background check (at shutdown). */
@@ -56,6 +80,14 @@ export class RedisGate {
     this.closed = true;
     if (this.recheck) clearTimeout(this.recheck);
     this.recheck = null;
+  }
+
+  /** Redis answered a command with an error: said once, until a command succeeds well after the last refusal. */
+  private refused(message: string): void {
+    this.lastRefusalAt = Date.now();
+    if (this.refusal !== null || this.closed) return;
+    this.refusal = message;
+    this.logger.warn(`answering commands with errors (${message}): rate limits and token failures are counted per process until a command succeeds`);
   }
 
   private stopAsking(): void {

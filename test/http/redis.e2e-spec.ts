@@ -1,3 +1,4 @@
+import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import request from 'supertest';
@@ -316,5 +317,118 @@ describe(`the service with a Redis that stops answering (${process.env.TEST_DATA
     expect(await counted()).toBe(before + 1);
     const metrics = await t.app.get(MetricsService).registry.metrics();
     expect(metrics).toMatch(/^results_rate_limit_store_fallbacks_total 4$/m);
+  });
+});
+
+/**
+ * A Redis of the test's own (the shared one is never reconfigured) that answers, but refuses
+ * every write: `maxmemory` below what it holds, with the noeviction policy, answers each INCR
+ * and EVAL with an OOM error, while PING still answers.
+ */
+describe(`a Redis that answers commands with errors (${process.env.TEST_DATABASE})`, () => {
+  let server: ChildProcess;
+  let url: string;
+  let admin: Redis;
+  const refuseWrites = async () => {
+    await admin.config('SET', 'maxmemory-policy', 'noeviction');
+    await admin.config('SET', 'maxmemory', '1');
+  };
+  const takeWrites = () => admin.config('SET', 'maxmemory', '0');
+
+  beforeAll(async () => {
+    const port = await freePort();
+    url = `redis://127.0.0.1:${port}`;
+    server = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+    admin = new Redis(url, { lazyConnect: true, retryStrategy: () => 100 });
+    await eventually(() => admin.ping().catch(() => 'not yet'), (answer) => answer === 'PONG', 30_000, 50);
+  });
+  afterAll(() => {
+    admin.disconnect();
+    server.kill('SIGKILL');
+  });
+
+  describe('the gate', () => {
+    const logged: string[] = [];
+    const logger = { warn: (m: string) => void logged.push(`warn: ${m}`), log: (m: string) => void logged.push(`log: ${m}`) };
+    let client: Redis;
+    let gate: RedisGate;
+
+    beforeAll(async () => {
+      client = new Redis(url, REDIS_OPTIONS);
+      gate = new RedisGate(client, 50, logger);
+      await eventually(() => Promise.resolve(client.status), (status) => status === 'ready', 30_000, 20);
+    });
+    afterAll(async () => {
+      gate.close();
+      client.disconnect();
+      await takeWrites();
+    });
+
+    it('says once that Redis refuses commands, counts per process meanwhile, and says when a command succeeds again', async () => {
+      expect(await gate.run((r) => r.incr('gate'))).toEqual({ ok: true, value: 1 });
+      await refuseWrites();
+      for (let i = 0; i < 3; i++) {
+        expect(await gate.run((r) => r.incr('gate'))).toEqual({ ok: false, reason: expect.stringMatching(/^OOM command not allowed/) });
+      }
+      // Before the fix nothing was said (a debug line per request), and readiness said Redis was up.
+      // A command that only reads is answered all the same: no recovery, no second line.
+      expect(await gate.run((r) => r.get('gate'))).toEqual({ ok: true, value: '1' });
+      expect(await gate.run((r) => r.incr('gate'))).toMatchObject({ ok: false });
+      expect(gate.refusing).toBe(true);
+      expect(gate.unanswering).toBe(false);
+      expect(logged).toEqual([
+        expect.stringMatching(/^warn: answering commands with errors \(OOM command not allowed[^)]*\): rate limits and token failures are counted per process until a command succeeds$/),
+      ]);
+
+      await takeWrites();
+      // A success within the check interval (50 ms here) of the last refusal is no recovery yet.
+      await new Promise((done) => setTimeout(done, 60));
+      expect(await gate.run((r) => r.incr('gate'))).toEqual({ ok: true, value: 2 });
+      expect(gate.refusing).toBe(false);
+      expect(logged.at(-1)).toBe('log: commands succeed again: rate limits and token failures are shared by the replicas again');
+      expect(logged).toHaveLength(2);
+    });
+  });
+
+  describe('the service', () => {
+    let t: TestApp;
+    beforeAll(async () => {
+      t = await startTestApp({ REDIS_URL: url, RATE_LIMIT_PER_MINUTE: '3' });
+      await seedClients(t);
+      await eventually(() => Promise.resolve(t.app.get(RedisGate).redis?.status), (status) => status === 'ready', 30_000, 20);
+    });
+    afterAll(async () => {
+      await t.close();
+      await takeWrites();
+    });
+
+    it('keeps serving, limits per process, reports Redis degraded, and is ready on Redis again once it takes writes', async () => {
+      await refuseWrites();
+      const partner = await issueCredential(t);
+      const token = await tokenFor(t.http, partner);
+      const get = () => request(t.http).get('/branches?SvcClientId=1001').set('svc-api-key', partner.apiKey).set('Authorization', `Bearer ${token}`);
+      expect((await get()).status).toBe(200);
+      expect((await get()).status).toBe(200);
+      const refused = await get();
+      expect(refused.status).toBe(429);
+      expect(refused.headers['retry-after']).toBeDefined();
+
+      const ready = await request(t.http).get('/health/ready');
+      expect(ready.status).toBe(200);
+      expect(ready.body.status).toBe('degraded');
+      expect(ready.body.info.redis).toEqual({ status: 'degraded', message: 'answering with errors: rate limits counted per process' });
+      const metrics = await t.app.get(MetricsService).registry.metrics();
+      expect(metrics).toMatch(/^results_rate_limit_store_fallbacks_total [3-9]$/m);
+
+      await takeWrites();
+      // Counted in Redis again, from a window of its own there; Redis is up again once a count
+      // succeeds the recheck interval (5 s) after the last refusal.
+      const redisStatus = async () => {
+        expect([200, 429]).toContain((await get()).status);
+        return ((await request(t.http).get('/health/ready')).body as { info: { redis: unknown } }).info.redis;
+      };
+      expect(await eventually(redisStatus, (redis) => (redis as { status: string }).status === 'up', 15_000, 500)).toEqual({ status: 'up' });
+      expect(await admin.keys(`${t.config.REDIS_KEY_PREFIX}rl:*`)).not.toEqual([]);
+    });
   });
 });
