@@ -14,6 +14,7 @@ describe('isDatabaseUnavailable (a 503 with Retry-After, not a 500)', () => {
     ['a database dropped or being restored (3D000)', error({ code: '3D000', message: 'database "results" does not exist' })],
     ['a login refused (28P01)', error({ code: '28P01', message: 'password authentication failed for user "results"' })],
     ['a role gone (28000)', error({ code: '28000' })],
+    ['a database closed to new connections (55000, ALLOW_CONNECTIONS false)', error({ code: '55000', message: 'database "results" is not currently accepting connections' })],
     ['a server name that does not resolve', error({ code: 'ENOTFOUND', message: 'getaddrinfo ENOTFOUND postgres' })],
     ['a name lookup that failed for now', error({ code: 'EAI_AGAIN' })],
     ['a role without grants on the tables (42501)', error({ driverError: error({ code: '42501', message: 'permission denied for table api_keys' }) })],
@@ -26,6 +27,7 @@ describe('isDatabaseUnavailable (a 503 with Retry-After, not a 500)', () => {
 
   it.each([
     ['a unique violation', error({ code: '23505' })],
+    ['another 55000, a fault of the code', error({ driverError: error({ code: '55000', message: 'currval of sequence "dishes_id_seq" is not yet defined in this session' }) })],
     ['another SQLite error', error({ driverError: error({ code: 'SQLITE_ERROR', message: 'near "x": syntax error' }) })],
     ['a plain error', new Error('boom')],
     ['nothing', undefined],

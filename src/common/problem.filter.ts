@@ -85,7 +85,10 @@ export function unavailableCause(error: unknown): UnavailableCause | undefined {
     // maintenance (default_transaction_read_only). 42501: the role may not read or write the service's tables (grants missing): an
     // operator's to mend, as readiness says, not a fault of the request. 42P01 and 42703 (and
     // SQLite's "no such table" or "column"): a table or column the migrations have not made
-    // yet, on a replica started with MIGRATIONS_RUN=false before they ran.
+    // yet, on a replica started with MIGRATIONS_RUN=false before they ran. 55000 with its
+    // message: the database closed to new connections (ALLOW_CONNECTIONS false, for maintenance
+    // or a restore); the code alone is also that of faults of the code, which stay 500s.
+    (code === '55000' && /is not currently accepting connections/.test(message)) ||
     ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', '57P01', '57P02', '57P03', '57014', '53300', '3D000', '25006', '42501', '42P01', '42703', 'SQLITE_BUSY'].includes(code) ||
     code.startsWith('08') ||
     code.startsWith('28') ||

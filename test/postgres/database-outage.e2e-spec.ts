@@ -1,6 +1,9 @@
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
 import request from 'supertest';
 import type { IssuedCredential } from '../../src/auth/credentials.service.js';
 import { issueCredential, seedClients, tokenFor } from '../helpers/auth.js';
+import { cli } from '../helpers/cli.js';
 import { eventually } from '../helpers/eventually.js';
 import { freePort } from '../helpers/listen.js';
 import { TcpProxy } from '../helpers/tcp-proxy.js';
@@ -106,4 +109,65 @@ describe('database outage (postgres, through a TCP proxy)', () => {
     expect(statuses).toEqual(Array.from({ length: 12 }, () => 200));
     expect((await request(t.http).get('/health/ready')).status).toBe(200);
   });
+});
+
+/**
+ * The database closed to new connections, as for maintenance or before a restore (`ALTER DATABASE
+ * … ALLOW_CONNECTIONS false`, its sessions ended): on a database of the test's own.
+ */
+describe('database closed to new connections (postgres)', () => {
+  const admin = new pg.Client({ connectionString: PG.toString() });
+  const name = `rs_closed_${Date.now().toString(36)}_${randomBytes(3).toString('hex')}`;
+  let t: TestApp;
+  let partner: IssuedCredential;
+  let token: string;
+
+  beforeAll(async () => {
+    await admin.connect();
+    await admin.query(`CREATE DATABASE ${name}`);
+    const url = new URL(PG.toString());
+    url.pathname = `/${name}`;
+    t = await startTestApp({ DATABASE_URL: url.toString(), DATABASE_QUERY_TIMEOUT_MS: '2000', AUTH_CACHE_SECONDS: '0' });
+    await seedClients(t);
+    partner = await issueCredential(t);
+    token = await tokenFor(t.http, partner);
+  });
+  afterAll(async () => {
+    await admin.query(`ALTER DATABASE ${name} ALLOW_CONNECTIONS true`);
+    await t.close();
+    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    await admin.end();
+  });
+
+  const branches = () => request(t.http).get('/branches?SvcClientId=1001').set('svc-api-key', partner.apiKey).set('Authorization', `Bearer ${token}`);
+
+  it('answers 503 with Retry-After (not a 500), fails readiness, is one line to the CLI, and recovers once it takes connections again', async () => {
+    expect((await branches()).status).toBe(200);
+    await admin.query(`ALTER DATABASE ${name} ALLOW_CONNECTIONS false`);
+    await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1', [name]);
+
+    // Before the fix: 500 "An internal error occurred", logged as an error with its stack, on every request.
+    for (let i = 0; i < 3; i++) {
+      const down = await branches();
+      expect(down.status).toBe(503);
+      expect(down.headers['retry-after']).toBe('5');
+      expect(JSON.parse(down.text)).toMatchObject({ status: 503, detail: 'The database is unavailable; retry after the time in Retry-After.' });
+    }
+    const tokenDown = await request(t.http)
+      .post('/connect/token')
+      .set('svc-api-key', partner.apiKey)
+      .type('form')
+      .send({ grant_type: 'client_credentials', client_id: partner.clientId, client_secret: partner.clientSecret });
+    expect([tokenDown.status, tokenDown.body.error]).toEqual([503, 'temporarily_unavailable']);
+    const ready = await request(t.http).get('/health/ready');
+    expect(ready.status).toBe(503);
+    expect(JSON.parse(ready.text).detail).toMatch(/^Not ready: .*database.* failed\.$/);
+    // The CLI says it in one line (exit 2), not as an unexpected error with its stack.
+    const command = await cli(['clients', 'add', '--id', '1002', '--name', 'Closed'], t.env);
+    expect([command.code, command.stderr.trim()]).toEqual([2, `error: the database cannot be used: database "${name}" is not currently accepting connections`]);
+
+    await admin.query(`ALTER DATABASE ${name} ALLOW_CONNECTIONS true`);
+    expect(await eventually(async () => (await branches()).status, (status) => status === 200, 30_000)).toBe(200);
+    expect((await request(t.http).get('/health/ready')).status).toBe(200);
+  }, 60_000);
 });
