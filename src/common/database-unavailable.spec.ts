@@ -11,6 +11,7 @@ describe('isDatabaseUnavailable (a 503 with Retry-After, not a 500)', () => {
     ['a query runner released when its connection failed', error({ name: 'QueryRunnerAlreadyReleasedError' })],
     ['its provider', error({ name: 'QueryRunnerProviderAlreadyReleasedError' })],
     ['a terminated connection', error({ code: '57P01' })],
+    ['a lock held by another session past the lock timeout (55P03)', error({ driverError: error({ code: '55P03', message: 'canceling statement due to lock timeout' }) })],
     ['a database dropped or being restored (3D000)', error({ code: '3D000', message: 'database "results" does not exist' })],
     ['a login refused (28P01)', error({ code: '28P01', message: 'password authentication failed for user "results"' })],
     ['a role gone (28000)', error({ code: '28000' })],

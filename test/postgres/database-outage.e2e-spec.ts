@@ -171,3 +171,47 @@ describe('database closed to new connections (postgres)', () => {
     expect((await request(t.http).get('/health/ready')).status).toBe(200);
   }, 60_000);
 });
+
+/**
+ * A statement that waits for a lock another session holds (an operator's `LOCK TABLE`, a
+ * migration) on a database whose sessions have a `lock_timeout` (the URL's own options, or the
+ * database's or role's settings): the server ends the wait as the statement timeout does.
+ */
+describe('a lock held by another session past the lock timeout (postgres)', () => {
+  const admin = new pg.Client({ connectionString: PG.toString() });
+  let t: TestApp;
+  let partner: IssuedCredential;
+  let token: string;
+
+  beforeAll(async () => {
+    const url = new URL(PG.toString());
+    url.searchParams.set('options', '-c lock_timeout=300');
+    t = await startTestApp({ DATABASE_URL: url.toString(), AUTH_CACHE_SECONDS: '0' });
+    await seedClients(t);
+    partner = await issueCredential(t);
+    token = await tokenFor(t.http, partner);
+    await admin.connect();
+  });
+  afterAll(async () => {
+    await admin.end();
+    await t.close();
+  });
+
+  const branches = () => request(t.http).get('/branches?SvcClientId=1001').set('svc-api-key', partner.apiKey).set('Authorization', `Bearer ${token}`);
+
+  it('answers 503 with Retry-After (not a 500) while the lock is held, and 200 once it is let go', async () => {
+    expect((await branches()).status).toBe(200);
+    await admin.query('BEGIN');
+    try {
+      await admin.query(`LOCK TABLE "${t.config.DATABASE_SCHEMA}".branches IN ACCESS EXCLUSIVE MODE`);
+      // Before the fix: 500 "An internal error occurred" (55P03, canceling statement due to lock timeout).
+      const blocked = await branches();
+      expect(blocked.status).toBe(503);
+      expect(blocked.headers['retry-after']).toBe('5');
+      expect(JSON.parse(blocked.text)).toMatchObject({ status: 503, detail: 'The database is unavailable; retry after the time in Retry-After.' });
+    } finally {
+      await admin.query('ROLLBACK');
+    }
+    expect((await branches()).status).toBe(200);
+  });
+});
