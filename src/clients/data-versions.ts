@@ -136,6 +136,12 @@ export class ClientDataVersions implements OnApplicationShutdown {
     });
     try {
       await client.connect();
+      // The listener is idle by design between its checks: a server that ends idle sessions
+      // (idle_session_timeout, PostgreSQL 14 and later, as managed databases set it) ended it
+      // every few seconds, a warning each time and versions read per request. Its own session
+      // is kept from that (a setting any role may make; unknown before 14, and left so).
+      const idle = (await client.query<{ v: string | null }>("SELECT current_setting('idle_session_timeout', true) AS v")).rows[0]?.v ?? null;
+      if (idle !== null && idle !== '0') await client.query('SET idle_session_timeout = 0');
       await client.query(`LISTEN ${DATA_VERSION_CHANNEL}`);
       // The name as the trigger will give it (TG_TABLE_SCHEMA), whatever case the setting used.
       const { rows } = await client.query<{ schema: string | null }>('SELECT current_schema() AS schema');

@@ -5,7 +5,8 @@ import { getDataSourceToken } from '@nestjs/typeorm';
 import { ClientDataVersions } from '../../src/clients/data-versions.js';
 import { dataVersionCommits, inTransaction, movesDataVersion } from '../../src/database/transaction.js';
 import { eventually } from '../helpers/eventually.js';
-import type { TestApp } from '../helpers/test-app.js';
+import { seedClients } from '../helpers/auth.js';
+import { startTestApp, type TestApp } from '../helpers/test-app.js';
 import { importVisits, startVisitsApp, type VisitRecord } from '../helpers/visits-fixture.js';
 
 /**
@@ -124,5 +125,39 @@ describe('client data versions on PostgreSQL', () => {
     }
     await versions.verify();
     expect(await versions.current(1001)).toBe(kept);
+  });
+});
+
+/**
+ * A server that ends idle sessions (`idle_session_timeout`, PostgreSQL 14 and later, as managed
+ * databases set it): the listening connection is idle by design, between its checks.
+ */
+describe('client data versions on a server that ends idle sessions', () => {
+  let t: TestApp;
+  let versions: ClientDataVersions;
+
+  beforeAll(async () => {
+    const url = new URL(process.env.DATABASE_URL!);
+    url.searchParams.set('options', '-c idle_session_timeout=300');
+    t = await startTestApp({ DATABASE_URL: url.toString() });
+    await seedClients(t);
+    versions = t.app.get(ClientDataVersions);
+    await versions.current(1001);
+  });
+  afterAll(async () => {
+    await t.close();
+  });
+
+  it('keeps listening: its own session is not ended for being idle', async () => {
+    expect(await eventually(() => Promise.resolve(versions.isListening), Boolean, 30_000, 20)).toBe(true);
+    // Before the fix the server ended the listener 300 ms into each quiet spell: a warning each
+    // time ("not listening for data version changes (terminating connection due to idle-session
+    // timeout)"), and versions read per request until it listened again.
+    const seen: boolean[] = [];
+    for (let i = 0; i < 60; i++) {
+      seen.push(versions.isListening);
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+    expect(seen.every(Boolean)).toBe(true);
   });
 });
