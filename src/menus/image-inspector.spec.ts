@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { deflateSync } from 'node:zlib';
 import sharp, { type CreateRaw } from 'sharp';
 import { animatedPng, animatedWebp, jpegWith, jpegWithLocation, makeImage, pngOfSize, pngWith, pngWithBefore, pngWithExtraPixelData, pngWithinInflatedData, pngWithinPixelData, webpChunkGrown, webpChunkReplaced, webpPaddedWith, webpWith, webpWithinFrame } from '../../test/helpers/images.js';
@@ -297,6 +298,21 @@ describe('prepareImage', () => {
       new ImageRejected('The image is an animated PNG (APNG), whose frames would not be kept: send an animated WebP, or a PNG of one frame.'),
     );
     expect(await prepareImage(animatedPng(1), limits)).toMatchObject({ contentType: 'image/png', width: 4, height: 4 });
+  });
+
+  it('is what docs/interface.md tells partners of an animated PNG and of a JPEG with metadata', async () => {
+    // The partners' page said an APNG was stored as its first frame, after the service had come to refuse it.
+    const page = readFileSync(new URL('../../docs/interface.md', import.meta.url), 'utf8').replace(/\s+/g, ' ');
+    const refusal = await prepareImage(animatedPng(2), limits).then(
+      () => 'taken',
+      (error: Error) => error.message,
+    );
+    expect(page).toContain(`refused with a 400, since only its first frame could be kept (\`${refusal}\`)`);
+    expect(page).not.toMatch(/APNG\)[^.]*stored as its first frame/);
+    // A JPEG that needs no turning keeps every byte but its metadata segments, as the page says.
+    const jpeg = await makeImage('jpeg', 16, 8);
+    expect((await prepareImage(jpegWith(jpeg, 0xfe, Buffer.from('a comment', 'latin1')), limits)).data.equals(jpeg)).toBe(true);
+    expect(page).toContain('a JPEG that needs no turning loses those segments and keeps every other byte');
   });
 
   it('refuses an animation of more frames than the limit, however small they are', async () => {
