@@ -27,7 +27,7 @@ const RETRY_AFTER = {
 const RATE_LIMIT_HEADERS = {
   'RateLimit-Policy': {
     required: true,
-    description: 'The limits that apply (IETF draft-ietf-httpapi-ratelimit-headers): `"default";q=60;w=60` per API key, `"token";q=10;w=60` per client id on the token endpoint.',
+    description: 'The limits that apply (IETF draft-ietf-httpapi-ratelimit-headers): `"default";q=60;w=60` per API key, `"token";q=10;w=60` per client id on the token endpoint (RATE_LIMIT_PER_MINUTE and TOKEN_RATE_LIMIT_PER_MINUTE: a running service\'s contract gives its own).',
     schema: { type: 'string', example: '"default";q=60;w=60' },
   },
   RateLimit: {
@@ -166,24 +166,40 @@ function complete(document: OpenAPIObject, config: AppConfig): OpenAPIObject {
 
 /**
  * The figures the contract's text gives as the default settings' (a range of 31 days, 90 days
- * of changes, a Take of at most 1000 and 500 when omitted, the 413 example's 5242880 bytes),
- * as this service is configured: a partner reading a deployment's contract reads its limits.
- * With the defaults the text is the committed contract's, word for word.
+ * of changes, a Take of at most 1000 and 500 when omitted, the 413 example's 5242880 bytes, the
+ * rate limits of 60 requests a minute per API key and 10 per client id on the token endpoint in
+ * the RateLimit headers and the 429 example), as this service is configured: a partner reading
+ * a deployment's contract reads its limits. With the defaults the text is the committed
+ * contract's, word for word.
  */
 function withConfiguredFigures(document: OpenAPIObject, config: AppConfig): OpenAPIObject {
+  const perKey = config.RATE_LIMIT_PER_MINUTE;
   const figures: [string, string][] = [
     ['The range is at most 31 days (configurable).', `The range is at most ${dayCount(config.VISITS_MAX_RANGE_DAYS)} (configurable).`],
     ['At most CHANGES_RETENTION_DAYS (90) days ago.', `At most CHANGES_RETENTION_DAYS (${config.CHANGES_RETENTION_DAYS}) days ago.`],
     ['at most 1000 (configurable); 500 when omitted.', `at most ${config.VISITS_TAKE_MAX} (configurable); ${Math.min(CHANGES_DEFAULT_TAKE, config.VISITS_TAKE_MAX)} when omitted.`],
     [imageTooLargeMessage(DEFAULT_IMAGE_MAX_BYTES), imageTooLargeMessage(config.IMAGE_MAX_BYTES)],
+    [`"default";q=${DEFAULT_LIMITS.RATE_LIMIT_PER_MINUTE};w=60`, `"default";q=${perKey};w=60`],
+    [`"token";q=${DEFAULT_LIMITS.TOKEN_RATE_LIMIT_PER_MINUTE};w=60`, `"token";q=${config.TOKEN_RATE_LIMIT_PER_MINUTE};w=60`],
+    [`"default";r=${DEFAULT_LIMITS.RATE_LIMIT_PER_MINUTE - 1};t=42`, `"default";r=${perKey - 1};t=42`],
+    [`The rate limit of ${DEFAULT_LIMITS.RATE_LIMIT_PER_MINUTE} requests a minute`, `The rate limit of ${perKey} requests a minute`],
   ];
   let text = JSON.stringify(document);
   for (const [committed, configured] of figures) text = text.split(JSON.stringify(committed).slice(1, -1)).join(JSON.stringify(configured).slice(1, -1));
-  return JSON.parse(text) as OpenAPIObject;
+  const configured = JSON.parse(text) as OpenAPIObject;
+  // The examples of the limit closest to refusing, a number each: the per-key limit's.
+  const headers = configured.components?.headers as Record<string, { schema?: { example?: unknown } }> | undefined;
+  const limit = headers?.['X-Rate-Limit-Limit']?.schema;
+  const remaining = headers?.['X-Rate-Limit-Remaining']?.schema;
+  if (limit) limit.example = perKey;
+  if (remaining) remaining.example = perKey - 1;
+  return configured;
 }
 
+/** The default settings, which the decorators' examples are written with. */
+const DEFAULT_LIMITS = new AppConfig();
 /** IMAGE_MAX_BYTES's default, which the decorators' examples are written with. */
-const DEFAULT_IMAGE_MAX_BYTES = new AppConfig().IMAGE_MAX_BYTES;
+const DEFAULT_IMAGE_MAX_BYTES = DEFAULT_LIMITS.IMAGE_MAX_BYTES;
 
 /**
  * Swagger UI sends the OAuth2 token request itself; this adds the svc-api-key the user

@@ -197,6 +197,32 @@ describe(`the served contract of a service with its own limits (${process.env.TE
   });
 });
 
+describe(`the served contract of a service with rate limits of its own (${process.env.TEST_DATABASE})`, () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startTestApp({ RATE_LIMIT_PER_MINUTE: '600', TOKEN_RATE_LIMIT_PER_MINUTE: '30' });
+  });
+  afterAll(async () => {
+    await t.close();
+  });
+
+  it('gives those limits in its RateLimit headers and its 429 examples, as the service answers with them', async () => {
+    const res = await request(t.http).get('/docs/openapi.json');
+    expect(res.status).toBe(200);
+    const text = res.text;
+    // The defaults' figures, which a deployment with other limits does not apply.
+    for (const figure of ['q=60;', 'q=10;', 'r=59;', '60 requests a minute']) expect(text).not.toContain(figure);
+    const headers = (res.body as { components: { headers: Record<string, { description: string; schema: { example: unknown } }> } }).components.headers;
+    expect(headers['RateLimit-Policy'].description).toContain('`"default";q=600;w=60` per API key, `"token";q=30;w=60` per client id');
+    expect([headers['RateLimit-Policy'].schema.example, headers.RateLimit.schema.example]).toEqual(['"default";q=600;w=60', '"default";r=599;t=42']);
+    expect([headers['X-Rate-Limit-Limit'].schema.example, headers['X-Rate-Limit-Remaining'].schema.example]).toEqual([600, 599]);
+    expect(text).toContain('The rate limit of 600 requests a minute is reached; retry after 42 seconds.');
+    // What a request is answered with says the same limit (one without a key counts by its address).
+    const answer = await request(t.http).get('/branches?SvcClientId=1001');
+    expect([answer.status, answer.headers['ratelimit-policy'], answer.headers['x-rate-limit-limit']]).toEqual([401, '"default";q=600;w=60', '600']);
+  });
+});
+
 describe(`the served contract of a service whose range is one day (${process.env.TEST_DATABASE})`, () => {
   let t: TestApp;
   beforeAll(async () => {

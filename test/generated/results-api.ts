@@ -725,7 +725,7 @@ export interface components {
     headers: {
         /** @description What is left of each limit: `r` requests remaining, `t` seconds until the window resets. */
         RateLimit: string;
-        /** @description The limits that apply (IETF draft-ietf-httpapi-ratelimit-headers): `"default";q=60;w=60` per API key, `"token";q=10;w=60` per client id on the token endpoint. */
+        /** @description The limits that apply (IETF draft-ietf-httpapi-ratelimit-headers): `"default";q=60;w=60` per API key, `"token";q=10;w=60` per client id on the token endpoint (RATE_LIMIT_PER_MINUTE and TOKEN_RATE_LIMIT_PER_MINUTE: a running service's contract gives its own). */
         "RateLimit-Policy": string;
         /** @description Seconds to wait before retrying. */
         "Retry-After": number;
