@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { jest } from '@jest/globals';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
@@ -82,6 +83,14 @@ describe(`health and errors (${process.env.TEST_DATABASE})`, () => {
     // One that parses is read as what it is: no multipart form.
     const parsed = await request(t.http).post('/menus/dishes?SvcClientId=1001').set('Content-Type', 'application/json').send('{"menuId": 1}');
     expect(parsed.status).toBe(401);
+    // decisions.md quotes the messages such bodies get, and where they are (errors, not the detail).
+    const decisions = readFileSync(new URL('../docs/decisions.md', import.meta.url), 'utf8').replace(/\s+/g, ' ');
+    const malformed = await request(t.http).post('/menus/dishes?SvcClientId=1001').set('Content-Type', 'application/x-www-form-urlencoded').set('Content-Encoding', 'gzip').send('not gzip');
+    for (const answer of [res, malformed]) {
+      const { errors } = JSON.parse(answer.text) as { errors: string[] };
+      expect(decisions).toContain(`its \`errors\` say what was wrong in the service's own words`);
+      expect(decisions).toContain(`\`${errors[0]}\``);
+    }
   });
 
   it('serves Swagger UI at /docs and the contract at /docs/openapi.json', async () => {
