@@ -1,5 +1,6 @@
 import { createHmac } from 'node:crypto';
-import { clientSecretKey, hashApiKey, hashSecret, needsUpgrade, newApiKey, randomToken, scryptSecretHash, verifySecret } from './secrets.js';
+import { readFileSync } from 'node:fs';
+import { clientSecretKey, hashApiKey, hashSecret, needsUpgrade, newApiKey, newClientId, randomToken, scryptSecretHash, verifySecret } from './secrets.js';
 
 const KEY = clientSecretKey('key-one-0123456789');
 
@@ -65,5 +66,17 @@ describe('API keys', () => {
     expect(hashApiKey(apiKey, 'key-one-0123456789')).toMatch(/^[0-9a-f]{64}$/);
     expect(hashApiKey(apiKey, 'key-one-0123456789')).not.toBe(hashApiKey(apiKey, 'key-two-0123456789'));
     expect(newApiKey().apiKey).not.toBe(apiKey);
+  });
+});
+
+describe('client ids and secrets in HTTP Basic', () => {
+  it('hold only characters URL-encoding leaves as they are, as docs/interface.md tells partners whose library skips it', () => {
+    // requests' HTTPBasicAuth, Authlib 1.2 and Ruby's oauth2 1.4 Base64-encode id:secret without URL-encoding them first.
+    for (let i = 0; i < 200; i++) {
+      for (const value of [newClientId(), randomToken(32)]) expect([value, encodeURIComponent(value) === value]).toEqual([value, true]);
+    }
+    const page = readFileSync(new URL('../../docs/interface.md', import.meta.url), 'utf8').replace(/\s+/g, ' ');
+    expect(page).toContain('The client ids and secrets the service issues hold only letters, digits, `_` and `-`, which URL-encoding leaves as they are');
+    expect(page).toContain('is a 401 `invalid_client` (`The Basic credentials are malformed.`)');
   });
 });
