@@ -11,7 +11,7 @@ import { answerServerOptions } from './common/allowed-methods.js';
 import { answerClientErrors } from './common/client-errors.js';
 import { continueOnRead } from './common/expect-continue.js';
 import { verifyFormEscapes } from './common/form-escapes.js';
-import { repairPathEscapes } from './common/path-escapes.js';
+import { repairPathEscapes, routeSpelling } from './common/path-escapes.js';
 import { FORM_FIELDS_MAX } from './common/problem.filter.js';
 import { compressResponses } from './common/compression.js';
 import { cameOverTls, SecurityHeaders, type TrustProxy } from './common/security-headers.js';
@@ -75,6 +75,22 @@ function preflightsOnly(options: CorsOptions): (req: Request, res: Response, nex
 }
 
 /**
+ * The JSON parser everywhere but on the token endpoint, which reads a form and nothing else: a
+ * JSON body there is answered as any body that is no form ('The request body must be
+ * application/x-www-form-urlencoded.'), not judged as JSON first, where one that did not parse
+ * was told it was no valid JSON, one naming another charset that 'the form' did, and one over
+ * the JSON limit that 'the form' was over 16 KiB. Keeps the parser's name (see keepingBodyErrors).
+ */
+function notOnTokenPath(parser: (req: Request, res: Response, next: NextFunction) => void): (req: Request, res: Response, next: NextFunction) => void {
+  const wrapper = (req: Request, res: Response, next: NextFunction): void => {
+    if (routeSpelling(req.path) === TOKEN_PATH) next();
+    else parser(req, res, next);
+  };
+  Object.defineProperty(wrapper, 'name', { value: parser.name });
+  return wrapper;
+}
+
+/**
  * The global HTTP setup shared by the service and the HTTP tests, so the tests exercise
  * exactly what runs in production.
  */
@@ -110,7 +126,7 @@ export function setupApp(app: INestApplication): NestExpressApplication {
     limit: FORM_MAX_BYTES,
   });
   express.use(formParser);
-  express.use(keepingBodyErrors(json({ limit: JSON_MAX_BYTES }), { type: 'application/json', limit: JSON_MAX_BYTES }));
+  express.use(notOnTokenPath(keepingBodyErrors(json({ limit: JSON_MAX_BYTES }), { type: 'application/json', limit: JSON_MAX_BYTES })));
   // CORS for the browser origins configured; the lane runs the same middleware on what it answers.
   const corsOptions = config.CORS_ORIGINS ? allowedCors(config.CORS_ORIGINS) : null;
   if (corsOptions) express.use(preflightsOnly(corsOptions));

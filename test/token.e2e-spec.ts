@@ -87,6 +87,28 @@ describe(`POST /connect/token (${process.env.TEST_DATABASE})`, () => {
     expect(res.body.token_type).toBe('Bearer');
   });
 
+  it('answers a JSON body as any body that is no form, whether it parses, names a charset or is large', async () => {
+    // The token endpoint reads a form only: JSON there was judged as JSON first, and told a partner
+    // its JSON did not parse, that 'the form' named another charset, or that 'the form' was over 16 KiB.
+    const json = (body: string, type = 'application/json') =>
+      request(t.http).post('/connect/token').set('svc-api-key', partner.apiKey).set('Content-Type', type).send(body);
+    const cases: [string, request.Response][] = [
+      ['parses', await json(JSON.stringify(creds()))],
+      ['does not parse', await json('{"grant_type": "client_credentials",')],
+      ['names another charset', await json(JSON.stringify(creds()), 'application/json; charset=latin1')],
+      ['is over the JSON limit', await json(JSON.stringify({ ...creds(), padding: 'x'.repeat(70 * 1024) }))],
+      ['on another spelling of the path', await request(t.http).post('/Connect/Token/').set('svc-api-key', partner.apiKey).set('Content-Type', 'application/json').send('{bad')],
+    ];
+    for (const [what, res] of cases) {
+      expect({ what, status: res.status, body: res.body as unknown }).toEqual({
+        what,
+        status: 400,
+        body: { error: 'invalid_request', error_description: 'The request body must be application/x-www-form-urlencoded.' },
+      });
+      expect(res.headers['cache-control']).toBe('no-store');
+    }
+  });
+
   it('refuses Basic credentials that are not form-encoded properly with invalid_client', async () => {
     const res = await request(t.http)
       .post('/connect/token')
