@@ -1,5 +1,5 @@
 import { createPrivateKey, createPublicKey } from 'node:crypto';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -92,6 +92,27 @@ describe(`standard OAuth clients against the service (${process.env.TEST_DATABAS
   it('reports a wrong secret to openid-client as invalid_client', async () => {
     const config = await discover(oidc.ClientSecretPost('not-the-secret'));
     await expect(oidc.clientCredentialsGrant(config)).rejects.toMatchObject({ error: 'invalid_client', status: 401 });
+  });
+
+  it("answers what Ruby's oauth2 meets with its defaults as the README's notes on it say", async () => {
+    // oauth2 1.4 asks /oauth/token unless given token_url, and Faraday writes an array parameter as name[]=.
+    const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8').replace(/\s+/g, ' ');
+    expect(readme).toContain("- **Ruby's oauth2** (1.4): give it `token_url: '/connect/token'` (its default, `/oauth/token`, is a 404 here)");
+    const defaultPath = await request(base).post('/oauth/token').set('svc-api-key', partner.apiKey).type('form').send({ grant_type: 'client_credentials' });
+    expect([defaultPath.status, defaultPath.headers['content-type'], (defaultPath.body as { detail: string }).detail]).toEqual([
+      404,
+      'application/problem+json; charset=utf-8',
+      'No endpoint has the path /oauth/token.',
+    ]);
+    // Its OAuth2::Error reads application/json only: the problem's fields are in the body's JSON, as the note says.
+    expect(readme).toContain('`code` and `description` are nil: read `error.response.status`');
+    const token = await tokenFor(base, partner);
+    const listed = await request(base)
+      .get('/visits/standard/changes?SvcClientId=1001&Since=2026-11-01T00:00:00Z&VisitTypes%5B%5D=MV&VisitTypes%5B%5D=OF')
+      .set('svc-api-key', partner.apiKey)
+      .set('Authorization', `Bearer ${token}`);
+    expect(listed.status).toBe(400);
+    expect(readme).toContain("Faraday writes an array parameter as `VisitTypes[]=MV&VisitTypes[]=OF`, a 400: send `'VisitTypes' => 'MV,OF'`.");
   });
 
   it('keeps old tokens working across a rotation until the old key is retired', async () => {
