@@ -4,7 +4,7 @@ import type { NextFunction, Request, Response } from 'express';
 import { apiKeyChallenge, basicChallenge, bearerChallenge } from './auth/challenges.js';
 import { SCOPE_DESCRIPTIONS } from './auth/scopes.js';
 import { API_KEY_SCHEME, OAUTH_SCHEME } from './common/openapi-names.js';
-import { dayCount } from './common/clock.js';
+import { countOf, dayCount } from './common/clock.js';
 import { AppConfig } from './config/app-config.js';
 import { imageTooLargeMessage } from './menus/image-inspector.js';
 import { TOKEN_PATH } from './rate-limit/rate-limit.guard.js';
@@ -182,7 +182,7 @@ function withConfiguredFigures(document: OpenAPIObject, config: AppConfig): Open
     [`"default";q=${DEFAULT_LIMITS.RATE_LIMIT_PER_MINUTE};w=60`, `"default";q=${perKey};w=60`],
     [`"token";q=${DEFAULT_LIMITS.TOKEN_RATE_LIMIT_PER_MINUTE};w=60`, `"token";q=${config.TOKEN_RATE_LIMIT_PER_MINUTE};w=60`],
     [`"default";r=${DEFAULT_LIMITS.RATE_LIMIT_PER_MINUTE - 1};t=42`, `"default";r=${perKey - 1};t=42`],
-    [`The rate limit of ${DEFAULT_LIMITS.RATE_LIMIT_PER_MINUTE} requests a minute`, `The rate limit of ${perKey} requests a minute`],
+    [`The rate limit of ${DEFAULT_LIMITS.RATE_LIMIT_PER_MINUTE} requests a minute`, `The rate limit of ${countOf(perKey, 'request')} a minute`],
   ];
   let text = JSON.stringify(document);
   for (const [committed, configured] of figures) text = text.split(JSON.stringify(committed).slice(1, -1)).join(JSON.stringify(configured).slice(1, -1));

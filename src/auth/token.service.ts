@@ -3,6 +3,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { SignJWT } from 'jose';
 import { AppConfig } from '../config/app-config.js';
 import { MetricsService } from '../metrics/metrics.service.js';
+import { countOf } from '../common/clock.js';
 import { decodeBasic } from '../common/basic-credentials.js';
 import { REPEATED_AUTHORIZATION, REPEATED_AUTHORIZATION_DETAIL } from '../common/repeated-authorization.js';
 import { apiKeyNotValid } from './guards/api-key.guard.js';
@@ -167,7 +168,7 @@ export class TokenService {
     await this.checkApiKey(clientId, request.apiKey, basic);
     const retryAfter = await this.failures.blockedFor(clientId);
     if (retryAfter > 0) {
-      throw new OAuthException('slow_down', `Too many failed token requests for this client; retry after ${retryAfter} seconds.`, 429, {
+      throw new OAuthException('slow_down', `Too many failed token requests for this client; retry after ${countOf(retryAfter, 'second')}.`, 429, {
         'Retry-After': String(retryAfter),
       });
     }

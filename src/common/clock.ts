@@ -41,9 +41,14 @@ export function localDate(zone: string, at?: Date): string {
 }
 
 
+/** A number of things as a message says it: `1 second`, `42 seconds`, `1 request`. */
+export function countOf(count: number | string, thing: string): string {
+  return Number(count) === 1 ? `1 ${thing}` : `${count} ${thing}s`;
+}
+
 /** A number of days as a message says it: `1 day`, `31 days`. */
 export function dayCount(days: number): string {
-  return days === 1 ? '1 day' : `${days} days`;
+  return countOf(days, 'day');
 }
 
 /** Adds whole days to a `yyyy-mm-dd` date. */

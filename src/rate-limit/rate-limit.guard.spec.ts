@@ -3,6 +3,7 @@ import type { ThrottlerModuleOptions, ThrottlerOptions } from '@nestjs/throttler
 import type { Request } from 'express';
 import { DataSource } from 'typeorm';
 import { guardCall, refusalOf } from '../../test/helpers/guard-context.js';
+import { countOf } from '../common/clock.js';
 import { OAuthException } from '../common/oauth-error.js';
 import { ProblemException } from '../common/problem.js';
 import { MetricsService } from '../metrics/metrics.service.js';
@@ -64,11 +65,27 @@ describe('RateLimitGuard counting in the process (no Redis)', () => {
     expect(error).toBeInstanceOf(ProblemException);
     const problem = error as ProblemException;
     expect(problem.getStatus()).toBe(429);
-    expect(problem.detail).toBe(`The rate limit of 3 requests a minute is reached; retry after ${problem.headers['Retry-After']} seconds.`);
+    const wait = problem.headers['Retry-After'];
+    expect(problem.detail).toBe(`The rate limit of 3 requests a minute is reached; retry after ${wait === '1' ? '1 second' : `${wait} seconds`}.`);
     expect(secondsLeft(problem.headers['Retry-After'])).toBe(true);
     expect(refused.response.header('RateLimit')).toMatch(/^"default";r=0;t=/);
     // Another key has its own window.
     expect(await guard.canActivate(byKey('svck_two').context)).toBe(true);
+  });
+
+  it('says a limit of 1 and a wait of 1 second in the singular', async () => {
+    const one: ThrottlerModuleOptions = { ...OPTIONS, throttlers: [{ ...(OPTIONS as { throttlers: ThrottlerOptions[] }).throttlers[0], limit: 1 }] };
+    const single = new RateLimitGuard(one, new RateLimitStorage(new RedisGate(null, 5000), 'results:', metrics), new Reflector(), metrics, owner);
+    await single.onModuleInit();
+    expect(await single.canActivate(byKey('svck_one').context)).toBe(true);
+    const error = (await refusalOf(() => single.canActivate(byKey('svck_one').context))) as ProblemException;
+    const wait = error.headers['Retry-After'];
+    // 'retry after 1 seconds' and '1 requests' were said before.
+    expect(error.detail).toBe(`The rate limit of 1 request a minute is reached; retry after ${wait === '1' ? '1 second' : `${wait} seconds`}.`);
+    expect(countOf(1, 'second')).toBe('1 second');
+    expect(countOf('1', 'second')).toBe('1 second');
+    expect(countOf(42, 'second')).toBe('42 seconds');
+    expect(countOf(0, 'request')).toBe('0 requests');
   });
 
   it('counts keys that are not live by the caller\'s address, so made-up keys share one window', async () => {

@@ -13,6 +13,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isIP } from 'node:net';
 import type { Request, Response } from 'express';
 import type { AppConfig } from '../config/app-config.js';
+import { countOf } from '../common/clock.js';
 import { OAuthException } from '../common/oauth-error.js';
 import { ProblemException } from '../common/problem.js';
 import { storeKeyDigest as digest } from '../common/store-key.js';
@@ -243,7 +244,7 @@ export class RateLimitGuard extends ThrottlerGuard {
     if (isTokenRequest(req)) {
       this.metrics.tokenFailures.inc({ error: 'slow_down' });
       // Which limit refused: the client's own on token requests, or its API key's on every request.
-      let which = name === 'token' ? 'Too many token requests for this client' : `The API key's rate limit of ${limit} requests a minute, token requests included, is reached`;
+      let which = name === 'token' ? 'Too many token requests for this client' : `The API key's rate limit of ${countOf(limit, 'request')} a minute, token requests included, is reached`;
       // A lockout that ends later is the wait to say: asked for the key's own client only, whose
       // holder the token endpoint would tell of it anyway once the window is over.
       const locked = await this.lockedFor(req);
@@ -251,11 +252,11 @@ export class RateLimitGuard extends ThrottlerGuard {
         retryAfter = String(locked);
         which = 'Too many failed token requests for this client';
       }
-      refusals.set(req, new OAuthException('slow_down', `${which}; retry after ${retryAfter} seconds.`, 429, { 'Retry-After': retryAfter }));
+      refusals.set(req, new OAuthException('slow_down', `${which}; retry after ${countOf(retryAfter, 'second')}.`, 429, { 'Retry-After': retryAfter }));
     } else {
       refusals.set(
         req,
-        new ProblemException(429, `The rate limit of ${limit} requests a minute is reached; retry after ${retryAfter} seconds.`, {
+        new ProblemException(429, `The rate limit of ${countOf(limit, 'request')} a minute is reached; retry after ${countOf(retryAfter, 'second')}.`, {
           headers: { 'Retry-After': retryAfter },
         }),
       );

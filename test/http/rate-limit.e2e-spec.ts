@@ -43,7 +43,7 @@ function expectLimitReached(refused: request.Response, limit: number): void {
   expect(JSON.parse(refused.text)).toEqual({
     title: 'Too Many Requests',
     status: 429,
-    detail: `The rate limit of ${limit} requests a minute is reached; retry after ${retryAfter} seconds.`,
+    detail: `The rate limit of ${limit} requests a minute is reached; retry after ${retryAfter === 1 ? '1 second' : `${retryAfter} seconds`}.`,
     instance: expect.stringMatching(/^urn:svc:api:results:error:[0-9a-f-]{36}$/),
   });
 }
@@ -143,7 +143,7 @@ describe(`rate limits (${process.env.TEST_DATABASE}, counters in the process)`, 
     expect(refused.headers['x-rate-limit-remaining']).toBe('0');
     expectXRateLimit(answer, 'token');
     expect(refused.headers['content-type']).toBe('application/json; charset=utf-8');
-    expect(refused.body).toEqual({ error: 'slow_down', error_description: expect.stringMatching(/^Too many token requests for this client; retry after \d+ seconds\.$/) });
+    expect(refused.body).toEqual({ error: 'slow_down', error_description: expect.stringMatching(/^Too many token requests for this client; retry after (?:1 second|\d+ seconds)\.$/) });
     expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0);
   });
 
@@ -228,7 +228,7 @@ describe(`rate limits (${process.env.TEST_DATABASE}, counters in the process)`, 
     // The key's limit refused it, not the client's token limit (which has one left): the description says which.
     expect(refused.body).toEqual({
       error: 'slow_down',
-      error_description: expect.stringMatching(/^The API key's rate limit of 5 requests a minute, token requests included, is reached; retry after \d+ seconds\.$/),
+      error_description: expect.stringMatching(/^The API key's rate limit of 5 requests a minute, token requests included, is reached; retry after (?:1 second|\d+ seconds)\.$/),
     });
     expect(refused.headers['ratelimit-policy']).toBe('"default";q=5;w=60, "token";q=3;w=60');
     expect(refused.headers.ratelimit).toMatch(/^"default";r=0;t=\d+, "token";r=1;t=\d+$/);
@@ -257,9 +257,10 @@ describe(`the token limit and the lockout together (${process.env.TEST_DATABASE}
     const refused = await ask(victim);
     expect(refused.status).toBe(429);
     expect(refused.headers['ratelimit']).toMatch(/"token";r=0;t=\d+/);
-    expect(refused.body).toEqual({ error: 'slow_down', error_description: expect.stringMatching(/^Too many failed token requests for this client; retry after \d+ seconds\.$/) });
+    expect(refused.body).toEqual({ error: 'slow_down', error_description: expect.stringMatching(/^Too many failed token requests for this client; retry after (?:1 second|\d+ seconds)\.$/) });
     expect(Number(refused.headers['retry-after'])).toBeGreaterThan(800);
-    expect(refused.body.error_description).toBe(`Too many failed token requests for this client; retry after ${refused.headers['retry-after']} seconds.`);
+    const wait = refused.headers['retry-after'];
+    expect(refused.body.error_description).toBe(`Too many failed token requests for this client; retry after ${wait === '1' ? '1 second' : `${wait} seconds`}.`);
   });
 
   it("says the window's end when only the window refuses, and never another client's lockout", async () => {
@@ -267,7 +268,7 @@ describe(`the token limit and the lockout together (${process.env.TEST_DATABASE}
     for (let i = 0; i < 3; i++) expect((await ask(busy)).status).toBe(200);
     const refused = await ask(busy);
     expect(refused.status).toBe(429);
-    expect(refused.body).toEqual({ error: 'slow_down', error_description: expect.stringMatching(/^Too many token requests for this client; retry after \d+ seconds\.$/) });
+    expect(refused.body).toEqual({ error: 'slow_down', error_description: expect.stringMatching(/^Too many token requests for this client; retry after (?:1 second|\d+ seconds)\.$/) });
     expect(Number(refused.headers['retry-after'])).toBeLessThanOrEqual(60);
     // A locked-out client's id asked with another client's key: counted and judged as that key's owner.
     const victim = await issueCredential(t);
@@ -275,7 +276,7 @@ describe(`the token limit and the lockout together (${process.env.TEST_DATABASE}
     const foreign = await ask(victim, victim.clientSecret, busy.apiKey);
     expect(foreign.status).toBe(429);
     expect(Number(foreign.headers['retry-after'])).toBeLessThanOrEqual(60);
-    expect(foreign.body.error_description).toMatch(/^Too many token requests for this client; retry after \d+ seconds\.$/);
+    expect(foreign.body.error_description).toMatch(/^Too many token requests for this client; retry after (?:1 second|\d+ seconds)\.$/);
   });
 });
 
