@@ -11,6 +11,8 @@ describe('isDatabaseUnavailable (a 503 with Retry-After, not a 500)', () => {
     ['a query runner released when its connection failed', error({ name: 'QueryRunnerAlreadyReleasedError' })],
     ['its provider', error({ name: 'QueryRunnerProviderAlreadyReleasedError' })],
     ['a terminated connection', error({ code: '57P01' })],
+    ['a connection ended by the idle-session timeout as a query was sent (57P05)', error({ driverError: error({ code: '57P05', message: 'terminating connection due to idle-session timeout' }) })],
+    ['a connection ended as its database is dropped (57P04)', error({ code: '57P04' })],
     ['a lock held by another session past the lock timeout (55P03)', error({ driverError: error({ code: '55P03', message: 'canceling statement due to lock timeout' }) })],
     ['a database dropped or being restored (3D000)', error({ code: '3D000', message: 'database "results" does not exist' })],
     ['a login refused (28P01)', error({ code: '28P01', message: 'password authentication failed for user "results"' })],

@@ -76,7 +76,9 @@ export function unavailableCause(error: unknown): UnavailableCause | undefined {
   // TypeORM's query runner, released when its connection failed, refuses the transaction's next statement.
   if (e.name === 'QueryRunnerAlreadyReleasedError' || e.name === 'QueryRunnerProviderAlreadyReleasedError') return 'database';
   const unreachable =
-    // 57014: the statement timeout (DATABASE_QUERY_TIMEOUT_MS) ran out on the server; 55P03 the
+    // 57P01 to 57P05: the server ended the connection (shut down, crashed, starting up, the
+    // database dropped, or the session idle past idle_session_timeout, which a query sent as
+    // it ended meets). 57014: the statement timeout (DATABASE_QUERY_TIMEOUT_MS) ran out on the server; 55P03 the
     // same for a lock another session holds, under a lock_timeout (the URL's own options, or
     // the database's or role's settings): the statement waited as long as it may. ENOTFOUND,
     // EAI_AGAIN: the server's name does not resolve (a Service being replaced). 3D000 and 28xxx:
@@ -91,7 +93,7 @@ export function unavailableCause(error: unknown): UnavailableCause | undefined {
     // message: the database closed to new connections (ALLOW_CONNECTIONS false, for maintenance
     // or a restore); the code alone is also that of faults of the code, which stay 500s.
     (code === '55000' && /is not currently accepting connections/.test(message)) ||
-    ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', '57P01', '57P02', '57P03', '57014', '55P03', '53300', '3D000', '25006', '42501', '42P01', '42703', 'SQLITE_BUSY'].includes(code) ||
+    ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', '57P01', '57P02', '57P03', '57P04', '57P05', '57014', '55P03', '53300', '3D000', '25006', '42501', '42P01', '42703', 'SQLITE_BUSY'].includes(code) ||
     code.startsWith('08') ||
     code.startsWith('28') ||
     (code === 'SQLITE_ERROR' && /^no such (table|column)/.test(message)) ||
