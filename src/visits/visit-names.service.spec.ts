@@ -54,6 +54,26 @@ describe('VisitNames', () => {
     expect(reads()).toBe(2);
   });
 
+  it('keeps one reading of the names per client, of its latest version, however many versions were asked for', async () => {
+    const { repo, reads } = repository(namesOf('A'));
+    const names = new VisitNames(repo, new BodyPool(8 * 1024 * 1024));
+    const read = (page: { add(row: DocumentRow): void }) => {
+      page.add(row(1, 'A'));
+      return Promise.resolve(undefined);
+    };
+    // Every import moves the client's version: readings of the versions before are never asked for again.
+    for (let version = 1; version <= 50; version++) await names.render(7, version, false, 10, read);
+    await names.render(8, 1, false, 10, read);
+    expect(names.kept).toBe(2);
+    expect(reads()).toBe(51);
+    // The latest version's reading is used again; one of an earlier version is read again.
+    await names.render(7, 50, true, 10, read);
+    expect(reads()).toBe(51);
+    await names.render(7, 49, false, 10, read);
+    expect(reads()).toBe(52);
+    expect(names.kept).toBe(2);
+  });
+
   it('reads the names and the page again when a visit has a branch they do not know, and closes the page with the token given', async () => {
     // The branch C appears while the page is read: the first two reads of the names miss it.
     const { repo, reads } = repository(namesOf('A'), namesOf('A'), namesOf('A', 'C'));

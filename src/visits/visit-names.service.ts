@@ -31,11 +31,13 @@ export interface RenderedBody {
 /**
  * The names visits are written with (client, brand, branch), per client and data version:
  * every rename moves the client's data version, so names read for a version stay right for it.
- * A page is rendered from the stored documents and these.
+ * A page is rendered from the stored documents and these. One reading is kept per client, of
+ * the version last asked for: every import moves the version, and readings kept per version
+ * stayed until CLIENTS_KEPT of them were held, a client's old versions never asked for again.
  */
 @Injectable()
 export class VisitNames {
-  private readonly names = new LRUCache<string, NameFragments>({ max: CLIENTS_KEPT });
+  private readonly names = new LRUCache<number, { version: number; names: NameFragments }>({ max: CLIENTS_KEPT });
   /** The bytes per visit of the pages of each variant rendered so far (a running mean): the guess for the next page's buffer. */
   private readonly bytesPerVisit = { standard: FIRST_GUESS_BYTES_PER_VISIT, plus: FIRST_GUESS_BYTES_PER_VISIT };
 
@@ -44,6 +46,11 @@ export class VisitNames {
     /** Where page bodies are written: buffers of pages sent before (see BodyPool). */
     private readonly pool: BodyPool,
   ) {}
+
+  /** How many readings of names are kept: one per client at most. */
+  get kept(): number {
+    return this.names.size;
+  }
 
   /**
    * The body of a page of up to `take` visits, which `read` writes into the page it is given
@@ -54,12 +61,12 @@ export class VisitNames {
    * added still finds names at least as new as its visits.
    */
   async render(clientId: number, version: number, plus: boolean, take: number, read: (page: PageWriter) => Promise<FeedEnd | undefined>): Promise<RenderedBody> {
-    const key = `${clientId}:${version}`;
-    let names = this.names.get(key);
+    const kept = this.names.get(clientId);
+    let names = kept?.version === version ? kept.names : undefined;
     for (let reads = names === undefined ? 1 : 0; ; reads++) {
       if (names === undefined) {
         names = new NameFragments(await this.read(clientId));
-        this.names.set(key, names);
+        this.names.set(clientId, { version, names });
       }
       try {
         return await this.write(names, plus, take, read);
