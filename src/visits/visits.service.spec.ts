@@ -4,7 +4,7 @@ import type { EffectiveSelection } from '../auth/entitlements.js';
 import type { DocumentRow } from './visit-json.js';
 import { VisitNames } from './visit-names.service.js';
 import type { PagePosition, VisitPageQuery, VisitsRepository } from './visits.repository.js';
-import { MARK_STRIDE, VisitsService, type VisitsWindow } from './visits.service.js';
+import { MARK_STRIDE, MARKS_KEPT_BYTES, marksWeight, VisitsService, type VisitsWindow } from './visits.service.js';
 import { BodyPool } from '../common/body-pool.js';
 
 /** The names the fake rows are written with: they all are of branch BR. */
@@ -168,6 +168,23 @@ describe('VisitsService page marks', () => {
     version.value = 2;
     expect(pageIds(await service.page(ALL, query({ Skip: 2500, Take: 7 }), 'standard'))).toEqual(ids(2500, 7));
     expect(calls.positions).toBe(7);
+  });
+
+  it('weighs the marks kept in bytes, a selection without a mark at what its entry takes, so that short selections cannot fill the memory', async () => {
+    const version = { value: 1 };
+    const { repo, versions, calls } = rows(10, version);
+    const service = new VisitsService(repo, new VisitNames(repo, new BodyPool(8 * 1024 * 1024)), versions, loadConfig({ VISITS_CACHE_MB: '0' }));
+    // A selection of 10 rows asked for past its first 1,000, at each data version: one entry each, no mark.
+    for (let v = 1; v <= 100; v++) {
+      version.value = v;
+      expect(pageIds(await service.page(ALL, query({ Skip: MARK_STRIDE, Take: 5 }), 'standard'))).toEqual([]);
+    }
+    expect(calls.positions).toBe(100);
+    // Some 300 bytes each (200,000 took 63 MB): counted as one mark of 100 bytes, the bound let 200,000 of them in.
+    expect(service.marksBytes).toBeGreaterThanOrEqual(100 * 280);
+    expect(service.marksBytes).toBeLessThan(100 * 400);
+    expect(marksWeight({ marks: new Array(1000) }, 'k')).toBeGreaterThanOrEqual(1000 * 100);
+    expect(MARKS_KEPT_BYTES / marksWeight({ marks: [] }, '1001|1|2026-10-01|2026-10-31||')).toBeLessThan(80_000);
   });
 
   it('finds the marks for a jump far into the selection, then pages before it need none', async () => {

@@ -68,8 +68,23 @@ function held(page: RenderedPage): VisitsPage {
 
 /** Rows between two marks of a selection: a page never passes over more than this many. */
 export const MARK_STRIDE = 1000;
-/** Marks kept over all selections: about 100 bytes each, so some 20 MB at most (a month of a million visits has 1,000). */
-const MARKS_KEPT = 200_000;
+/** What the marks of every selection take at most, in bytes (a month of a million visits has 1,000 marks). */
+export const MARKS_KEPT_BYTES = 20 * 1024 * 1024;
+/** What one mark takes: a position, its date-time text and its slot. */
+const MARK_BYTES = 100;
+/**
+ * What a selection's entry takes besides its marks and its key: the entry, its queue's promise
+ * and the cache's slots (200,000 entries without a mark took 63 MB, some 330 bytes each with
+ * their keys). A selection with fewer rows than MARK_STRIDE keeps no mark, and its entry is
+ * all it holds: weighed as one mark, 200,000 of them (short selections asked for past their
+ * first 1,000 rows, again at each data version) held 63 MB, not the 20 MB meant.
+ */
+const SELECTION_BYTES = 280;
+
+/** The bytes an entry of the marks cache is weighed at. */
+export function marksWeight(entry: { marks: readonly unknown[] }, key: string): number {
+  return SELECTION_BYTES + key.length + entry.marks.length * MARK_BYTES;
+}
 
 /**
  * Marks of one selection: marks[k] is the position of row (k + 1) * MARK_STRIDE - 1, the row
@@ -100,8 +115,8 @@ export class VisitsService {
    * selection, as far as pages need them, in steps of one seek each.
    */
   private readonly marks = new LRUCache<string, SelectionMarks>({
-    maxSize: MARKS_KEPT,
-    sizeCalculation: (entry) => entry.marks.length + 1,
+    maxSize: MARKS_KEPT_BYTES,
+    sizeCalculation: marksWeight,
   });
 
   constructor(
@@ -123,6 +138,11 @@ export class VisitsService {
             dispose: (entry: CachedPage) => entry.release(),
           })
         : null;
+  }
+
+  /** The bytes the page marks kept are weighed at: at most MARKS_KEPT_BYTES. */
+  get marksBytes(): number {
+    return this.marks.calculatedSize;
   }
 
   /** The bytes of the rendered pages kept. */
