@@ -72,6 +72,9 @@ describe('VisitNames', () => {
     await names.render(7, 49, false, 10, read);
     expect(reads()).toBe(52);
     expect(names.kept).toBe(2);
+    // ...without taking the place of the latest version's, which is used again.
+    await names.render(7, 50, false, 10, read);
+    expect(reads()).toBe(52);
   });
 
   it('reads the names and the page again when a visit has a branch they do not know, and closes the page with the token given', async () => {

@@ -32,7 +32,7 @@ export interface RenderedBody {
  * The names visits are written with (client, brand, branch), per client and data version:
  * every rename moves the client's data version, so names read for a version stay right for it.
  * A page is rendered from the stored documents and these. One reading is kept per client, of
- * the version last asked for: every import moves the version, and readings kept per version
+ * the newest version asked for: every import moves the version, and readings kept per version
  * stayed until CLIENTS_KEPT of them were held, a client's old versions never asked for again.
  */
 @Injectable()
@@ -66,7 +66,10 @@ export class VisitNames {
     for (let reads = names === undefined ? 1 : 0; ; reads++) {
       if (names === undefined) {
         names = new NameFragments(await this.read(clientId));
-        this.names.set(clientId, { version, names });
+        // A page of an older version (a replica that has not yet learnt the newer) does not
+        // take the place of the newer reading, which the next pages ask for.
+        const latest = this.names.get(clientId);
+        if (latest === undefined || latest.version <= version) this.names.set(clientId, { version, names });
       }
       try {
         return await this.write(names, plus, take, read);
