@@ -16,6 +16,22 @@ import { isolatedConfig } from '../helpers/test-config.js';
 
 const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 
+/**
+ * A partner's requests under RATE_LIMIT_PER_MINUTE=3 counted in the process: two answered, the
+ * third refused with a 429 and Retry-After. Gives the request, to ask again.
+ */
+async function limitedPerProcess(t: TestApp): Promise<() => request.Test> {
+  const partner = await issueCredential(t);
+  const token = await tokenFor(t.http, partner);
+  const get = () => request(t.http).get('/branches?SvcClientId=1001').set('svc-api-key', partner.apiKey).set('Authorization', `Bearer ${token}`);
+  expect((await get()).status).toBe(200);
+  expect((await get()).status).toBe(200);
+  const refused = await get();
+  expect(refused.status).toBe(429);
+  expect(refused.headers['retry-after']).toBeDefined();
+  return get;
+}
+
 describe(`two service processes sharing one Redis (${process.env.TEST_DATABASE})`, () => {
   const { env, drop } = isolatedConfig();
   const prefix = `test:${randomBytes(6).toString('hex')}:`;
@@ -150,14 +166,7 @@ describe(`Redis unreachable (${process.env.TEST_DATABASE})`, () => {
   });
 
   it('keeps serving, limits per process, reports Redis degraded and counts the fallbacks', async () => {
-    const partner = await issueCredential(t);
-    const token = await tokenFor(t.http, partner);
-    const get = () => request(t.http).get('/branches?SvcClientId=1001').set('svc-api-key', partner.apiKey).set('Authorization', `Bearer ${token}`);
-    expect((await get()).status).toBe(200);
-    expect((await get()).status).toBe(200);
-    const refused = await get();
-    expect(refused.status).toBe(429);
-    expect(refused.headers['retry-after']).toBeDefined();
+    await limitedPerProcess(t);
 
     const ready = await request(t.http).get('/health/ready');
     expect(ready.status).toBe(200);
@@ -404,14 +413,7 @@ describe(`a Redis that answers commands with errors (${process.env.TEST_DATABASE
 
     it('keeps serving, limits per process, reports Redis degraded, and is ready on Redis again once it takes writes', async () => {
       await refuseWrites();
-      const partner = await issueCredential(t);
-      const token = await tokenFor(t.http, partner);
-      const get = () => request(t.http).get('/branches?SvcClientId=1001').set('svc-api-key', partner.apiKey).set('Authorization', `Bearer ${token}`);
-      expect((await get()).status).toBe(200);
-      expect((await get()).status).toBe(200);
-      const refused = await get();
-      expect(refused.status).toBe(429);
-      expect(refused.headers['retry-after']).toBeDefined();
+      const get = await limitedPerProcess(t);
 
       const ready = await request(t.http).get('/health/ready');
       expect(ready.status).toBe(200);
