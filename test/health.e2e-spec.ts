@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { gzipSync } from 'node:zlib';
 import { jest } from '@jest/globals';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
@@ -86,6 +87,17 @@ describe(`health and errors (${process.env.TEST_DATABASE})`, () => {
     // decisions.md quotes the messages such bodies get, and where they are (errors, not the detail).
     const decisions = readFileSync(new URL('../docs/decisions.md', import.meta.url), 'utf8').replace(/\s+/g, ' ');
     const malformed = await request(t.http).post('/menus/dishes?SvcClientId=1001').set('Content-Type', 'application/x-www-form-urlencoded').set('Content-Encoding', 'gzip').send('not gzip');
+    // A body that does not decompress is said to be so (it was 'The request body is malformed.'),
+    // and so is one cut short.
+    const cut = await request(t.http)
+      .post('/menus/dishes?SvcClientId=1001')
+      .set('Content-Type', 'application/json')
+      .set('Content-Encoding', 'gzip')
+      .send(gzipSync('{"menuId": 1}').subarray(0, 12));
+    for (const answer of [malformed, cut]) {
+      expect(answer.status).toBe(400);
+      expect(JSON.parse(answer.text)).toMatchObject({ status: 400, errors: ['The request body cannot be decoded as its Content-Encoding says.'] });
+    }
     for (const answer of [res, malformed]) {
       const { errors } = JSON.parse(answer.text) as { errors: string[] };
       expect(decisions).toContain(`its \`errors\` say what was wrong in the service's own words`);

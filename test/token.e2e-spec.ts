@@ -269,14 +269,14 @@ describe(`POST /connect/token (${process.env.TEST_DATABASE})`, () => {
       .set('Content-Type', 'application/x-www-form-urlencoded; charset=utf-16')
       .send(new URLSearchParams(creds()).toString());
     expectOAuthError(charset, 415, 'invalid_request', /^The form names a charset other than utf-8 or iso-8859-1\.$/);
-    // A form whose bytes cannot be read at all (gzip that is not): the body parser's 400, said the OAuth way.
+    // A form whose bytes cannot be read at all (gzip that is not): a 400 saying so, the OAuth way.
     const unreadable = await request(t.http)
       .post('/connect/token')
       .set('svc-api-key', partner.apiKey)
       .set('Content-Type', 'application/x-www-form-urlencoded')
       .set('Content-Encoding', 'gzip')
       .send('grant_type=client_credentials');
-    expectOAuthError(unreadable, 400, 'invalid_request', /^The request body is malformed\.$/);
+    expectOAuthError(unreadable, 400, 'invalid_request', /^The request body cannot be decoded as its Content-Encoding says\.$/);
     // A small form of more fields than the service reads is no form too large.
     const fields = await post(`${'&'.repeat(1200)}${new URLSearchParams(creds()).toString()}`);
     expectOAuthError(fields, 400, 'invalid_request', /^The form has more fields than the service accepts \(1000\)\.$/);

@@ -170,6 +170,12 @@ function render(exception: unknown): RenderedError {
     if (type === 'entity.parse.failed' && exception instanceof SyntaxError) {
       return { status: 400, detail: BAD_REQUEST_DETAIL, errors: ['The request body is not valid JSON.'], headers: {} };
     }
+    // A body its Content-Encoding does not undo (zlib's Z_DATA_ERROR, Z_BUF_ERROR for one cut
+    // short): said as such, not as a body of the wrong form.
+    const code = (exception as { code?: unknown }).code;
+    if (status === 400 && typeof code === 'string' && code.startsWith('Z_')) {
+      return { status, detail: BAD_REQUEST_DETAIL, errors: ['The request body cannot be decoded as its Content-Encoding says.'], headers: {} };
+    }
     // A 413 names the limit the body broke, as the upload's does.
     const limit = (exception as { limit?: unknown }).limit;
     if (type === 'entity.too.large' && typeof limit === 'number') {
