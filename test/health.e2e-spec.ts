@@ -193,7 +193,14 @@ describe(`health and errors (${process.env.TEST_DATABASE})`, () => {
 describe(`the served contract of a service with its own limits (${process.env.TEST_DATABASE})`, () => {
   let t: TestApp;
   beforeAll(async () => {
-    t = await startTestApp({ VISITS_TAKE_MAX: '50', VISITS_MAX_RANGE_DAYS: '10', CHANGES_RETENTION_DAYS: '30', IMAGE_MAX_BYTES: '2048' });
+    t = await startTestApp({
+      VISITS_TAKE_MAX: '50',
+      VISITS_MAX_RANGE_DAYS: '1',
+      CHANGES_RETENTION_DAYS: '30',
+      IMAGE_MAX_BYTES: '2048',
+      RATE_LIMIT_PER_MINUTE: '600',
+      TOKEN_RATE_LIMIT_PER_MINUTE: '30',
+    });
   });
   afterAll(async () => {
     await t.close();
@@ -213,18 +220,7 @@ describe(`the served contract of a service with its own limits (${process.env.TE
     const takes = Object.values(paths).flatMap((item) => (item.get?.parameters ?? []).filter((p) => p.name === 'Take'));
     expect(takes).toHaveLength(4);
     for (const { schema } of takes) expect(schema.example).toBeLessThanOrEqual(50);
-    expect(text).toContain('The range is at most 10 days (configurable).');
     expect(text).toContain('The image must be at most 2048 bytes (2 KiB).');
-  });
-});
-
-describe(`the served contract of a service with rate limits of its own (${process.env.TEST_DATABASE})`, () => {
-  let t: TestApp;
-  beforeAll(async () => {
-    t = await startTestApp({ RATE_LIMIT_PER_MINUTE: '600', TOKEN_RATE_LIMIT_PER_MINUTE: '30' });
-  });
-  afterAll(async () => {
-    await t.close();
   });
 
   it('gives those limits in its RateLimit headers and its 429 examples, as the service answers with them', async () => {
@@ -241,16 +237,6 @@ describe(`the served contract of a service with rate limits of its own (${proces
     // What a request is answered with says the same limit (one without a key counts by its address).
     const answer = await request(t.http).get('/branches?SvcClientId=1001');
     expect([answer.status, answer.headers['ratelimit-policy'], answer.headers['x-rate-limit-limit']]).toEqual([401, '"default";q=600;w=60', '600']);
-  });
-});
-
-describe(`the served contract of a service whose range is one day (${process.env.TEST_DATABASE})`, () => {
-  let t: TestApp;
-  beforeAll(async () => {
-    t = await startTestApp({ VISITS_MAX_RANGE_DAYS: '1' });
-  });
-  afterAll(async () => {
-    await t.close();
   });
 
   it('says the range in the singular, as its refusals do', async () => {

@@ -177,12 +177,17 @@ describe('draining a connection with requests pipelined at shutdown', () => {
     if (server.listening) await new Promise((resolve) => server.close(resolve));
   });
 
-  it('answers every request pipelined on it, the last with Connection: close, before it closes', async () => {
+  /** A connection to the server, and what it was sent once it closes (latin1). */
+  function opened(): { socket: Socket; closed: Promise<string> } {
     const socket = connect((server.address() as AddressInfo).port, '127.0.0.1');
     socket.on('error', () => undefined);
     const chunks: Buffer[] = [];
     socket.on('data', (chunk: Buffer) => chunks.push(chunk));
-    const closed = new Promise<string>((resolve) => socket.once('close', () => resolve(Buffer.concat(chunks).toString('latin1'))));
+    return { socket, closed: new Promise<string>((resolve) => socket.once('close', () => resolve(Buffer.concat(chunks).toString('latin1')))) };
+  }
+
+  it('answers every request pipelined on it, the last with Connection: close, before it closes', async () => {
+    const { socket, closed } = opened();
     socket.write('GET /first HTTP/1.1\r\nHost: x\r\n\r\nPOST /second HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n');
     await until(() => handled.length === 2);
     const drained = drainConnections(server, connections, 60_000);
@@ -197,11 +202,7 @@ describe('draining a connection with requests pipelined at shutdown', () => {
   });
 
   it('answers a request pipelined after the drain began behind those being answered, its answer the one that closes', async () => {
-    const socket = connect((server.address() as AddressInfo).port, '127.0.0.1');
-    socket.on('error', () => undefined);
-    const chunks: Buffer[] = [];
-    socket.on('data', (chunk: Buffer) => chunks.push(chunk));
-    const closed = new Promise<string>((resolve) => socket.once('close', () => resolve(Buffer.concat(chunks).toString('latin1'))));
+    const { socket, closed } = opened();
     socket.write('GET /first HTTP/1.1\r\nHost: x\r\n\r\nGET /second HTTP/1.1\r\nHost: x\r\n\r\n');
     await until(() => handled.length === 2);
     const drained = drainConnections(server, connections, 60_000);
