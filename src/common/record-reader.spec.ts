@@ -106,6 +106,18 @@ describe('RecordReader', () => {
     ]);
   });
 
+  it('quotes at most 100 characters of a value that is no text, one nested deeper than JSON.stringify follows too, instead of throwing', () => {
+    // As JSON.parse reads them from a line of an import or a dish's json part.
+    const deep = (open: string, inner: string, close: string, depth: number): unknown => JSON.parse(`${open.repeat(depth)}${inner}${close.repeat(depth)}`);
+    const r = new RecordReader({ order: deep('[', '', ']', 100_000), visitScore: deep('{"a":', '1', '}', 100_000), menuId: Array.from({ length: 1000 }, (_, i) => i) });
+    expect([r.int('order'), r.number('visitScore'), r.id('menuId')]).toEqual([null, null, null]);
+    expect(r.errors).toEqual([
+      `'order' must be an integer: '${'['.repeat(100)}…'.`,
+      `'visitScore' must be a number: '${'{"a":'.repeat(20)}…'.`,
+      `'menuId' must be an integer: '${JSON.stringify(Array.from({ length: 1000 }, (_, i) => i)).slice(0, 100)}…'.`,
+    ]);
+  });
+
   it("says an id below 1 must be greater than '0', as the API's parameters say it", () => {
     const r = new RecordReader({ menuId: 0, visitId: -3, order: -1 });
     expect([r.id('menuId'), r.int('visitId', { min: 1 }), r.int('order', { min: 0 })]).toEqual([null, null, null]);

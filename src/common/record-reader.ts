@@ -1,5 +1,6 @@
 import { keptExactly, UnkeptNumber } from './json-numbers.js';
 import { ID_MAX } from './query-fields.js';
+import { cutText } from './visible-text.js';
 
 /** A number as text (CSV): decimal digits with an optional fraction and exponent, nothing else. */
 const DECIMAL = /^-?\d+(\.\d+)?([eE][+-]?\d+)?$/;
@@ -312,12 +313,46 @@ function keptRange(opts: { min?: number; max?: number }): string {
   return `must be an integer from ${low} to ${high}`;
 }
 
-/** A value as a message quotes it: text as it is, anything else as JSON (an object is not `[object Object]`). */
+/** The most characters of a value that is no text a message quotes (see shown). */
+const SHOWN_MAX = 100;
+
+/**
+ * A value as a message quotes it: text as it is, anything else as JSON (an object is not
+ * `[object Object]`), cut to its first SHOWN_MAX characters (see cutText): an array of a JSON
+ * part's 64 KiB given for an integer is said in a line, not echoed whole.
+ */
 function shown(value: unknown): string {
   if (typeof value === 'string') return value;
   if (typeof value === 'number') return String(value);
   if (value instanceof UnkeptNumber) return value.text;
-  return JSON.stringify(value) ?? String(value);
+  return cutText(jsonOf(value), SHOWN_MAX);
+}
+
+/**
+ * A value's JSON, or for one nested deeper than JSON.stringify can follow (it recurses, and a
+ * few thousand brackets, which JSON.parse reads, run it out of stack: a RangeError that made a
+ * dish upload a 500 and an import stop with 'unexpected error') the start of it: the opening
+ * of each first member down to SHOWN_MAX characters, all a message quotes of it anyway.
+ */
+function jsonOf(value: unknown): string {
+  try {
+    return JSON.stringify(value) ?? String(value);
+  } catch (error) {
+    if (!(error instanceof RangeError)) throw error;
+    let start = '';
+    for (let v = value; start.length <= SHOWN_MAX && typeof v === 'object' && v !== null; ) {
+      if (Array.isArray(v)) {
+        start += '[';
+        v = v[0];
+      } else {
+        const key = Object.keys(v)[0];
+        if (key === undefined) break;
+        start += `{${JSON.stringify(key)}:`;
+        v = (v as Record<string, unknown>)[key];
+      }
+    }
+    return `${start}…`;
+  }
 }
 
 /** A calendar date `yyyy-mm-dd` that exists, in the years 0001 to 9999 (neither database keeps a year 0). */
