@@ -567,6 +567,30 @@ describe(`menus and dishes (${process.env.TEST_DATABASE})`, () => {
         expect([once.status, once.body.data?.dish?.code, once.status === 200 ? [] : problem(once).errors]).toEqual([200, 'TWICE', []]);
       });
 
+      it('a part in a Content-Transfer-Encoding, which would be stored as its coded bytes', async () => {
+        const png = await makeImage('png', 4, 4);
+        const part = (head: string, body: string) => `--B\r\n${head}\r\n\r\n${body}\r\n`;
+        const image = (coding = '') => part(`Content-Disposition: form-data; name=""; filename="a.png"\r\nContent-Type: image/png${coding}`, png.toString('latin1'));
+        const send = (body: string) => post((r) => r.set('Content-Type', 'multipart/form-data; boundary=B').send(Buffer.from(`${body}--B--\r\n`, 'latin1')));
+        const quoted = dish({ code: 'CODED-PART', description: 'Halloumi, 2 for 1' }).replace('1"', '=31"');
+        for (const [body, name, coding] of [
+          [image() + part('Content-Disposition: form-data; name="json"\r\nContent-Transfer-Encoding: quoted-printable', quoted), 'json', 'quoted-printable'],
+          [image() + part('Content-Disposition: form-data; name="json"\r\nContent-Transfer-Encoding: BASE64', Buffer.from(dish({ code: 'CODED-PART' })).toString('base64')), 'json', 'base64'],
+          [image('\r\nContent-Transfer-Encoding: base64') + part('Content-Disposition: form-data; name="json"', dish({ code: 'CODED-PART' })), '', 'base64'],
+        ]) {
+          const res = await send(body);
+          expect({ coding, status: res.status, errors: problem(res).errors }).toEqual({
+            coding,
+            status: 400,
+            errors: [`The '${name}' part has Content-Transfer-Encoding '${coding}', which is not decoded: send the part's bytes as they are, with no Content-Transfer-Encoding (or 7bit, 8bit or binary).`],
+          });
+        }
+        expect(await db.query("SELECT id FROM dishes WHERE code = 'CODED-PART'")).toEqual([]);
+        // The encodings that leave the bytes as they are, in any case.
+        const taken = await send(image('\r\nContent-Transfer-Encoding: Binary') + part('Content-Disposition: form-data; name="json"\r\nContent-Transfer-Encoding: 8bit', dish({ code: 'CODED-PART', description: 'Halloumi, 2 for 1' })));
+        expect([taken.status, taken.body.data?.dish?.description]).toEqual([200, 'Halloumi, 2 for 1']);
+      });
+
       it('a body that ends inside a file part, and the service answers on', async () => {
         const raw = (body: string) => post((r) => r.set('Content-Type', 'multipart/form-data; boundary=B').send(Buffer.from(body, 'latin1')));
         for (const name of ['file', '', 'json']) {

@@ -6,6 +6,7 @@ import { discardBody, lingerAfterResponse } from '../common/body-drain.js';
 import { formatBytes } from '../common/byte-size.js';
 import { awaitsContinue, declineContinue } from '../common/expect-continue.js';
 import { PayloadTooLargeProblem, ProblemException, ValidationProblem } from '../common/problem.js';
+import { visibleName } from '../common/visible-text.js';
 import type { AuthenticatedRequest } from '../auth/principal.js';
 import { AppConfig } from '../config/app-config.js';
 import { imageTooLargeMessage } from './image-inspector.js';
@@ -149,6 +150,7 @@ export class DishUploadInterceptor implements NestInterceptor {
         if (++closed === 2 && !failed) resolve(parts);
       };
       twin.on('close', closeOne);
+      refuseCodedParts(parser, fail);
       parser.on('file', (name: string | undefined, stream, info) => {
         const chunks: Buffer[] = [];
         let size = 0;
@@ -219,6 +221,31 @@ function latin1Reading(request: Request, fields: Record<string, unknown>, limits
   });
   reader.on('error', () => undefined);
   return reader;
+}
+
+/** The Content-Transfer-Encodings that leave a part's bytes as they are (RFC 2045 §6.2); busboy gives them in lower case, 7bit when none is named. */
+const AS_SENT = new Set(['7bit', '8bit', 'binary']);
+
+/**
+ * Why a part is refused for its Content-Transfer-Encoding, if it is: the multipart reader
+ * decodes none (RFC 7578 §4.7 deprecates them), so a quoted-printable `json` part was stored
+ * with its `=3D` escapes as text, and a base64 one was said to be no JSON; such a part is
+ * refused, as an upload in a Content-Encoding is, rather than read as other bytes than meant.
+ */
+function codedPart(name: string, encoding: string): string | undefined {
+  const coding = encoding.trim();
+  if (coding === '' || AS_SENT.has(coding)) return undefined;
+  return `The '${visibleName(name)}' part has Content-Transfer-Encoding '${visibleName(coding)}', which is not decoded: send the part's bytes as they are, with no Content-Transfer-Encoding (or 7bit, 8bit or binary).`;
+}
+
+/** Refuses through `fail` each part of the form sent in a Content-Transfer-Encoding (see codedPart). */
+function refuseCodedParts(parser: busboy.Busboy, fail: (message: string) => void): void {
+  const check = (name: string | undefined, encoding: string): void => {
+    const coded = codedPart(name ?? '', encoding);
+    if (coded !== undefined) fail(coded);
+  };
+  parser.on('file', (name: string | undefined, _stream, info) => check(name, info.encoding));
+  parser.on('field', (name: string | undefined, _value, info) => check(name, info.encoding));
 }
 
 /** What the multipart reader's error says of the body, in the partner's terms. */
