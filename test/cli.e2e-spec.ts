@@ -245,6 +245,16 @@ describe(`operator CLI (${process.env.TEST_DATABASE})`, () => {
     ]);
   });
 
+  it('refuses each visit record of a CSV file, which cannot hold its sections, saying so and writing nothing', async () => {
+    const path = file('visits.csv', 'visitId,clientId,branchId,visitType,questionnaireType,visitScore,visitDateTime,sections\n9301,1001,BR-1,MV,Dinner,80,2026-11-01T19:30:00,[]\n9302,1001,BR-1,MV,Dinner,80,2026-11-01T19:30:00,\n');
+    const result = await cli(['--json', 'visits', 'import', path], env);
+    expect([result.code, JSON.parse(result.stdout)]).toEqual([
+      1,
+      { file: path, imported: 0, rejected: [2, 3].map((line) => ({ line, errors: ["'sections' cannot be written in CSV, which has no nesting: import visits as NDJSON or a JSON array."] })) },
+    ]);
+    expect(await db.query('SELECT id FROM visits WHERE id IN (9301, 9302)')).toEqual([]);
+  });
+
   it('refuses a CSV record of the wrong number of cells by its line and imports the rest; a CSV whose structure breaks is refused whole, nothing written', async () => {
     const cells = file('cells.csv', 'id,name\nBR-C1,One\nBR-C2,Two,EXTRA\nBR-C3,Three\n');
     const result = await cli(['--json', 'branches', 'import', '--client', '1001', cells], env);

@@ -10,6 +10,9 @@ export interface VisitRecord {
 
 const MAX_TEXT = 10_000;
 
+/** Why each visit record of a CSV file is refused. */
+const CSV_SECTIONS = "'sections' cannot be written in CSV, which has no nesting: import visits as NDJSON or a JSON array.";
+
 function readQuestion(parent: RecordReader, value: unknown, at: string): Record<string, unknown> {
   const q = parent.nested(value, at);
   const question = {
@@ -55,7 +58,10 @@ export function readVisitRecord(value: unknown, textValues = false): { record?: 
   const modification = r.localDateTime('modificationDate', { required: false });
   visit.modificationDate = modification ?? '';
   visit.visitSource = r.string('visitSource', { max: 100, required: false });
-  const sections = (r.array('sections') ?? []).map((s, i) => readSection(r, s, `sections[${i}].`));
+  // A CSV row (every value text) cannot nest: its sections are said to be none a CSV file can
+  // hold, not to be missing or no array, which tells the operator nothing of what to send instead.
+  if (textValues) r.errors.push(CSV_SECTIONS);
+  const sections = textValues ? [] : (r.array('sections') ?? []).map((s, i) => readSection(r, s, `sections[${i}].`));
   visit.sections = JSON.stringify(sections);
   visit.guestId = r.string('guestId', { max: 100, required: false });
   // Only online feedback (OF) carries a guest: a mystery or third-party visit has none to show.
