@@ -38,7 +38,7 @@ function canonical(text: string): string | null {
   const [, sign, whole, fraction = '', exponent = '0'] = m;
   const digits = `${whole}${fraction}`.replace(/^0+/, '');
   if (digits === '') return '0';
-  const significant = digits.replace(/0+$/, '');
+  const significant = withoutTrailingZeros(digits);
   // An exponent of more than 15 digits puts any nonzero number past every double (the digits
   // written cannot make up for it, however many): its size is all that is said of it, and it
   // is never read as a number (BigInt would take quadratic time over a long one).
@@ -46,6 +46,17 @@ function canonical(text: string): string | null {
   if (magnitude.length > 15) return `${sign}${significant}e${exponent.startsWith('-') ? '-' : ''}huge`;
   const power = BigInt(exponent) - BigInt(fraction.length) + BigInt(digits.length - significant.length);
   return `${sign}${significant}e${power}`;
+}
+
+/**
+ * `digits` without its trailing zeros, in one pass from the end: `replace(/0+$/, '')` tries
+ * every zero of a run that does not end the text to its end, time quadratic in the run
+ * (`1` + 65,000 zeros + `5`, a number a dish's json part can hold, took 3 s of CPU).
+ */
+function withoutTrailingZeros(digits: string): string {
+  let end = digits.length;
+  while (end > 0 && digits.charCodeAt(end - 1) === 0x30) end--;
+  return digits.slice(0, end);
 }
 
 function isIntegral(text: string): boolean {

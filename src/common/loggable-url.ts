@@ -73,8 +73,11 @@ function redactNamed(url: string): string {
     } catch {
       // Not percent-encoding: judged as it is.
     }
-    // `name[]` and `name[key]` are the same parameter to a query parser.
-    const bare = name.trim().replace(/\[.*$/, '').replace(/[-_]/g, '');
+    // `name[]` and `name[key]` are the same parameter to a query parser (cut at the first
+    // bracket by its index: `/\[.*$/` tried every bracket to the end, quadratic in a name of
+    // thousands of brackets before a line break).
+    const bracket = name.indexOf('[');
+    const bare = (bracket < 0 ? name : name.slice(0, bracket)).trim().replace(/[-_]/g, '');
     if (SECRET_PARAMETER.test(bare) || SECRET_WORD.test(bare)) {
       pairs[i] = `${raw}=[redacted]`;
       redacted = true;
