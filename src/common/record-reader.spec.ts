@@ -1,3 +1,4 @@
+import { UnkeptNumber } from './json-numbers.js';
 import { isCalendarDate, isLocalDateTime, RecordReader } from './record-reader.js';
 
 describe('RecordReader', () => {
@@ -115,6 +116,19 @@ describe('RecordReader', () => {
       `'order' must be an integer: '${'['.repeat(100)}…'.`,
       `'visitScore' must be a number: '${'{"a":'.repeat(20)}…'.`,
       `'menuId' must be an integer: '${JSON.stringify(Array.from({ length: 1000 }, (_, i) => i)).slice(0, 100)}…'.`,
+    ]);
+  });
+
+  it('quotes at most 100 characters of text given for a number, a CSV cell of megabytes or a number of a million digits (read in linear time)', () => {
+    const cell = `x${'9'.repeat(2_000_000)}`;
+    const r = new RecordReader({ visitScore: cell, order: '🍕'.repeat(150) }, { textValues: true });
+    expect([r.number('visitScore'), r.int('order')]).toEqual([null, null]);
+    const n = new RecordReader({ visitScore: new UnkeptNumber(`1${'0'.repeat(1_000_000)}.5`) });
+    expect(n.number('visitScore')).toBeNull();
+    expect([...r.errors, ...n.errors]).toEqual([
+      `'visitScore' must be a number: '${cell.slice(0, 100)}…'.`,
+      `'order' must be an integer: '${'🍕'.repeat(100)}…'.`,
+      `'visitScore' has more digits than the service keeps: '1${'0'.repeat(99)}…' would be stored as 'Infinity'.`,
     ]);
   });
 

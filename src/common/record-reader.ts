@@ -129,10 +129,10 @@ export class RecordReader {
     const { text, unkept } = this.numberText(v);
     if (unkept) {
       // A number a double cannot hold as written: not a whole number, or one beyond every bound.
-      if (!unkept.integral) this.errors.push(`${this.name(field)} must be an integer: '${unkept.text}'.`);
+      if (!unkept.integral) this.errors.push(`${this.name(field)} must be an integer: '${shown(unkept)}'.`);
       else if (opts.max !== undefined && unkept.read > opts.max) this.errors.push(`${this.name(field)} must be less than or equal to '${opts.max}'.`);
       else if (opts.min !== undefined && unkept.read < opts.min) this.errors.push(this.belowMin(field, opts.min));
-      else this.errors.push(`${this.name(field)} ${keptRange(opts)}: '${unkept.text}'.`);
+      else this.errors.push(`${this.name(field)} ${keptRange(opts)}: '${shown(unkept)}'.`);
       return null;
     }
     // Text (CSV) as JSON would have it: digits, or a decimal of a whole value (`71.0`, `1e3`).
@@ -176,7 +176,7 @@ export class RecordReader {
     if (unkept) {
       // Rounded to the nearest double it would be stored, and served, as another number.
       const outside = (opts.min !== undefined && unkept.read < opts.min) || (opts.max !== undefined && unkept.read > opts.max);
-      this.errors.push(outside ? this.outside(field, opts) : `${this.name(field)} has more digits than the service keeps: '${unkept.text}' would be stored as '${unkept.read}'.`);
+      this.errors.push(outside ? this.outside(field, opts) : `${this.name(field)} has more digits than the service keeps: '${shown(unkept)}' would be stored as '${unkept.read}'.`);
       return null;
     }
     const n = text !== undefined ? Number(text) : v;
@@ -313,19 +313,19 @@ function keptRange(opts: { min?: number; max?: number }): string {
   return `must be an integer from ${low} to ${high}`;
 }
 
-/** The most characters of a value that is no text a message quotes (see shown). */
+/** The most characters of a value a message quotes (see shown). */
 const SHOWN_MAX = 100;
 
 /**
  * A value as a message quotes it: text as it is, anything else as JSON (an object is not
  * `[object Object]`), cut to its first SHOWN_MAX characters (see cutText): an array of a JSON
- * part's 64 KiB given for an integer is said in a line, not echoed whole.
+ * part's 64 KiB, or a CSV cell of megabytes, given for an integer is said in a line, not
+ * echoed whole.
  */
 function shown(value: unknown): string {
-  if (typeof value === 'string') return value;
   if (typeof value === 'number') return String(value);
-  if (value instanceof UnkeptNumber) return value.text;
-  return cutText(jsonOf(value), SHOWN_MAX);
+  const text = typeof value === 'string' ? value : value instanceof UnkeptNumber ? value.text : jsonOf(value);
+  return cutText(text, SHOWN_MAX);
 }
 
 /**
