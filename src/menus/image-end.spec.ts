@@ -224,7 +224,9 @@ describe('imageStructure', () => {
     expect(many.length).toBeLessThanOrEqual(5 * 1024 * 1024);
     const started = Date.now();
     expect(imageStructure(many, 'png')).toEqual({ end: many.length, extras: true, cutShort: false });
-    expect(Date.now() - started).toBeLessThan(2000);
+    // Well under a second here when idle, seconds on a loaded machine; the quadratic walk this
+    // guards against took minutes.
+    expect(Date.now() - started).toBeLessThan(30_000);
   });
 
   it("finds a chunk inside an animation frame other than the frame's picture", async () => {
