@@ -71,6 +71,14 @@ describe('postWebhook', () => {
     expect(await eventually(() => Promise.resolve(receiver.closedStreams), (n) => n > before, 10_000, 20)).toBe(before + 1);
   });
 
+  it('reports a failed connection on one line, without the line break of an https request answered in plain http', async () => {
+    const result = await post('/hook', { url: `https://127.0.0.1:${receiver.port}/hook` });
+    expect(result).toMatchObject({ ok: false, status: null });
+    expect(result.error).toMatch(/^\S.*EPROTO.*\S$/);
+    expect(result.error).not.toMatch(/[\p{Cc}\p{Cf}]/u);
+    expect(receiver.received).toHaveLength(0);
+  });
+
   it('reports a refused connection', async () => {
     const closed = new WebhookReceiver();
     await closed.start();

@@ -25,19 +25,30 @@ export interface WebhookResult {
   error: string | null;
 }
 
-/** The first characters of a refusal's body, on one line, for the operator. */
 /**
- * The start of a refusal's body, on one line, for `webhooks list` and the logs. Control and
+ * Text a receiver has a say in, on one line, for `webhooks list` and the logs. Control and
  * format characters become U+FFFD: a receiver's answer must not drive the operator's terminal
  * (escape sequences that rewrite lines or set the title).
  */
-function snippet(body: Buffer): string {
-  const text = body
-    .toString('utf8', 0, Math.min(body.length, 200))
+function oneLine(text: string): string {
+  return text
     .replace(/\s+/g, ' ')
     .replace(/[\p{Cc}\p{Cf}]/gu, '\uFFFD')
     .trim();
+}
+
+/** The start of a refusal's body, on one line. */
+function snippet(body: Buffer): string {
+  const text = oneLine(body.toString('utf8', 0, Math.min(body.length, 200)));
   return text ? `: ${text}` : '';
+}
+
+/**
+ * A connection's failure, on one line: such messages end in a line break (OpenSSL's) or quote
+ * what the receiver sent (the names of its certificate), which the operator's terminal then shows.
+ */
+function failure(error: NodeJS.ErrnoException): string {
+  return oneLine(error.code && !error.message.includes(error.code) ? `${error.code}: ${error.message}` : error.message);
 }
 
 function outcome(status: number, body: Buffer): WebhookResult {
@@ -111,7 +122,7 @@ export function postWebhook(req: WebhookRequest): Promise<WebhookResult> {
     const timer = setTimeout(() => finish(answer?.() ?? { ok: false, status: null, error: `no answer within ${req.timeoutMs} ms` }), req.timeoutMs);
     // Kept after the result too: destroying the request may still report an error.
     client.on('error', (error: NodeJS.ErrnoException) => {
-      finish({ ok: false, status: null, error: error.code && !error.message.includes(error.code) ? `${error.code}: ${error.message}` : error.message });
+      finish({ ok: false, status: null, error: failure(error) });
     });
     client.once('response', (res) => {
       answer = readAnswer(res, finish);
