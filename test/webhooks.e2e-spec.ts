@@ -282,6 +282,30 @@ describe(`webhooks (${process.env.TEST_DATABASE})`, () => {
     await settled();
     expect(receiver.received.map((r) => r.path)).toEqual(['/on']);
   });
+
+  it('claims nothing for the events a disabled endpoint keeps, and sends them once it is enabled', async () => {
+    let refuse = true;
+    receiver.answer = () => (refuse ? { status: 500 } : { status: 200 });
+    const held = await endpointFor('/held', { clients: [1001] });
+    await importVisits(t, ids(1).map((id) => visitRecord(id, 'B-1')));
+    await t.app.get(WebhooksService).setDisabled(held.id, true);
+    // Its event waits, due (a first attempt, if one was made before the disable, is retried within a second).
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    expect(await pendingEvents(t)).toBe(1);
+    const claim = jest.spyOn(t.app.get(WebhooksRepository), 'claim');
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      // Polled every 50 ms: a claim on each poll would have opened some twenty transactions for nothing.
+      expect(claim).not.toHaveBeenCalled();
+      refuse = false;
+      await t.app.get(WebhooksService).setDisabled(held.id, false);
+      await settled();
+      expect(claim).toHaveBeenCalled();
+      expect(receiver.received.at(-1)).toMatchObject({ path: '/held', json: { type: 'visits.changed' } });
+    } finally {
+      claim.mockRestore();
+    }
+  });
 });
 
 describe(`webhooks: coalescing and giving up (${process.env.TEST_DATABASE})`, () => {

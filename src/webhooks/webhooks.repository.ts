@@ -244,10 +244,18 @@ export class WebhooksRepository {
     );
   }
 
-  /** Whether any event is due and unclaimed: the dispatcher's cheap look before it claims. */
+  /**
+   * Whether any event is due, unclaimed and sendable (its endpoint and credential enabled): the
+   * dispatcher's cheap look before it claims. The events a disabled endpoint keeps until it is
+   * enabled are no reason to claim: every poll would open a claim's transaction (on SQLite
+   * taking the write lock) that finds nothing, for as long as the endpoint stays disabled.
+   */
   async anyDue(now: Date): Promise<boolean> {
     const rows = await this.db.query<unknown[]>(
-      this.sql('SELECT 1 AS due FROM webhook_deliveries WHERE due_at <= ? AND (locked_until IS NULL OR locked_until <= ?) LIMIT 1'),
+      this.sql(`SELECT 1 AS due FROM webhook_deliveries d
+        JOIN webhook_endpoints e ON e.id = d.endpoint_id
+        JOIN credentials c ON c.client_id = e.credential_id
+        WHERE d.due_at <= ? AND (d.locked_until IS NULL OR d.locked_until <= ?) AND NOT e.disabled AND NOT c.disabled LIMIT 1`),
       [this.time(now), this.time(now)],
     );
     return rows.length > 0;
