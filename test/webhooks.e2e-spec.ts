@@ -7,6 +7,7 @@ import { CredentialsService } from '../src/auth/credentials.service.js';
 import { MetricsService } from '../src/metrics/metrics.service.js';
 import { readVisitRecord } from '../src/visits/visit-record.js';
 import { VisitsRepository } from '../src/visits/visits.repository.js';
+import { WebhookDelivery } from '../src/webhooks/entities/webhook-delivery.entity.js';
 import { WebhooksRepository } from '../src/webhooks/webhooks.repository.js';
 import { WebhooksService } from '../src/webhooks/webhooks.service.js';
 import { issueCredential } from './helpers/auth.js';
@@ -249,6 +250,39 @@ describe(`webhooks (${process.env.TEST_DATABASE})`, () => {
     // One request at a time to the slow endpoint (WEBHOOKS_CONCURRENCY_PER_ENDPOINT=1), though several events waited for it.
     expect(slow.map((r) => r.openOnPath)).toEqual(slow.map(() => 1));
     expect(new Set(slow.map((r) => r.json.data.svcClientId))).toEqual(new Set([1001, 1002]));
+  });
+
+  it("claims another endpoint's event past one endpoint's backlog of older due events", async () => {
+    const failing = await endpointFor('/backlog', { clients: [1001] });
+    const healthy = await endpointFor('/healthy', { clients: [1001] });
+    // Due an hour from now, for a claim made two hours from now: the running dispatcher leaves them be.
+    const hour = Date.now() + 3_600_000;
+    const event = (endpointId: string, i: number) => ({
+      eventId: `evt_${String(i).padStart(32, '0')}`,
+      endpointId,
+      type: 'visits.changed',
+      clientId: 1001,
+      count: 1,
+      createdAt: new Date(hour),
+      dueAt: new Date(hour + i),
+      attempts: 3,
+    });
+    // A receiver failing for hours: a hundred events came due before the other endpoint's one.
+    await t.app.get(DataSource).getRepository(WebhookDelivery).insert([...Array.from({ length: 100 }, (_, i) => event(failing.id, i)), event(healthy.id, 100)]);
+    const claimAt = new Date(hour + 3_600_000);
+    const claimed = await t.app.get(WebhooksRepository).claim({
+      now: claimAt,
+      limit: 10,
+      inFlight: new Map(),
+      perEndpoint: 2,
+      leaseUntil: new Date(claimAt.getTime() + 60_000),
+      lockToken: 'test-claim',
+    });
+    expect(claimed.filter((d) => d.endpointId === failing.id)).toHaveLength(2);
+    expect(claimed.filter((d) => d.endpointId === healthy.id).map((d) => d.eventId)).toEqual([event(healthy.id, 100).eventId]);
+    // The failing endpoint's other events wait, unclaimed, for its slots.
+    const leased = await t.app.get(DataSource).getRepository(WebhookDelivery).countBy({ lockToken: 'test-claim' });
+    expect(leased).toBe(3);
   });
 
   it('keeps readiness unaffected by a failing receiver', async () => {

@@ -266,35 +266,47 @@ export class WebhooksRepository {
    * free slots. Each claimed event gets a lease (locked_until) and a token, and its attempt is
    * counted now, so an attempt whose process dies is counted and the event is taken again
    * after the lease. On PostgreSQL rows another process is claiming are skipped, not waited for.
+   * Candidates are read oldest due first, a window at a time; an endpoint whose slots fill is
+   * left out of the next window, so that one endpoint's backlog of due events (a receiver
+   * failing for hours) cannot fill every window and keep the other endpoints' events unclaimed.
    */
   async claim(req: ClaimRequest): Promise<ClaimedDelivery[]> {
-    const busy = [...req.inFlight].filter(([, n]) => n >= req.perEndpoint).map(([id]) => id);
     return inTransaction(this.db, async (tx) => {
       const now = this.time(req.now);
-      const candidates = await tx.query<{ event_id: string; endpoint_id: string }[]>(
-        this.sql(`SELECT d.event_id, d.endpoint_id FROM webhook_deliveries d
-          JOIN webhook_endpoints e ON e.id = d.endpoint_id
-          JOIN credentials c ON c.client_id = e.credential_id
-          WHERE d.due_at <= ? AND (d.locked_until IS NULL OR d.locked_until <= ?) AND NOT e.disabled AND NOT c.disabled
-          ${busy.length > 0 ? `AND d.endpoint_id NOT IN (${busy.map(() => '?').join(', ')})` : ''}
-          ORDER BY d.due_at LIMIT ?${this.postgres ? ' FOR UPDATE OF d SKIP LOCKED' : ''}`),
-        [now, now, ...busy, req.limit * 4],
-      );
       const taken = new Map(req.inFlight);
+      const full = new Set([...taken].filter(([, n]) => n >= req.perEndpoint).map(([id]) => id));
       const chosen: string[] = [];
-      for (const row of candidates) {
-        const n = taken.get(row.endpoint_id) ?? 0;
-        if (chosen.length >= req.limit || n >= req.perEndpoint) continue;
-        taken.set(row.endpoint_id, n + 1);
-        chosen.push(row.event_id);
+      while (chosen.length < req.limit) {
+        const window = (req.limit - chosen.length) * 4;
+        const candidates = await tx.query<{ event_id: string; endpoint_id: string }[]>(
+          this.sql(`SELECT d.event_id, d.endpoint_id FROM webhook_deliveries d
+            JOIN webhook_endpoints e ON e.id = d.endpoint_id
+            JOIN credentials c ON c.client_id = e.credential_id
+            WHERE d.due_at <= ? AND (d.locked_until IS NULL OR d.locked_until <= ?) AND NOT e.disabled AND NOT c.disabled
+            ${full.size > 0 ? `AND d.endpoint_id NOT IN (${[...full].map(() => '?').join(', ')})` : ''}
+            ORDER BY d.due_at LIMIT ?${this.postgres ? ' FOR UPDATE OF d SKIP LOCKED' : ''}`),
+          [now, now, ...full, window],
+        );
+        const picked: string[] = [];
+        for (const row of candidates) {
+          const n = taken.get(row.endpoint_id) ?? 0;
+          if (chosen.length + picked.length >= req.limit || n >= req.perEndpoint) continue;
+          taken.set(row.endpoint_id, n + 1);
+          if (n + 1 >= req.perEndpoint) full.add(row.endpoint_id);
+          picked.push(row.event_id);
+        }
+        if (picked.length > 0) {
+          // Leased at once: the next window, read in this transaction, no longer finds them.
+          await tx.query(
+            this.sql(`UPDATE webhook_deliveries SET attempts = attempts + 1, locked_until = ?, lock_token = ? WHERE event_id IN (${picked.map(() => '?').join(', ')})`),
+            [this.time(req.leaseUntil), req.lockToken, ...picked],
+          );
+          chosen.push(...picked);
+        }
+        // A window not filled holds every due event there is.
+        if (candidates.length < window) break;
       }
-      if (chosen.length === 0) return [];
-      const ids = chosen.map(() => '?').join(', ');
-      await tx.query(
-        this.sql(`UPDATE webhook_deliveries SET attempts = attempts + 1, locked_until = ?, lock_token = ? WHERE event_id IN (${ids})`),
-        [this.time(req.leaseUntil), req.lockToken, ...chosen],
-      );
-      return this.claimed(tx, chosen);
+      return chosen.length === 0 ? [] : this.claimed(tx, chosen);
     });
   }
 
