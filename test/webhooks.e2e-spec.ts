@@ -275,7 +275,7 @@ describe(`webhooks (${process.env.TEST_DATABASE})`, () => {
       limit: 10,
       inFlight: new Map(),
       perEndpoint: 2,
-      leaseUntil: new Date(claimAt.getTime() + 60_000),
+      leaseMs: 60_000,
       lockToken: 'test-claim',
     });
     expect(claimed.filter((d) => d.endpointId === failing.id)).toHaveLength(2);
@@ -283,6 +283,37 @@ describe(`webhooks (${process.env.TEST_DATABASE})`, () => {
     // The failing endpoint's other events wait, unclaimed, for its slots.
     const leased = await t.app.get(DataSource).getRepository(WebhookDelivery).countBy({ lockToken: 'test-claim' });
     expect(leased).toBe(3);
+  });
+
+  it('leases a claimed event from when it was claimed: a claim that waited does not hand out a lease already spent', async () => {
+    const endpoint = await endpointFor('/leased', { clients: [1001] });
+    // Due an hour from now, for claims made two hours from now: the running dispatcher leaves it be.
+    const hour = Date.now() + 3_600_000;
+    await t.app.get(DataSource).getRepository(WebhookDelivery).insert({
+      eventId: `evt_${'1'.repeat(32)}`,
+      endpointId: endpoint.id,
+      type: 'visits.changed',
+      clientId: 1001,
+      count: 1,
+      createdAt: new Date(hour),
+      dueAt: new Date(hour),
+      attempts: 0,
+    });
+    const repo = t.app.get(WebhooksRepository);
+    const claimAt = (at: number, lockToken: string) => repo.claim({ now: new Date(at), limit: 1, inFlight: new Map(), perEndpoint: 1, leaseMs: 20_000, lockToken });
+    const looked = hour + 3_600_000;
+    // The claim looked at `looked`, then waited 15 s (for a connection, or SQLite's write lock) before it took the event.
+    const clock = jest.spyOn(Date, 'now').mockReturnValue(looked + 15_000);
+    let first: Awaited<ReturnType<typeof repo.claim>>;
+    try {
+      first = await claimAt(looked, 'waited');
+    } finally {
+      clock.mockRestore();
+    }
+    expect(first.map((d) => d.lockToken)).toEqual(['waited']);
+    // 25 s after the look, 10 s into its request: the event is still leased, so no other claim sends it meanwhile.
+    expect(await claimAt(looked + 25_000, 'meanwhile')).toEqual([]);
+    expect((await claimAt(looked + 36_000, 'after-the-lease')).map((d) => d.lockToken)).toEqual(['after-the-lease']);
   });
 
   it('keeps readiness unaffected by a failing receiver', async () => {
@@ -422,7 +453,7 @@ describe(`webhooks: the endpoint list (${process.env.TEST_DATABASE})`, () => {
     await importVisits(t, [visitRecord(301, 'B-1')]);
     const repo = t.app.get(WebhooksRepository);
     const inTwoHours = new Date(Date.now() + 7_200_000);
-    const [claimed] = await repo.claim({ now: inTwoHours, limit: 1, inFlight: new Map(), perEndpoint: 1, leaseUntil: inTwoHours, lockToken: 'list-snapshot' });
+    const [claimed] = await repo.claim({ now: inTwoHours, limit: 1, inFlight: new Map(), perEndpoint: 1, leaseMs: 0, lockToken: 'list-snapshot' });
     expect(claimed).toMatchObject({ endpointId: id, lockToken: 'list-snapshot' });
 
     // The give-up (the event leaves the outbox, the endpoint turns failing) starts after the

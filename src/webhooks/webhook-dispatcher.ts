@@ -113,7 +113,7 @@ export class WebhookDispatcher implements OnApplicationBootstrap, OnModuleDestro
         limit: free,
         inFlight: this.inFlight,
         perEndpoint: this.config.WEBHOOKS_CONCURRENCY_PER_ENDPOINT,
-        leaseUntil: new Date(now.getTime() + 2 * this.config.WEBHOOKS_TIMEOUT_MS),
+        leaseMs: 2 * this.config.WEBHOOKS_TIMEOUT_MS,
         lockToken: randomBytes(12).toString('hex'),
       });
       this.readAgain();

@@ -49,7 +49,12 @@ export interface ClaimRequest {
   /** Requests in flight in this process, per endpoint. */
   inFlight: ReadonlyMap<string, number>;
   perEndpoint: number;
-  leaseUntil: Date;
+  /**
+   * How long a claimed event is leased, counted from the moment it is claimed, not from `now`:
+   * a claim that waited (for a pool connection, a lock, SQLite's write lock) must not hand out
+   * a lease already spent, which another claim would take again while the request is under way.
+   */
+  leaseMs: number;
   lockToken: string;
 }
 
@@ -297,9 +302,10 @@ export class WebhooksRepository {
         }
         if (picked.length > 0) {
           // Leased at once: the next window, read in this transaction, no longer finds them.
+          const leaseUntil = new Date(Math.max(req.now.getTime(), Date.now()) + req.leaseMs);
           await tx.query(
             this.sql(`UPDATE webhook_deliveries SET attempts = attempts + 1, locked_until = ?, lock_token = ? WHERE event_id IN (${picked.map(() => '?').join(', ')})`),
-            [this.time(req.leaseUntil), req.lockToken, ...picked],
+            [this.time(leaseUntil), req.lockToken, ...picked],
           );
           chosen.push(...picked);
         }

@@ -84,7 +84,7 @@ describe('webhook endpoints changed at once (postgres)', () => {
     await db.transaction((tx) => repo.recordVisitChanges(tx, [{ clientId: 1001, brandId: 5, visitType: 'MV' }], new Date()));
     // Claimed as the dispatcher would once the event is due (in two hours: this file's own dispatcher never is).
     const later = new Date(Date.now() + 7_200_000);
-    const claimed = await repo.claim({ now: later, limit: 10, inFlight: new Map(), perEndpoint: 1, leaseUntil: later, lockToken: 'attempt' });
+    const claimed = await repo.claim({ now: later, limit: 10, inFlight: new Map(), perEndpoint: 1, leaseMs: 0, lockToken: 'attempt' });
     const attempt = claimed.find((d) => d.endpointId === id)!;
     expect(attempt).toMatchObject({ endpointId: id, attempts: 1 });
 
