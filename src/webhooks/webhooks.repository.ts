@@ -288,9 +288,10 @@ export class WebhooksRepository {
             JOIN webhook_endpoints e ON e.id = d.endpoint_id
             JOIN credentials c ON c.client_id = e.credential_id
             WHERE d.due_at <= ? AND (d.locked_until IS NULL OR d.locked_until <= ?) AND NOT e.disabled AND NOT c.disabled
+            AND (d.lock_token IS NULL OR d.lock_token <> ?)
             ${full.size > 0 ? `AND d.endpoint_id NOT IN (${[...full].map(() => '?').join(', ')})` : ''}
             ORDER BY d.due_at LIMIT ?${this.postgres ? ' FOR UPDATE OF d SKIP LOCKED' : ''}`),
-          [now, now, ...full, window],
+          [now, now, req.lockToken, ...full, window],
         );
         const picked: string[] = [];
         for (const row of candidates) {
@@ -301,7 +302,7 @@ export class WebhooksRepository {
           picked.push(row.event_id);
         }
         if (picked.length > 0) {
-          // Leased at once: the next window, read in this transaction, no longer finds them.
+          // Leased and marked at once: the next window, read in this transaction, does not find them again.
           const leaseUntil = new Date(Math.max(req.now.getTime(), Date.now()) + req.leaseMs);
           await tx.query(
             this.sql(`UPDATE webhook_deliveries SET attempts = attempts + 1, locked_until = ?, lock_token = ? WHERE event_id IN (${picked.map(() => '?').join(', ')})`),
