@@ -77,9 +77,31 @@ export function keptExactly(text: string): boolean {
 
 type PathSegment = string | number;
 
+/** What scanNumbers tells of the text as it reads it; `path` is the live path, changed as the reading goes on. */
+interface NumberScan {
+  /** A container opens where `path` stands: its last segment is the container's key or index in its parent (none for the root). */
+  open?(path: readonly PathSegment[]): void;
+  /** The container opened last closes. */
+  close?(): void;
+  /** A number a double cannot keep stands at `path`. */
+  unkept(path: readonly PathSegment[], text: string): void;
+}
+
 /** Where each number of the text that a double cannot keep stands, in document order. Only for text JSON.parse has accepted. */
 export function unkeptNumbers(text: string): { path: PathSegment[]; text: string }[] {
   const found: { path: PathSegment[]; text: string }[] = [];
+  scanNumbers(text, { unkept: (path, lexeme) => found.push({ path: [...path], text: lexeme }) });
+  return found;
+}
+
+/**
+ * Reads the text once, telling `scan` of each container and each number a double cannot keep.
+ * Nothing is done per number that takes the depth's time: a path is as long as the text is
+ * nested, and a copy of it for each number (and a walk from the root to each) took seconds
+ * for a 64 KiB dish of thousands of brackets around thousands of such numbers. Only for text
+ * JSON.parse has accepted.
+ */
+function scanNumbers(text: string, scan: NumberScan): void {
   /** Per open container: an object's key being read or last read, or an array's next index. */
   const path: PathSegment[] = [];
   const containers: ('object' | 'array')[] = [];
@@ -94,13 +116,16 @@ export function unkeptNumbers(text: string): { path: PathSegment[]; text: string
       }
       at = end;
     } else if (c === OPEN_BRACE) {
+      scan.open?.(path);
       containers.push('object');
       path.push('');
       expectingKey = true;
     } else if (c === OPEN_BRACKET) {
+      scan.open?.(path);
       containers.push('array');
       path.push(0);
     } else if (c === CLOSE_BRACE || c === CLOSE_BRACKET) {
+      scan.close?.();
       containers.pop();
       path.pop();
       expectingKey = false;
@@ -112,11 +137,10 @@ export function unkeptNumbers(text: string): { path: PathSegment[]; text: string
       let end = at + 1;
       while (end < text.length && NUMBER_CHARS.has(text.charCodeAt(end))) end++;
       const lexeme = text.slice(at, end);
-      if (!keptExactly(lexeme)) found.push({ path: [...path], text: lexeme });
+      if (!keptExactly(lexeme)) scan.unkept(path, lexeme);
       at = end - 1;
     }
   }
-  return found;
 }
 
 /**
@@ -126,21 +150,25 @@ export function unkeptNumbers(text: string): { path: PathSegment[]; text: string
  */
 export function parseRecordJson(text: string): unknown {
   const value: unknown = JSON.parse(text);
-  const unkept = unkeptNumbers(text);
-  if (unkept.length === 0) return value;
   let root: unknown = value;
-  for (const { path, text: lexeme } of unkept) {
-    if (path.length === 0) {
-      root = new UnkeptNumber(lexeme);
-      continue;
-    }
-    let parent: unknown = root;
-    for (const segment of path.slice(0, -1)) parent = ownValue(parent, segment);
-    // A key named twice leaves its last value in the object (such a record is refused anyway).
-    if (typeof parent === 'object' && parent !== null && typeof ownValue(parent, path[path.length - 1]) === 'number') {
-      Object.defineProperty(parent, path[path.length - 1], { value: new UnkeptNumber(lexeme), enumerable: true, writable: true, configurable: true });
-    }
-  }
+  /** The value JSON.parse made of each container open in the scan, the innermost last (a key named twice leaves its last value). */
+  const parents: unknown[] = [];
+  scanNumbers(text, {
+    open: (path) => parents.push(path.length === 0 ? value : ownValue(parents[parents.length - 1], path[path.length - 1])),
+    close: () => parents.pop(),
+    unkept: (path, lexeme) => {
+      if (path.length === 0) {
+        root = new UnkeptNumber(lexeme);
+        return;
+      }
+      const parent = parents[parents.length - 1];
+      const key = path[path.length - 1];
+      // A key named twice leaves its last value in the object (such a record is refused anyway).
+      if (typeof parent === 'object' && parent !== null && typeof ownValue(parent, key) === 'number') {
+        Object.defineProperty(parent, key, { value: new UnkeptNumber(lexeme), enumerable: true, writable: true, configurable: true });
+      }
+    },
+  });
   return root;
 }
 
