@@ -52,6 +52,14 @@ describe('negotiate(Accept-Encoding)', () => {
     expect(negotiate(header)).toBe(expected);
   });
 
+  it('reads a member with a long run of spaces in linear time', () => {
+    // 400,000 spaces with no '=' after them: finding the space before an '=' took over a minute.
+    const started = Date.now();
+    expect(negotiate(`gzip;q${' '.repeat(400_000)}x, br`)).toBe('br');
+    expect(negotiate(`gzip;q${' \t'.repeat(200_000)}=${' '.repeat(200_000)}0.5, br;q=0.4`)).toBe('gzip');
+    expect(Date.now() - started).toBeLessThan(10_000);
+  });
+
   it('does not depend on the order of the codings named', () => {
     const weight = fc.constantFrom('', ';q=0', ';q=0.3', ';q=0.5', ';q=1');
     const members = fc.tuple(weight, weight, weight, weight).map(([br, gzip, identity, star]) => [

@@ -35,11 +35,21 @@ function weightOf(params: string[]): number | undefined {
   return /^(?:0(?:\.\d{0,3})?|1(?:\.0{0,3})?)$/.test(q.slice(2)) ? Number(q.slice(2)) : undefined;
 }
 
+/**
+ * A member's part without the space around its first `=` (`q = 0.5` is `q=0.5`). Found with
+ * indexOf: a regular expression for the space before it is tried again at each character of a
+ * run of spaces, which a header of 16 KiB of spaces made cost 100 ms of CPU.
+ */
+function closedAroundEquals(part: string): string {
+  const at = part.indexOf('=');
+  return at < 0 ? part : `${part.slice(0, at).trimEnd()}=${part.slice(at + 1).trimStart()}`;
+}
+
 /** The weight of each coding an Accept-Encoding value names; `x-gzip` is gzip (RFC 9110 §8.4.1.3). */
 function weights(header: string): Map<string, number> {
   const found = new Map<string, number>();
   for (const member of header.split(',')) {
-    const [name = '', ...params] = member.split(';').map((part) => part.trim().toLowerCase().replace(/\s*=\s*/, '='));
+    const [name = '', ...params] = member.split(';').map((part) => closedAroundEquals(part.trim().toLowerCase()));
     const coding = name === 'x-gzip' ? 'gzip' : name;
     const weight = weightOf(params);
     // A malformed member is ignored, as if it were not there; the first mention of a coding counts.
