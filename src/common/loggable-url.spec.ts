@@ -1,4 +1,4 @@
-import { loggableUrl } from './loggable-url.js';
+import { holdsCredential, loggableUrl } from './loggable-url.js';
 
 describe('loggableUrl', () => {
   it('keeps a URL without credentials in its query exactly as received', () => {
@@ -48,5 +48,22 @@ describe('loggableUrl', () => {
     // A page token (two parts, sealed) is no credential.
     const after = '/visits/standard/changes?SvcClientId=1001&after=AQx7k2_-Zz.Tg9a';
     expect(loggableUrl(after)).toBe(after);
+  });
+
+  it('finds a key or secret in a run that starts as a JWT but is none', () => {
+    expect(loggableUrl('/x?a=eyJabc_svck_AbC.d&b=eyJ.e')).toBe('/x?a=eyJabc_[redacted].d&b=eyJ.e');
+    expect(loggableUrl('/x?a=eyJa.whsec_Zz9&b=eyJ-eyJ.p.q')).toBe('/x?a=eyJa.[redacted]&b=[redacted]');
+    expect(holdsCredential('eyJabc-whsec_1')).toBe(true);
+    expect(holdsCredential('eyJabc.def')).toBe(false);
+    expect(holdsCredential('[redacted]')).toBe(false);
+  });
+
+  it("reads a run of 'eyJ' that is no JWT in linear time", () => {
+    // 180,000 'eyJ' in a row: the search for a JWT, started again at each one and read to the run's end, took about a minute.
+    const run = 'eyJ'.repeat(180_000);
+    const started = Date.now();
+    expect(loggableUrl(`/x?a=${run}&b=svck_1`)).toBe(`/x?a=${run}&b=[redacted]`);
+    expect(holdsCredential(run)).toBe(false);
+    expect(Date.now() - started).toBeLessThan(10_000);
   });
 });
