@@ -34,13 +34,14 @@ describe('MenusImportService.importFile', () => {
   });
 
   it('tells the menus a long file gives twice in linear time', async () => {
-    // 200,000 menus: a search of the menus read before each one took about a minute.
+    // 200,000 menus: a search of the menus read before each one took one to two minutes here.
+    // The bound leaves room for a loaded machine (about 4 s idle, reading the file included).
     const path = join(dir, 'many.ndjson');
     writeFileSync(path, Array.from({ length: 200_000 }, (_, i) => `{"id":${i + 1},"name":"M","startDate":"2026-01-01"}\n`).join(''));
     const saved: unknown[][] = [];
     const started = Date.now();
     const report = await importer(saved).importFile(1001, path);
-    expect(Date.now() - started).toBeLessThan(10_000);
+    expect(Date.now() - started).toBeLessThan(40_000);
     expect(report).toEqual({ file: path, imported: 200_000, rejected: [] });
     expect(saved[0]).toHaveLength(200_000);
   });
