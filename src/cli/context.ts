@@ -221,9 +221,13 @@ export function importOutput(report: ImportReport): Output {
   return { json: report, text: lines.join('\n'), code: report.rejected.length > 0 ? 1 : 0 };
 }
 
-/** Text with its control and format characters written as escapes (`\u001b`, `\n`), for a terminal. */
+/**
+ * Text with its control and format characters, and the line and paragraph separators (U+2028,
+ * U+2029, which editors and log viewers break lines at), written as escapes (`\u001b`, `\n`),
+ * for a terminal.
+ */
 export function visible(text: string): string {
-  return text.replace(/[\p{Cc}\p{Cf}]/gu, (c) => (c === '\n' ? '\\n' : c === '\t' ? '\\t' : `\\u{${c.codePointAt(0)!.toString(16)}}`));
+  return text.replace(/[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/gu, (c) => (c === '\n' ? '\\n' : c === '\t' ? '\\t' : `\\u{${c.codePointAt(0)!.toString(16)}}`));
 }
 
 /**
