@@ -55,7 +55,7 @@ describe(`webhooks operator commands (${process.env.TEST_DATABASE})`, () => {
 
   it('has help for the group and every command', async () => {
     expect((await cli(['--help'], env)).stdout).toMatch(/^ {2}webhooks /m);
-    for (const command of ['add', 'list', 'disable', 'enable', 'remove', 'rotate-secret', 'test']) {
+    for (const command of ['add', 'list', 'set-url', 'disable', 'enable', 'remove', 'rotate-secret', 'test']) {
       const result = await cli(['webhooks', command, '--help'], env);
       expect({ command, code: result.code, stderr: result.stderr }).toEqual({ command, code: 0, stderr: '' });
       expect(result.stdout).toMatch(new RegExp(`^Usage: results-cli webhooks ${command}`));
@@ -238,6 +238,44 @@ describe(`webhooks operator commands (${process.env.TEST_DATABASE})`, () => {
     expect((await cli(['webhooks', 'list'], env)).stdout).toBe('(no webhook endpoints)\n');
     // The commands' application contexts never deliver: the event waited until it was removed.
     expect(receiver.received).toEqual([]);
+  });
+
+  it('moves an endpoint to another URL: its id, signing secret and waiting events stay; the URL is checked as when added', async () => {
+    const { id, secret } = await add('/before');
+    // No process delivers here: the import's event waits in the outbox for the endpoint.
+    await cliJson(['visits', 'import', file('moved.ndjson', [visitRecord(11, 'B-1')], true)], env);
+    expect(await list()).toEqual([expect.objectContaining({ id, url: `${receiver.url}/before`, pendingEvents: 1 })]);
+
+    expect(await cli(['webhooks', 'set-url', id, '--url', `${receiver.url}/after`], env)).toEqual({ code: 0, stdout: `${id} now sends to ${receiver.url}/after\n`, stderr: '' });
+    expect(await list()).toEqual([expect.objectContaining({ id, url: `${receiver.url}/after`, allowPrivate: false, pendingEvents: 1, state: 'active' })]);
+    // Signed with the secret given when it was added, at the new URL.
+    expect((await cli(['webhooks', 'test', id], env)).code).toBe(0);
+    expect(receiver.received.map((r) => r.path)).toEqual(['/after']);
+    expect(verifyWebhook(receiver.received[0].raw, String(receiver.received[0].headers['svc-signature']), secret)).toBe(true);
+
+    const refused = async (args: string[], message: RegExp): Promise<void> => {
+      const result = await cli(['webhooks', 'set-url', ...args], env);
+      expect({ args, code: result.code, stdout: result.stdout }).toEqual({ args, code: 1, stdout: '' });
+      expect(result.stderr).toMatch(message);
+    };
+    await refused(['wh_nope', '--url', `${receiver.url}/x`], /^error: webhook endpoint 'wh_nope' does not exist\n$/);
+    await refused([id], /^error: required option '--url <url>' not specified/);
+    await refused([id, '--url', 'hook'], /^error: --url: 'hook' is not an absolute URL\n$/);
+    await refused([id, '--url', 'https://10.1.2.3/hook'], /^error: --url: the URL is refused: 10\.1\.2\.3 is a private, link-local or reserved address/);
+    // Another endpoint of the credential at that URL: its receiver would get every event twice.
+    const other = await add('/other');
+    await refused([id, '--url', `${receiver.url}/other`], new RegExp(`^error: --url: credential ${credential} has an endpoint at ${receiver.url}/other already \\(${other.id}\\)\\n$`));
+    expect((await list()).map((e) => [e.id, e.url])).toEqual([
+      [id, `${receiver.url}/after`],
+      [other.id, `${receiver.url}/other`],
+    ]);
+
+    // --allow-private is given anew with every URL.
+    expect(await cliJson(['webhooks', 'set-url', id, '--url', 'https://10.1.2.3/hook', '--allow-private'], env)).toEqual({ id, url: 'https://10.1.2.3/hook', allowPrivate: true });
+    expect((await list())[0]).toMatchObject({ id, allowPrivate: true, pendingEvents: 1 });
+    await cliJson(['webhooks', 'set-url', id, '--url', `${receiver.url}/back`], env);
+    expect((await list())[0]).toMatchObject({ id, url: `${receiver.url}/back`, allowPrivate: false, pendingEvents: 1 });
+    for (const endpoint of await list()) await cliJson(['webhooks', 'remove', endpoint.id], env);
   });
 
   it('runs in the built binary', async () => {

@@ -21,21 +21,7 @@ function endpointLines(e: EndpointSummary): string {
 
 export function registerWebhooks(program: Command, cli: CliContext): void {
   const webhooks = program.command('webhooks').description('webhook endpoints told when a credential\'s visits change');
-  webhooks
-    .command('add')
-    .description('add an endpoint for a credential; prints its signing secret once')
-    .argument('<clientId>', 'the credential client id (svc_…)')
-    .requiredOption('--url <url>', 'https URL that receives the events')
-    .option('--allow-private', 'allow a URL that leads to a private, link-local or loopback address')
-    .action(
-      cli.action(async (clientId: string, opts: { url: string; allowPrivate?: boolean }) =>
-        cli.withApp(async (app) => {
-          const service = app.get(WebhooksService);
-          const issued = await service.add(clientId, opts.url, opts.allowPrivate ?? false);
-          return cli.printOnce(secretOutput(issued, ''), () => service.remove(issued.id));
-        }),
-      ),
-    );
+  registerUrlCommands(webhooks, cli);
   webhooks
     .command('list')
     .description('list endpoints: state, failing since, last delivery, last error, pending events (no secrets)')
@@ -100,4 +86,46 @@ export function registerWebhooks(program: Command, cli: CliContext): void {
         }),
       ),
     );
+}
+
+/** What `--url` and `--allow-private` give. */
+interface UrlOptions {
+  url: string;
+  allowPrivate?: boolean;
+}
+
+/** The options of a command that gives an endpoint its URL. */
+function urlOptions(command: Command, url: string): Command {
+  return command.requiredOption('--url <url>', url).option('--allow-private', 'allow a URL that leads to a private, link-local or loopback address');
+}
+
+/**
+ * `webhooks add`, a new endpoint for a credential (its signing secret printed once), and
+ * `webhooks set-url`, which sends an endpoint's events to another URL (its id, secret and
+ * waiting events stay).
+ */
+function registerUrlCommands(webhooks: Command, cli: CliContext): void {
+  urlOptions(
+    webhooks.command('add').description('add an endpoint for a credential; prints its signing secret once').argument('<clientId>', 'the credential client id (svc_…)'),
+    'https URL that receives the events',
+  ).action(
+    cli.action(async (clientId: string, opts: UrlOptions) =>
+      cli.withApp(async (app) => {
+        const service = app.get(WebhooksService);
+        const issued = await service.add(clientId, opts.url, opts.allowPrivate ?? false);
+        return cli.printOnce(secretOutput(issued, ''), () => service.remove(issued.id));
+      }),
+    ),
+  );
+  urlOptions(
+    webhooks.command('set-url').description("send an endpoint's events to another URL; its id, signing secret and waiting events stay").argument('<id>', 'the endpoint id (wh_…)'),
+    'https URL that receives the events from now on',
+  ).action(
+    cli.action(async (id: string, opts: UrlOptions) =>
+      cli.withApp(async (app) => {
+        const moved = await app.get(WebhooksService).setUrl(id, opts.url, opts.allowPrivate ?? false);
+        return { json: moved, text: `${id} now sends to ${moved.url}${moved.allowPrivate ? '  (private addresses allowed)' : ''}` };
+      }),
+    ),
+  );
 }

@@ -140,6 +140,25 @@ export class WebhooksRepository {
   }
 
   /**
+   * Points an endpoint at another URL, unless another endpoint of its credential is at that URL
+   * (a receiver would get every event twice): checked and written in one transaction holding the
+   * credential's row, as insertEndpointOnce does. Its id, secrets and waiting events stay.
+   */
+  async moveEndpoint(id: string, url: string, allowPrivate: boolean): Promise<{ moved: true } | { moved: false; takenBy: string | null }> {
+    return inTransaction(this.db, async (tx) => {
+      const endpoints = tx.getRepository(WebhookEndpoint);
+      const endpoint = await endpoints.findOneBy({ id });
+      if (!endpoint) return { moved: false, takenBy: null };
+      if (this.postgres) await tx.query('SELECT 1 FROM credentials WHERE client_id = $1 FOR NO KEY UPDATE', [endpoint.credentialId]);
+      const existing = await endpoints.findOneBy({ credentialId: endpoint.credentialId, url });
+      if (existing && existing.id !== id) return { moved: false, takenBy: existing.id };
+      // Removed meanwhile (PostgreSQL): nothing to move.
+      const { affected } = await endpoints.update({ id }, { url, allowPrivate });
+      return affected === 0 ? { moved: false, takenBy: null } : { moved: true };
+    });
+  }
+
+  /**
    * Changes an endpoint by what `change` makes of it as it stands, read and written in one
    * transaction that holds its row against other changes (PostgreSQL: FOR NO KEY UPDATE, which
    * an import's key-share lock does not wait for), so two changes at once never lose one.

@@ -60,16 +60,20 @@ export class WebhooksService {
     this.box = new SecretBox(config.API_KEY_HASH_KEY);
   }
 
+  /** The URL as an endpoint may have it (see checkEndpointUrl), or an OperatorError naming --url. */
+  private async endpointUrl(url: string, allowPrivate: boolean): Promise<URL> {
+    try {
+      return await checkEndpointUrl(url, { allowPrivate, allowHttpLoopback: this.config.WEBHOOKS_ALLOW_HTTP_LOOPBACK });
+    } catch (error) {
+      throw new OperatorError(`--url: ${(error as Error).message}`);
+    }
+  }
+
   async add(credentialId: string, url: string, allowPrivate = false): Promise<IssuedSecret> {
     if (!readsVisits(await this.credentials.scopesOf(credentialId))) {
       throw new OperatorError(`credential ${credentialId} may read no visits (neither visits/standard.read nor visits/plus.read): its endpoint would never be told of a change`);
     }
-    let checked: URL;
-    try {
-      checked = await checkEndpointUrl(url, { allowPrivate, allowHttpLoopback: this.config.WEBHOOKS_ALLOW_HTTP_LOOPBACK });
-    } catch (error) {
-      throw new OperatorError(`--url: ${(error as Error).message}`);
-    }
+    const checked = await this.endpointUrl(url, allowPrivate);
     const secret = newSigningSecret();
     const id = `wh_${randomBytes(8).toString('hex')}`;
     // A second endpoint at the same URL would have the receiver get every event twice.
@@ -120,6 +124,21 @@ export class WebhooksService {
   async setDisabled(id: string, disabled: boolean): Promise<void> {
     await this.requireEndpoint(id);
     await this.repo.updateEndpoint(id, { disabled });
+  }
+
+  /**
+   * Sends an endpoint's events to another URL from now on, checked as `add` checks one (with
+   * `allowPrivate` as given now). Its id, signing secrets and waiting events stay: a receiver
+   * that moves keeps verifying as before and is told of what waited. A request already under
+   * way finishes at the old URL.
+   */
+  async setUrl(id: string, url: string, allowPrivate = false): Promise<{ id: string; url: string; allowPrivate: boolean }> {
+    const endpoint = await this.requireEndpoint(id);
+    const checked = await this.endpointUrl(url, allowPrivate);
+    const result = await this.repo.moveEndpoint(id, checked.href, allowPrivate);
+    if (!result.moved && result.takenBy) throw new OperatorError(`--url: credential ${endpoint.credentialId} has an endpoint at ${checked.href} already (${result.takenBy})`);
+    if (!result.moved) throw noEndpoint(id);
+    return { id, url: checked.href, allowPrivate };
   }
 
   async remove(id: string): Promise<void> {
