@@ -50,6 +50,16 @@ describe('loggableUrl', () => {
     expect(loggableUrl(after)).toBe(after);
   });
 
+  it('redacts the user name and password of a target in absolute form', () => {
+    expect(loggableUrl('http://user:s3cret-Pass@results.example.com/branches?SvcClientId=1')).toBe(
+      'http://[redacted]@results.example.com/branches?SvcClientId=1',
+    );
+    expect(loggableUrl('HTTPS://partner:p%40ss@host:8443')).toBe('HTTPS://[redacted]@host:8443');
+    expect(loggableUrl('http://a:b@c@host/x?d=e@f')).toBe('http://[redacted]@host/x?d=e@f');
+    // An @ after the authority is no userinfo.
+    for (const url of ['http://host/x@y', 'http://host?x=a@b', '/branches?mail=a@b.example', '//host@x/branches']) expect(loggableUrl(url)).toBe(url);
+  });
+
   it('finds a key or secret in a run that starts as a JWT but is none', () => {
     expect(loggableUrl('/x?a=eyJabc_svck_AbC.d&b=eyJ.e')).toBe('/x?a=eyJabc_[redacted].d&b=eyJ.e');
     expect(loggableUrl('/x?a=eyJa.whsec_Zz9&b=eyJ-eyJ.p.q')).toBe('/x?a=eyJa.[redacted]&b=[redacted]');

@@ -39,13 +39,25 @@ export function holdsCredential(text: string): boolean {
 }
 
 /**
- * The URL as a log line may hold it: the values of query parameters that carry credentials
- * (a client that sent `client_secret` or `access_token` in the query string, where they do not
- * belong), and values that are credentials by their form wherever they stand, replaced by
- * `[redacted]`; the rest as received.
+ * The URL as a log line may hold it: the user name and password of a target in absolute form
+ * (`http://user:password@host/…`, refused before the application but logged), the values of
+ * query parameters that carry credentials (a client that sent `client_secret` or
+ * `access_token` in the query string, where they do not belong), and values that are
+ * credentials by their form wherever they stand, replaced by `[redacted]`; the rest as received.
  */
 export function loggableUrl(url: string): string {
-  return redactForms(redactEscaped(redactNamed(url)));
+  return redactForms(redactEscaped(redactNamed(redactUserinfo(url))));
+}
+
+/**
+ * A target in absolute form, `scheme://authority…`: the authority ends at the first `/`, `?` or
+ * `#` (RFC 3986 §3.2), and its userinfo at the last `@` before that.
+ */
+const USERINFO = /^([A-Za-z][A-Za-z0-9+.-]*:\/\/)([^/?#]*)@/;
+
+/** The URL with the userinfo of a target in absolute form (a user name and password) replaced by `[redacted]`. */
+function redactUserinfo(url: string): string {
+  return url.replace(USERINFO, '$1[redacted]@');
 }
 
 /** Text with its percent-escapes decoded, or null when it has none or they decode to no text. */
