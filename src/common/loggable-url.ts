@@ -33,6 +33,14 @@ function redactForms(text: string): string {
   );
 }
 
+/**
+ * Text a log line may hold, such as a validation message quoting a query value: every value
+ * that is a credential by its form (see SECRET_VALUE) replaced by `[redacted]`.
+ */
+export function loggableText(text: string): string {
+  return redactForms(text);
+}
+
 /** Whether text holds a value that is a credential by its form (see SECRET_VALUE); `[redacted]` is none. */
 export function holdsCredential(text: string): boolean {
   return redactForms(text) !== text;

@@ -1,7 +1,9 @@
-import { Controller, Get, Module, type INestApplication } from '@nestjs/common';
+import { jest } from '@jest/globals';
+import { Controller, Get, Logger, Module, type INestApplication } from '@nestjs/common';
 import { APP_FILTER } from '@nestjs/core';
 import { Test } from '@nestjs/testing';
 import request from 'supertest';
+import { ProblemException } from './problem.js';
 import { ProblemFilter } from './problem.filter.js';
 
 /** Errors as the drivers and the file system raise them. */
@@ -32,6 +34,13 @@ class FailingController {
   @Get('database-failing')
   databaseFailing(): never {
     throw raised({ name: 'SqliteError', code: 'SQLITE_IOERR_WRITE', message: 'disk I/O error' });
+  }
+
+  @Get('brand-of-a-key')
+  brandOfAKey(): never {
+    throw new ProblemException(400, 'The request could not be processed.', {
+      errors: ["'SvcBrandId' must be an integer: 'svck_OjuryvbCZjsblGYSCqpif2ZDSX'.", "'VisitTypes' must be 2 alpha characters: 'whsec_Zz9'."],
+    });
   }
 
   @Get('database-away')
@@ -84,5 +93,38 @@ describe('ProblemFilter: what a 503 says', () => {
     expect(res.status).toBe(503);
     expect(res.headers['retry-after']).toBe('5');
     expect(JSON.parse(res.text)).toMatchObject({ status: 503, detail: 'The database is unavailable; retry after the time in Retry-After.' });
+  });
+});
+
+describe('ProblemFilter: what a 4xx logs', () => {
+  let app: INestApplication;
+  beforeAll(async () => {
+    const moduleRef = await Test.createTestingModule({ imports: [FailingModule] }).compile();
+    app = moduleRef.createNestApplication({ logger: false });
+    await app.init();
+  });
+  afterAll(async () => {
+    await app.close();
+  });
+
+  it('logs the errors with values that are credentials by their form redacted, and answers them as they are', async () => {
+    const debug = jest.spyOn(Logger.prototype, 'debug').mockImplementation(() => undefined);
+    try {
+      const res = await request(app.getHttpServer()).get('/brand-of-a-key');
+      expect(res.status).toBe(400);
+      expect(JSON.parse(res.text).errors).toEqual([
+        "'SvcBrandId' must be an integer: 'svck_OjuryvbCZjsblGYSCqpif2ZDSX'.",
+        "'VisitTypes' must be 2 alpha characters: 'whsec_Zz9'.",
+      ]);
+      expect(debug).toHaveBeenCalledTimes(1);
+      const logged = JSON.stringify(debug.mock.calls[0]);
+      expect(logged).not.toMatch(/svck_|whsec_/);
+      expect(debug.mock.calls[0][0]).toMatchObject({
+        status: 400,
+        errors: ["'SvcBrandId' must be an integer: '[redacted]'.", "'VisitTypes' must be 2 alpha characters: '[redacted]'."],
+      });
+    } finally {
+      debug.mockRestore();
+    }
   });
 });

@@ -3,7 +3,7 @@ import type { Request, Response } from 'express';
 import { methodsOfUnroutedPath } from './allowed-methods.js';
 import { formatBytes } from './byte-size.js';
 import { FORM_ESCAPES_TYPE } from './form-escapes.js';
-import { loggableUrl } from './loggable-url.js';
+import { loggableText, loggableUrl } from './loggable-url.js';
 import {
   BAD_REQUEST_DETAIL,
   isSelfRendering,
@@ -241,7 +241,9 @@ export class ProblemFilter implements ExceptionFilter {
     } else if (status >= 500) {
       this.logger.error({ err: exception, instance, requestId, method: request.method, url: loggableUrl(request.originalUrl) }, 'request failed');
     } else {
-      this.logger.debug({ instance, status, errors }, detail);
+      // The errors quote what the request sent (a query value): one that is a credential by its
+      // form is logged as [redacted], as it is in the request's URL.
+      this.logger.debug({ instance, status, errors: errors?.map(loggableText) }, loggableText(detail));
     }
     if (response.headersSent) {
       response.end();
