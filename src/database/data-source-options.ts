@@ -1,4 +1,4 @@
-import { accessSync, constants } from 'node:fs';
+import { accessSync, closeSync, constants, openSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import type { DataSourceOptions } from 'typeorm';
@@ -39,10 +39,26 @@ function nativeBinding(): string {
  * inside the application's start, whose logger reports it first. The file and its log must be
  * writable too: SQLite opens a file it cannot write for reading only, and the service was ready
  * with every write a 500.
+ *
+ * A file made here is readable by this user only (0600), as the demo credentials are: it holds
+ * the token signing keys (unless JWT_SIGNING_KEYS is set), the sealed webhook secrets and every
+ * partner's data, and SQLite gives its -wal and -shm files the database file's permissions. A
+ * file made by umask's default (0644) let any local account read them.
  */
 function openable(file: string): void {
+  try {
+    closeSync(openSync(file, 'wx', 0o600));
+  } catch {
+    // There already (kept as it is), or it cannot be made: opening it below says why, in one line.
+  }
+  writable(file);
   const Database = requireHere('better-sqlite3') as typeof import('better-sqlite3');
   new Database(file, { nativeBinding: nativeBinding() }).close();
+  writable(file);
+}
+
+/** Throws a ConfigError naming DATA_DIR when the database file or its log exists and this process may not read and write it. */
+function writable(file: string): void {
   for (const path of [file, `${file}-wal`, `${file}-shm`]) {
     try {
       accessSync(path, constants.R_OK | constants.W_OK);
