@@ -1,7 +1,7 @@
 import { jest } from '@jest/globals';
-import { generateKeyPairSync } from 'node:crypto';
+import { generateKeyPairSync, sign, verify } from 'node:crypto';
 import { authFixture, type AuthFixture } from '../../test/helpers/auth-fixture.js';
-import { loadConfig } from '../config/app-config.js';
+import { loadConfig, type AppConfig } from '../config/app-config.js';
 import type { AuthRepository } from './auth.repository.js';
 import { SigningKey } from './entities/signing-key.entity.js';
 import { JWKS_MAX_AGE_SECONDS, KeyringService, PUBLISH_SECONDS } from './keyring.service.js';
@@ -186,5 +186,54 @@ describe('signing keys from configuration', () => {
       jest.setSystemTime(START + step);
       expect({ step, kid: (await keyring.signingKey()).kid }).toEqual({ step, kid: first });
     }
+  });
+});
+
+describe('a database ring’s private keys at rest', () => {
+  let f: AuthFixture;
+  beforeEach(async () => {
+    f = await authFixture();
+  });
+  afterEach(async () => {
+    await f.close();
+  });
+
+  /** A key the ring gives, proven by a signature its published key verifies. */
+  const signsAndVerifies = async (keyring: KeyringService): Promise<string> => {
+    const key = await keyring.signingKey();
+    const signature = sign('sha256', Buffer.from('payload'), key.privateKey);
+    const published = await keyring.verificationKey(key.kid);
+    expect(published && verify('sha256', Buffer.from('payload'), published.publicKey, signature)).toBe(true);
+    return key.kid;
+  };
+
+  it('are stored sealed under a key derived from API_KEY_HASH_KEY, never as a PEM, and sign and verify as before', async () => {
+    await f.keyring.rotate({ now: true });
+    const rows = await f.repo.allSigningKeys();
+    expect(rows).toHaveLength(2);
+    for (const row of rows) {
+      expect(row.privateKey).toMatch(/^v1\.[\w-]+\.[\w-]+\.[\w-]+$/);
+      expect(row.privateKey).not.toContain('PRIVATE KEY');
+    }
+    // Another replica of the same settings reads them.
+    const replica = new KeyringService(f.repo, f.config);
+    await replica.onModuleInit();
+    expect(await signsAndVerifies(replica)).toBe(await signsAndVerifies(f.keyring));
+  });
+
+  it('read a key an earlier release stored in clear, and refuse, saying what to do, a key sealed under another API_KEY_HASH_KEY', async () => {
+    const pem = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ type: 'pkcs8', format: 'pem' }) as string;
+    const publicJwk = (await f.keyring.jwks()).keys[0];
+    await f.repo.addSigningKey({ kid: 'stored-in-clear', alg: 'ES256', privateKey: pem, publicJwk: JSON.stringify(publicJwk), signsFrom: new Date() });
+    const replica = new KeyringService(f.repo, f.config);
+    await replica.onModuleInit();
+    expect((await replica.jwks()).keys).toHaveLength(2);
+    await signsAndVerifies(replica);
+
+    const otherKey = Object.assign(Object.create(Object.getPrototypeOf(f.config) as object) as AppConfig, f.config, {
+      API_KEY_HASH_KEY: 'another server key, also long enough',
+    });
+    const misconfigured = new KeyringService(f.repo, otherKey);
+    await expect(misconfigured.jwks()).rejects.toThrow(/^signing key \S+ cannot be decrypted \(was API_KEY_HASH_KEY changed\?\): set the API_KEY_HASH_KEY it was stored under, or retire it/);
   });
 });

@@ -4,6 +4,7 @@ import { Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import { calculateJwkThumbprint, exportJWK, exportPKCS8, generateKeyPair, type JWK } from 'jose';
 import { createPrivateKey, createPublicKey, sign, verify, type KeyObject } from 'node:crypto';
 import { OperatorError } from '../common/operator-error.js';
+import { SecretBox } from '../common/secret-box.js';
 import { AppConfig } from '../config/app-config.js';
 import { AuthRepository } from './auth.repository.js';
 import type { SigningKey } from './entities/signing-key.entity.js';
@@ -61,6 +62,18 @@ const signsFromOf = (row: SigningKey): Date => row.signsFrom ?? row.createdAt;
 
 const PEM_BLOCK = /-----BEGIN PRIVATE KEY-----[\s\S]+?-----END PRIVATE KEY-----/g;
 
+/**
+ * A database ring's private keys at rest: sealed (see SecretBox) under a key of their own,
+ * derived from API_KEY_HASH_KEY, as webhook secrets are. A stolen table, a backup or a reader of
+ * the database alone signs no token.
+ */
+function signingKeyBox(serverSecret: string): SecretBox {
+  return new SecretBox(serverSecret, 'results-service token signing keys', 'signing key');
+}
+
+/** A private key a release from before keys were sealed stored: its PEM in clear, read as it is. */
+const storedInClear = (stored: string): boolean => stored.startsWith('-----BEGIN');
+
 async function ringKey(key: string | KeyObject, createdAt: Date, signsFrom: Date, retiredAt: Date | null): Promise<RingKey> {
   const privateKey = typeof key === 'string' ? createPrivateKey(key) : key;
   const publicKey = createPublicKey(privateKey);
@@ -94,11 +107,14 @@ export class KeyringService implements OnModuleInit {
   private loading: Promise<void> | null = null;
   /** What is wrong with the configured keys as last read, while the keys read before them stand in; null when nothing is. */
   private reloadProblem: string | null = null;
+  private readonly box: SecretBox;
 
   constructor(
     private readonly repo: AuthRepository,
     private readonly config: AppConfig,
-  ) {}
+  ) {
+    this.box = signingKeyBox(config.API_KEY_HASH_KEY);
+  }
 
   get fromConfig(): boolean {
     return Boolean(this.config.JWT_SIGNING_KEYS || this.config.JWT_SIGNING_KEYS_FILE);
@@ -198,10 +214,23 @@ export class KeyringService implements OnModuleInit {
       this.keys = keys;
     } else {
       const rows = await this.repo.activeSigningKeys();
-      this.keys = await Promise.all(rows.map((row) => ringKey(row.privateKey, row.createdAt, signsFromOf(row), row.retiredAt)));
+      this.keys = await Promise.all(rows.map((row) => ringKey(this.privateKeyOf(row), row.createdAt, signsFromOf(row), row.retiredAt)));
       this.turns = inTurn(this.keys);
     }
     this.loadedAt = Date.now();
+  }
+
+  /** The PEM of a stored key: opened, or as it is when an earlier release stored it in clear. */
+  private privateKeyOf(row: SigningKey): string {
+    if (storedInClear(row.privateKey)) return row.privateKey;
+    try {
+      return this.box.open(row.privateKey);
+    } catch (error) {
+      throw new Error(
+        `signing key ${row.kid} cannot be decrypted (was API_KEY_HASH_KEY changed?): set the API_KEY_HASH_KEY it was stored under, or retire it (signing-keys retire ${row.kid} --force)`,
+        { cause: error },
+      );
+    }
   }
 
   private async fresh(force = false): Promise<RingKey[]> {
@@ -269,7 +298,7 @@ export class KeyringService implements OnModuleInit {
     await this.repo.addSigningKey({
       kid: key.kid,
       alg: SIGNING_ALG,
-      privateKey: pem,
+      privateKey: this.box.seal(pem),
       publicJwk: JSON.stringify(key.publicJwk),
       createdAt,
       signsFrom,

@@ -1,4 +1,5 @@
-import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
+import { SecretBox as SealedSecrets } from '../common/secret-box.js';
 
 /** What every signing secret starts with, so that one is recognised in a partner's configuration. */
 export const SIGNING_SECRET_PREFIX = 'whsec_';
@@ -8,34 +9,13 @@ export function newSigningSecret(): string {
   return `${SIGNING_SECRET_PREFIX}${randomBytes(32).toString('base64url')}`;
 }
 
-const FORMAT = 'v1';
-
 /**
- * Signing secrets at rest: AES-256-GCM under a key derived (HKDF-SHA-256) from the server's
- * API_KEY_HASH_KEY, which already guards the stored API keys. A stolen table alone signs
- * nothing; the stored form is `v1.<iv>.<tag>.<ciphertext>` in base64url, and GCM's tag
- * makes an edited value fail to open rather than sign with garbage.
+ * Signing secrets at rest: sealed (see the common SecretBox) under a key of their own, derived
+ * from the server's API_KEY_HASH_KEY. A stolen table alone signs nothing.
  */
-export class SecretBox {
-  private readonly key: Buffer;
-
+export class SecretBox extends SealedSecrets {
   constructor(serverSecret: string) {
-    this.key = Buffer.from(hkdfSync('sha256', serverSecret, Buffer.alloc(0), 'results-service webhook signing secrets', 32));
-  }
-
-  seal(secret: string): string {
-    const iv = randomBytes(12);
-    const cipher = createCipheriv('aes-256-gcm', this.key, iv);
-    const sealed = Buffer.concat([cipher.update(secret, 'utf8'), cipher.final()]);
-    return [FORMAT, iv, cipher.getAuthTag(), sealed].map((part) => (typeof part === 'string' ? part : part.toString('base64url'))).join('.');
-  }
-
-  open(stored: string): string {
-    const [format, iv, tag, sealed, extra] = stored.split('.');
-    if (format !== FORMAT || !iv || !tag || sealed === undefined || extra !== undefined) throw new Error('not a sealed webhook secret');
-    const decipher = createDecipheriv('aes-256-gcm', this.key, Buffer.from(iv, 'base64url'));
-    decipher.setAuthTag(Buffer.from(tag, 'base64url'));
-    return Buffer.concat([decipher.update(Buffer.from(sealed, 'base64url')), decipher.final()]).toString('utf8');
+    super(serverSecret, 'results-service webhook signing secrets', 'webhook secret');
   }
 }
 

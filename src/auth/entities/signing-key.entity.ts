@@ -14,7 +14,10 @@ export class SigningKey {
   @Column({ type: 'varchar', length: 10 })
   alg!: string;
 
-  /** PKCS#8 PEM of the private key. */
+  /**
+   * The PKCS#8 PEM of the private key, sealed under a key derived from API_KEY_HASH_KEY
+   * (`v1.<iv>.<tag>.<ciphertext>`); a PEM in clear in a key an earlier release stored.
+   */
   @Column({ name: 'private_key', type: 'text' })
   privateKey!: string;
 
