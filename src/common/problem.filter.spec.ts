@@ -128,3 +128,24 @@ describe('ProblemFilter: what a 4xx logs', () => {
     }
   });
 });
+
+describe('ProblemFilter: what a 404 says back', () => {
+  let app: INestApplication;
+  beforeAll(async () => {
+    const moduleRef = await Test.createTestingModule({ imports: [FailingModule] }).compile();
+    app = moduleRef.createNestApplication({ logger: false });
+    await app.init();
+  });
+  afterAll(async () => {
+    await app.close();
+  });
+
+  it('names a path no route has, with a segment that is a credential by its form redacted', async () => {
+    const plain = await request(app.getHttpServer()).get('/no/such/route?client_secret=s3cr3t');
+    expect(JSON.parse(plain.text)).toMatchObject({ status: 404, detail: 'No endpoint has the path /no/such/route.' });
+    const key = await request(app.getHttpServer()).get('/branches/svck_OjuryvbCZjsblGYSCqpif2ZDSX/x');
+    expect(key.status).toBe(404);
+    expect(JSON.parse(key.text)).toMatchObject({ status: 404, detail: 'No endpoint has the path /branches/[redacted]/x.' });
+    expect(key.text).not.toContain('svck_');
+  });
+});

@@ -149,9 +149,11 @@ function render(exception: unknown): RenderedError {
     if (status === 400) return { status, detail: BAD_REQUEST_DETAIL, errors: [text || 'The request is malformed.'], headers: {} };
     // Express's router says `Cannot GET /path?query`. A path no route has, whatever the method
     // (a method the path lacks is a 405): said without the method, so that HEAD's answer is
-    // GET's, and without the query, which may hold anything the caller sent (a secret).
+    // GET's, and without the query, which may hold anything the caller sent (a secret); a
+    // segment that is a credential by its form (an API key sent as a path) is said as a log
+    // line says it, [redacted].
     const unrouted = status === 404 ? /^Cannot [A-Z-]+ ([^?]*)/s.exec(text) : null;
-    const said = unrouted ? `No endpoint has the path ${unrouted[1]}.` : text;
+    const said = unrouted ? `No endpoint has the path ${loggableUrl(unrouted[1])}.` : text;
     const detail = status >= 500 ? DEFAULT_DETAILS[500] : said || DEFAULT_DETAILS[status] || statusTitle(status);
     return { status, detail: detail ?? statusTitle(status), headers: {} };
   }
