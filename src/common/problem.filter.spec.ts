@@ -52,7 +52,7 @@ class FailingController {
 @Module({ controllers: [FailingController], providers: [{ provide: APP_FILTER, useClass: ProblemFilter }] })
 class FailingModule {}
 
-describe('ProblemFilter: what a 503 says', () => {
+describe('ProblemFilter: what a 503 and a 4xx say, and what a 4xx logs', () => {
   let app: INestApplication;
   beforeAll(async () => {
     const moduleRef = await Test.createTestingModule({ imports: [FailingModule] }).compile();
@@ -94,18 +94,6 @@ describe('ProblemFilter: what a 503 says', () => {
     expect(res.headers['retry-after']).toBe('5');
     expect(JSON.parse(res.text)).toMatchObject({ status: 503, detail: 'The database is unavailable; retry after the time in Retry-After.' });
   });
-});
-
-describe('ProblemFilter: what a 4xx logs', () => {
-  let app: INestApplication;
-  beforeAll(async () => {
-    const moduleRef = await Test.createTestingModule({ imports: [FailingModule] }).compile();
-    app = moduleRef.createNestApplication({ logger: false });
-    await app.init();
-  });
-  afterAll(async () => {
-    await app.close();
-  });
 
   it('logs the errors with values that are credentials by their form redacted, and answers them as they are', async () => {
     const debug = jest.spyOn(Logger.prototype, 'debug').mockImplementation(() => undefined);
@@ -126,18 +114,6 @@ describe('ProblemFilter: what a 4xx logs', () => {
     } finally {
       debug.mockRestore();
     }
-  });
-});
-
-describe('ProblemFilter: what a 404 says back', () => {
-  let app: INestApplication;
-  beforeAll(async () => {
-    const moduleRef = await Test.createTestingModule({ imports: [FailingModule] }).compile();
-    app = moduleRef.createNestApplication({ logger: false });
-    await app.init();
-  });
-  afterAll(async () => {
-    await app.close();
   });
 
   it('names a path no route has, with a segment that is a credential by its form redacted', async () => {
