@@ -3,7 +3,7 @@ import { createServer, request, type IncomingMessage, type Server, type ServerRe
 import { createConnection, type AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
-import { requestLogger } from './request-logging.js';
+import { createRootLogger, requestLogger } from './request-logging.js';
 
 /** A server whose every request passes the request logger, then `handle`; the lines it logs. */
 async function serve(level: string, handle: (res: ServerResponse) => void): Promise<{ server: Server; url: string; lines: Record<string, unknown>[] }> {
@@ -121,5 +121,31 @@ describe('requestLogger', () => {
       server.closeAllConnections();
       server.close();
     }
+  });
+});
+
+describe('createRootLogger', () => {
+  it("leaves out a failed statement's values from the error's line, keeping the statement, and credentials anywhere", () => {
+    const lines: Record<string, unknown>[] = [];
+    const sink = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        lines.push(JSON.parse(chunk.toString()) as Record<string, unknown>);
+        done();
+      },
+    });
+    // What TypeORM throws for a failed statement: the statement, its values, and the driver's error with them too.
+    const failed = Object.assign(new Error('duplicate key value violates unique constraint'), {
+      query: 'INSERT INTO "dish_images"("id", "data") VALUES ($1, $2)',
+      parameters: ['f3b0', Buffer.from('the image bytes')],
+      driverError: Object.assign(new Error('duplicate key'), { parameters: ['f3b0', 'partner text'] }),
+    });
+    createRootLogger({ LOG_LEVEL: 'info' }, sink).error({ err: failed, clientSecret: 's3cret' }, 'request failed');
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatchObject({
+      msg: 'request failed',
+      clientSecret: '[redacted]',
+      err: { message: 'duplicate key value violates unique constraint', query: failed.query, parameters: '[redacted]', driverError: { parameters: '[redacted]' } },
+    });
+    expect(JSON.stringify(lines[0])).not.toMatch(/partner text|image bytes|s3cret/);
   });
 });

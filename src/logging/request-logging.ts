@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { pino, type Level, type Logger } from 'pino';
+import { pino, type DestinationStream, type Level, type Logger } from 'pino';
 import { holdsCredential, loggableUrl } from '../common/loggable-url.js';
 import { whenGone } from '../common/response-gone.js';
 import type { AppConfig } from '../config/app-config.js';
@@ -20,11 +20,17 @@ export const REDACTED_PATHS = [
   // Webhook signing secrets (the CLI prints a new one once; nothing logs one).
   'secret',
   'previousSecret',
+  // A failed statement's values (TypeORM's QueryFailedError, and the driver's error it wraps),
+  // which the error's line carries with its own properties: a partner's data, a client secret's
+  // hash, an image's bytes (megabytes of a line). The statement itself is kept.
+  'err.parameters',
+  'err.driverError.parameters',
 ];
 
-/** The root logger of the process: JSON lines on stdout, credentials redacted. */
-export function createRootLogger(config: Pick<AppConfig, 'LOG_LEVEL'>): Logger {
-  return pino({ level: config.LOG_LEVEL, redact: { paths: REDACTED_PATHS, censor: '[redacted]' } });
+/** The root logger of the process: JSON lines on stdout (or `destination`), credentials redacted. */
+export function createRootLogger(config: Pick<AppConfig, 'LOG_LEVEL'>, destination?: DestinationStream): Logger {
+  const options = { level: config.LOG_LEVEL, redact: { paths: REDACTED_PATHS, censor: '[redacted]' } };
+  return destination ? pino(options, destination) : pino(options);
 }
 
 /**
