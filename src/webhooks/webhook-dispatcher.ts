@@ -1,11 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import { Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
+import type { SecretBox } from '../common/secret-box.js';
 import { AppConfig } from '../config/app-config.js';
 import { LifecycleService } from '../health/lifecycle.service.js';
 import { visitsChangedEvent } from './webhook-event.js';
 import { WebhookMetrics } from './webhook-metrics.js';
-import { SecretBox, signingSecrets } from './webhook-secrets.js';
+import { signingSecrets, webhookSecretBox } from './webhook-secrets.js';
 import { sendEvent, type WebhookResult } from './webhook-sender.js';
 import { WebhooksRepository, type ClaimedDelivery } from './webhooks.repository.js';
 
@@ -51,7 +52,7 @@ export class WebhookDispatcher implements OnApplicationBootstrap, OnModuleDestro
     private readonly lifecycle: LifecycleService,
     private readonly adapterHost: HttpAdapterHost,
   ) {
-    this.box = new SecretBox(config.API_KEY_HASH_KEY);
+    this.box = webhookSecretBox(config.API_KEY_HASH_KEY);
   }
 
   onApplicationBootstrap(): void {

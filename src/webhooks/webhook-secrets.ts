@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { SecretBox as SealedSecrets } from '../common/secret-box.js';
+import { SecretBox } from '../common/secret-box.js';
 
 /** What every signing secret starts with, so that one is recognised in a partner's configuration. */
 export const SIGNING_SECRET_PREFIX = 'whsec_';
@@ -13,10 +13,8 @@ export function newSigningSecret(): string {
  * Signing secrets at rest: sealed (see the common SecretBox) under a key of their own, derived
  * from the server's API_KEY_HASH_KEY. A stolen table alone signs nothing.
  */
-export class SecretBox extends SealedSecrets {
-  constructor(serverSecret: string) {
-    super(serverSecret, 'results-service webhook signing secrets', 'webhook secret');
-  }
+export function webhookSecretBox(serverSecret: string): SecretBox {
+  return new SecretBox(serverSecret, 'results-service webhook signing secrets', 'webhook secret');
 }
 
 /** Whether a sealed secret opens under this server key (it does not after API_KEY_HASH_KEY changed). */
@@ -38,8 +36,13 @@ export function signingSecrets(
   stored: { secret: string; previousSecret: string | null; previousSecretUntil: Date | null },
   now: Date,
 ): string[] {
-  if (!opens(box, stored.secret)) throw new Error('the signing secret cannot be decrypted (was API_KEY_HASH_KEY changed?): rotate the secret');
-  const secrets = [box.open(stored.secret)];
+  let current: string;
+  try {
+    current = box.open(stored.secret);
+  } catch {
+    throw new Error('the signing secret cannot be decrypted (was API_KEY_HASH_KEY changed?): rotate the secret');
+  }
+  const secrets = [current];
   if (stored.previousSecret && stored.previousSecretUntil && stored.previousSecretUntil > now) secrets.push(box.open(stored.previousSecret));
   return secrets;
 }

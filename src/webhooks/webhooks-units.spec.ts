@@ -1,12 +1,12 @@
 import { createHmac } from 'node:crypto';
 import { verifyWebhook } from '../../examples/verify-webhook.js';
 import { backoffMs } from './webhook-dispatcher.js';
-import { SecretBox, newSigningSecret, signingSecrets } from './webhook-secrets.js';
+import { newSigningSecret, signingSecrets, webhookSecretBox } from './webhook-secrets.js';
 import { signatureHeader } from './webhook-signature.js';
 import { addressRefusal, checkEndpointUrl } from './webhook-url.js';
 
 describe('signing secrets at rest', () => {
-  const box = new SecretBox('a server key of sixteen characters or more');
+  const box = webhookSecretBox('a server key of sixteen characters or more');
 
   it('seal to AES-256-GCM text that opens to the secret, never containing it', () => {
     const secret = newSigningSecret();
@@ -20,7 +20,7 @@ describe('signing secrets at rest', () => {
 
   it('refuse to open under another server key or when edited', () => {
     const sealed = box.seal(newSigningSecret());
-    expect(() => new SecretBox('another server key, also long enough').open(sealed)).toThrow();
+    expect(() => webhookSecretBox('another server key, also long enough').open(sealed)).toThrow();
     const [format, iv, tag, text] = sealed.split('.') as [string, string, string, string];
     const edited = Buffer.from(text, 'base64url');
     edited[0] ^= 1;
@@ -34,7 +34,7 @@ describe('signing secrets at rest', () => {
     expect(signingSecrets(box, stored, new Date('2026-11-23T09:59:59Z'))).toEqual([current, previous]);
     expect(signingSecrets(box, stored, new Date('2026-11-23T10:00:00Z'))).toEqual([current]);
     expect(signingSecrets(box, { ...stored, previousSecret: null }, new Date(0))).toEqual([current]);
-    expect(() => signingSecrets(new SecretBox('another server key, also long enough'), stored, new Date(0))).toThrow(
+    expect(() => signingSecrets(webhookSecretBox('another server key, also long enough'), stored, new Date(0))).toThrow(
       'the signing secret cannot be decrypted (was API_KEY_HASH_KEY changed?): rotate the secret',
     );
   });

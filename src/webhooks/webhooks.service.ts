@@ -3,10 +3,11 @@ import { Injectable } from '@nestjs/common';
 import { CredentialsService } from '../auth/credentials.service.js';
 import { readsVisits } from '../auth/scopes.js';
 import { OperatorError } from '../common/operator-error.js';
+import type { SecretBox } from '../common/secret-box.js';
 import { AppConfig } from '../config/app-config.js';
 import type { WebhookEndpoint } from './entities/webhook-endpoint.entity.js';
 import { pingEvent } from './webhook-event.js';
-import { SecretBox, newSigningSecret, opens, signingSecrets } from './webhook-secrets.js';
+import { newSigningSecret, opens, signingSecrets, webhookSecretBox } from './webhook-secrets.js';
 import { sendEvent, type WebhookResult } from './webhook-sender.js';
 import { checkEndpointUrl } from './webhook-url.js';
 import { WebhooksRepository } from './webhooks.repository.js';
@@ -57,7 +58,7 @@ export class WebhooksService {
     private readonly config: AppConfig,
     private readonly credentials: CredentialsService,
   ) {
-    this.box = new SecretBox(config.API_KEY_HASH_KEY);
+    this.box = webhookSecretBox(config.API_KEY_HASH_KEY);
   }
 
   /** The URL as an endpoint may have it (see checkEndpointUrl), or an OperatorError naming --url. */

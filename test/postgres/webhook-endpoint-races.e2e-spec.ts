@@ -1,5 +1,5 @@
 import { DataSource } from 'typeorm';
-import { SecretBox } from '../../src/webhooks/webhook-secrets.js';
+import { webhookSecretBox } from '../../src/webhooks/webhook-secrets.js';
 import { WebhookEndpoint } from '../../src/webhooks/entities/webhook-endpoint.entity.js';
 import { WebhooksRepository, type ClaimedDelivery } from '../../src/webhooks/webhooks.repository.js';
 import { WebhooksService } from '../../src/webhooks/webhooks.service.js';
@@ -138,7 +138,7 @@ describe('webhook endpoints changed at once (postgres)', () => {
     const later = rotations.find((r) => r && r.secretDroppedEarly !== null)!;
     expect(earlier).toBeDefined();
     expect(later).toBeDefined();
-    const box = new SecretBox(t.config.API_KEY_HASH_KEY);
+    const box = webhookSecretBox(t.config.API_KEY_HASH_KEY);
     const stored = (await db.getRepository(WebhookEndpoint).findOneBy({ id }))!;
     expect(box.open(stored.secret)).toBe(later.secret);
     expect(box.open(stored.previousSecret!)).toBe(earlier.secret);
