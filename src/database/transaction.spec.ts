@@ -2,7 +2,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { DataSource } from 'typeorm';
+import { DataSource, QueryFailedError } from 'typeorm';
 import { inTransaction } from './transaction.js';
 
 describe('inTransaction on SQLite', () => {
@@ -77,5 +77,80 @@ describe('inTransaction on SQLite', () => {
       expect(connection().inTransaction).toBe(true);
     });
     expect(onDisk()).toEqual([1, 4, 5, 7]);
+  });
+});
+
+describe('inTransaction on SQLite while another process holds the write lock', () => {
+  let db: DataSource;
+  let file: string;
+  /** The other writer: an import in another process, as far as SQLite can tell. */
+  let other: Database.Database;
+  const connection = () => (db.driver as unknown as { databaseConnection: { inTransaction: boolean } }).databaseConnection;
+
+  beforeAll(async () => {
+    file = join(mkdtempSync(join(tmpdir(), 'tx-lock-')), 'tx.sqlite');
+    // The service's settings: WAL, and a write's wait for another process's bounded by the busy timeout.
+    db = await new DataSource({ type: 'better-sqlite3', database: file, enableWAL: true, timeout: 1500 }).initialize();
+    await db.query('CREATE TABLE rows (id INTEGER PRIMARY KEY)');
+    other = new Database(file);
+  });
+  afterAll(async () => {
+    if (other.inTransaction) other.exec('ROLLBACK');
+    other.close();
+    await db.destroy();
+  });
+
+  /** Counts the event loop's turns while `work` runs: a loop held by a synchronous wait counts none. */
+  async function turnsDuring<T>(work: () => Promise<T>): Promise<{ turns: number; ms: number; result: PromiseSettledResult<T> }> {
+    let turns = 0;
+    const timer = setInterval(() => turns++, 10);
+    const started = Date.now();
+    const [result] = await Promise.allSettled([work()]);
+    clearInterval(timer);
+    return { turns, ms: Date.now() - started, result };
+  }
+
+  it('waits for the lock with the event loop free, and begins once the other writer commits', async () => {
+    other.exec('BEGIN IMMEDIATE');
+    other.exec('INSERT INTO rows (id) VALUES (1)');
+    // The other writer commits after 400 ms. Before the fix SQLite's busy handler held the event
+    // loop for the whole busy timeout: no request was answered (health probes included), this
+    // timer could not even run, and the transaction failed with SQLITE_BUSY after 1.5 s.
+    const committed = new Promise<void>((done) =>
+      setTimeout(() => {
+        other.exec('COMMIT');
+        done();
+      }, 400),
+    );
+    const { turns, ms, result } = await turnsDuring(() => inTransaction(db, (tx) => tx.query('INSERT INTO rows (id) VALUES (2)')));
+    await committed;
+    expect(result.status).toBe('fulfilled');
+    expect(ms).toBeGreaterThanOrEqual(350);
+    expect(ms).toBeLessThan(1400);
+    expect(turns).toBeGreaterThanOrEqual(10);
+    expect((other.prepare('SELECT id FROM rows ORDER BY id').all() as { id: number }[]).map((r) => r.id)).toEqual([1, 2]);
+  });
+
+  it('gives up with SQLITE_BUSY after the busy timeout, the event loop free meanwhile, and is left outside any transaction', async () => {
+    other.exec('BEGIN IMMEDIATE');
+    const { turns, ms, result } = await turnsDuring(() => inTransaction(db, (tx) => tx.query('INSERT INTO rows (id) VALUES (3)')));
+    other.exec('ROLLBACK');
+    expect(result.status).toBe('rejected');
+    // As TypeORM's statements fail: a QueryFailedError naming the statement, the driver's error in it.
+    const reason = (result as PromiseRejectedResult).reason as QueryFailedError & { code?: string; driverError: { code: string } };
+    expect(reason).toBeInstanceOf(QueryFailedError);
+    expect({ code: reason.code, query: reason.query, driver: reason.driverError.code, message: reason.message }).toEqual({
+      code: 'SQLITE_BUSY',
+      query: 'BEGIN IMMEDIATE',
+      driver: 'SQLITE_BUSY',
+      message: expect.stringMatching(/database is locked/),
+    });
+    expect(ms).toBeGreaterThanOrEqual(1400);
+    expect(turns).toBeGreaterThanOrEqual(50);
+    expect(connection().inTransaction).toBe(false);
+    // The busy timeout is left as it was for the statements outside transactions.
+    expect((db.driver as unknown as { databaseConnection: Database.Database }).databaseConnection.pragma('busy_timeout', { simple: true })).toBe(1500);
+    await inTransaction(db, (tx) => tx.query('INSERT INTO rows (id) VALUES (4)'));
+    expect((other.prepare('SELECT id FROM rows ORDER BY id').all() as { id: number }[]).map((r) => r.id)).toEqual([1, 2, 4]);
   });
 });

@@ -1,4 +1,4 @@
-import type { DataSource, EntityManager, QueryRunner } from 'typeorm';
+import { type DataSource, type EntityManager, QueryFailedError, type QueryRunner } from 'typeorm';
 
 const queues = new WeakMap<DataSource, Promise<unknown>>();
 /** Transactions that move a client's data version; and per data source, how many of them have committed. */
@@ -44,14 +44,45 @@ function runPostgres<T>(db: DataSource, work: (tx: EntityManager) => Promise<T>)
     );
 }
 
-/** better-sqlite3's connection: whether SQLite itself holds a transaction open. */
-type SqliteConnection = { inTransaction: boolean };
+/** better-sqlite3's connection: whether SQLite itself holds a transaction open, and its statements. */
+type SqliteConnection = { inTransaction: boolean; exec(sql: string): unknown; pragma(sql: string, options?: { simple: boolean }): unknown };
+
+/** The longest pause between two tries for another process's write lock (SQLite's own busy handler sleeps up to 100 ms too). */
+const LOCK_RETRY_MAX_MS = 100;
+
+/**
+ * `BEGIN IMMEDIATE`, waiting for another process's write lock for up to the connection's busy
+ * timeout (DATABASE_QUERY_TIMEOUT_MS; a command's longer wait) between tries, not inside SQLite:
+ * better-sqlite3 is synchronous, so SQLite's busy handler held the event loop for the whole wait,
+ * and while an import in another process wrote, every request of the service (reads and health
+ * probes included) stood still behind the webhook poller's or an upload's transaction. Each try
+ * is made with no busy wait of SQLite's own; the connection's busy timeout is left as it was for
+ * the statements outside transactions. The last try's SQLITE_BUSY is thrown when the wait is over.
+ */
+async function beginImmediate(connection: SqliteConnection): Promise<void> {
+  const waitMs = Number(connection.pragma('busy_timeout', { simple: true }));
+  const deadline = Date.now() + waitMs;
+  for (let pause = 2; ; pause = Math.min(pause * 2, LOCK_RETRY_MAX_MS)) {
+    connection.pragma('busy_timeout = 0');
+    try {
+      connection.exec('BEGIN IMMEDIATE');
+      return;
+    } catch (error) {
+      const code = (error as { code?: unknown }).code;
+      // Thrown as TypeORM's statements throw (the driver's error as driverError), as before the wait.
+      if (typeof code !== 'string' || !code.startsWith('SQLITE_BUSY') || Date.now() >= deadline) throw new QueryFailedError('BEGIN IMMEDIATE', [], error as Error);
+    } finally {
+      connection.pragma(`busy_timeout = ${waitMs}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, Math.max(1, Math.min(pause, deadline - Date.now()))));
+  }
+}
 /** The fields of TypeORM's query runner that say it is in a transaction. */
 type RunnerState = QueryRunner & { isTransactionActive: boolean; transactionDepth: number };
 
 /**
  * A transaction on SQLite's one connection, begun IMMEDIATE: it takes the write lock at once,
- * waiting for another process's writer (the CLI) up to the busy timeout, instead of reading
+ * waiting for another process's writer (the CLI) up to the busy timeout (see beginImmediate), instead of reading
  * first and failing at its first write, when SQLite cannot wait (SQLITE_BUSY). Whatever
  * happens, SQLite and TypeORM's runner are left outside any transaction: a COMMIT that fails
  * (a full disk) is rolled back, never left open for the next transaction to nest into as a
@@ -61,7 +92,7 @@ async function runSqlite<T>(db: DataSource, work: (tx: EntityManager) => Promise
   const runner = db.createQueryRunner() as RunnerState;
   const connection = (db.driver as unknown as { databaseConnection: SqliteConnection }).databaseConnection;
   if (connection.inTransaction) await runner.query('ROLLBACK');
-  await runner.query('BEGIN IMMEDIATE');
+  await beginImmediate(connection);
   // TypeORM's saves see the transaction and do not begin one of their own.
   runner.isTransactionActive = true;
   runner.transactionDepth = 1;
