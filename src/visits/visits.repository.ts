@@ -446,12 +446,19 @@ export class VisitsRepository {
    * at or after `since` has a later number, whatever the clocks of the writers said.
    */
   async changesStart(clientId: number, since: Date): Promise<number> {
-    const p = this.postgres ? ['$1', '$2'] : ['?', '?'];
     const at = this.postgres ? since : sqliteTimestamp(since);
-    const first = await this.db.query<{ s: number | string | null }[]>(
-      `SELECT MIN(change_seq) AS s FROM visits WHERE client_id = ${p[0]} AND changed_at >= ${p[1]}`,
-      [clientId, at],
-    );
+    // The visits written at or after `since` are a range of the index on (client_id,
+    // changed_at, change_seq), read in it alone: the cost is that of the writes since `since`,
+    // which the retention bounds. PostgreSQL left to itself turns MIN(change_seq) into the
+    // first row of the index on (client_id, change_seq) whose changed_at is late enough, as if
+    // write times were spread evenly over the sequence; they follow it, so it read every visit
+    // written before `since` (the client's whole history, table rows included: 1.0 to 1.2 s at
+    // a million visits for a Since 5 to 30 days back). OFFSET 0 keeps the range a subquery of
+    // its own, which that rewrite cannot reach; SQLite reads the range as it is.
+    const sql = this.postgres
+      ? 'SELECT MIN(s) AS s FROM (SELECT change_seq AS s FROM visits WHERE client_id = $1 AND changed_at >= $2 OFFSET 0) since'
+      : 'SELECT MIN(change_seq) AS s FROM visits WHERE client_id = ? AND changed_at >= ?';
+    const first = await this.db.query<{ s: number | string | null }[]>(sql, [clientId, at]);
     if (first[0]?.s !== null && first[0]?.s !== undefined) return Number(first[0].s) - 1;
     return this.changeHead(clientId);
   }
