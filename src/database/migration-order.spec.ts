@@ -38,6 +38,7 @@ const COMMITTED_NAMES = [
   'SequenceFollowsDataVersion1795700000001', 'SequenceFollowsDataVersion1795700000002',
   'AddSigningKeySignsFrom1795800000000', 'AddSigningKeySignsFrom1795800000001',
   'AddCredentialPreviousSecret1795900000000', 'AddCredentialPreviousSecret1795900000001',
+  'AddDishImageIndex1796000000000', 'AddDishImageIndex1796000000001',
 ];
 
 describe('the names of the migrations', () => {

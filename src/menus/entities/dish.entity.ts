@@ -2,6 +2,7 @@ import {
   Column,
   CreateDateColumn,
   Entity,
+  Index,
   JoinColumn,
   ManyToOne,
   PrimaryGeneratedColumn,
@@ -15,6 +16,8 @@ import { Menu } from './menu.entity.js';
 /** A dish on a menu; `code` is unique within its menu. */
 @Entity('dishes')
 @Unique('uq_dishes_menu_code', ['menuId', 'code'])
+/** An image's dish, and so its client, is found by the image (GET /menus/dishes/images/{imageId}). */
+@Index('ix_dishes_image', ['imageId'])
 export class Dish {
   @PrimaryGeneratedColumn({ type: 'integer' })
   id!: number;
