@@ -1,4 +1,8 @@
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { jest } from '@jest/globals';
 import { DataSource } from 'typeorm';
+import { CredentialsService } from '../src/auth/credentials.service.js';
 import { ClientsService } from '../src/clients/clients.service.js';
 import { DemoService } from '../src/demo/demo.service.js';
 import { startTestApp, type TestApp } from './helpers/test-app.js';
@@ -42,6 +46,50 @@ describe(`the demo seeding of an empty database by two processes at once (${proc
     expect(visits).toBeGreaterThan(100);
     expect(await second.app.get(DemoService).seedIfEmpty()).toBe(false);
     expect(await count('visits')).toBe(visits);
+  });
+
+  it('seeds again a database whose seeding stopped while it issued the credentials, and its file then names credentials that work', async () => {
+    const db = first.app.get(DataSource);
+    const demo = first.app.get(DemoService);
+    const credentials = first.app.get(CredentialsService);
+    const count = async (table: string): Promise<number> => Number((await db.query<{ n: number | string }[]>(`SELECT COUNT(*) AS n FROM ${table}`))[0].n);
+    /** The file's credentials are the database's, and each gets a token. */
+    const fileWorks = async (): Promise<void> => {
+      const file = (await demo.readCredentials())!;
+      expect(file.credentials).toHaveLength(2);
+      const rows = await db.query<{ client_id: string }[]>('SELECT client_id FROM credentials');
+      expect(rows.map((r) => r.client_id).sort()).toEqual(file.credentials.map((c) => c.clientId).sort());
+      for (const c of file.credentials) expect(await credentials.whyUnusable(c)).toBeNull();
+    };
+    // What a seeding stopped before its credentials leaves (see the next test).
+    const beforeCredentials = async (): Promise<void> => {
+      await db.query('DELETE FROM api_keys');
+      await db.query('DELETE FROM credentials');
+      rmSync(demo.credentialsPath, { recursive: true, force: true });
+    };
+
+    // Stopped at the credentials file (the process killed while it was written, or a write
+    // that failed): the secrets are kept nowhere, so no credential may be stored, or no later
+    // start would seed the database again and none would show its credentials.
+    await beforeCredentials();
+    mkdirSync(demo.credentialsPath);
+    writeFileSync(join(demo.credentialsPath, 'in-the-way'), '');
+    await expect(demo.seedIfEmpty()).rejects.toThrow();
+    expect(await count('credentials')).toBe(0);
+    rmSync(demo.credentialsPath, { recursive: true, force: true });
+    expect(await demo.seedIfEmpty()).toBe(true);
+    await fileWorks();
+
+    // Stopped after the file, before its credentials were stored: the file names credentials
+    // the database does not hold, and the next start seeds again over it.
+    await beforeCredentials();
+    const stopped = jest.spyOn(credentials, 'store').mockRejectedValueOnce(new Error('the process stopped here'));
+    await expect(demo.seedIfEmpty()).rejects.toThrow('the process stopped here');
+    stopped.mockRestore();
+    expect(await count('credentials')).toBe(0);
+    expect((await demo.readCredentials())?.credentials).toHaveLength(2);
+    expect(await demo.seedIfEmpty()).toBe(true);
+    await fileWorks();
   });
 
   it('seeds again a database whose seeding stopped before the credentials (a Ctrl-C at the first start), and no other', async () => {

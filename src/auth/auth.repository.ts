@@ -35,10 +35,17 @@ export class AuthRepository {
   }
 
   /** Stores a credential and its first key together. */
-  async createCredential(credential: Credential, key: Pick<ApiKey, 'prefix' | 'hash'>): Promise<void> {
+  createCredential(credential: Credential, key: Pick<ApiKey, 'prefix' | 'hash'>): Promise<void> {
+    return this.createCredentials([{ credential, key }]);
+  }
+
+  /** Credentials with their first keys, in one transaction: all of them or none. */
+  async createCredentials(made: readonly { credential: Credential; key: Pick<ApiKey, 'prefix' | 'hash'> }[]): Promise<void> {
     await inTransaction(this.db, async (tx) => {
-      await tx.getRepository(Credential).insert(credential);
-      await tx.getRepository(ApiKey).insert({ ...key, credentialId: credential.clientId, revoked: false });
+      for (const { credential, key } of made) {
+        await tx.getRepository(Credential).insert(credential);
+        await tx.getRepository(ApiKey).insert({ ...key, credentialId: credential.clientId, revoked: false });
+      }
     });
   }
 

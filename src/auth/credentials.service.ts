@@ -23,6 +23,13 @@ export interface IssuedCredential {
   apiKey: string;
 }
 
+/** A credential made and not stored yet (see CredentialsService.make), with what it shows once. */
+export interface MadeCredential {
+  credential: Credential;
+  key: { prefix: string; hash: string };
+  issued: IssuedCredential;
+}
+
 export interface CredentialSummary {
   clientId: string;
   name: string | null;
@@ -75,6 +82,18 @@ export class CredentialsService {
   ) {}
 
   async add(input: NewCredentialInput): Promise<IssuedCredential> {
+    const made = await this.make(input);
+    await this.store([made]);
+    return made.issued;
+  }
+
+  /**
+   * A credential checked and made, with the secrets it shows once, but not stored: `store`
+   * writes it. For a caller that must keep the secrets somewhere before the credential exists
+   * (the demo's credentials file), so that a process stopped in between leaves no credential
+   * whose secret nobody holds.
+   */
+  async make(input: NewCredentialInput): Promise<MadeCredential> {
     const entitlements = await this.checkedEntitlements(input);
     const clientSecret = randomToken(32);
     const { apiKey, prefix } = newApiKey();
@@ -87,8 +106,12 @@ export class CredentialsService {
       ...entitlements,
       disabled: false,
     });
-    await this.repo.createCredential(credential, { prefix, hash: hashApiKey(apiKey, this.config.API_KEY_HASH_KEY) });
-    return { clientId: credential.clientId, clientSecret, apiKey };
+    return { credential, key: { prefix, hash: hashApiKey(apiKey, this.config.API_KEY_HASH_KEY) }, issued: { clientId: credential.clientId, clientSecret, apiKey } };
+  }
+
+  /** Stores credentials `make` made, with their first keys, in one transaction: all of them or none. */
+  async store(made: readonly MadeCredential[]): Promise<void> {
+    await this.repo.createCredentials(made.map(({ credential, key }) => ({ credential, key })));
   }
 
   /**

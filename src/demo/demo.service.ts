@@ -150,8 +150,11 @@ export class DemoService {
     if (earlier && (await this.issuedHere(earlier))) for (const c of earlier.credentials) await this.credentials.disable(c.clientId);
     const everything = ALL_SCOPES.filter((s) => s !== Scope.Api);
     const standard = [Scope.VisitsStandard, Scope.Branches, Scope.Menus];
-    const full = await this.credentials.add({ clients: [1001], scopes: everything, name: 'Demo: Acme Dining (all scopes)' });
-    const limited = await this.credentials.add({ clients: [1002], scopes: standard, name: 'Demo: Northern Taverns (standard)' });
+    const made = [
+      await this.credentials.make({ clients: [1001], scopes: everything, name: 'Demo: Acme Dining (all scopes)' }),
+      await this.credentials.make({ clients: [1002], scopes: standard, name: 'Demo: Northern Taverns (standard)' }),
+    ];
+    const [full, limited] = made.map((m) => m.issued);
     const file: DemoCredentials = {
       note: 'Demo credentials of the embedded demo data set. Shown here only because this is a demo database.',
       baseUrl: this.config.baseUrl,
@@ -162,7 +165,14 @@ export class DemoService {
     };
     // Whole on the disk before the start goes on: the secrets are stored only as hashes, so a
     // file cut by a power loss could never be written again (a file-system fault left it empty).
+    // And on the disk before the credentials it names are stored, both in one transaction: a
+    // process stopped in between (SIGKILL, a node lost) leaves a file naming credentials the
+    // database does not hold, and a database without credentials, which the next start seeds
+    // again (interruptedSeed) over that file. Stored first, a stop before the file left
+    // credentials whose secrets nobody holds, and a database never seeded again: no
+    // credentials file, none shown.
     await writeDurably(this.credentialsPath, `${JSON.stringify(file, null, 2)}\n`, 0o600);
+    await this.credentials.store(made);
   }
 
   /** Whether the credentials of the file are in this database. */
