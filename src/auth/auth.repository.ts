@@ -34,11 +34,6 @@ export class AuthRepository {
     return this.db.getRepository(ApiKey).findOneBy({ prefix });
   }
 
-  /** Stores a credential and its first key together. */
-  createCredential(credential: Credential, key: Pick<ApiKey, 'prefix' | 'hash'>): Promise<void> {
-    return this.createCredentials([{ credential, key }]);
-  }
-
   /** Credentials with their first keys, in one transaction: all of them or none. */
   async createCredentials(made: readonly { credential: Credential; key: Pick<ApiKey, 'prefix' | 'hash'> }[]): Promise<void> {
     await inTransaction(this.db, async (tx) => {

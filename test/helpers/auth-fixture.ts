@@ -67,7 +67,7 @@ export async function authFixture(env: Record<string, string> = {}): Promise<Aut
       visitTypes: options.visitTypes?.join(',') ?? null,
       disabled: options.disabled ?? false,
     });
-    await repo.createCredential(credential, { prefix, hash: hashApiKey(apiKey, config.API_KEY_HASH_KEY) });
+    await repo.createCredentials([{ credential, key: { prefix, hash: hashApiKey(apiKey, config.API_KEY_HASH_KEY) } }]);
     return { clientId: credential.clientId, clientSecret, apiKey, keyPrefix: prefix };
   };
 
