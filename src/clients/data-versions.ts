@@ -5,6 +5,7 @@ import pg from 'pg';
 import type { DataSource } from 'typeorm';
 import { AppConfig } from '../config/app-config.js';
 import { postgresConnection } from '../database/postgres-session.js';
+import { SqliteRows } from '../database/sqlite-rows.js';
 import { dataVersionCommits } from '../database/transaction.js';
 
 /** The channel the database announces data version changes on (migration NotifyDataVersion). */
@@ -33,7 +34,7 @@ const RECONNECT_MS = [500, 1_000, 2_000, 5_000, 10_000, 30_000];
  * forgotten when such a commit ends, see dataVersionCommits), other replicas' commits as soon
  * as the announcement arrives (milliseconds). On SQLite (one file, possibly written by a CLI
  * in another process, with nothing to listen to) the version is read per request: an indexed
- * read in the same process.
+ * read in the same process, by a statement prepared once rather than through TypeORM.
  */
 @Injectable()
 export class ClientDataVersions implements OnApplicationShutdown {
@@ -41,6 +42,8 @@ export class ClientDataVersions implements OnApplicationShutdown {
   private readonly known = growingLru<number, number>(CLIENTS_KEPT, { ttl: KEPT_MS });
   private readonly sql: string;
   private readonly postgres: boolean;
+  /** SQLite's point read of a version, on the data source's connection (see SqliteRows.first). */
+  private readonly sqlite: SqliteRows | null;
   /** True while the listening connection is up and checked. */
   private listening = false;
   /** Moves whenever kept versions may have missed a change: a read begun before it moved is not kept. */
@@ -62,6 +65,7 @@ export class ClientDataVersions implements OnApplicationShutdown {
     private readonly config: AppConfig,
   ) {
     this.postgres = db.options.type === 'postgres';
+    this.sqlite = this.postgres ? null : new SqliteRows(db);
     // The write sequence is the version (see bumpDataVersion): it moves with every change and never goes back, a restore included.
     this.sql = `SELECT change_seq AS v FROM clients WHERE id = ${this.postgres ? '$1' : '?'}`;
   }
@@ -101,8 +105,8 @@ export class ClientDataVersions implements OnApplicationShutdown {
   }
 
   private async read(clientId: number): Promise<number | null> {
-    const rows = await this.db.query<{ v: number | string }[]>(this.sql, [clientId]);
-    return rows[0] === undefined ? null : Number(rows[0].v);
+    const row = this.sqlite ? this.sqlite.first<{ v: number | string }>(this.sql, [clientId]) : (await this.db.query<{ v: number | string }[]>(this.sql, [clientId]))[0];
+    return row === undefined ? null : Number(row.v);
   }
 
   /** Versions only grow: an announcement and a read that cross keep the newer. */
