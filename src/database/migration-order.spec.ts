@@ -39,6 +39,7 @@ const COMMITTED_NAMES = [
   'AddSigningKeySignsFrom1795800000000', 'AddSigningKeySignsFrom1795800000001',
   'AddCredentialPreviousSecret1795900000000', 'AddCredentialPreviousSecret1795900000001',
   'AddDishImageIndex1796000000000', 'AddDishImageIndex1796000000001',
+  'AddDishMenuOrderIndex1796100000000', 'AddDishMenuOrderIndex1796100000001',
 ];
 
 describe('the names of the migrations', () => {

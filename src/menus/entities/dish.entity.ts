@@ -18,6 +18,8 @@ import { Menu } from './menu.entity.js';
 @Unique('uq_dishes_menu_code', ['menuId', 'code'])
 /** An image's dish, and so its client, is found by the image (GET /menus/dishes/images/{imageId}). */
 @Index('ix_dishes_image', ['imageId'])
+/** A menu's dishes in the order of its pages (GET /menus/dishes): see MenusRepository.dishes. */
+@Index('ix_dishes_menu_order', ['menuId', 'order', 'id'])
 export class Dish {
   @PrimaryGeneratedColumn({ type: 'integer' })
   id!: number;
