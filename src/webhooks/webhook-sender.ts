@@ -107,7 +107,7 @@ export function postWebhook(req: WebhookRequest): Promise<WebhookResult> {
     const client = send(url, {
       method: 'POST',
       headers: { ...req.headers, 'content-length': String(Buffer.byteLength(req.body)) },
-      lookup: guardedLookup(url.protocol, req.policy),
+      lookup: guardedLookup(url.protocol, req.policy, () => settled),
       agent: false,
     });
     const finish = (result: WebhookResult): void => {

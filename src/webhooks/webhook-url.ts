@@ -1,6 +1,7 @@
 import { lookup } from 'node:dns/promises';
 import { BlockList, isIP, type LookupFunction } from 'node:net';
-import { lookup as lookupCallback, type LookupAddress } from 'node:dns';
+import { lookup as lookupCallback, type LookupAddress, type LookupAllOptions } from 'node:dns';
+import { LookupSlots } from './lookup-slots.js';
 
 /** What a URL may lead to: set per endpoint (--allow-private) and by WEBHOOKS_ALLOW_HTTP_LOOPBACK. */
 export interface AddressPolicy {
@@ -118,22 +119,46 @@ export async function checkEndpointUrl(text: string, policy: AddressPolicy): Pro
   return url;
 }
 
+/** How many lookups of webhook hosts run at once in the process (see LookupSlots): half of libuv's default threadpool. */
+const LOOKUPS_AT_ONCE = 2;
+const deliveryLookups = new LookupSlots(LOOKUPS_AT_ONCE);
+
+/** What looks a host name up: node:dns's lookup, with every address. */
+export type Resolve = (hostname: string, options: LookupAllOptions, callback: (error: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => void) => void;
+
 /**
  * A DNS lookup for the delivery's socket that refuses an address the policy does not allow:
  * the check is made on the very address connected to, so a name that resolved to a public
  * address when the endpoint was added and to an internal one now (DNS rebinding) is refused.
+ * Lookups take turns (LookupSlots): `gone` tells whether the delivery has ended, so that a
+ * lookup still waiting for its turn is not made for nobody.
  */
-export function guardedLookup(protocol: string, policy: AddressPolicy): LookupFunction {
+export function guardedLookup(
+  protocol: string,
+  policy: AddressPolicy,
+  gone: () => boolean = () => false,
+  slots: LookupSlots = deliveryLookups,
+  resolve: Resolve = lookupCallback,
+): LookupFunction {
   return (hostname, options, callback) => {
-    lookupCallback(hostname, { ...options, all: true }, (error, addresses: LookupAddress[]) => {
-      if (error) return callback(error, '', 0);
-      for (const { address } of addresses) {
-        const refusal = addressRefusal(address, protocol, policy);
-        if (refusal) return callback(Object.assign(new Error(`refused: ${refusal}`), { code: 'EADDRNOTALLOWED' }), '', 0);
+    slots.take(hostname.toLowerCase(), gone, (done) => {
+      const answer = (error: NodeJS.ErrnoException | null, addresses: LookupAddress[]): void => {
+        done();
+        if (error) return callback(error, '', 0);
+        for (const { address } of addresses) {
+          const refusal = addressRefusal(address, protocol, policy);
+          if (refusal) return callback(Object.assign(new Error(`refused: ${refusal}`), { code: 'EADDRNOTALLOWED' }), '', 0);
+        }
+        if (options.all) return callback(null, addresses);
+        const [first] = addresses;
+        return first ? callback(null, first.address, first.family) : callback(new Error(`${hostname} has no address`), '', 0);
+      };
+      try {
+        resolve(hostname, { ...options, all: true }, answer);
+      } catch (error) {
+        // Refused before it started (an argument the lookup does not take): the turn is given back.
+        answer(error as NodeJS.ErrnoException, []);
       }
-      if (options.all) return callback(null, addresses);
-      const [first] = addresses;
-      return first ? callback(null, first.address, first.family) : callback(new Error(`${hostname} has no address`), '', 0);
     });
   };
 }
