@@ -165,4 +165,35 @@ describe('inTransaction on SQLite while another process holds the write lock', (
     await inTransaction(db, (tx) => tx.query('INSERT INTO rows (id) VALUES (4)'));
     expect((other.prepare('SELECT id FROM rows ORDER BY id').all() as { id: number }[]).map((r) => r.id)).toEqual([1, 2, 4]);
   });
+  it('counts the wait of a transaction queued behind another from when it was asked for, not from its turn', async () => {
+    other.exec('BEGIN IMMEDIATE');
+    // Two writers of this process at once, as two uploads while an import's batch holds the lock.
+    const asked = Date.now();
+    const first = inTransaction(db, (tx) => tx.query('INSERT INTO rows (id) VALUES (5)'));
+    const second = inTransaction(db, (tx) => tx.query('INSERT INTO rows (id) VALUES (6)'));
+    const ended = (p: Promise<unknown>) => p.then(
+      () => ({ status: 'fulfilled', ms: Date.now() - asked }),
+      (error: { code?: string }) => ({ status: error.code, ms: Date.now() - asked }),
+    );
+    const [a, b] = await Promise.all([ended(first), ended(second)]);
+    other.exec('ROLLBACK');
+    expect([a.status, b.status]).toEqual(['SQLITE_BUSY', 'SQLITE_BUSY']);
+    // Before the fix the second waited its own busy timeout once the first had given up: its
+    // 503 came after twice DATABASE_QUERY_TIMEOUT_MS (and a third's after three times).
+    expect(b.ms).toBeGreaterThanOrEqual(BUSY_TIMEOUT_MS - 100);
+    expect(b.ms).toBeLessThan(BUSY_TIMEOUT_MS * 1.5);
+    expect(connection().inTransaction).toBe(false);
+  });
+
+  it('begins a transaction whose turn came after its time when no other process holds the lock', async () => {
+    // A transaction of this process outlasting the busy timeout (no other writer): the one behind
+    // it is not refused for the queue, which is no lock of another process.
+    const slow = inTransaction(db, async (tx) => {
+      await tx.query('INSERT INTO rows (id) VALUES (7)');
+      await new Promise((resolve) => setTimeout(resolve, BUSY_TIMEOUT_MS + 200));
+    });
+    const behind = inTransaction(db, (tx) => tx.query('INSERT INTO rows (id) VALUES (8)'));
+    await expect(Promise.all([slow, behind])).resolves.toBeDefined();
+    expect((other.prepare('SELECT id FROM rows ORDER BY id').all() as { id: number }[]).map((r) => r.id)).toEqual([1, 2, 4, 7, 8]);
+  });
 });

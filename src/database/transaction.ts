@@ -51,17 +51,26 @@ type SqliteConnection = { inTransaction: boolean; exec(sql: string): unknown; pr
 const LOCK_RETRY_MAX_MS = 100;
 
 /**
- * `BEGIN IMMEDIATE`, waiting for another process's write lock for up to the connection's busy
- * timeout (DATABASE_QUERY_TIMEOUT_MS; a command's longer wait) between tries, not inside SQLite:
- * better-sqlite3 is synchronous, so SQLite's busy handler held the event loop for the whole wait,
- * and while an import in another process wrote, every request of the service (reads and health
- * probes included) stood still behind the webhook poller's or an upload's transaction. Each try
- * is made with no busy wait of SQLite's own; the connection's busy timeout is left as it was for
- * the statements outside transactions. The last try's SQLITE_BUSY is thrown when the wait is over.
+ * `BEGIN IMMEDIATE`, waiting for another process's write lock until `askedAt` plus the
+ * connection's busy timeout (DATABASE_QUERY_TIMEOUT_MS; a command's longer wait) between tries,
+ * not inside SQLite: better-sqlite3 is synchronous, so SQLite's busy handler held the event loop
+ * for the whole wait, and while an import in another process wrote, every request of the service
+ * (reads and health probes included) stood still behind the webhook poller's or an upload's
+ * transaction. Each try is made with no busy wait of SQLite's own; the connection's busy timeout
+ * is left as it was for the statements outside transactions. The last try's SQLITE_BUSY is
+ * thrown when the wait is over.
+ *
+ * The wait counts from `askedAt`, when the transaction was asked for, not from its turn in the
+ * process's queue: transactions queued behind one that waits for the lock wait for the same
+ * lock, and each counted its whole busy timeout from its own turn, so while a branches import
+ * held the lock for 35 s, uploads queued behind each other were answered after 10, 19.5 and
+ * 29 s (503s) or 31 s (200s), well past DATABASE_QUERY_TIMEOUT_MS. One past its time still
+ * tries once, and begins when the lock is free (a queue of this process's own writers is no
+ * reason to fail).
  */
-async function beginImmediate(connection: SqliteConnection): Promise<void> {
+async function beginImmediate(connection: SqliteConnection, askedAt: number): Promise<void> {
   const waitMs = Number(connection.pragma('busy_timeout', { simple: true }));
-  const deadline = Date.now() + waitMs;
+  const deadline = askedAt + waitMs;
   for (let pause = 2; ; pause = Math.min(pause * 2, LOCK_RETRY_MAX_MS)) {
     connection.pragma('busy_timeout = 0');
     try {
@@ -88,11 +97,11 @@ type RunnerState = QueryRunner & { isTransactionActive: boolean; transactionDept
  * (a full disk) is rolled back, never left open for the next transaction to nest into as a
  * savepoint, where its writes would be acknowledged and never reach the disk.
  */
-async function runSqlite<T>(db: DataSource, work: (tx: EntityManager) => Promise<T>): Promise<T> {
+async function runSqlite<T>(db: DataSource, work: (tx: EntityManager) => Promise<T>, askedAt: number): Promise<T> {
   const runner = db.createQueryRunner() as RunnerState;
   const connection = (db.driver as unknown as { databaseConnection: SqliteConnection }).databaseConnection;
   if (connection.inTransaction) await runner.query('ROLLBACK');
-  await beginImmediate(connection);
+  await beginImmediate(connection, askedAt);
   // TypeORM's saves see the transaction and do not begin one of their own.
   runner.isTransactionActive = true;
   runner.transactionDepth = 1;
@@ -116,14 +125,16 @@ async function runSqlite<T>(db: DataSource, work: (tx: EntityManager) => Promise
  * Runs `work` in a transaction. On SQLite every query of the process shares one
  * connection, where a second transaction started before the first ends would nest into it
  * as a savepoint; transactions are therefore run one after another (see runSqlite).
- * PostgreSQL takes each from the pool and runs them side by side.
+ * PostgreSQL takes each from the pool and runs them side by side. On SQLite the wait for
+ * another process's write lock counts from here, the time in the queue included.
  */
 export function inTransaction<T>(db: DataSource, work: (tx: EntityManager) => Promise<T>): Promise<T> {
   if (db.options.type === 'postgres') return runPostgres(db, work);
+  const askedAt = Date.now();
   const previous = queues.get(db) ?? Promise.resolve();
   const next = previous.then(
-    () => runSqlite(db, work),
-    () => runSqlite(db, work),
+    () => runSqlite(db, work, askedAt),
+    () => runSqlite(db, work, askedAt),
   );
   queues.set(
     db,
