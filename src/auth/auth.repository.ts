@@ -59,9 +59,16 @@ export class AuthRepository {
   /**
    * Replaces a credential's secret hash only while it still is `from`, so that replicas
    * upgrading the same hash at once all succeed and none overwrites a newer one.
+   *
+   * In a transaction, though it is one statement: a token request makes this write, and on
+   * SQLite a statement outside a transaction waits for another process's write lock inside
+   * SQLite's busy handler, which holds the event loop. One token request of a credential whose
+   * secret was stored in the older form, while a branches import held the lock, stalled every
+   * request of the process (health probes included) for DATABASE_QUERY_TIMEOUT_MS, 10 s; a
+   * transaction waits between tries with the loop free (see inTransaction).
    */
   async replaceSecretHash(clientId: string, from: string, to: string): Promise<void> {
-    await this.db.getRepository(Credential).update({ clientId, secretHash: from }, { secretHash: to });
+    await inTransaction(this.db, (tx) => tx.getRepository(Credential).update({ clientId, secretHash: from }, { secretHash: to }));
   }
 
   /**
@@ -97,8 +104,9 @@ export class AuthRepository {
     return this.db.getRepository(SigningKey).find({ order: { createdAt: 'DESC', kid: 'DESC' } });
   }
 
+  /** In a transaction, for the event loop's sake as replaceSecretHash: the service makes its first key on first use when it could not at start. */
   async addSigningKey(key: Pick<SigningKey, 'kid' | 'alg' | 'privateKey' | 'publicJwk' | 'signsFrom'> & { createdAt?: Date }): Promise<void> {
-    await this.db.getRepository(SigningKey).insert(key);
+    await inTransaction(this.db, (tx) => tx.getRepository(SigningKey).insert(key));
   }
 
   async retireSigningKey(kid: string): Promise<boolean> {
