@@ -1,7 +1,8 @@
-import type { DataSource, Logger } from 'typeorm';
+import type { DataSource } from 'typeorm';
 import { openDataSource } from '../src/database/migration-tools.js';
 import type { ImageStorage } from '../src/menus/image-storage.js';
 import { MenusRepository } from '../src/menus/menus.repository.js';
+import { statementsOf } from './helpers/statements.js';
 import { isolatedConfig, onPostgres } from './helpers/test-config.js';
 
 /**
@@ -36,33 +37,9 @@ describe('the dish of an image', () => {
     await drop();
   });
 
-  /** The statements TypeORM runs meanwhile, with their parameters. */
-  async function statementsOf(run: () => Promise<unknown>): Promise<{ sql: string; params: unknown[] }[]> {
-    const statements: { sql: string; params: unknown[] }[] = [];
-    const logger = db.logger;
-    const capture: Logger = {
-      logQuery: (sql, params) => void statements.push({ sql, params: (params as unknown[] | undefined) ?? [] }),
-      logQueryError: () => undefined,
-      logQuerySlow: () => undefined,
-      logSchemaBuild: () => undefined,
-      logMigration: () => undefined,
-      log: () => undefined,
-    };
-    (db as { logger: Logger }).logger = capture;
-    try {
-      await run();
-    } finally {
-      (db as { logger: Logger }).logger = logger;
-    }
-    return statements;
-  }
-
   it('is found by the index on the dishes image, not by reading every dish', async () => {
     const repo = new MenusRepository(db, {} as ImageStorage);
-    let owned: Awaited<ReturnType<MenusRepository['ownedImage']>> = null;
-    const statements = await statementsOf(async () => {
-      owned = await repo.ownedImage(imageId(4321));
-    });
+    const { result: owned, statements } = await statementsOf(db, () => repo.ownedImage(imageId(4321)));
     expect(owned).toMatchObject({ clientId: 2, image: { id: imageId(4321) } });
     expect(statements).toHaveLength(1);
     const { sql, params } = statements[0];

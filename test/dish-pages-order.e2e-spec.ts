@@ -1,7 +1,8 @@
-import type { DataSource, Logger } from 'typeorm';
+import type { DataSource } from 'typeorm';
 import { openDataSource } from '../src/database/migration-tools.js';
 import type { ImageStorage } from '../src/menus/image-storage.js';
 import { MenusRepository, UNORDERED } from '../src/menus/menus.repository.js';
+import { statementsOf } from './helpers/statements.js';
 import { isolatedConfig, onPostgres } from './helpers/test-config.js';
 
 /**
@@ -39,27 +40,6 @@ describe('the pages of a menu\'s dishes', () => {
     await db.destroy();
     await drop();
   });
-
-  /** The statements TypeORM runs meanwhile, with their parameters. */
-  async function statementsOf(run: () => Promise<unknown>): Promise<{ sql: string; params: unknown[] }[]> {
-    const statements: { sql: string; params: unknown[] }[] = [];
-    const logger = db.logger;
-    const capture: Logger = {
-      logQuery: (sql, params) => void statements.push({ sql, params: (params as unknown[] | undefined) ?? [] }),
-      logQueryError: () => undefined,
-      logQuerySlow: () => undefined,
-      logSchemaBuild: () => undefined,
-      logMigration: () => undefined,
-      log: () => undefined,
-    };
-    (db as { logger: Logger }).logger = capture;
-    try {
-      await run();
-    } finally {
-      (db as { logger: Logger }).logger = logger;
-    }
-    return statements;
-  }
 
   /** The menu's dish ids in the order of the pages, as the expression gives it. */
   async function expectedOrder(menuId: number): Promise<number[]> {
@@ -109,7 +89,7 @@ describe('the pages of a menu\'s dishes', () => {
       'SELECT id, sort_order FROM dishes WHERE menu_id = 1 AND sort_order IS NOT NULL ORDER BY sort_order DESC, id DESC LIMIT 1',
     );
     const [{ id: firstUnorderedId }] = await db.query<{ id: number | string }[]>('SELECT MIN(id) AS id FROM dishes WHERE menu_id = 1 AND sort_order IS NULL');
-    const statements = await statementsOf(async () => {
+    const { statements } = await statementsOf(db, async () => {
       await repo.dishes(1, null, SIZE + 1);
       // Ordered dishes, then the first without an order on the same page, then only those without.
       await repo.dishes(1, [Number(lastOrder), Number(lastOrderedId)], SIZE + 1);

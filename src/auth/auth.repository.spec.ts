@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { DataSource } from 'typeorm';
+import { stallDuring } from '../../test/helpers/event-loop.js';
 import { AuthRepository } from './auth.repository.js';
 import { ApiKey } from './entities/api-key.entity.js';
 import { Credential } from './entities/credential.entity.js';
@@ -30,26 +31,6 @@ describe('AuthRepository writes a token request makes, on SQLite while another p
     other.close();
     await db.destroy();
   });
-
-  /**
-   * The event loop's longest stall while `work` runs: the longest time between two turns of a
-   * 10 ms timer (its start and end included). A loop held by a synchronous wait stalls for the
-   * whole wait; a free one, however loaded the machine, for far less.
-   */
-  async function stallDuring<T>(work: () => Promise<T>): Promise<{ stall: number; ms: number; result: PromiseSettledResult<T> }> {
-    const started = Date.now();
-    let last = started;
-    let stall = 0;
-    const timer = setInterval(() => {
-      const now = Date.now();
-      stall = Math.max(stall, now - last);
-      last = now;
-    }, 10);
-    const [result] = await Promise.allSettled([work()]);
-    clearInterval(timer);
-    const ended = Date.now();
-    return { stall: Math.max(stall, ended - last), ms: ended - started, result };
-  }
 
   const storedHash = () => (other.prepare('SELECT secret_hash AS hash FROM credentials WHERE client_id = ?').get('svc_1') as { hash: string }).hash;
 

@@ -2,6 +2,7 @@ import type { DataSource } from 'typeorm';
 import { openDataSource } from '../../src/database/migration-tools.js';
 import { VisitsRepository } from '../../src/visits/visits.repository.js';
 import type { WebhookOutbox } from '../../src/webhooks/webhook-outbox.js';
+import { statementsOf } from '../helpers/statements.js';
 import { isolatedConfig } from '../helpers/test-config.js';
 
 /**
@@ -62,18 +63,7 @@ describe('the change feed start on PostgreSQL', () => {
   ])('reads only the writes since Since when they are %s of the history', async (_, at) => {
     const seq = Math.floor(VISITS * at);
     const since = writtenAt(seq);
-    const statements: { sql: string; params: unknown[] }[] = [];
-    const query = db.query.bind(db);
-    db.query = ((sql: string, params?: unknown[]) => {
-      statements.push({ sql, params: params ?? [] });
-      return query(sql, params);
-    }) as typeof db.query;
-    let start: number;
-    try {
-      start = await new VisitsRepository(db, {} as WebhookOutbox).changesStart(1, since);
-    } finally {
-      db.query = query;
-    }
+    const { result: start, statements } = await statementsOf(db, () => new VisitsRepository(db, {} as WebhookOutbox).changesStart(1, since));
     // Just before the first write at or after Since.
     const [{ s }] = await db.query<{ s: string }[]>('SELECT MIN(change_seq) AS s FROM visits WHERE client_id = 1 AND changed_at >= $1', [since]);
     expect(start).toBe(Number(s) - 1);

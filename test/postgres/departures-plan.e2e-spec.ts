@@ -2,6 +2,7 @@ import type { DataSource } from 'typeorm';
 import { openDataSource } from '../../src/database/migration-tools.js';
 import { VisitsRepository } from '../../src/visits/visits.repository.js';
 import type { WebhookOutbox } from '../../src/webhooks/webhook-outbox.js';
+import { statementsOf } from '../helpers/statements.js';
 import { isolatedConfig } from '../helpers/test-config.js';
 
 /**
@@ -80,25 +81,16 @@ describe('the removals of a filtered feed page on PostgreSQL', () => {
 
   /** The statement the repository runs for one page's removals, with its parameters and answer. */
   async function departuresOf(brandId: number, after: number): Promise<{ sql: string; params: unknown[]; rows: { seq: number; visitId: number }[] }> {
-    const statements: { sql: string; params: unknown[] }[] = [];
-    const query = db.query.bind(db);
-    db.query = ((sql: string, params?: unknown[]) => {
-      statements.push({ sql, params: params ?? [] });
-      return query(sql, params);
-    }) as typeof db.query;
-    let rows: { seq: number; visitId: number }[];
-    try {
-      rows = await new VisitsRepository(db, {} as WebhookOutbox).departures({
+    const { result: rows, statements } = await statementsOf(db, () =>
+      new VisitsRepository(db, {} as WebhookOutbox).departures({
         clientId: 1,
         after,
         upTo: VISITS + MOVED,
         brandIds: [brandId],
         visitTypes: null,
         take: TAKE,
-      });
-    } finally {
-      db.query = query;
-    }
+      }),
+    );
     expect(statements).toHaveLength(1);
     return { ...statements[0], rows };
   }
