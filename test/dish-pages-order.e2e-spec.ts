@@ -1,3 +1,4 @@
+import { jest } from '@jest/globals';
 import type { DataSource } from 'typeorm';
 import { openDataSource } from '../src/database/migration-tools.js';
 import type { ImageStorage } from '../src/menus/image-storage.js';
@@ -22,7 +23,7 @@ describe('the pages of a menu\'s dishes', () => {
     db = await openDataSource(config);
     await db.runMigrations({ transaction: 'each' });
     await db.query(`INSERT INTO clients (id, name) VALUES (1, 'One')`);
-    await db.query(`INSERT INTO menus (id, client_id, name, start_date) VALUES (1, 1, 'Lunch', '2026-01-01'), (2, 1, 'Dinner', '2026-01-01')`);
+    await db.query(`INSERT INTO menus (id, client_id, name, start_date) VALUES (1, 1, 'Lunch', '2026-01-01'), (2, 1, 'Dinner', '2026-01-01'), (3, 1, 'Brunch', '2026-01-01')`);
     // Orders repeated (ties go by id), negative, the largest and smallest a dish may have, and
     // none (a tenth); every fifth dish is the other menu's, interleaved by id.
     const series = onPostgres() ? `generate_series(1, ${DISHES}) AS s(n)` : `(WITH RECURSIVE s(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM s WHERE n < ${DISHES}) SELECT n FROM s)`;
@@ -81,6 +82,32 @@ describe('the pages of a menu\'s dishes', () => {
     // A position between two orders, and past every dish.
     expect((await walk(1, [-50, 0])).ids).toEqual(order.filter((id) => orderOf.get(id)! >= -50));
     expect((await walk(1, [UNORDERED, order.at(-1)!])).ids).toEqual([]);
+  });
+
+  it('hold each dish once when a write takes a dish\'s order away between the reads of the ordered dishes and of those without one', async () => {
+    const p = (n: number): string => (onPostgres() ? `$${n}` : '?');
+    for (const [code, order] of [['B-1', 1], ['B-2', 2], ['B-3', null], ['B-4', null]] as const) {
+      await db.query(`INSERT INTO dishes (menu_id, code, description, type, keywords, sort_order) VALUES (3, ${p(1)}, 'Dish', 'Main', '[]', ${p(2)})`, [code, order]);
+    }
+    const ids = await expectedOrder(3);
+    const repo = new MenusRepository(db, {} as ImageStorage);
+    // The page is read in two statements: between them an upload replaces the second dish
+    // without an order. Read in one, the page held it once, as it was before or after the write.
+    const reads = repo as unknown as { inIndexOrder: (...args: unknown[]) => Promise<unknown[]> };
+    const read = reads.inIndexOrder.bind(repo);
+    let writes = 0;
+    const spy = jest.spyOn(reads, 'inIndexOrder').mockImplementation(async (...args: unknown[]) => {
+      const rows = await read(...args);
+      if (writes++ === 0) await db.query(`UPDATE dishes SET sort_order = NULL WHERE id = ${p(1)}`, [ids[1]]);
+      return rows;
+    });
+    try {
+      const page = (await repo.dishes(3, null, SIZE + 1)).map((row) => row.dish.id);
+      expect(writes).toBe(2);
+      expect(page).toEqual(ids);
+    } finally {
+      spy.mockRestore();
+    }
   });
 
   it('are read in the index on (menu_id, sort_order, id) in its order, without reading or sorting the menu', async () => {

@@ -84,6 +84,9 @@ export class MenusRepository {
     if (rows.length < limit && (order === null || order <= UNORDERED)) {
       const unordered = this.dishQuery(menuId).andWhere('d.sort_order IS NULL');
       if (order === UNORDERED) unordered.andWhere('d.id > :id', { id });
+      // Two statements, where the page was one: a dish of the ordered part whose order a write
+      // took away in between is on the page already (as it was before the write), not twice.
+      if (rows.length > 0) unordered.andWhere('d.id NOT IN (:...seen)', { seen: rows.map((dish) => dish.id) });
       rows.push(...(await this.inIndexOrder(unordered, limit - rows.length)));
     }
     return rows.map((dish) => ({ dish, image: dish.image ?? null }));
