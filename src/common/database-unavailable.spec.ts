@@ -24,6 +24,10 @@ describe('isDatabaseUnavailable (a 503 with Retry-After, not a 500)', () => {
     ['a table the migrations have not made yet (42P01)', error({ driverError: error({ code: '42P01', message: 'relation "api_keys" does not exist' }) })],
     ['a column they have not added yet (42703)', error({ driverError: error({ code: '42703', message: 'column "x" does not exist' }) })],
     ['on SQLite, no such table', error({ driverError: error({ code: 'SQLITE_ERROR', message: 'no such table: api_keys' }) })],
+    ['on SQLite, the write lock another process holds', error({ driverError: error({ code: 'SQLITE_BUSY', message: 'database is locked' }) })],
+    // What a transaction's wait for the lock also waits through and gives up with (see beginImmediate).
+    ['on SQLite, a write-ahead log another process recovers', error({ driverError: error({ code: 'SQLITE_BUSY_RECOVERY', message: 'database is locked' }) })],
+    ['on SQLite, a snapshot another writer moved past', error({ driverError: error({ code: 'SQLITE_BUSY_SNAPSHOT', message: 'database is locked' }) })],
   ])('%s', (_what, e) => {
     expect(isDatabaseUnavailable(e)).toBe(true);
   });

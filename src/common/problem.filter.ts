@@ -94,6 +94,10 @@ export function unavailableCause(error: unknown): UnavailableCause | undefined {
     // or a restore); the code alone is also that of faults of the code, which stay 500s.
     (code === '55000' && /is not currently accepting connections/.test(message)) ||
     ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', '57P01', '57P02', '57P03', '57P04', '57P05', '57014', '55P03', '53300', '3D000', '25006', '42501', '42P01', '42703', 'SQLITE_BUSY'].includes(code) ||
+    // SQLite's lock held by another process, with its extended codes (a write-ahead log being
+    // recovered, a snapshot moved past): a transaction's wait for the lock retries them all and
+    // gives up with the last one's (see inTransaction).
+    code.startsWith('SQLITE_BUSY_') ||
     code.startsWith('08') ||
     code.startsWith('28') ||
     (code === 'SQLITE_ERROR' && /^no such (table|column)/.test(message)) ||
