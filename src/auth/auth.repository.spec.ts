@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { DataSource } from 'typeorm';
 import { stallDuring } from '../../test/helpers/event-loop.js';
+import { lockedFor } from '../../test/helpers/sqlite-lock.js';
 import { AuthRepository } from './auth.repository.js';
 import { ApiKey } from './entities/api-key.entity.js';
 import { Credential } from './entities/credential.entity.js';
@@ -48,13 +49,7 @@ describe('AuthRepository writes a token request makes, on SQLite while another p
   });
 
   it("upgrades the secret's hash once the other writer commits, and only while it is still the one read", async () => {
-    other.exec('BEGIN IMMEDIATE');
-    const committed = new Promise<void>((done) =>
-      setTimeout(() => {
-        other.exec('COMMIT');
-        done();
-      }, 400),
-    );
+    const committed = lockedFor(other, 400);
     const { stall, result } = await stallDuring(() => repo.replaceSecretHash('svc_1', 'scrypt$old', 'hmac-sha256$new'));
     await committed;
     expect(result.status).toBe('fulfilled');

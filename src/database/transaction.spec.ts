@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { DataSource, QueryFailedError } from 'typeorm';
 import { stallDuring } from '../../test/helpers/event-loop.js';
+import { lockedFor } from '../../test/helpers/sqlite-lock.js';
 import { inTransaction } from './transaction.js';
 
 describe('inTransaction on SQLite', () => {
@@ -105,17 +106,11 @@ describe('inTransaction on SQLite while another process holds the write lock', (
   });
 
   it('waits for the lock with the event loop free, and begins once the other writer commits', async () => {
-    other.exec('BEGIN IMMEDIATE');
-    other.exec('INSERT INTO rows (id) VALUES (1)');
     // The other writer commits after 400 ms. Before the fix SQLite's busy handler held the event
     // loop for the whole busy timeout: no request was answered (health probes included), this
     // timer could not even run, and the transaction failed with SQLITE_BUSY after 3 s.
-    const committed = new Promise<void>((done) =>
-      setTimeout(() => {
-        other.exec('COMMIT');
-        done();
-      }, 400),
-    );
+    const committed = lockedFor(other, 400);
+    other.exec('INSERT INTO rows (id) VALUES (1)');
     const { stall, ms, result } = await stallDuring(() => inTransaction(db, (tx) => tx.query('INSERT INTO rows (id) VALUES (2)')));
     await committed;
     expect(result.status).toBe('fulfilled');
@@ -166,6 +161,22 @@ describe('inTransaction on SQLite while another process holds the write lock', (
     expect(connection().inTransaction).toBe(false);
   });
 
+  it('keeps waiting for the lock when the system clock steps forward meanwhile (NTP, a VM resumed)', async () => {
+    const committed = lockedFor(other, 400);
+    const wallClock = Date.now;
+    try {
+      const waiting = inTransaction(db, (tx) => tx.query('INSERT INTO rows (id) VALUES (9)'));
+      // While it waits, the system clock steps an hour ahead: the wait's deadline is on the monotonic clock.
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      Date.now = () => wallClock() + 3_600_000;
+      await expect(waiting).resolves.toBeDefined();
+    } finally {
+      Date.now = wallClock;
+    }
+    await committed;
+    expect((other.prepare('SELECT id FROM rows WHERE id = 9').all() as { id: number }[]).map((r) => r.id)).toEqual([9]);
+  });
+
   it('begins a transaction whose turn came after its time when no other process holds the lock', async () => {
     // A transaction of this process outlasting the busy timeout (no other writer): the one behind
     // it is not refused for the queue, which is no lock of another process.
@@ -175,6 +186,6 @@ describe('inTransaction on SQLite while another process holds the write lock', (
     });
     const behind = inTransaction(db, (tx) => tx.query('INSERT INTO rows (id) VALUES (8)'));
     await expect(Promise.all([slow, behind])).resolves.toBeDefined();
-    expect((other.prepare('SELECT id FROM rows ORDER BY id').all() as { id: number }[]).map((r) => r.id)).toEqual([1, 2, 4, 7, 8]);
+    expect((other.prepare('SELECT id FROM rows ORDER BY id').all() as { id: number }[]).map((r) => r.id)).toEqual([1, 2, 4, 7, 8, 9]);
   });
 });

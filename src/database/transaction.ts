@@ -51,8 +51,9 @@ type SqliteConnection = { inTransaction: boolean; exec(sql: string): unknown; pr
 const LOCK_RETRY_MAX_MS = 100;
 
 /**
- * `BEGIN IMMEDIATE`, waiting for another process's write lock until `askedAt` plus the
- * connection's busy timeout (DATABASE_QUERY_TIMEOUT_MS; a command's longer wait) between tries,
+ * `BEGIN IMMEDIATE`, waiting for another process's write lock until `askedAt` (on the monotonic
+ * clock, which a step of the system clock does not move) plus the connection's busy timeout
+ * (DATABASE_QUERY_TIMEOUT_MS; a command's longer wait) between tries,
  * not inside SQLite: better-sqlite3 is synchronous, so SQLite's busy handler held the event loop
  * for the whole wait, and while an import in another process wrote, every request of the service
  * (reads and health probes included) stood still behind the webhook poller's or an upload's
@@ -79,11 +80,11 @@ async function beginImmediate(connection: SqliteConnection, askedAt: number): Pr
     } catch (error) {
       const code = (error as { code?: unknown }).code;
       // Thrown as TypeORM's statements throw (the driver's error as driverError), as before the wait.
-      if (typeof code !== 'string' || !code.startsWith('SQLITE_BUSY') || Date.now() >= deadline) throw new QueryFailedError('BEGIN IMMEDIATE', [], error as Error);
+      if (typeof code !== 'string' || !code.startsWith('SQLITE_BUSY') || performance.now() >= deadline) throw new QueryFailedError('BEGIN IMMEDIATE', [], error as Error);
     } finally {
       connection.pragma(`busy_timeout = ${waitMs}`);
     }
-    await new Promise((resolve) => setTimeout(resolve, Math.max(1, Math.min(pause, deadline - Date.now()))));
+    await new Promise((resolve) => setTimeout(resolve, Math.max(1, Math.min(pause, deadline - performance.now()))));
   }
 }
 /** The fields of TypeORM's query runner that say it is in a transaction. */
@@ -130,7 +131,7 @@ async function runSqlite<T>(db: DataSource, work: (tx: EntityManager) => Promise
  */
 export function inTransaction<T>(db: DataSource, work: (tx: EntityManager) => Promise<T>): Promise<T> {
   if (db.options.type === 'postgres') return runPostgres(db, work);
-  const askedAt = Date.now();
+  const askedAt = performance.now();
   const previous = queues.get(db) ?? Promise.resolve();
   const next = previous.then(
     () => runSqlite(db, work, askedAt),
