@@ -72,7 +72,7 @@ async function bootstrap(): Promise<void> {
   const stop = async (signal: string): Promise<void> => {
     if (stopping) return;
     stopping = true;
-    const started = Date.now();
+    const started = performance.now();
     const graceEnds = started + config.SHUTDOWN_GRACE_SECONDS * 1000;
     app.get(LifecycleService).shuttingDown = true;
     const server = app.getHttpServer() as Server;
@@ -96,11 +96,11 @@ async function bootstrap(): Promise<void> {
     // and CLOSE_MIN_MS more, to record its outcome (cut off, the event was sent again by the next
     // start though its receiver had taken it).
     const deliveriesEnd = app.get(WebhookDispatcher).deliveriesEndBy();
-    const closeBy = Math.max(graceEnds, Date.now() + CLOSE_MIN_MS, (deliveriesEnd ?? 0) + CLOSE_MIN_MS);
+    const closeBy = Math.max(graceEnds, performance.now() + CLOSE_MIN_MS, (deliveriesEnd ?? 0) + CLOSE_MIN_MS);
     let closeTimer: NodeJS.Timeout | undefined;
     const closed = await Promise.race([
       app.close().then(() => true),
-      new Promise<false>((resolve) => (closeTimer = setTimeout(() => resolve(false), closeBy - Date.now()))),
+      new Promise<false>((resolve) => (closeTimer = setTimeout(() => resolve(false), closeBy - performance.now()))),
     ]);
     clearTimeout(closeTimer);
     if (!closed) logger.warn(`the application did not close within ${Math.round((closeBy - started) / 1000)} s of ${signal}: exiting without waiting for it`);

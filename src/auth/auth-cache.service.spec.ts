@@ -35,6 +35,25 @@ describe('AuthCacheService', () => {
     expect(state.reads).toBe(2);
   });
 
+  it('reads a key again after AUTH_CACHE_SECONDS even when the system clock stepped back meanwhile (NTP, a resumed machine)', async () => {
+    jest.useFakeTimers({ doNotFake: ['setTimeout'] });
+    try {
+      const { state, repo } = repository();
+      const cache = new AuthCacheService(repo, config(10), NO_VISIT_TYPES, NO_CLIENTS);
+      expect(await cache.keyOwner('svck_abc')).toBe('svc_a');
+      // The clock an hour back: a key revoked (or a credential disabled) meanwhile must not be taken for that hour.
+      jest.setSystemTime(Date.now() - 3_600_000);
+      jest.advanceTimersByTime(9_000);
+      await cache.keyOwner('svck_abc');
+      expect(state.reads).toBe(1);
+      jest.advanceTimersByTime(1_001);
+      await cache.keyOwner('svck_abc');
+      expect(state.reads).toBe(2);
+    } finally {
+      jest.useRealTimers();
+    }
+  });
+
   it('answers a read that failed with its error for a second, without asking the database again, then asks', async () => {
     jest.useFakeTimers({ doNotFake: ['setTimeout'] });
     try {
@@ -45,7 +64,7 @@ describe('AuthCacheService', () => {
       await expect(cache.apiKey('svck_abc')).rejects.toMatchObject({ code: 'ECONNREFUSED' });
       expect(state.reads).toBe(1);
       state.down = false;
-      jest.setSystemTime(Date.now() + 1001);
+      jest.advanceTimersByTime(1001);
       expect(await cache.keyOwner('svck_abc')).toBe('svc_a');
       expect(state.reads).toBe(2);
       // Kept now for AUTH_CACHE_SECONDS.

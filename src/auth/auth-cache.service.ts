@@ -37,7 +37,9 @@ const FAILURE_MS = 1000;
  * Values read at most every `ttlMs`. Reads of one key under way at once are one read; a read
  * that failed fails again for FAILURE_MS without asking, so that requests during an outage
  * (the rate limit's look at the API key, then the API key guard's) wait for one timeout, not
- * one each, and do not pile up on a database that does not answer.
+ * one each, and do not pile up on a database that does not answer. Times are on the monotonic
+ * clock: a step of the system clock back by an hour must not keep a disabled credential working
+ * for that hour.
  */
 class TtlCache<V> {
   private readonly entries = new Map<string, { value: V; expires: number }>();
@@ -47,9 +49,9 @@ class TtlCache<V> {
 
   async get(key: string, load: () => Promise<V>): Promise<V> {
     const hit = this.entries.get(key);
-    if (hit && hit.expires > Date.now()) return hit.value;
+    if (hit && hit.expires > performance.now()) return hit.value;
     const failure = this.failed.get(key);
-    if (failure && failure.until > Date.now()) throw failure.error;
+    if (failure && failure.until > performance.now()) throw failure.error;
     let pending = this.loading.get(key);
     if (pending === undefined) {
       pending = this.load(key, load);
@@ -64,12 +66,12 @@ class TtlCache<V> {
       this.failed.delete(key);
       if (this.ttlMs > 0) {
         if (this.entries.size >= MAX_ENTRIES) this.entries.clear();
-        this.entries.set(key, { value, expires: Date.now() + this.ttlMs });
+        this.entries.set(key, { value, expires: performance.now() + this.ttlMs });
       }
       return value;
     } catch (error) {
       if (this.failed.size >= MAX_ENTRIES) this.failed.clear();
-      this.failed.set(key, { error, until: Date.now() + FAILURE_MS });
+      this.failed.set(key, { error, until: performance.now() + FAILURE_MS });
       throw error;
     } finally {
       this.loading.delete(key);

@@ -6,12 +6,11 @@ import type { AuthRepository } from './auth.repository.js';
 import { SigningKey } from './entities/signing-key.entity.js';
 import { JWKS_MAX_AGE_SECONDS, KeyringService, PUBLISH_SECONDS } from './keyring.service.js';
 
-/** Only the clock is faked: the database driver's own timers and promises run as they do. */
+/** Only the clocks are faked (the system's and the monotonic one): the database driver's own timers and promises run as they do. */
 const clockOnly: Parameters<typeof jest.useFakeTimers>[0] = {
   doNotFake: [
     'hrtime',
     'nextTick',
-    'performance',
     'queueMicrotask',
     'requestAnimationFrame',
     'cancelAnimationFrame',
@@ -49,7 +48,12 @@ describe('signing key rotation on a database ring', () => {
     await f.close();
   });
 
-  const at = (ms: number) => jest.setSystemTime(START + ms);
+  /** Time passes to START + ms (both clocks move); one earlier is a step back of the system clock alone. */
+  const at = (ms: number) => {
+    const ahead = START + ms - Date.now();
+    if (ahead >= 0) jest.advanceTimersByTime(ahead);
+    else jest.setSystemTime(START + ms);
+  };
   const published = async (keyring: KeyringService) => (await keyring.jwks()).keys.map((k) => k.kid).sort();
 
   it('publishes a rotated key at once and signs with it, on every replica, only once the key set’s max-age, the longest AUTH_CACHE_SECONDS and a margin for clocks have passed', async () => {
@@ -85,6 +89,16 @@ describe('signing key rotation on a database ring', () => {
     expect(again.signsFrom).toBe(new Date(START + 1_001).toISOString());
     at(1_001);
     expect((await f.keyring.signingKey()).kid).toBe(again.kid);
+  });
+
+  it('reads the ring again for a key another replica rotated in, even when its system clock stepped back since its last read', async () => {
+    at(1_000);
+    await replica.verificationKey(first);
+    // This replica's clock an hour back (NTP, a resumed machine), then another rotates with `now`.
+    at(-3_600_000);
+    at(-3_598_000);
+    const rotated = await f.keyring.rotate({ now: true });
+    expect((await replica.verificationKey(rotated.kid))?.kid).toBe(rotated.kid);
   });
 
   it('keeps a published key’s turn when another is rotated in with `now` before it', async () => {

@@ -103,7 +103,8 @@ export class KeyringService implements OnModuleInit {
   private keys: RingKey[] = [];
   /** The database ring's keys in turn, read with them: signing picks from them without sorting per token. */
   private turns: RingKey[] = [];
-  private loadedAt = 0;
+  /** When the keys were last read, on the monotonic clock: a step of the system clock (back by an hour) must not keep a rotation from this replica. */
+  private loadedAt = -Infinity;
   private loading: Promise<void> | null = null;
   /** What is wrong with the configured keys as last read, while the keys read before them stand in; null when nothing is. */
   private reloadProblem: string | null = null;
@@ -206,7 +207,7 @@ export class KeyringService implements OnModuleInit {
         const problem = error instanceof ConfigError ? error.problems.join('; ') : (error as Error).message;
         if (problem !== this.reloadProblem) this.logger.error(`${problem}: the signing keys read before keep signing and verifying until it is mended`);
         this.reloadProblem = problem;
-        this.loadedAt = Date.now();
+        this.loadedAt = performance.now();
         return;
       }
       if (this.reloadProblem !== null) this.logger.log('signing keys read again: the configured keys sign and verify');
@@ -217,7 +218,7 @@ export class KeyringService implements OnModuleInit {
       this.keys = await Promise.all(rows.map((row) => ringKey(this.privateKeyOf(row), row.createdAt, signsFromOf(row), row.retiredAt)));
       this.turns = inTurn(this.keys);
     }
-    this.loadedAt = Date.now();
+    this.loadedAt = performance.now();
   }
 
   /** The PEM of a stored key: opened, or as it is when an earlier release stored it in clear. */
@@ -235,7 +236,7 @@ export class KeyringService implements OnModuleInit {
 
   private async fresh(force = false): Promise<RingKey[]> {
     // Read again after AUTH_CACHE_SECONDS (at most 30): a rotation or retirement reaches every replica.
-    if (force || Date.now() - this.loadedAt >= this.config.AUTH_CACHE_SECONDS * 1000) {
+    if (force || performance.now() - this.loadedAt >= this.config.AUTH_CACHE_SECONDS * 1000) {
       this.loading ??= this.reload().finally(() => (this.loading = null));
       await this.loading;
     }
@@ -264,7 +265,7 @@ export class KeyringService implements OnModuleInit {
   /** The key a token names; a kid not seen yet triggers one re-read (another replica rotated). */
   async verificationKey(kid: string): Promise<RingKey | undefined> {
     const found = (await this.fresh()).find((k) => k.kid === kid);
-    if (found || Date.now() - this.loadedAt < 1000) return found;
+    if (found || performance.now() - this.loadedAt < 1000) return found;
     return (await this.fresh(true)).find((k) => k.kid === kid);
   }
 

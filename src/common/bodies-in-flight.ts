@@ -102,9 +102,9 @@ export class BodiesInFlight {
    * when they do not fit within `waitMs`.
    */
   async reserve(estimate: number, { owner, waitMs = Infinity }: { owner?: string; waitMs?: number } = {}): Promise<InFlightSlot> {
-    const deadline = Date.now() + waitMs;
+    const deadline = performance.now() + waitMs;
     while (!this.fits(estimate, owner)) {
-      const left = deadline - Date.now();
+      const left = deadline - performance.now();
       if (left <= 0) throw new NoRoomInTime();
       await new Promise<void>((wake) => {
         const timer = Number.isFinite(left) ? setTimeout(wake, left) : undefined;

@@ -47,11 +47,11 @@ function waiting(socket: Socket): number {
 export function dropWhenStalled(res: ServerResponse, ms: number): void {
   const socket = res.socket;
   if (!socket || socket.destroyed) return;
-  const clock = new StallClock(socket.bytesWritten - waiting(socket), Date.now(), ms);
+  const clock = new StallClock(socket.bytesWritten - waiting(socket), performance.now(), ms);
   const timer = setInterval(
     () => {
       const left = waiting(socket);
-      if (clock.stalled(socket.bytesWritten - left, left, Date.now())) socket.destroy();
+      if (clock.stalled(socket.bytesWritten - left, left, performance.now())) socket.destroy();
     },
     Math.max(10, Math.min(1000, ms / 10)),
   );
@@ -69,11 +69,11 @@ export function dropWhenBodyStalls(req: IncomingMessage, res: ServerResponse, ms
   const socket = req.socket;
   if (socket.destroyed || req.complete) return;
   // Bytes read from the connection: the body's, once its head has been read.
-  const clock = new StallClock(socket.bytesRead, Date.now(), ms);
+  const clock = new StallClock(socket.bytesRead, performance.now(), ms);
   const timer = setInterval(
     () => {
       if (req.complete) clearInterval(timer);
-      else if (clock.stalled(socket.bytesRead, 1, Date.now())) socket.destroy();
+      else if (clock.stalled(socket.bytesRead, 1, performance.now())) socket.destroy();
     },
     Math.max(10, Math.min(1000, ms / 10)),
   );

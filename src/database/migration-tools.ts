@@ -82,9 +82,9 @@ const LOCK_WAIT_MS = 10 * 60_000;
 
 /** Calls `take` every 50 ms until it takes the lock; an error past LOCK_WAIT_MS. */
 async function untilTaken(what: string, take: () => Promise<boolean>): Promise<void> {
-  const deadline = Date.now() + LOCK_WAIT_MS;
+  const deadline = performance.now() + LOCK_WAIT_MS;
   while (!(await take())) {
-    if (Date.now() > deadline) throw new Error(`another process has been running ${what} for over ${LOCK_WAIT_MS / 60_000} minutes`);
+    if (performance.now() > deadline) throw new Error(`another process has been running ${what} for over ${LOCK_WAIT_MS / 60_000} minutes`);
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }

@@ -68,7 +68,7 @@ export class RedisGate {
       else if ((error as Error).name === 'ReplyError') this.refused(message);
       return { ok: false, reason: message };
     }
-    if (this.refusal !== null && Date.now() - this.lastRefusalAt >= this.recheckMs) {
+    if (this.refusal !== null && performance.now() - this.lastRefusalAt >= this.recheckMs) {
       this.refusal = null;
       this.logger.log('commands succeed again: rate limits and token failures are shared by the replicas again');
     }
@@ -84,7 +84,7 @@ export class RedisGate {
 
   /** Redis answered a command with an error: said once, until a command succeeds well after the last refusal. */
   private refused(message: string): void {
-    this.lastRefusalAt = Date.now();
+    this.lastRefusalAt = performance.now();
     if (this.refusal !== null || this.closed) return;
     this.refusal = message;
     this.logger.warn(`answering commands with errors (${message}): rate limits and token failures are counted per process until a command succeeds`);

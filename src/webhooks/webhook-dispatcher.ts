@@ -35,7 +35,7 @@ export class WebhookDispatcher implements OnApplicationBootstrap, OnModuleDestro
   private readonly logger = new Logger('Webhooks');
   private readonly box: SecretBox;
   private readonly inFlight = new Map<string, number>();
-  /** The deliveries in flight, each with the time by which its request has been answered or timed out (epoch ms). */
+  /** The deliveries in flight, each with the time by which its request has been answered or timed out (performance.now()'s clock, ms). */
   private readonly deliveries = new Map<Promise<void>, number>();
   private timer: NodeJS.Timeout | null = null;
   private tick: Promise<void> | null = null;
@@ -76,8 +76,8 @@ export class WebhookDispatcher implements OnApplicationBootstrap, OnModuleDestro
 
   /**
    * When the requests of the deliveries in flight have been answered or timed out, at the
-   * latest (epoch ms); null when none is in flight. Closing the application waits for them and
-   * records their outcome (see onModuleDestroy): a shutdown leaves it that long, so that the
+   * latest (ms on performance.now()'s clock); null when none is in flight. Closing the
+   * application waits for them and records their outcome (see onModuleDestroy): a shutdown leaves it that long, so that the
    * next start does not send an event its receiver took.
    */
   deliveriesEndBy(): number | null {
@@ -146,7 +146,7 @@ export class WebhookDispatcher implements OnApplicationBootstrap, OnModuleDestro
         else this.inFlight.delete(d.endpointId);
         if (this.backlog) this.schedule(0);
       });
-    this.deliveries.set(running, Date.now() + this.config.WEBHOOKS_TIMEOUT_MS);
+    this.deliveries.set(running, performance.now() + this.config.WEBHOOKS_TIMEOUT_MS);
   }
 
   /** One attempt, signed with the endpoint's secrets; a secret that cannot be opened is a failed attempt too. */
