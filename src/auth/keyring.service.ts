@@ -105,6 +105,8 @@ export class KeyringService implements OnModuleInit {
   private turns: RingKey[] = [];
   /** When the keys were last read, on the monotonic clock: a step of the system clock (back by an hour) must not keep a rotation from this replica. */
   private loadedAt = -Infinity;
+  /** When the ring in use was read, on the same clock (taken before its query, so a change committed during the read counts as after it). */
+  private ringReadAt = -Infinity;
   private loading: Promise<void> | null = null;
   /** What is wrong with the configured keys as last read, while the keys read before them stand in; null when nothing is. */
   private reloadProblem: string | null = null;
@@ -194,6 +196,7 @@ export class KeyringService implements OnModuleInit {
   }
 
   private async reload(): Promise<void> {
+    const readAt = performance.now();
     if (this.fromConfig) {
       let keys: RingKey[];
       try {
@@ -208,6 +211,7 @@ export class KeyringService implements OnModuleInit {
         if (problem !== this.reloadProblem) this.logger.error(`${problem}: the signing keys read before keep signing and verifying until it is mended`);
         this.reloadProblem = problem;
         this.loadedAt = performance.now();
+        this.ringReadAt = readAt;
         return;
       }
       if (this.reloadProblem !== null) this.logger.log('signing keys read again: the configured keys sign and verify');
@@ -219,6 +223,7 @@ export class KeyringService implements OnModuleInit {
       this.turns = inTurn(this.keys);
     }
     this.loadedAt = performance.now();
+    this.ringReadAt = readAt;
   }
 
   /** The PEM of a stored key: opened, or as it is when an earlier release stored it in clear. */
@@ -264,9 +269,20 @@ export class KeyringService implements OnModuleInit {
 
   /** The key a token names; a kid not seen yet triggers one re-read (another replica rotated). */
   async verificationKey(kid: string): Promise<RingKey | undefined> {
-    const found = (await this.fresh()).find((k) => k.kid === kid);
-    if (found || performance.now() - this.loadedAt < 1000) return found;
-    return (await this.fresh(true)).find((k) => k.kid === kid);
+    return (await this.verification(kid)).key;
+  }
+
+  /**
+   * The key a token names, and until when (ms on performance.now()'s clock) what the ring said
+   * of it may be relied on: AUTH_CACHE_SECONDS after the ring was read. A token verified with it
+   * is remembered no longer than that (VerifiedTokens), so a key retired elsewhere stops its
+   * tokens within AUTH_CACHE_SECONDS of the retirement, however late in the ring's time a token
+   * came first.
+   */
+  async verification(kid: string): Promise<{ key: RingKey | undefined; trustedUntil: number }> {
+    let key = (await this.fresh()).find((k) => k.kid === kid);
+    if (!key && performance.now() - this.loadedAt >= 1000) key = (await this.fresh(true)).find((k) => k.kid === kid);
+    return { key, trustedUntil: this.ringReadAt + this.config.AUTH_CACHE_SECONDS * 1000 };
   }
 
   async jwks(): Promise<{ keys: JWK[] }> {

@@ -24,6 +24,17 @@ describe('VerifiedTokens', () => {
     expect(off.claimsOf('a.b.c')).toBeUndefined();
   });
 
+  it('forgets a token when the signing keys it was verified with are to be read again, before the cache time is up', async () => {
+    const cache = tokens(30);
+    const claims = { client_id: 'svc_1', exp: inSeconds(3600) };
+    cache.remember('late', claims, performance.now() + 50);
+    cache.remember('past', claims, performance.now() - 1);
+    expect(cache.claimsOf('late')).toBe(claims);
+    expect(cache.claimsOf('past')).toBeUndefined();
+    await new Promise((r) => setTimeout(r, 120));
+    expect(cache.claimsOf('late')).toBeUndefined();
+  });
+
   it('forgets a token when it expires, before the cache time is up', async () => {
     const cache = tokens(30);
     cache.remember('soon', { client_id: 'svc_1', exp: Date.now() / 1000 + 0.05 });

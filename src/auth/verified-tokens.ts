@@ -28,7 +28,9 @@ const ENTRY_BYTES = 256;
  * ES256 signature each time was the largest single cost of a cached page. A token is kept
  * until it expires but at most AUTH_CACHE_SECONDS, the time in which every other auth
  * decision (a retired signing key, a revoked API key, a disabled credential) reaches every
- * replica anyway; what depends on the request (the API key's credential, the credential
+ * replica anyway, and no longer than the signing keys it was verified with may be relied on
+ * (AUTH_CACHE_SECONDS after they were read: a key retired by another process then stops its
+ * tokens within that time, not up to twice it); what depends on the request (the API key's credential, the credential
  * being enabled) is still checked on every request.
  */
 @Injectable()
@@ -45,10 +47,13 @@ export class VerifiedTokens {
     return this.tokens.get(token);
   }
 
-  /** Remembers a token that has just been verified. */
-  remember(token: string, claims: AccessTokenClaims): void {
+  /**
+   * Remembers a token that has just been verified, at most until `trustedUntil` (ms on
+   * performance.now()'s clock): when the signing keys it was verified with are read again.
+   */
+  remember(token: string, claims: AccessTokenClaims, trustedUntil = Infinity): void {
     if (this.keepMs <= 0 || typeof claims.exp !== 'number') return;
-    const ttl = Math.min(this.keepMs, claims.exp * 1000 - Date.now());
+    const ttl = Math.min(this.keepMs, claims.exp * 1000 - Date.now(), trustedUntil - performance.now());
     if (ttl > 0) this.tokens.set(token, claims, { ttl });
   }
 }

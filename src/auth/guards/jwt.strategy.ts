@@ -19,6 +19,9 @@ type KeyCallback = (err: unknown, key?: string | Buffer) => void;
  */
 const passKeyObject = (done: KeyCallback, key: KeyObject): void => (done as unknown as (err: null, key: KeyObject) => void)(null, key);
 
+/** Per request being verified: until when (ms on performance.now()'s clock) the signing keys its token was checked against may be relied on. */
+const keysTrustedUntil = new WeakMap<object, number>();
+
 /** How far ahead of this replica's clock another replica's may be when it issues a token. */
 const CLOCK_SKEW_SECONDS = 60;
 
@@ -66,7 +69,7 @@ export class JwtStrategy extends PassportStrategy(Strategy, 'jwt') {
       algorithms: [SIGNING_ALG],
       issuer: config.baseUrl,
       audience: TOKEN_AUDIENCE,
-      secretOrKeyProvider: (_req: unknown, rawJwt: string, done: KeyCallback) => {
+      secretOrKeyProvider: (req: AuthenticatedRequest, rawJwt: string, done: KeyCallback) => {
         let kid: string;
         try {
           kid = signingKeyId(rawJwt);
@@ -74,8 +77,13 @@ export class JwtStrategy extends PassportStrategy(Strategy, 'jwt') {
           // jose's header decoder throws plain TypeErrors; whatever reading the untrusted token throws is the token's fault.
           return done(error instanceof TokenRejected ? error : new TokenRejected('The access token is malformed.'));
         }
-        keyring.verificationKey(kid).then(
-          (key) => (key ? passKeyObject(done, key.publicKey) : done(new TokenRejected('The access token is signed by an unknown key.'))),
+        keyring.verification(kid).then(
+          ({ key, trustedUntil }) => {
+            if (!key) return done(new TokenRejected('The access token is signed by an unknown key.'));
+            // validate() remembers the token no longer than the ring it was verified with may stand.
+            keysTrustedUntil.set(req, trustedUntil);
+            passKeyObject(done, key.publicKey);
+          },
           (error: unknown) => done(new KeyringUnavailable(error)),
         );
       },
@@ -91,7 +99,7 @@ export class JwtStrategy extends PassportStrategy(Strategy, 'jwt') {
     }
     const principal = await this.principalOf(request, claims);
     const token = bearerCredentials(request);
-    if (token !== null) this.verified.remember(token, claims);
+    if (token !== null) this.verified.remember(token, claims, keysTrustedUntil.get(request) ?? performance.now());
     return principal;
   }
 
