@@ -78,6 +78,15 @@ class TtlCache<V> {
     }
   }
 
+  /**
+   * Reads the value now, joining no read under way (one that began before the change the
+   * caller looks for), and keeps it as get() would.
+   */
+  readAgain(key: string, load: () => Promise<V>): Promise<V> {
+    this.delete(key);
+    return this.load(key, load);
+  }
+
   delete(key: string): void {
     this.entries.delete(key);
     this.failed.delete(key);
@@ -126,24 +135,34 @@ export class AuthCacheService {
   };
 
   credential(clientId: string): Promise<CachedCredential | null> {
-    return this.credentials.get(clientId, async () => {
-      const c = await this.repo.findCredential(clientId);
-      if (!c) return null;
-      const clients = new Set(splitList(c.clientIds).map(Number));
-      const brands = c.brandIds === null ? null : new Set(splitList(c.brandIds).map(Number));
-      const visitTypes = c.visitTypes === null ? null : new Set(splitList(c.visitTypes));
-      return {
-        clientId: c.clientId,
-        disabled: c.disabled,
-        scopes: new Set(splitList(c.scopes)),
-        clients,
-        brands,
-        visitTypes,
-        selectableBrands: brands ?? new Set((await Promise.all([...clients].map((id) => this.clients.listBrands(id)))).flat().map((b) => b.id)),
-        selectableVisitTypes: visitTypes ?? (await this.visitTypes.codes()),
-        credential: c,
-      };
-    });
+    return this.credentials.get(clientId, () => this.readCredential(clientId));
+  }
+
+  /**
+   * The credential read from the database now, whatever this process kept: for a secret that
+   * does not match the credential as read before, which another process may have rotated since.
+   */
+  credentialReadAgain(clientId: string): Promise<CachedCredential | null> {
+    return this.credentials.readAgain(clientId, () => this.readCredential(clientId));
+  }
+
+  private async readCredential(clientId: string): Promise<CachedCredential | null> {
+    const c = await this.repo.findCredential(clientId);
+    if (!c) return null;
+    const clients = new Set(splitList(c.clientIds).map(Number));
+    const brands = c.brandIds === null ? null : new Set(splitList(c.brandIds).map(Number));
+    const visitTypes = c.visitTypes === null ? null : new Set(splitList(c.visitTypes));
+    return {
+      clientId: c.clientId,
+      disabled: c.disabled,
+      scopes: new Set(splitList(c.scopes)),
+      clients,
+      brands,
+      visitTypes,
+      selectableBrands: brands ?? new Set((await Promise.all([...clients].map((id) => this.clients.listBrands(id)))).flat().map((b) => b.id)),
+      selectableVisitTypes: visitTypes ?? (await this.visitTypes.codes()),
+      credential: c,
+    };
   }
 
   /** Drops a cached credential whose row changed, so the next request reads the row again. */

@@ -201,9 +201,18 @@ export class TokenService {
   }
 
   private async authenticate(clientId: string, secret: string, basic: boolean): Promise<CachedCredential> {
-    const credential = await this.cache.credential(clientId);
-    const stored = credential?.credential ?? DUMMY_SECRETS;
-    const matched = await matchingSecret(secret, stored, this.secretKey, Date.now());
+    let credential = await this.cache.credential(clientId);
+    let stored = credential?.credential ?? DUMMY_SECRETS;
+    let matched = await matchingSecret(secret, stored, this.secretKey, Date.now());
+    if (matched === null) {
+      // The credential as this process read it, up to AUTH_CACHE_SECONDS ago: another process
+      // may have rotated the secret (or added the credential) since. Read once more before the
+      // refusal, so that a partner's new secret works on every replica at once and is never
+      // counted as a guess. Wrong secrets are bounded by the token rate limit and the lockout.
+      credential = await this.cache.credentialReadAgain(clientId);
+      stored = credential?.credential ?? DUMMY_SECRETS;
+      matched = await matchingSecret(secret, stored, this.secretKey, Date.now());
+    }
     const matches = matched !== null;
     if (!credential || !matches || credential.disabled) {
       // The right secret of a disabled credential is no guess: a partner's job retrying while
