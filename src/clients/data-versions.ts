@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { growingLru } from '../common/growing-lru.js';
@@ -19,6 +20,8 @@ const CLIENTS_TABLE_SQL = "SELECT to_regclass('clients')::oid::text AS t";
 /** How often the listening connection is checked, and how long the check may take. */
 const CHECK_EVERY_MS = 10_000;
 const CHECK_TIMEOUT_MS = 5_000;
+/** How long an echo (see hears) may take to come back before the listener is taken as deaf. */
+const ECHO_TIMEOUT_MS = 5_000;
 /** Waits before listening again after the connection was lost: doubled per failure, up to the last. */
 const RECONNECT_MS = [500, 1_000, 2_000, 5_000, 10_000, 30_000];
 
@@ -59,6 +62,8 @@ export class ClientDataVersions implements OnApplicationShutdown {
   private failures = 0;
   private started = false;
   private stopped = false;
+  /** The echo the listening connection waits for (see hears), with what to do when it comes. */
+  private echo: { payload: string; heard: () => void } | null = null;
 
   constructor(
     @InjectDataSource() private readonly db: DataSource,
@@ -122,7 +127,7 @@ export class ClientDataVersions implements OnApplicationShutdown {
 
   private async listen(): Promise<void> {
     if (this.stopped) return;
-    const connection = postgresConnection(this.config);
+    const connection = postgresConnection(this.config, 'direct');
     const client = new pg.Client({
       connectionString: connection.url,
       // Named with its schema, so that an operator (or a test) can tell the listeners of two schemas apart.
@@ -136,7 +141,9 @@ export class ClientDataVersions implements OnApplicationShutdown {
     client.on('error', (error) => this.lost(client, error));
     client.on('end', () => this.lost(client, new Error('the connection ended')));
     client.on('notification', (message) => {
-      if (message.channel === DATA_VERSION_CHANNEL && client === this.client) this.announced(message.payload);
+      if (message.channel !== DATA_VERSION_CHANNEL || client !== this.client) return;
+      if (this.echo !== null && message.payload === this.echo.payload) this.echo.heard();
+      else this.announced(message.payload);
     });
     try {
       await client.connect();
@@ -152,6 +159,7 @@ export class ClientDataVersions implements OnApplicationShutdown {
       if (!rows[0]?.schema) throw new Error(`schema ${this.config.DATABASE_SCHEMA} does not exist`);
       this.schema = rows[0].schema;
       this.clientsTable = (await client.query<{ t: string | null }>(CLIENTS_TABLE_SQL)).rows[0]?.t ?? null;
+      await this.hears(client);
     } catch (error) {
       this.lost(client, error as Error);
       return;
@@ -163,6 +171,41 @@ export class ClientDataVersions implements OnApplicationShutdown {
     if (this.failures > 0) this.logger.log('listening for data version changes again');
     this.failures = 0;
     this.check = setInterval(() => void this.verify(client), CHECK_EVERY_MS).unref();
+  }
+
+  /**
+   * Sends a notification through the pool, as another replica's commit would be announced,
+   * and waits for it on the listening connection. A pooler in transaction mode (PgBouncer's
+   * pool_mode = transaction) between the service and PostgreSQL answers the LISTEN, then
+   * gives the session that ran it to other clients: the announcements never come, and a
+   * listener that trusted its LISTEN kept versions, and served pages, up to a minute old
+   * (KEPT_MS) after another replica or the CLI had changed them, without a word. A listener
+   * that does not hear its echo is a lost one: versions are read per request, it says why, and
+   * tries again.
+   */
+  private async hears(client: pg.Client): Promise<void> {
+    const payload = JSON.stringify({ echo: randomUUID() });
+    let timer: NodeJS.Timeout | undefined;
+    const heard = new Promise<void>((resolve, fail) => {
+      this.echo = { payload, heard: resolve };
+      timer = setTimeout(
+        () =>
+          fail(
+            new Error(
+              `a notification sent through DATABASE_URL did not reach the listening connection within ${ECHO_TIMEOUT_MS} ms ` +
+                '(a pooler in transaction mode between the service and PostgreSQL? Set DATABASE_DIRECT_URL to PostgreSQL itself)',
+            ),
+          ),
+        ECHO_TIMEOUT_MS,
+      );
+    });
+    try {
+      await this.db.query('SELECT pg_notify($1, $2)', [DATA_VERSION_CHANNEL, payload]);
+      await heard;
+    } finally {
+      clearTimeout(timer);
+      if (client === this.client) this.echo = null;
+    }
   }
 
   private announced(payload: string | undefined): void {

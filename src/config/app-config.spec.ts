@@ -130,6 +130,21 @@ describe('loadConfig', () => {
     }
   });
 
+  it('refuses a DATABASE_DIRECT_URL that is not PostgreSQL, has an unknown sslmode, or stands without DATABASE_URL, showing no password', () => {
+    expect(problemsOf({ DATABASE_URL: 'postgres://u@pgbouncer/results', DATABASE_DIRECT_URL: 'mysql://u:pw1@db/results' })).toEqual([
+      'DATABASE_DIRECT_URL=[hidden]: expected a postgres:// or postgresql:// URL',
+    ]);
+    expect(problemsOf({ DATABASE_URL: 'postgres://u@pgbouncer/results', DATABASE_DIRECT_URL: 'postgres://u:pw1@db/results?sslmode=bogus' })).toEqual([
+      'DATABASE_DIRECT_URL\'s sslmode="bogus": expected one of disable, prefer, require, verify-ca, verify-full, no-verify',
+    ]);
+    expect(problemsOf({ DATABASE_DIRECT_URL: 'postgres://u:pw1@db/results' })).toEqual([
+      'DATABASE_DIRECT_URL is set without DATABASE_URL: set DATABASE_URL too (or neither, for the embedded database)',
+    ]);
+    expect(loadConfig({ DATABASE_URL: 'postgres://u@pgbouncer/results', DATABASE_DIRECT_URL: 'postgres://u@db/results' }).DATABASE_DIRECT_URL).toBe(
+      'postgres://u@db/results',
+    );
+  });
+
   it('judges the sslmode node-postgres takes of one given twice: the last', () => {
     expect(problemsOf({ DATABASE_URL: 'postgres://u:pw1@db.example/results?sslmode=disable&sslmode=bogus' })).toEqual([
       'DATABASE_URL\'s sslmode="bogus": expected one of disable, prefer, require, verify-ca, verify-full, no-verify',

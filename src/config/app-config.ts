@@ -40,6 +40,14 @@ export class AppConfig {
   @UrlSetting(/^postgres(ql)?:\/\/.+/, 'a postgres:// or postgresql:// URL')
   DATABASE_URL?: string;
 
+  /**
+   * PostgreSQL itself, for the connections a pooler in transaction mode cannot carry (the
+   * data-version listener, the migrations); unset: DATABASE_URL.
+   */
+  @IsOptional()
+  @UrlSetting(/^postgres(ql)?:\/\/.+/, 'a postgres:// or postgresql:// URL')
+  DATABASE_DIRECT_URL?: string;
+
   /** PostgreSQL schema holding the service's tables. */
   @TextSetting('a lower-case SQL identifier', /^[a-z_][a-z0-9_]{0,62}$/)
   DATABASE_SCHEMA = 'public';
@@ -326,7 +334,7 @@ const SETTINGS: readonly string[] = Object.keys(new AppConfig());
 const SECRETS = new Set(['JWT_SIGNING_KEYS', 'API_KEY_HASH_KEY', 'PAGE_TOKEN_KEY']);
 
 /** URL settings: a value may hold a password, in its userinfo or wherever a typo put it. */
-const URLS = new Set(['DATABASE_URL', 'REDIS_URL', 'PUBLIC_BASE_URL']);
+const URLS = new Set(['DATABASE_URL', 'DATABASE_DIRECT_URL', 'REDIS_URL', 'PUBLIC_BASE_URL']);
 
 /** The user name and password of a URL, wherever one stands in a message. */
 const USERINFO = /(:\/\/)[^\s/@'"]*@/g;
@@ -399,6 +407,14 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   // The file would be passed over without a word, and the keys an operator mounted in it never used.
   if (raw.JWT_SIGNING_KEYS !== undefined && raw.JWT_SIGNING_KEYS_FILE !== undefined) {
     problems.push('JWT_SIGNING_KEYS and JWT_SIGNING_KEYS_FILE are both set: set one of them');
+  }
+  // Without DATABASE_URL the database is the embedded one: a direct URL alone would be passed over.
+  if (config.DATABASE_DIRECT_URL !== undefined && config.DATABASE_URL === undefined) {
+    problems.push('DATABASE_DIRECT_URL is set without DATABASE_URL: set DATABASE_URL too (or neither, for the embedded database)');
+  }
+  const directSslMode = postgresSslMode(config.DATABASE_DIRECT_URL);
+  if (directSslMode !== undefined && !SSL_MODES.has(directSslMode)) {
+    problems.push(`DATABASE_DIRECT_URL's sslmode=${JSON.stringify(directSslMode)}: expected one of ${[...SSL_MODES].join(', ')}`);
   }
   if (problems.length > 0) throw new ConfigError(problems);
   return config;

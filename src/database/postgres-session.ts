@@ -20,7 +20,9 @@ export interface PostgresConnection {
 
 /**
  * The connection of every PostgreSQL client the service opens (the pool, the data-version
- * listener, the schema check). An `options` parameter in DATABASE_URL (`?options=-c%20…`) is
+ * listener, the schema check). `direct`: a connection that needs a session of its own on
+ * PostgreSQL for as long as it is open, which a pooler in transaction mode gives to another
+ * client between transactions (the listener's LISTEN): DATABASE_DIRECT_URL when it is set. An `options` parameter in DATABASE_URL (`?options=-c%20…`) is
  * kept, ahead of the service's own: node-postgres takes the URL's over the client's, and the
  * sessions then ran without the search path (tables of another schema) or the settings above.
  *
@@ -29,9 +31,12 @@ export interface PostgresConnection {
  * before the zone's standard time (local mean time, offsets with seconds) was stored seconds
  * off, or in the wrong era, depending on the process's TZ.
  */
-export function postgresConnection(config: Pick<AppConfig, 'DATABASE_URL' | 'DATABASE_SCHEMA'>): PostgresConnection {
+export function postgresConnection(
+  config: Pick<AppConfig, 'DATABASE_URL' | 'DATABASE_DIRECT_URL' | 'DATABASE_SCHEMA'>,
+  route: 'pooled' | 'direct' = 'pooled',
+): PostgresConnection {
   pg.defaults.parseInputDatesAsUTC = true;
-  let url = config.DATABASE_URL!;
+  let url = route === 'direct' ? (config.DATABASE_DIRECT_URL ?? config.DATABASE_URL!) : config.DATABASE_URL!;
   const parsed = new URL(url);
   // Given more than once, node-postgres takes the last, as for every URL parameter.
   const own = parsed.searchParams.getAll('options').at(-1) ?? null;

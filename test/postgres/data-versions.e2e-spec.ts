@@ -1,4 +1,5 @@
 import { jest } from '@jest/globals';
+import type { Logger } from '@nestjs/common';
 import pg from 'pg';
 import type { DataSource } from 'typeorm';
 import { getDataSourceToken } from '@nestjs/typeorm';
@@ -162,5 +163,49 @@ describe('client data versions on a server that ends idle sessions', () => {
     const listener = (versions as unknown as { client: pg.Client }).client;
     expect((await listener.query<{ idle_session_timeout: string }>('SHOW idle_session_timeout')).rows).toEqual([{ idle_session_timeout: '0' }]);
     expect(versions.isListening).toBe(true);
+  });
+});
+
+/**
+ * A listening connection the announcements never reach, as behind a pooler in transaction mode
+ * (PgBouncer's pool_mode = transaction), which answers the LISTEN and then gives the session
+ * that ran it to other clients. Here DATABASE_DIRECT_URL names another database of the same
+ * server, where a LISTEN is answered just as well and nothing this database announces arrives.
+ */
+describe('client data versions when the announcements do not reach the listener', () => {
+  let t: TestApp;
+  let versions: ClientDataVersions;
+  let elsewhere: pg.Client;
+
+  beforeAll(async () => {
+    const url = new URL(process.env.DATABASE_URL!);
+    url.pathname = '/postgres';
+    t = await startTestApp({ DATABASE_DIRECT_URL: url.toString() });
+    await seedClients(t);
+    elsewhere = new pg.Client({ connectionString: url.toString() });
+    await elsewhere.connect();
+    // The schema, so that the listener gets as far as its LISTEN there.
+    await elsewhere.query(`CREATE SCHEMA IF NOT EXISTS ${t.config.DATABASE_SCHEMA}`);
+    versions = t.app.get(ClientDataVersions);
+  });
+  afterAll(async () => {
+    await elsewhere?.query(`DROP SCHEMA IF EXISTS ${t.config.DATABASE_SCHEMA}`);
+    await elsewhere?.end();
+    await t?.close();
+  });
+
+  it('does not trust its LISTEN: it says why, and reads every version per request, so a change by another writer is seen at once', async () => {
+    const warned = jest.spyOn((versions as unknown as { logger: Logger }).logger, 'warn').mockImplementation(() => undefined);
+    await versions.current(1001);
+    const [message] = await eventually(() => Promise.resolve(warned.mock.calls.map(([m]) => String(m))), (m) => m.length > 0, 30_000, 20);
+    expect(message).toMatch(/^not listening for data version changes \(a notification sent through DATABASE_URL did not reach the listening connection within 5000 ms .*DATABASE_DIRECT_URL/);
+    expect(versions.isListening).toBe(false);
+    // Before, this listener counted as listening: a version kept, and another writer's change unseen for up to a minute.
+    const db = t.app.get<DataSource>(getDataSourceToken());
+    const before = (await versions.current(1001))!;
+    await db.query('UPDATE clients SET change_seq = change_seq + 1, data_version = data_version + 1 WHERE id = 1001');
+    const [{ v }] = await db.query<{ v: string }[]>('SELECT change_seq AS v FROM clients WHERE id = 1001');
+    expect(Number(v)).toBeGreaterThan(before);
+    expect(await versions.current(1001)).toBe(Number(v));
   });
 });
