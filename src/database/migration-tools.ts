@@ -33,19 +33,38 @@ export function runMigrationsExclusively(db: DataSource): Promise<Migration[]> {
 export async function oneProcessAtATime<T>(db: DataSource, purpose: string, what: string, work: () => Promise<T>): Promise<T> {
   if (db.options.type === 'postgres') {
     const key = `results-service:${purpose}:${db.options.schema ?? 'public'}`;
-    // A session lock on a connection of its own, held while the work runs on others.
+    // A lock of a transaction kept open on a connection of its own while the work runs on others.
+    // Not a session lock: behind a pooler in transaction mode (PgBouncer's pool_mode =
+    // transaction) the session is the client's only within a transaction, and a session lock
+    // stayed on a server connection the pooler gave to others, never released, while its unlock
+    // went to another (every later start waited for it, then failed). A transaction keeps its
+    // connection, on a pooler too, and ends with the process that holds it.
     const holder = db.createQueryRunner('master');
     await holder.connect();
     try {
       // Tried again and again rather than waited for in one statement, which the query timeout would end.
       await untilTaken(what, async () => {
-        const rows = (await holder.query('SELECT pg_try_advisory_lock(hashtext($1)) AS taken', [key])) as { taken: boolean }[];
-        return rows[0]?.taken === true;
+        // Read committed whatever the database's default: an open transaction holds back no
+        // snapshot then, for CREATE INDEX CONCURRENTLY (a migration's) to wait for.
+        await holder.startTransaction('READ COMMITTED');
+        try {
+          // The holder is idle while the work runs: the pool's idle_in_transaction_session_timeout would end it.
+          await holder.query('SET LOCAL idle_in_transaction_session_timeout = 0');
+          // The key written into the statement, not a parameter: a statement with parameters leaves
+          // its portal, and the portal its snapshot, open until the transaction ends.
+          const rows = (await holder.query(`SELECT pg_try_advisory_xact_lock(hashtext('${key.replace(/'/g, "''")}')) AS taken`)) as { taken: boolean }[];
+          if (rows[0]?.taken === true) return true;
+        } catch (error) {
+          await holder.rollbackTransaction().catch(() => undefined);
+          throw error;
+        }
+        await holder.rollbackTransaction();
+        return false;
       });
       try {
         return await work();
       } finally {
-        await holder.query('SELECT pg_advisory_unlock(hashtext($1))', [key]);
+        await holder.rollbackTransaction();
       }
     } finally {
       await holder.release();

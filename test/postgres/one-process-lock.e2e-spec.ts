@@ -1,0 +1,77 @@
+import pg from 'pg';
+import type { DataSource } from 'typeorm';
+import { oneProcessAtATime, openDataSource } from '../../src/database/migration-tools.js';
+import { isolatedConfig } from '../helpers/test-config.js';
+
+/**
+ * The lock that lets one process at a time run the migrations (or seed the demo) is held by a
+ * transaction left open on a connection of its own, not by the session: behind a pooler in
+ * transaction mode (PgBouncer's pool_mode = transaction) a session lock stayed on a server
+ * connection the pooler gave to other clients, its unlock ran on another, and every later
+ * start waited for it until it gave up.
+ */
+describe('one process at a time on PostgreSQL', () => {
+  const { config, drop } = isolatedConfig();
+  let db: DataSource;
+  /** Another process's view of the server's locks. */
+  let other: pg.Client;
+  const key = `results-service:migrations:${config.DATABASE_SCHEMA}`;
+  const holders = async (): Promise<{ state: string }[]> =>
+    (
+      await other.query<{ state: string }>(
+        "SELECT a.state FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid WHERE l.locktype = 'advisory' AND l.objid = (hashtext($1)::bigint & 4294967295)",
+        [key],
+      )
+    ).rows;
+
+  beforeAll(async () => {
+    db = await openDataSource(config);
+    other = new pg.Client({ connectionString: config.DATABASE_URL });
+    await other.connect();
+  });
+  afterAll(async () => {
+    await other.end();
+    await db.destroy();
+    await drop();
+  });
+
+  it('holds the lock in a transaction while the work runs, lets it go after, and makes a second process wait for the first', async () => {
+    const order: string[] = [];
+    let during: { state: string }[] = [];
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const first = oneProcessAtATime(db, 'migrations', 'the migrations', async () => {
+      order.push('first begins');
+      during = await holders();
+      await released;
+      order.push('first ends');
+    });
+    while (order.length === 0) await new Promise((resolve) => setTimeout(resolve, 10));
+    const second = oneProcessAtATime(db, 'migrations', 'the migrations', () => {
+      order.push('second runs');
+      return Promise.resolve();
+    });
+    // The second tries every 50 ms: some of its tries come and go while the first holds the lock.
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(order).toEqual(['first begins']);
+    release();
+    await Promise.all([first, second]);
+    expect(order).toEqual(['first begins', 'first ends', 'second runs']);
+    // Held by a transaction (idle in it while the work runs elsewhere), not by a session.
+    expect(during).toEqual([{ state: 'idle in transaction' }]);
+    expect(await holders()).toEqual([]);
+  });
+
+  it('lets a migration build an index CONCURRENTLY on a table with rows while it holds the lock', async () => {
+    await db.query('CREATE TABLE lock_probe (n integer)');
+    await db.query('INSERT INTO lock_probe SELECT generate_series(1, 1000)');
+    // CONCURRENTLY waits for older transactions that hold a snapshot: the holder's must not be one.
+    await oneProcessAtATime(db, 'migrations', 'the migrations', () => db.query('CREATE INDEX CONCURRENTLY lock_probe_n ON lock_probe (n)'));
+    expect(await db.query("SELECT indexname FROM pg_indexes WHERE tablename = 'lock_probe'")).toEqual([{ indexname: 'lock_probe_n' }]);
+  });
+
+  it('lets the lock go when the work fails', async () => {
+    await expect(oneProcessAtATime(db, 'migrations', 'the migrations', () => Promise.reject(new Error('failed migration')))).rejects.toThrow('failed migration');
+    expect(await holders()).toEqual([]);
+  });
+});
