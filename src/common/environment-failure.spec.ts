@@ -17,6 +17,14 @@ describe('environmentFailure', () => {
     );
   });
 
+  it('says in one line that a pooler refuses the parameters the sessions start with, and where to read what to do', () => {
+    // PgBouncer's FATAL, as node-postgres gives it (08P01).
+    expect(environmentFailure(failure('unsupported startup parameter: options', { code: '08P01' }))).toBe(
+      'the database cannot be used: unsupported startup parameter: options (a pooler between the service and PostgreSQL refuses ' +
+        'the settings the service\'s sessions start with: README, "Running on PostgreSQL and Redis")',
+    );
+  });
+
   it('names the database, a port held by another process and a folder; nothing else', () => {
     expect(environmentFailure(failure('connect ECONNREFUSED 127.0.0.1:1', { code: 'ECONNREFUSED' }))).toBe('the database cannot be used: connect ECONNREFUSED 127.0.0.1:1');
     expect(environmentFailure(failure('listen EADDRINUSE: address already in use 0.0.0.0:9464', { code: 'EADDRINUSE', syscall: 'listen' }))).toBe(

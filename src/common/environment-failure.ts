@@ -36,6 +36,13 @@ export function environmentFailure(error: unknown): string | undefined {
   const cause = unavailableCause(error);
   if (cause === 'disk-full') return `no room left on the disk: ${e.message}`;
   const code = String(e.code ?? e.driverError?.code);
+  // PgBouncer's refusal of the parameters node-postgres starts each session with (the settings of postgresConnection, statement_timeout).
+  if (/^unsupported (options )?startup parameter/.test(e.message)) {
+    return (
+      `the database cannot be used: ${e.message} (a pooler between the service and PostgreSQL refuses the settings ` +
+      `the service's sessions start with: README, "Running on PostgreSQL and Redis")`
+    );
+  }
   if (cause === 'database' || CONNECTION_REFUSED_CODES.has(code) || SQLITE_FILE_CODES.test(code)) return `the database cannot be used: ${e.message}`;
   // node-postgres asks for TLS under every sslmode but disable (prefer included: it never falls
   // back to a plain connection), and says so in this error, which has no code.

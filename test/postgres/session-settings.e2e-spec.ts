@@ -5,10 +5,10 @@ import { join } from 'node:path';
 import { getDataSourceToken } from '@nestjs/typeorm';
 import pg from 'pg';
 import request from 'supertest';
-import type { DataSource } from 'typeorm';
+import { DataSource } from 'typeorm';
 import { ClientDataVersions } from '../../src/clients/data-versions.js';
 import { ConfigError, loadConfig } from '../../src/config/app-config.js';
-import { prepareSchema } from '../../src/database/migration-tools.js';
+import { prepareSchema, refuseSessionsWithoutSettings } from '../../src/database/migration-tools.js';
 import { issueCredential, tokenFor } from '../helpers/auth.js';
 import { spawnCli } from '../helpers/cli.js';
 import { eventually } from '../helpers/eventually.js';
@@ -119,6 +119,30 @@ describe('PostgreSQL sessions whatever the database sets by default (postgres)',
       expect((await inside.query(`SELECT 1 FROM pg_namespace WHERE nspname = 'results'`)).rowCount).toBe(0);
     } finally {
       await inside.end();
+    }
+  });
+
+  it("refuses sessions that run without the service's settings, as behind a pooler that drops startup parameters, naming each; the role's defaults pass", async () => {
+    // What PgBouncer with ignore_startup_parameters = options leaves: the database's defaults, not the service's.
+    const bare = new DataSource({ type: 'postgres', url: urlOf(european), poolSize: 1 });
+    await bare.initialize();
+    try {
+      const refusal = await refuseSessionsWithoutSettings(bare, 'results').then(
+        () => null,
+        (error: unknown) => error,
+      );
+      expect(refusal).toBeInstanceOf(ConfigError);
+      expect((refusal as ConfigError).problems).toEqual([
+        'DATABASE_URL gives sessions without the settings the service starts them with (search_path is "$user", public, not results; ' +
+          'DateStyle is SQL, DMY, not ISO; TimeZone is Europe/London, not UTC; IntervalStyle is sql_standard, not postgres): ' +
+          'a pooler between the service and PostgreSQL drops them (PgBouncer with ignore_startup_parameters)? ' +
+          'Give them to the role instead (README, "Running on PostgreSQL and Redis")',
+      ]);
+      // Given to every session some other way (the role's defaults, the pooler's own), they pass.
+      await bare.query("SET search_path = results, public; SET DateStyle = 'ISO, MDY'; SET TimeZone = 'UTC'; SET IntervalStyle = 'postgres'");
+      await expect(refuseSessionsWithoutSettings(bare, 'results')).resolves.toBeUndefined();
+    } finally {
+      await bare.destroy();
     }
   });
 });
