@@ -1,0 +1,110 @@
+import { randomBytes } from 'node:crypto';
+import { jest } from '@jest/globals';
+import type { Logger } from '@nestjs/common';
+import pg from 'pg';
+import { ClientDataVersions } from '../../src/clients/data-versions.js';
+import { ConfigError, loadConfig } from '../../src/config/app-config.js';
+import { prepareSchema } from '../../src/database/migration-tools.js';
+import { seedClients } from '../helpers/auth.js';
+import { eventually } from '../helpers/eventually.js';
+import { startBouncer, type Bouncer } from '../helpers/pgbouncer.js';
+import { startTestApp, type TestApp } from '../helpers/test-app.js';
+
+/**
+ * The service behind PgBouncer in transaction mode, as the README sets it up: the sessions'
+ * settings given to every server connection (here by the pooler's connect_query, standing for
+ * the role's defaults), startup parameters ignored. A pooler in transaction mode lends a
+ * session to a client for one transaction at a time: the LISTEN of the data-version listener
+ * reached no notification, and the migrations' session lock stayed on a server connection.
+ */
+describe('the service behind PgBouncer in transaction mode (postgres)', () => {
+  const schema = `t_pgb_${Date.now().toString(36)}_${randomBytes(3).toString('hex')}`;
+  let bouncer: Bouncer;
+  /** Another writer, on PostgreSQL itself: another replica or the CLI. */
+  let other: pg.Client;
+  const bump = (): Promise<unknown> => other.query(`UPDATE ${schema}.clients SET change_seq = change_seq + 1, data_version = data_version + 1 WHERE id = 1001`);
+  const stored = async (): Promise<number> => Number((await other.query<{ v: string }>(`SELECT change_seq AS v FROM ${schema}.clients WHERE id = 1001`)).rows[0].v);
+  const listenerOf = (t: TestApp): ClientDataVersions => t.app.get(ClientDataVersions);
+
+  beforeAll(async () => {
+    bouncer = await startBouncer('transaction', {
+      results: `connect_query='SET search_path = ${schema}; SET datestyle = ISO; SET timezone = UTC; SET intervalstyle = postgres'`,
+      // The same database, its sessions left with the server's defaults.
+      bare: '',
+    });
+    other = new pg.Client({ connectionString: process.env.DATABASE_URL });
+    await other.connect();
+  });
+  afterAll(async () => {
+    await other?.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+    await other?.end();
+    await bouncer?.stop();
+  });
+
+  it('refuses to start where the pooler drops the settings the sessions start with, naming the search path, and makes nothing', async () => {
+    const config = loadConfig({ DATABASE_URL: bouncer.url('bare'), DATABASE_SCHEMA: schema, SEED_DEMO: 'false' });
+    const refusal = await prepareSchema(config).then(
+      () => null,
+      (error: unknown) => error,
+    );
+    expect(refusal).toBeInstanceOf(ConfigError);
+    expect((refusal as ConfigError).problems[0]).toMatch(new RegExp(`^DATABASE_URL gives sessions without the settings the service starts them with \\(search_path is "\\$user", public, not ${schema}`));
+    expect((await other.query('SELECT 1 FROM pg_namespace WHERE nspname = $1', [schema])).rowCount).toBe(0);
+  });
+
+  describe('without DATABASE_DIRECT_URL', () => {
+    let t: TestApp;
+    beforeAll(async () => {
+      // Migrated at start through the pooler, as a replica with MIGRATIONS_RUN=true.
+      t = await startTestApp({ DATABASE_URL: bouncer.url('results'), DATABASE_SCHEMA: schema });
+      await seedClients(t);
+    });
+    afterAll(async () => {
+      await t?.close();
+    });
+
+    it('leaves no lock of the migrations behind on a server connection', async () => {
+      const held = await other.query("SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND objid = (hashtext($1)::bigint & 4294967295)", [
+        `results-service:migrations:${schema}`,
+      ]);
+      expect(held.rowCount).toBe(0);
+    });
+
+    it('does not trust a LISTEN that hears nothing: it says so, and reads each version, so another writer\'s change is seen at once', async () => {
+      const versions = listenerOf(t);
+      const warned = jest.spyOn((versions as unknown as { logger: Logger }).logger, 'warn').mockImplementation(() => undefined);
+      await versions.current(1001);
+      const [message] = await eventually(() => Promise.resolve(warned.mock.calls.map(([m]) => String(m))), (m) => m.length > 0, 30_000, 20);
+      expect(message).toMatch(/did not reach the listening connection within 5000 ms .*Set DATABASE_DIRECT_URL/);
+      expect(versions.isListening).toBe(false);
+      expect(await versions.current(1001)).toBe(await stored());
+      // Before, the listener counted as listening here, and this version was kept for a minute.
+      await bump();
+      expect(await versions.current(1001)).toBe(await stored());
+      warned.mockRestore();
+    });
+  });
+
+  describe('with DATABASE_DIRECT_URL', () => {
+    let t: TestApp;
+    beforeAll(async () => {
+      const direct = new URL(process.env.DATABASE_URL!);
+      t = await startTestApp({ DATABASE_URL: bouncer.url('results'), DATABASE_DIRECT_URL: direct.toString(), DATABASE_SCHEMA: schema });
+      await seedClients(t);
+    });
+    afterAll(async () => {
+      await t?.close();
+    });
+
+    it("listens on PostgreSQL itself and learns of another writer's change", async () => {
+      const versions = listenerOf(t);
+      await versions.current(1001);
+      expect(await eventually(() => Promise.resolve(versions.isListening), Boolean, 30_000, 20)).toBe(true);
+      const before = await versions.current(1001);
+      expect(before).toBe(await stored());
+      await bump();
+      const bumped = await stored();
+      expect(await eventually(() => versions.current(1001), (v) => v === bumped, 30_000, 10)).toBe(bumped);
+    });
+  });
+});
