@@ -185,23 +185,26 @@ export class ClientDataVersions implements OnApplicationShutdown {
    */
   private async hears(client: pg.Client): Promise<void> {
     const payload = JSON.stringify({ echo: randomUUID() });
+    let heard!: () => void;
+    const arrived = new Promise<void>((resolve) => (heard = resolve));
+    this.echo = { payload, heard };
     let timer: NodeJS.Timeout | undefined;
-    const heard = new Promise<void>((resolve, fail) => {
-      this.echo = { payload, heard: resolve };
-      timer = setTimeout(
-        () =>
-          fail(
-            new Error(
-              `a notification sent through DATABASE_URL did not reach the listening connection within ${ECHO_TIMEOUT_MS} ms ` +
-                '(a pooler in transaction mode between the service and PostgreSQL? Set DATABASE_DIRECT_URL to PostgreSQL itself)',
-            ),
-          ),
-        ECHO_TIMEOUT_MS,
-      );
-    });
     try {
+      // Sent (committed) before the wait is counted: a pool busy with requests delays the sending, not the delivery.
       await this.db.query('SELECT pg_notify($1, $2)', [DATA_VERSION_CHANNEL, payload]);
-      await heard;
+      const timeout = new Promise<never>((_, fail) => {
+        timer = setTimeout(
+          () =>
+            fail(
+              new Error(
+                `a notification sent through DATABASE_URL did not reach the listening connection within ${ECHO_TIMEOUT_MS} ms ` +
+                  '(a pooler in transaction mode between the service and PostgreSQL? Set DATABASE_DIRECT_URL to PostgreSQL itself)',
+              ),
+            ),
+          ECHO_TIMEOUT_MS,
+        );
+      });
+      await Promise.race([arrived, timeout]);
     } finally {
       clearTimeout(timer);
       if (client === this.client) this.echo = null;
