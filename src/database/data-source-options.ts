@@ -5,7 +5,7 @@ import type { DataSourceOptions } from 'typeorm';
 import { ConfigError, usableFolder, type AppConfig } from '../config/app-config.js';
 import { ENTITIES } from './entities.js';
 import { POSTGRES_MIGRATIONS, SQLITE_MIGRATIONS } from './migrations/index.js';
-import { postgresConnection } from './postgres-session.js';
+import { checkedOnConnect, postgresConnection } from './postgres-session.js';
 
 export const SQLITE_FILE = 'results.sqlite';
 
@@ -95,6 +95,8 @@ export function dataSourceOptions(config: AppConfig): DataSourceOptions {
         // A statement that runs longer than this is cancelled instead of holding a request.
         statement_timeout: config.DATABASE_QUERY_TIMEOUT_MS,
         idle_in_transaction_session_timeout: 30000,
+        // Each new connection's settings read before it is used (see checkedOnConnect).
+        onConnect: checkedOnConnect(config.DATABASE_SCHEMA),
       },
     };
   }

@@ -4,7 +4,7 @@ import Database from 'better-sqlite3';
 import { DataSource, type Migration } from 'typeorm';
 import { ConfigError, type AppConfig } from '../config/app-config.js';
 import { dataSourceOptions } from './data-source-options.js';
-import { postgresConnection } from './postgres-session.js';
+import { postgresConnection, SESSION_SETTINGS_SQL, sessionSettingsProblem, type SessionSettings } from './postgres-session.js';
 import { SUPERSEDED_MIGRATIONS } from './migrations/earlier-form.js';
 
 /** A data source for migration commands: never runs migrations by itself. */
@@ -174,34 +174,14 @@ async function refuseOtherEncodings(db: DataSource): Promise<void> {
 }
 
 /**
- * The settings the service's sessions start with (postgresConnection) must be the ones they run
- * with: a start stops, naming what differs, when they are not. A pooler between the service and
- * PostgreSQL may drop startup parameters (PgBouncer refuses `options` and `statement_timeout`
- * unless told to ignore them, in ignore_startup_parameters): the sessions then ran in the
- * role's search path, and a start made every table in `public`, beside whatever was there,
- * while the migrations' record of them went to DATABASE_SCHEMA; a DateStyle other than ISO had
- * node-postgres read every date as null. Settings the role or the database give every session
- * (ALTER ROLE … SET), or the pooler's, pass as well as the startup parameters do.
+ * A start (and every CLI command) stops, naming what differs, when a session of DATABASE_URL
+ * does not run with the settings it starts with (see sessionSettingsProblem): the migrations
+ * made every table in `public` otherwise, behind a pooler that dropped them.
  */
 export async function refuseSessionsWithoutSettings(db: DataSource, schema: string): Promise<void> {
-  const [row] = await db.query<{ search_path: string; datestyle: string; timezone: string; intervalstyle: string }[]>(
-    "SELECT current_setting('search_path') AS search_path, current_setting('DateStyle') AS datestyle, " +
-      "current_setting('TimeZone') AS timezone, current_setting('IntervalStyle') AS intervalstyle",
-  );
-  if (!row) return;
-  const first = row.search_path.split(',')[0].trim().replace(/^"(.*)"$/, '$1');
-  const wrong = [
-    ...(first === schema ? [] : [`search_path is ${row.search_path}, not ${schema}`]),
-    ...(row.datestyle.startsWith('ISO,') ? [] : [`DateStyle is ${row.datestyle}, not ISO`]),
-    ...(['UTC', 'Etc/UTC'].includes(row.timezone) ? [] : [`TimeZone is ${row.timezone}, not UTC`]),
-    ...(row.intervalstyle === 'postgres' ? [] : [`IntervalStyle is ${row.intervalstyle}, not postgres`]),
-  ];
-  if (wrong.length === 0) return;
-  throw new ConfigError([
-    `DATABASE_URL gives sessions without the settings the service starts them with (${wrong.join('; ')}): ` +
-      'a pooler between the service and PostgreSQL drops them (PgBouncer with ignore_startup_parameters)? ' +
-      'Give them to the role instead (README, "Running on PostgreSQL and Redis")',
-  ]);
+  const [row] = await db.query<SessionSettings[]>(SESSION_SETTINGS_SQL);
+  const problem = row ? sessionSettingsProblem(row, schema) : null;
+  if (problem !== null) throw new ConfigError([problem]);
 }
 
 /** Creates the configured PostgreSQL schema if it does not exist yet. */

@@ -47,3 +47,57 @@ export function postgresConnection(
   const settings = [`search_path=${config.DATABASE_SCHEMA}`, ...SESSION_SETTINGS].map((s) => `-c ${s}`);
   return { url, options: [own ?? '', ...settings].filter((o) => o !== '').join(' ') };
 }
+
+/** What a session runs with, of the settings postgresConnection starts it with (read by SESSION_SETTINGS_SQL). */
+export interface SessionSettings {
+  search_path: string;
+  datestyle: string;
+  timezone: string;
+  intervalstyle: string;
+}
+
+export const SESSION_SETTINGS_SQL =
+  "SELECT current_setting('search_path') AS search_path, current_setting('DateStyle') AS datestyle, " +
+  "current_setting('TimeZone') AS timezone, current_setting('IntervalStyle') AS intervalstyle";
+
+/**
+ * What differs between the settings a session was started with and those it runs with, in one
+ * message; null when nothing does. A pooler between the service and PostgreSQL may drop
+ * startup parameters (PgBouncer refuses `options` and `statement_timeout` unless told to
+ * ignore them, in ignore_startup_parameters): the sessions then ran in the role's search path,
+ * and a start made every table in `public`, beside whatever was there, while the migrations'
+ * record of them went to DATABASE_SCHEMA; a DateStyle other than ISO had node-postgres read
+ * every date as null. Settings the role or the database give every session (ALTER ROLE …
+ * SET), or the pooler's, pass as well as the startup parameters do.
+ */
+export function sessionSettingsProblem(row: SessionSettings, schema: string): string | null {
+  const first = row.search_path.split(',')[0].trim().replace(/^"(.*)"$/, '$1');
+  const wrong = [
+    ...(first === schema ? [] : [`search_path is ${row.search_path}, not ${schema}`]),
+    ...(row.datestyle.startsWith('ISO,') ? [] : [`DateStyle is ${row.datestyle}, not ISO`]),
+    ...(['UTC', 'Etc/UTC'].includes(row.timezone) ? [] : [`TimeZone is ${row.timezone}, not UTC`]),
+    ...(row.intervalstyle === 'postgres' ? [] : [`IntervalStyle is ${row.intervalstyle}, not postgres`]),
+  ];
+  if (wrong.length === 0) return null;
+  return (
+    `DATABASE_URL gives sessions without the settings the service starts them with (${wrong.join('; ')}): ` +
+    'a pooler between the service and PostgreSQL drops them (PgBouncer with ignore_startup_parameters)? ' +
+    'Give them to the role instead (README, "Running on PostgreSQL and Redis")'
+  );
+}
+
+/**
+ * Checks each connection of the pool once, when it is made, before it runs anything: where the
+ * start's check (refuseSessionsWithoutSettings) passed on one session, a pooler in session mode
+ * that resets its server connections between clients (PgBouncer's DISCARD ALL after a
+ * connect_query) gave the next one the role's search path, and a command failed on tables it
+ * could not find (or would have found another schema's, in `public`). Such a connection is
+ * closed and the statement waiting for it fails, rather than running where it must not.
+ */
+export function checkedOnConnect(schema: string): (client: pg.ClientBase) => Promise<void> {
+  return async (client) => {
+    const { rows } = await client.query<SessionSettings>(SESSION_SETTINGS_SQL);
+    const problem = rows[0] ? sessionSettingsProblem(rows[0], schema) : null;
+    if (problem !== null) throw new Error(problem);
+  };
+}

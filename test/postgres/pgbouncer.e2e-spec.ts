@@ -2,8 +2,10 @@ import { randomBytes } from 'node:crypto';
 import { jest } from '@jest/globals';
 import type { Logger } from '@nestjs/common';
 import pg from 'pg';
+import { DataSource } from 'typeorm';
 import { ClientDataVersions } from '../../src/clients/data-versions.js';
 import { ConfigError, loadConfig } from '../../src/config/app-config.js';
+import { dataSourceOptions } from '../../src/database/data-source-options.js';
 import { prepareSchema } from '../../src/database/migration-tools.js';
 import { seedClients } from '../helpers/auth.js';
 import { eventually } from '../helpers/eventually.js';
@@ -106,5 +108,41 @@ describe('the service behind PgBouncer in transaction mode (postgres)', () => {
       const bumped = await stored();
       expect(await eventually(() => versions.current(1001), (v) => v === bumped, 30_000, 10)).toBe(bumped);
     });
+  });
+});
+
+/**
+ * PgBouncer in session mode resets a server connection between clients (DISCARD ALL), which
+ * undoes what a connect_query set: the first client's session had the service's search path,
+ * the next one's the role's, and a command that the start's check let through failed on tables
+ * it could not find (or would have used another schema's, in `public`).
+ */
+describe('the service behind PgBouncer in session mode, its settings set by a connect_query (postgres)', () => {
+  const schema = `t_pgb_${Date.now().toString(36)}_${randomBytes(3).toString('hex')}`;
+  let bouncer: Bouncer;
+
+  beforeAll(async () => {
+    bouncer = await startBouncer('session', {
+      results: `connect_query='SET search_path = ${schema}; SET datestyle = ISO; SET timezone = UTC; SET intervalstyle = postgres'`,
+    });
+  });
+  afterAll(async () => {
+    await bouncer?.stop();
+  });
+
+  it('uses no connection of its pool whose session lost the settings: the statement waiting for it fails, naming them', async () => {
+    const first = new pg.Client({ connectionString: bouncer.url('results') });
+    await first.connect();
+    expect((await first.query<{ search_path: string }>('SHOW search_path')).rows).toEqual([{ search_path: schema }]);
+    await first.end();
+    // The next client is given the same server connection, reset.
+    const config = loadConfig({ DATABASE_URL: bouncer.url('results'), DATABASE_SCHEMA: schema, DATABASE_POOL_SIZE: '1', SEED_DEMO: 'false' });
+    const db = new DataSource(dataSourceOptions(config));
+    const refusal = await db.initialize().then(
+      () => null,
+      (error: unknown) => error as Error,
+    );
+    if (db.isInitialized) await db.destroy();
+    expect(refusal?.message).toMatch(new RegExp(`^DATABASE_URL gives sessions without the settings the service starts them with \\(search_path is "\\$user", public, not ${schema}\\)`));
   });
 });
