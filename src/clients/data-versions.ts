@@ -62,6 +62,8 @@ export class ClientDataVersions implements OnApplicationShutdown {
   private failures = 0;
   private started = false;
   private stopped = false;
+  /** True from an echo that did not come back until one does (see hears). */
+  private deaf = false;
   /** The echo the listening connection waits for (see hears), with what to do when it comes. */
   private echo: { payload: string; heard: () => void } | null = null;
 
@@ -80,6 +82,14 @@ export class ClientDataVersions implements OnApplicationShutdown {
     const client = this.client;
     this.lose();
     await client?.end().catch(() => undefined);
+  }
+
+  /**
+   * Whether the last listening connection did not hear its own notification (see hears): the
+   * database's announcements do not reach this process, and versions are read per request (for health).
+   */
+  get notificationsMissing(): boolean {
+    return this.deaf;
   }
 
   /** Whether versions are being learned by notification (for health and tests). */
@@ -204,7 +214,11 @@ export class ClientDataVersions implements OnApplicationShutdown {
           ECHO_TIMEOUT_MS,
         );
       });
-      await Promise.race([arrived, timeout]);
+      await Promise.race([arrived, timeout]).catch((error: unknown) => {
+        this.deaf = true;
+        throw error;
+      });
+      this.deaf = false;
     } finally {
       clearTimeout(timer);
       if (client === this.client) this.echo = null;

@@ -7,6 +7,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import type { Redis } from 'ioredis';
 import { DataSource } from 'typeorm';
 import { ProblemException } from '../common/problem.js';
+import { ClientDataVersions } from '../clients/data-versions.js';
 import { Public } from '../common/public.decorator.js';
 import { RedisGate } from '../redis/redis-gate.js';
 import { REDIS } from '../redis/redis.module.js';
@@ -14,7 +15,7 @@ import { LifecycleService } from './lifecycle.service.js';
 
 const CHECK_TIMEOUT_MS = 2000;
 
-/** One check of readiness: `up`, or `degraded` with why (Redis: rate limits counted per process). */
+/** One check of readiness: `up`, or `degraded` with why (Redis: rate limits counted per process; notifications: data versions read per request). */
 const CHECK = {
   type: 'object',
   required: ['status'],
@@ -30,7 +31,7 @@ const CHECKS = { type: 'object', additionalProperties: CHECK, example: { databas
 const READINESS_SCHEMA = {
   type: 'object',
   required: ['status', 'info', 'error', 'details'],
-  // `degraded` when a check is (Redis away): still ready.
+  // `degraded` when a check is (Redis away, notifications missing): still ready.
   properties: { status: { type: 'string', enum: ['ok', 'degraded'] }, info: CHECKS, error: CHECKS, details: CHECKS },
 };
 
@@ -49,6 +50,7 @@ export class HealthController {
     @Inject(REDIS) private readonly redis: Redis | null,
     private readonly lifecycle: LifecycleService,
     private readonly gate: RedisGate,
+    private readonly versions: ClientDataVersions,
   ) {}
 
   @Get('live')
@@ -65,7 +67,10 @@ export class HealthController {
     operationId: 'getReadiness',
     summary: 'The service can serve requests: the database answers, its migrations are current, Redis answers when configured.',
   })
-  @ApiOkResponse({ description: 'Ready: each check by name, `up`, or `degraded` for Redis (still ready).', schema: READINESS_SCHEMA })
+  @ApiOkResponse({
+    description: 'Ready: each check by name, `up`, or `degraded` for Redis, and for notifications that do not reach the process (still ready).',
+    schema: READINESS_SCHEMA,
+  })
   @ApiProblemResponse(503, 'Not ready: the detail names the failing checks.', 'Not ready: database failed, migrations failed.')
   async ready(): Promise<unknown> {
     if (this.lifecycle.shuttingDown) {
@@ -77,6 +82,11 @@ export class HealthController {
         // Redis only shares rate-limit counters; without it the service keeps serving with
         // counters per process, so it is reported degraded, never not-ready.
         ...(redis ? [() => this.redisCheck(redis)] : []),
+        // Announcements that do not reach this replica (a pooler in transaction mode without
+        // DATABASE_DIRECT_URL): pages stay right, each reads its version, so degraded, never not-ready.
+        ...(this.versions.notificationsMissing
+          ? [() => this.indicators.check('notifications').degraded({ message: 'not reaching this process: data versions read per request' })]
+          : []),
         () =>
           this.indicators
             .check('database')

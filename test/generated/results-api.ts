@@ -1414,7 +1414,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Ready: each check by name, `up`, or `degraded` for Redis (still ready). */
+            /** @description Ready: each check by name, `up`, or `degraded` for Redis, and for notifications that do not reach the process (still ready). */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];

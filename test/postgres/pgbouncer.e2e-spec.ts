@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { jest } from '@jest/globals';
 import type { Logger } from '@nestjs/common';
 import pg from 'pg';
+import request from 'supertest';
 import { DataSource } from 'typeorm';
 import { ClientDataVersions } from '../../src/clients/data-versions.js';
 import { ConfigError, loadConfig } from '../../src/config/app-config.js';
@@ -84,6 +85,13 @@ describe('the service behind PgBouncer in transaction mode (postgres)', () => {
       await bump();
       expect(await versions.current(1001)).toBe(await stored());
       warned.mockRestore();
+      // Readiness says so, and stays ready: every page is still right.
+      const ready = await request(t.http).get('/health/ready');
+      expect(ready.status).toBe(200);
+      expect(ready.body).toMatchObject({
+        status: 'degraded',
+        details: { database: { status: 'up' }, notifications: { status: 'degraded', message: 'not reaching this process: data versions read per request' } },
+      });
     });
   });
 
@@ -107,6 +115,8 @@ describe('the service behind PgBouncer in transaction mode (postgres)', () => {
       await bump();
       const bumped = await stored();
       expect(await eventually(() => versions.current(1001), (v) => v === bumped, 30_000, 10)).toBe(bumped);
+      const ready = await request(t.http).get('/health/ready');
+      expect([ready.status, ready.body.status, Object.keys(ready.body.details as object).sort()]).toEqual([200, 'ok', ['database', 'migrations']]);
     });
   });
 });
