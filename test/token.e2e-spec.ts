@@ -166,6 +166,8 @@ describe(`POST /connect/token (${process.env.TEST_DATABASE})`, () => {
   it.each([
     ['visits/standard.read', "A requested scope must include 'svc-results-api'."],
     ['svc-results-api visits/everything', 'Unknown scope: visits/everything.'],
+    // An API key pasted into the scope: the answer, which clients log, does not quote it back.
+    ['svc-results-api svck_0123456789abcdefghijABCDEFGHIJ_-xyz', /^Unknown scope: \[redacted\]\.$/],
   ])('refuses scope %j with invalid_scope', async (scope, description) => {
     expectOAuthError(await post({ ...creds(), scope }), 400, 'invalid_scope', description);
   });

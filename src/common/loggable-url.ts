@@ -41,6 +41,16 @@ export function loggableText(text: string): string {
   return redactForms(text);
 }
 
+/**
+ * Text an error answer may hold, such as a validation message quoting a query value: every
+ * value that is a credential by its form (see SECRET_VALUE) replaced by `[redacted]`. The client
+ * sent it, but an answer is kept where a credential must not be (the client's logs, an error
+ * tracker, a proxy's), as an API key put in SvcClientId was quoted back whole.
+ */
+export function answerableText(text: string): string {
+  return redactForms(text);
+}
+
 /** Whether text holds a value that is a credential by its form (see SECRET_VALUE); `[redacted]` is none. */
 export function holdsCredential(text: string): boolean {
   return redactForms(text) !== text;

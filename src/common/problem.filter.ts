@@ -3,7 +3,7 @@ import type { Request, Response } from 'express';
 import { methodsOfUnroutedPath } from './allowed-methods.js';
 import { formatBytes } from './byte-size.js';
 import { FORM_ESCAPES_TYPE } from './form-escapes.js';
-import { loggableText, loggableUrl } from './loggable-url.js';
+import { answerableText, loggableText, loggableUrl } from './loggable-url.js';
 import {
   BAD_REQUEST_DETAIL,
   isSelfRendering,
@@ -231,8 +231,8 @@ export class ProblemFilter implements ExceptionFilter {
           }
         : render(exception);
     const instance = newInstance();
-    const body: ProblemBody = { title: statusTitle(status), status, detail, instance };
-    if (errors && errors.length > 0) body.errors = errors;
+    const body: ProblemBody = { title: statusTitle(status), status, detail: answerableText(detail), instance };
+    if (errors && errors.length > 0) body.errors = errors.map(answerableText);
 
     // The request logger picks this up for its one line per request.
     response.locals.problemInstance = instance;
