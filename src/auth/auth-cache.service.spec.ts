@@ -18,6 +18,21 @@ function repository() {
   return { state, repo };
 }
 
+/** A repository whose credential reads are counted, fail while `down`, and give `secretHash` as it is when read. */
+function credentialRepository() {
+  const state = { reads: 0, down: false, secretHash: 'first' };
+  const repo = {
+    findCredential: async (clientId: string) => {
+      state.reads++;
+      const secretHash = state.secretHash;
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      if (state.down) throw Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' });
+      return { clientId, disabled: false, scopes: 'svc-results-api', clientIds: '1', brandIds: '1', visitTypes: 'dine_in', secretHash };
+    },
+  } as unknown as AuthRepository;
+  return { state, repo };
+}
+
 const config = (seconds: number) => ({ AUTH_CACHE_SECONDS: seconds, API_KEY_HASH_KEY: 'test-hash-key' }) as AppConfig;
 
 /** The catalogue of visit types, which these tests (of API keys) never ask. */
@@ -70,6 +85,30 @@ describe('AuthCacheService', () => {
       // Kept now for AUTH_CACHE_SECONDS.
       expect(await cache.keyOwner('svck_abc')).toBe('svc_a');
       expect(state.reads).toBe(2);
+    } finally {
+      jest.useRealTimers();
+    }
+  });
+
+  it('keeps the credential read before when reading it again fails, and asks the database once a second for such reads', async () => {
+    // The monotonic clock stands still unless advanced: the second's window does not depend on the machine's speed.
+    jest.useFakeTimers({ doNotFake: ['setTimeout'] });
+    try {
+      const { state, repo } = credentialRepository();
+      const cache = new AuthCacheService(repo, config(10), NO_VISIT_TYPES, NO_CLIENTS);
+      expect((await cache.credential('svc_a'))?.credential.secretHash).toBe('first');
+      state.down = true;
+      // Wrong secrets during an outage: each is refused with the outage, without a wait of its own on the database.
+      await expect(cache.credentialReadAgain('svc_a')).rejects.toMatchObject({ code: 'ECONNREFUSED' });
+      await expect(cache.credentialReadAgain('svc_a')).rejects.toMatchObject({ code: 'ECONNREFUSED' });
+      expect(state.reads).toBe(2);
+      // The right secret is still checked against the credential as read before the outage.
+      expect((await cache.credential('svc_a'))?.credential.secretHash).toBe('first');
+      expect(state.reads).toBe(2);
+      // A second later the database is asked again.
+      jest.advanceTimersByTime(1001);
+      await expect(cache.credentialReadAgain('svc_a')).rejects.toMatchObject({ code: 'ECONNREFUSED' });
+      expect(state.reads).toBe(3);
     } finally {
       jest.useRealTimers();
     }

@@ -54,7 +54,7 @@ class TtlCache<V> {
     if (failure && failure.until > performance.now()) throw failure.error;
     let pending = this.loading.get(key);
     if (pending === undefined) {
-      pending = this.load(key, load);
+      pending = this.load(key, load).finally(() => this.loading.delete(key));
       this.loading.set(key, pending);
     }
     return pending;
@@ -73,17 +73,19 @@ class TtlCache<V> {
       if (this.failed.size >= MAX_ENTRIES) this.failed.clear();
       this.failed.set(key, { error, until: performance.now() + FAILURE_MS });
       throw error;
-    } finally {
-      this.loading.delete(key);
     }
   }
 
   /**
    * Reads the value now, joining no read under way (one that began before the change the
-   * caller looks for), and keeps it as get() would.
+   * caller looks for), and keeps it as get() would. A read that failed fails again for
+   * FAILURE_MS without asking, as in get(), and leaves the value read before as it was: during
+   * an outage, wrong secrets did not each wait for the database, and one of them dropped the
+   * credential that the right secret was still checked against.
    */
-  readAgain(key: string, load: () => Promise<V>): Promise<V> {
-    this.delete(key);
+  async readAgain(key: string, load: () => Promise<V>): Promise<V> {
+    const failure = this.failed.get(key);
+    if (failure && failure.until > performance.now()) throw failure.error;
     return this.load(key, load);
   }
 
