@@ -113,4 +113,16 @@ describe('AuthCacheService', () => {
       jest.useRealTimers();
     }
   });
-});
+
+  it('reads a credential again at most twice for the re-reads asked at once, each after it was asked', async () => {
+    const { state, repo } = credentialRepository();
+    const cache = new AuthCacheService(repo, config(10), NO_VISIT_TYPES, NO_CLIENTS);
+    await cache.credential('svc_a');
+    const first = cache.credentialReadAgain('svc_a');
+    // Changed after the first re-read began: the re-reads asked from here on must see it.
+    state.secretHash = 'second';
+    const later = Array.from({ length: 20 }, () => cache.credentialReadAgain('svc_a'));
+    expect((await first)?.credential.secretHash).toBe('first');
+    expect((await Promise.all(later)).map((c) => c?.credential.secretHash)).toEqual(Array(20).fill('second'));
+    expect(state.reads).toBe(3);
+  });});

@@ -45,6 +45,8 @@ class TtlCache<V> {
   private readonly entries = new Map<string, { value: V; expires: number }>();
   private readonly loading = new Map<string, Promise<V>>();
   private readonly failed = new Map<string, { error: unknown; until: number }>();
+  /** Per key, the re-read under way (see readAgain), and the one that starts when it ends. */
+  private readonly rereading = new Map<string, { ended: Promise<void>; next: Promise<V> | null }>();
   constructor(private readonly ttlMs: number) {}
 
   async get(key: string, load: () => Promise<V>): Promise<V> {
@@ -83,10 +85,29 @@ class TtlCache<V> {
    * an outage, wrong secrets did not each wait for the database, and one of them dropped the
    * credential that the right secret was still checked against.
    */
-  async readAgain(key: string, load: () => Promise<V>): Promise<V> {
+  readAgain(key: string, load: () => Promise<V>): Promise<V> {
+    // Asked while a re-read is under way: the one after it, which all asked meanwhile share, so
+    // that wrong secrets sent at once cost two reads, not one each.
+    const running = this.rereading.get(key);
+    if (running) return (running.next ??= running.ended.then(() => this.reread(key, load)));
+    return this.reread(key, load);
+  }
+
+  /** One re-read, known as under way until it ends (the part before its first await runs at once). */
+  private async reread(key: string, load: () => Promise<V>): Promise<V> {
     const failure = this.failed.get(key);
     if (failure && failure.until > performance.now()) throw failure.error;
-    return this.load(key, load);
+    const read = this.load(key, load);
+    const ended = read.then(
+      () => undefined,
+      () => undefined,
+    );
+    const entry: { ended: Promise<void>; next: Promise<V> | null } = { ended, next: null };
+    this.rereading.set(key, entry);
+    void ended.then(() => {
+      if (this.rereading.get(key) === entry) this.rereading.delete(key);
+    });
+    return read;
   }
 
   delete(key: string): void {
