@@ -41,8 +41,8 @@ export class AppConfig {
   DATABASE_URL?: string;
 
   /**
-   * PostgreSQL itself, for the connections a pooler in transaction mode cannot carry (the
-   * data-version listener, the migrations); unset: DATABASE_URL.
+   * PostgreSQL itself, for the connection a pooler in transaction mode cannot carry (the
+   * data-version listener's, whose LISTEN needs a session of its own); unset: DATABASE_URL.
    */
   @IsOptional()
   @UrlSetting(/^postgres(ql)?:\/\/.+/, 'a postgres:// or postgresql:// URL')
