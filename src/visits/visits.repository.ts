@@ -254,7 +254,10 @@ export class VisitsRepository {
     for (const clientId of clientIds) lastSequences.set(clientId, await this.takeSequence(tx, clientId, byClient.get(clientId)!.length));
     // Stamped once the clients' locks are held: a write that waited for them is not dated
     // from before the wait, where a first feed call with a Since after that date would miss it.
-    const changedAt = new Date();
+    // On PostgreSQL by the database's clock, which every writer shares: a writer whose own clock
+    // is behind (an operator's host that drifted, a virtual machine resumed) dated its visits
+    // before a Since that came before them, and a feed started there passed them over.
+    const changedAt = await this.writeTime(tx);
     const departures: VisitDeparture[] = [];
     const changed: ChangedVisit[] = [];
     for (const clientId of clientIds) {
@@ -356,6 +359,13 @@ export class VisitsRepository {
    * database moves the sequence past the clock too: see bumpDataVersion); the new last number,
    * read back, of a block of `count` numbers no one had.
    */
+  /** The time a write is dated with: the database's clock on PostgreSQL (shared by every writer), the process's on SQLite (one host). */
+  private async writeTime(tx: EntityManager): Promise<Date> {
+    if (!this.postgres) return new Date();
+    const rows = await tx.query<{ now: Date }[]>('SELECT clock_timestamp() AS now');
+    return new Date(rows[0].now);
+  }
+
   private async takeSequence(tx: EntityManager, clientId: number, count: number): Promise<number> {
     movesDataVersion(tx);
     const [n, id] = this.postgres ? ['$1', '$2'] : ['?', '?'];

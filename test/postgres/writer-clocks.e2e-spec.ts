@@ -1,0 +1,95 @@
+import { jest } from '@jest/globals';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import request from 'supertest';
+import { addDays, localDate } from '../../src/common/clock.js';
+import { issueCredential, seedClients, tokenFor } from '../helpers/auth.js';
+import { startTestApp, type TestApp } from '../helpers/test-app.js';
+import { importBranches, importVisits, type FeedPage } from '../helpers/visits-fixture.js';
+
+/** Only the system clock is faked, and stands still: timers, the monotonic clock and the database driver run as they do. */
+const systemClockOnly: Parameters<typeof jest.useFakeTimers>[0] = {
+  doNotFake: [
+    'hrtime',
+    'nextTick',
+    'performance',
+    'queueMicrotask',
+    'requestAnimationFrame',
+    'cancelAnimationFrame',
+    'requestIdleCallback',
+    'cancelIdleCallback',
+    'setImmediate',
+    'clearImmediate',
+    'setInterval',
+    'clearInterval',
+    'setTimeout',
+    'clearTimeout',
+  ],
+};
+
+/** Runs `write` in a process whose system clock reads `offsetMs` from the real one (a host whose clock drifted, a virtual machine resumed). */
+async function withClockOff<T>(offsetMs: number, write: () => Promise<T>): Promise<T> {
+  jest.useFakeTimers({ ...systemClockOnly, now: Date.now() + offsetMs });
+  try {
+    return await write();
+  } finally {
+    jest.useRealTimers();
+  }
+}
+
+/**
+ * Writers whose clocks disagree with the others' (an operator's command on a host ten minutes
+ * behind, a replica an hour ahead), on one PostgreSQL database: what partners see is ordered and
+ * dated by the database, not by the writer's clock.
+ */
+describe('writers with clocks off (postgres)', () => {
+  let t: TestApp;
+  const dir = mkdtempSync(join(tmpdir(), 'writer-clocks-'));
+  const day = (): string => addDays(localDate(t.config.RESULTS_TIMEZONE), -1);
+  const visit = (visitId: number) => ({
+    visitId,
+    clientId: 1001,
+    brandId: 5,
+    branchId: 'B-1',
+    visitType: 'MV',
+    questionnaireType: 'Mystery Visit',
+    visitScore: 80,
+    recommendScore: 7,
+    recommendComment: `visit ${visitId}`,
+    visitDateTime: `${day()}T12:00:00`,
+    modificationDate: `${day()}T12:30:00`,
+    visitSource: 'Web',
+    sections: [],
+    guestId: null,
+    optIns: null,
+    completedAt: null,
+  });
+
+  beforeAll(async () => {
+    t = await startTestApp({ AUTH_CACHE_SECONDS: '0' });
+    await seedClients(t);
+    const branches = join(dir, 'branches.json');
+    writeFileSync(branches, JSON.stringify([{ id: 'B-1', name: 'Leeds', branchCode: 'LDS-01', brandId: 5 }]));
+    await importBranches(t, 1001, branches);
+  });
+  afterAll(async () => {
+    jest.useRealTimers();
+    rmSync(dir, { recursive: true, force: true });
+    await t.close();
+  });
+
+  it('gives a change feed started with Since the visits a writer whose clock is behind wrote after it', async () => {
+    const partner = await issueCredential(t);
+    const token = await tokenFor(t.http, partner);
+    const since = new Date().toISOString();
+    // Written after Since, by a writer whose clock reads ten minutes earlier (past the five minutes' margin).
+    await withClockOff(-10 * 60_000, () => importVisits(t, [visit(5001), visit(5002)]));
+    const res = await request(t.http)
+      .get(`/visits/standard/changes?SvcClientId=1001&Since=${encodeURIComponent(since)}&Take=100`)
+      .set('svc-api-key', partner.apiKey)
+      .set('Authorization', `Bearer ${token}`);
+    expect(res.status).toBe(200);
+    expect((res.body as FeedPage<{ visitId: number }>).data.visits.map((v) => v.visitId)).toEqual([5001, 5002]);
+  });
+});
