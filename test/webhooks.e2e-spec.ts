@@ -303,7 +303,8 @@ describe(`webhooks (${process.env.TEST_DATABASE})`, () => {
     const claimAt = (at: number, lockToken: string) => repo.claim({ now: new Date(at), limit: 1, inFlight: new Map(), perEndpoint: 1, leaseMs: 20_000, lockToken });
     const looked = hour + 3_600_000;
     // The claim looked at `looked`, then waited 15 s (for a connection, or SQLite's write lock) before it took the event.
-    const clock = jest.spyOn(Date, 'now').mockReturnValue(looked + 15_000);
+    // The outbox's clock (the database's on PostgreSQL, the process's on SQLite) reads the time the claim took the event.
+    const clock = jest.spyOn(repo, 'now').mockResolvedValue(new Date(looked + 15_000));
     let first: Awaited<ReturnType<typeof repo.claim>>;
     try {
       first = await claimAt(looked, 'waited');

@@ -10,6 +10,7 @@ describe('WebhookDispatcher: a problem reading the outbox', () => {
   function dispatcherOnFullDisk(): { poll: () => Promise<void>; lines: string[]; fix: () => void } {
     let full = true;
     const repo = {
+      now: () => Promise.resolve(new Date()),
       anyDue: () => Promise.resolve(true),
       claim: () => (full ? Promise.reject(new Error('database or disk is full')) : Promise.resolve([])),
     } as unknown as WebhooksRepository;

@@ -103,7 +103,8 @@ export class WebhookDispatcher implements OnApplicationBootstrap, OnModuleDestro
     // Draining after SIGTERM: what is not claimed yet is left to the other replicas.
     if (free <= 0 || this.lifecycle.shuttingDown) return;
     try {
-      const now = new Date();
+      // The outbox's clock (the database's on PostgreSQL), not this process's: see WebhooksRepository.now.
+      const now = await this.repo.now();
       const due = await this.repo.anyDue(now);
       if (!due) {
         this.readAgain();
@@ -171,7 +172,7 @@ export class WebhookDispatcher implements OnApplicationBootstrap, OnModuleDestro
     const started = process.hrtime.bigint();
     const result = await this.attempt(d);
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-    const now = new Date();
+    const now = await this.repo.now();
     if (result.ok) {
       this.metrics.observe('delivered', seconds);
       await this.repo.delivered(d, now);

@@ -119,6 +119,18 @@ export class WebhooksRepository {
     return this.postgres ? at : at.toISOString().replace('T', ' ').replace('Z', '');
   }
 
+  /**
+   * The outbox's clock: the database's on PostgreSQL, which every replica and command shares,
+   * the process's on SQLite (one host). Due times and leases are written and compared by it, so
+   * a replica whose own clock is ahead neither takes an event another is sending (its lease
+   * over by that clock) nor, behind, leaves events it writes or must send waiting for the gap.
+   */
+  async now(tx: EntityManager | DataSource = this.db): Promise<Date> {
+    if (!this.postgres) return new Date();
+    const rows = await tx.query<{ now: Date }[]>('SELECT clock_timestamp() AS now');
+    return new Date(rows[0].now);
+  }
+
   private async run(tx: EntityManager, text: string, params: unknown[]): Promise<number> {
     const result = await tx.queryRunner!.query(this.sql(text), params, true);
     return result.affected ?? 0;
@@ -322,7 +334,7 @@ export class WebhooksRepository {
         }
         if (picked.length > 0) {
           // Leased and marked at once: the next window, read in this transaction, does not find them again.
-          const leaseUntil = new Date(Math.max(req.now.getTime(), Date.now()) + req.leaseMs);
+          const leaseUntil = new Date(Math.max(req.now.getTime(), (await this.now(tx)).getTime()) + req.leaseMs);
           await tx.query(
             this.sql(`UPDATE webhook_deliveries SET attempts = attempts + 1, locked_until = ?, lock_token = ? WHERE event_id IN (${picked.map(() => '?').join(', ')})`),
             [this.time(leaseUntil), req.lockToken, ...picked],

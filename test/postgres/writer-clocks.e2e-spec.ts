@@ -1,42 +1,12 @@
-import { jest } from '@jest/globals';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import request from 'supertest';
 import { addDays, localDate } from '../../src/common/clock.js';
 import { issueCredential, seedClients, tokenFor } from '../helpers/auth.js';
+import { restoreSystemClock, withSystemClockOff } from '../helpers/system-clock.js';
 import { startTestApp, type TestApp } from '../helpers/test-app.js';
 import { importBranches, importVisits, type FeedPage } from '../helpers/visits-fixture.js';
-
-/** Only the system clock is faked, and stands still: timers, the monotonic clock and the database driver run as they do. */
-const systemClockOnly: Parameters<typeof jest.useFakeTimers>[0] = {
-  doNotFake: [
-    'hrtime',
-    'nextTick',
-    'performance',
-    'queueMicrotask',
-    'requestAnimationFrame',
-    'cancelAnimationFrame',
-    'requestIdleCallback',
-    'cancelIdleCallback',
-    'setImmediate',
-    'clearImmediate',
-    'setInterval',
-    'clearInterval',
-    'setTimeout',
-    'clearTimeout',
-  ],
-};
-
-/** Runs `write` in a process whose system clock reads `offsetMs` from the real one (a host whose clock drifted, a virtual machine resumed). */
-async function withClockOff<T>(offsetMs: number, write: () => Promise<T>): Promise<T> {
-  jest.useFakeTimers({ ...systemClockOnly, now: Date.now() + offsetMs });
-  try {
-    return await write();
-  } finally {
-    jest.useRealTimers();
-  }
-}
 
 /**
  * Writers whose clocks disagree with the others' (an operator's command on a host ten minutes
@@ -74,7 +44,7 @@ describe('writers with clocks off (postgres)', () => {
     await importBranches(t, 1001, branches);
   });
   afterAll(async () => {
-    jest.useRealTimers();
+    restoreSystemClock();
     rmSync(dir, { recursive: true, force: true });
     await t.close();
   });
@@ -84,7 +54,7 @@ describe('writers with clocks off (postgres)', () => {
     const token = await tokenFor(t.http, partner);
     const since = new Date().toISOString();
     // Written after Since, by a writer whose clock reads ten minutes earlier (past the five minutes' margin).
-    await withClockOff(-10 * 60_000, () => importVisits(t, [visit(5001), visit(5002)]));
+    await withSystemClockOff(-10 * 60_000, () => importVisits(t, [visit(5001), visit(5002)]));
     const res = await request(t.http)
       .get(`/visits/standard/changes?SvcClientId=1001&Since=${encodeURIComponent(since)}&Take=100`)
       .set('svc-api-key', partner.apiKey)
