@@ -95,6 +95,18 @@ export class AuthRepository {
     await this.db.getRepository(ApiKey).update({ prefix }, { revoked: true });
   }
 
+  /**
+   * The time keys are stamped and judged by when they are rotated or retired: the database's
+   * clock on PostgreSQL, which every replica and operator's command shares, so a command run
+   * on a host whose clock is off neither cuts a key's publication short nor retires a key
+   * that still signs; the process's clock on SQLite (one host).
+   */
+  async now(): Promise<Date> {
+    if (this.db.options.type !== 'postgres') return new Date(Date.now());
+    const rows = await this.db.query<{ now: Date }[]>('SELECT clock_timestamp() AS now');
+    return new Date(rows[0].now);
+  }
+
   /** Signing keys not retired, newest first. */
   activeSigningKeys(): Promise<SigningKey[]> {
     return this.db.getRepository(SigningKey).find({ where: { retiredAt: IsNull() }, order: { createdAt: 'DESC', kid: 'DESC' } });

@@ -303,7 +303,9 @@ export class KeyringService implements OnModuleInit {
     }
     const { privateKey } = await generateKeyPair(SIGNING_ALG, { extractable: true });
     const pem = await exportPKCS8(privateKey);
-    const createdAt = new Date();
+    // The database's clock, not this process's: an operator's host ten minutes behind stamped a
+    // key that signed on every replica at once, published for seconds instead of 7 minutes.
+    const createdAt = await this.repo.now();
     let signsFrom = new Date(createdAt.getTime() + PUBLISH_SECONDS * 1000);
     if (now) {
       // After the key that signs now, even one stamped by a clock ahead of this one (or in the same millisecond).
@@ -341,7 +343,8 @@ export class KeyringService implements OnModuleInit {
       throw new OperatorError(`no signing key has the id '${kid}'`);
     }
     if (active.length === 1) throw new OperatorError(`'${kid}' is the only active signing key: rotate first`);
-    const now = Date.now();
+    // Judged by the clock the replicas' keys were stamped with (the database's), not this host's.
+    const now = (await this.repo.now()).getTime();
     const window = this.config.AUTH_CACHE_SECONDS * 1000;
     // The key that took over from this one (or will): the next in turn.
     const turns = inTurn(active);
@@ -386,7 +389,7 @@ export class KeyringService implements OnModuleInit {
       }));
     }
     const rows = (await this.repo.allSigningKeys()).map((row) => ({ ...row, signsFrom: signsFromOf(row) }));
-    const signing = signerIn(inTurn(rows.filter((r) => r.retiredAt === null)), Date.now())?.kid;
+    const signing = signerIn(inTurn(rows.filter((r) => r.retiredAt === null)), (await this.repo.now()).getTime())?.kid;
     return rows.map((r) => ({
       kid: r.kid,
       source: 'database',
