@@ -224,7 +224,7 @@ describe(`authentication matrix over every protected endpoint (${process.env.TES
     }
   });
 
-  it('401 invalid_token: a well-signed token with a lifetime the token endpoint never gives (none, ten years, issued ahead)', async () => {
+  it('401 invalid_token: a well-signed token with a lifetime the token endpoint never gives (none, ten years), or issued ahead of the clock', async () => {
     const ring = await t.app.get(KeyringService).signingKey();
     const now = Math.floor(Date.now() / 1000);
     const token = (times: { iat?: number; exp?: number }) => {
@@ -238,10 +238,18 @@ describe(`authentication matrix over every protected endpoint (${process.env.TES
       return jwt.sign(ring.privateKey);
     };
     const detail = 'The access token has no lifetime the token endpoint gives.';
-    for (const times of [{ iat: now }, { exp: now + 600 }, { iat: now, exp: now + 10 * 365 * 86_400 }, { iat: now + 3600, exp: now + 3700 }]) {
+    for (const times of [{ iat: now }, { exp: now + 600 }, { iat: now, exp: now + 10 * 365 * 86_400 }]) {
       const res = await call('GET /branches', { 'svc-api-key': partner.apiKey, Authorization: `Bearer ${await token(times)}` });
       expectProblem(res, 401, detail, `Bearer realm="svc-results-api", error="invalid_token", error_description="${detail}"`);
     }
+    // Issued ahead of this server's clock by more than servers' clocks may differ (another replica's clock ahead): said so.
+    const ahead = await call('GET /branches', { 'svc-api-key': partner.apiKey, Authorization: `Bearer ${await token({ iat: now + 90, exp: now + 3690 })}` });
+    const aheadDetail = /^The access token was issued \d+ s ahead of this server's clock, more than the 60 s that servers' clocks may differ by\.$/;
+    expect(ahead.status).toBe(401);
+    expect((JSON.parse(ahead.text) as { detail: string }).detail).toMatch(aheadDetail);
+    // Within them, taken.
+    const within = await call('GET /branches', { 'svc-api-key': partner.apiKey, Authorization: `Bearer ${await token({ iat: now + 50, exp: now + 3650 })}` });
+    expect(within.status).toBe(200);
     // The endpoint's own lifetime, issued a little while ago, is taken.
     const ok = await call('GET /branches', { 'svc-api-key': partner.apiKey, Authorization: `Bearer ${await token({ iat: now - 60, exp: now + 3540 })}` });
     expect(ok.status).toBe(200);

@@ -1,5 +1,5 @@
 import type { KeyObject } from 'node:crypto';
-import { Injectable } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import { PassportStrategy } from '@nestjs/passport';
 import { decodeProtectedHeader } from 'jose';
 import { Strategy } from 'passport-jwt';
@@ -57,6 +57,10 @@ function signingKeyId(rawJwt: string): string {
  */
 @Injectable()
 export class JwtStrategy extends PassportStrategy(Strategy, 'jwt') {
+  private readonly logger = new Logger('Auth');
+  /** When a token issued ahead was last logged (performance.now()); none yet. */
+  private clockAheadLoggedAt = -Infinity;
+
   constructor(
     private readonly cache: AuthCacheService,
     private readonly verified: VerifiedTokens,
@@ -94,13 +98,28 @@ export class JwtStrategy extends PassportStrategy(Strategy, 'jwt') {
   async validate(request: AuthenticatedRequest, claims: AccessTokenClaims): Promise<Principal> {
     // Ours all expire an hour after they are issued: one that never expires, or later, was not made by the token endpoint.
     const { exp, iat } = claims;
-    if (typeof exp !== 'number' || typeof iat !== 'number' || exp - iat > TOKEN_LIFETIME_SECONDS || iat > Date.now() / 1000 + CLOCK_SKEW_SECONDS) {
+    if (typeof exp !== 'number' || typeof iat !== 'number' || exp - iat > TOKEN_LIFETIME_SECONDS) {
       throw new TokenRejected('The access token has no lifetime the token endpoint gives.');
+    }
+    const ahead = Math.ceil(iat - Date.now() / 1000);
+    if (ahead > CLOCK_SKEW_SECONDS) {
+      // Well signed by a key of the ring, so most likely issued by a replica whose clock is ahead
+      // of this one's: said as such, to the partner and (at most once a minute) in the log.
+      this.noteClockAhead(ahead);
+      throw new TokenRejected(`The access token was issued ${ahead} s ahead of this server's clock, more than the ${CLOCK_SKEW_SECONDS} s that servers' clocks may differ by.`);
     }
     const principal = await this.principalOf(request, claims);
     const token = bearerCredentials(request);
     if (token !== null) this.verified.remember(token, claims, keysTrustedUntil.get(request) ?? performance.now());
     return principal;
+  }
+
+  /** Logs a token issued ahead of this process's clock, at most once a minute (on the monotonic clock). */
+  private noteClockAhead(seconds: number): void {
+    const now = performance.now();
+    if (now < this.clockAheadLoggedAt + 60_000) return;
+    this.clockAheadLoggedAt = now;
+    this.logger.warn(`a token was refused as issued ${seconds} s ahead of this replica's clock: the clocks of the replicas (or of this one) are off`);
   }
 
   /** The caller, from a verified token's claims and the request's API key. */
