@@ -94,7 +94,7 @@ export class VisitsImportService implements OnModuleInit {
 
   /** Writes the visits of these ids again in batches of BATCH, each changed by `change` and given a later modificationDate. */
   private async writeAgain(tx: EntityManager, ids: readonly number[], change: (visit: Visit) => void): Promise<void> {
-    const now = localDateTime(this.config.RESULTS_TIMEZONE);
+    const now = localDateTime(this.config.RESULTS_TIMEZONE, await this.visits.writeTime(tx));
     for (let i = 0; i < ids.length; i += BATCH) {
       const visits = await this.visits.visitsById(tx, ids.slice(i, i + BATCH));
       for (const visit of visits) {
@@ -171,8 +171,9 @@ export class VisitsImportService implements OnModuleInit {
     let acceptedRecords = 0;
     // The rest is weighed against the visits as stored under the clients' locks, in the write's
     // transaction: what another writer wrote meanwhile is what a change is compared with.
-    const settle = (stored: Map<number, StoredVisit>): Visit[] => {
-      const now = localDateTime(this.config.RESULTS_TIMEZONE);
+    const settle = (stored: Map<number, StoredVisit>, at: Date): Visit[] => {
+      // The database's clock on PostgreSQL (VisitsRepository.writeTime): a writer whose clock is behind does not date a change before ones written earlier.
+      const now = localDateTime(this.config.RESULTS_TIMEZONE, at);
       /** The visits to write, by id: accepted and changed. */
       const accepted = new Map<number, Visit>();
       for (const { place, ordinal, visit, hasModificationDate, errors } of checked) {

@@ -223,7 +223,7 @@ export class VisitsRepository {
    * later: sequences are in commit order per client, and a reader that has seen a number has
    * seen every smaller one. Clients are locked in id order, so two writers never deadlock.
    */
-  async upsertBatch(visits: Visit[], settle?: (stored: Map<number, StoredVisit>) => Visit[]): Promise<void> {
+  async upsertBatch(visits: Visit[], settle?: (stored: Map<number, StoredVisit>, now: Date) => Visit[]): Promise<void> {
     if (visits.length === 0) return;
     await inTransaction(this.db, async (tx) => {
       // The clients' locks first, which a branches import moving a branch to another brand
@@ -236,7 +236,8 @@ export class VisitsRepository {
       // again that the move already gave its new brand).
       await lockClients(tx, visits.map((v) => v.clientId));
       await this.takeBranchBrands(tx, visits);
-      await this.writeBatch(tx, settle ? settle(await this.findStored(visits.map((v) => v.id), tx)) : visits);
+      // `now` for the modificationDates a change moves forward: the clock the write is dated by (writeTime).
+      await this.writeBatch(tx, settle ? settle(await this.findStored(visits.map((v) => v.id), tx), await this.writeTime(tx)) : visits);
     });
   }
 
@@ -360,7 +361,7 @@ export class VisitsRepository {
    * read back, of a block of `count` numbers no one had.
    */
   /** The time a write is dated with: the database's clock on PostgreSQL (shared by every writer), the process's on SQLite (one host). */
-  private async writeTime(tx: EntityManager): Promise<Date> {
+  async writeTime(tx: EntityManager): Promise<Date> {
     if (!this.postgres) return new Date();
     const rows = await tx.query<{ now: Date }[]>('SELECT clock_timestamp() AS now');
     return new Date(rows[0].now);

@@ -2,7 +2,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import request from 'supertest';
-import { addDays, localDate } from '../../src/common/clock.js';
+import { DataSource } from 'typeorm';
+import { addDays, localDate, localDateTime } from '../../src/common/clock.js';
 import { issueCredential, seedClients, tokenFor } from '../helpers/auth.js';
 import { restoreSystemClock, withSystemClockOff } from '../helpers/system-clock.js';
 import { startTestApp, type TestApp } from '../helpers/test-app.js';
@@ -61,5 +62,15 @@ describe('writers with clocks off (postgres)', () => {
       .set('Authorization', `Bearer ${token}`);
     expect(res.status).toBe(200);
     expect((res.body as FeedPage<{ visitId: number }>).data.visits.map((v) => v.visitId)).toEqual([5001, 5002]);
+  });
+
+  it('dates a changed re-import from a writer whose clock is an hour behind by the database clock, as the visits written before it', async () => {
+    await importVisits(t, [visit(5101)]);
+    const before = localDateTime(t.config.RESULTS_TIMEZONE).slice(0, 16);
+    await withSystemClockOff(-3_600_000, () => importVisits(t, [{ ...visit(5101), visitScore: 81 }]));
+    const after = localDateTime(t.config.RESULTS_TIMEZONE);
+    const [row] = await t.app.get(DataSource).query<{ m: string }[]>('SELECT modification_date AS m FROM visits WHERE id = $1', [5101]);
+    // Moved forward to now as the database reads it, not to an hour ago (a second past the stored date).
+    expect(row.m >= before && row.m <= after).toBe(true);
   });
 });
