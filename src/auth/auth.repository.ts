@@ -4,6 +4,7 @@ import { DataSource, IsNull, type FindOptionsWhere } from 'typeorm';
 import { ApiKey } from './entities/api-key.entity.js';
 import { Credential } from './entities/credential.entity.js';
 import { SigningKey } from './entities/signing-key.entity.js';
+import { databaseNow } from '../database/database-clock.js';
 import { inTransaction } from '../database/transaction.js';
 
 /** The columns of a credential a compare and set may compare: its texts (a timestamp reads back in another form). */
@@ -101,10 +102,8 @@ export class AuthRepository {
    * on a host whose clock is off neither cuts a key's publication short nor retires a key
    * that still signs; the process's clock on SQLite (one host).
    */
-  async now(): Promise<Date> {
-    if (this.db.options.type !== 'postgres') return new Date(Date.now());
-    const rows = await this.db.query<{ now: Date }[]>('SELECT clock_timestamp() AS now');
-    return new Date(rows[0].now);
+  now(): Promise<Date> {
+    return databaseNow(this.db);
   }
 
   /** Signing keys not retired, newest first. */

@@ -4,6 +4,7 @@ import { DataSource, In, type EntityManager } from 'typeorm';
 import { VisitDeparture } from './entities/visit-departure.entity.js';
 import { VisitDocument } from './entities/visit-document.entity.js';
 import { Visit } from './entities/visit.entity.js';
+import { databaseNow } from '../database/database-clock.js';
 import { PostgresRows } from '../database/postgres-rows.js';
 import { SqliteRows } from '../database/sqlite-rows.js';
 import { sqliteTimestamp } from '../database/sqlite-timestamp.js';
@@ -355,18 +356,16 @@ export class VisitsRepository {
     return places;
   }
 
+  /** The time a write is dated with: the database's clock on PostgreSQL (shared by every writer), the process's on SQLite (one host). */
+  writeTime(tx: EntityManager): Promise<Date> {
+    return databaseNow(tx);
+  }
+
   /**
    * Moves the client's write sequence on by `count` at least, and its data version by one (the
    * database moves the sequence past the clock too: see bumpDataVersion); the new last number,
    * read back, of a block of `count` numbers no one had.
    */
-  /** The time a write is dated with: the database's clock on PostgreSQL (shared by every writer), the process's on SQLite (one host). */
-  async writeTime(tx: EntityManager): Promise<Date> {
-    if (!this.postgres) return new Date();
-    const rows = await tx.query<{ now: Date }[]>('SELECT clock_timestamp() AS now');
-    return new Date(rows[0].now);
-  }
-
   private async takeSequence(tx: EntityManager, clientId: number, count: number): Promise<number> {
     movesDataVersion(tx);
     const [n, id] = this.postgres ? ['$1', '$2'] : ['?', '?'];

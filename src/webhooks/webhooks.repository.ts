@@ -3,6 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, type EntityManager } from 'typeorm';
 import { readsVisits } from '../auth/scopes.js';
 import { AppConfig } from '../config/app-config.js';
+import { databaseNow } from '../database/database-clock.js';
 import { inTransaction } from '../database/transaction.js';
 import { VISITS_CHANGED } from './dto/webhook-event.dto.js';
 import { WebhookDelivery } from './entities/webhook-delivery.entity.js';
@@ -125,10 +126,8 @@ export class WebhooksRepository {
    * a replica whose own clock is ahead neither takes an event another is sending (its lease
    * over by that clock) nor, behind, leaves events it writes or must send waiting for the gap.
    */
-  async now(tx: EntityManager | DataSource = this.db): Promise<Date> {
-    if (!this.postgres) return new Date();
-    const rows = await tx.query<{ now: Date }[]>('SELECT clock_timestamp() AS now');
-    return new Date(rows[0].now);
+  now(tx: EntityManager | DataSource = this.db): Promise<Date> {
+    return databaseNow(tx);
   }
 
   private async run(tx: EntityManager, text: string, params: unknown[]): Promise<number> {
