@@ -14,6 +14,7 @@ import { MenusRepository } from '../src/menus/menus.repository.js';
 import { issueCredential, seedClients, tokenFor } from './helpers/auth.js';
 import { jpegWith, jpegWithLocation, makeImage, pngOfSize, pngWith, webpWith } from './helpers/images.js';
 import { startTestApp, type TestApp } from './helpers/test-app.js';
+import { withSystemClockOff } from './helpers/system-clock.js';
 
 const PROBLEM = 'application/problem+json; charset=utf-8';
 
@@ -940,6 +941,22 @@ describe(`image writes are all or nothing (${process.env.TEST_DATABASE}, filesys
     expect(readdirSync(folder).sort()).toEqual([...named, recent, 'notes.txt'].sort());
     // Every image is still served from its file.
     for (const key of named) expect((await repo.readImage(Object.assign(new DishImage(), { storageKey: key, data: null }))).length).toBeGreaterThan(0);
+  });
+
+  it("leaves a file an upload may still be writing when the sweep's host has a clock an hour ahead: it goes by the folder's clock too", async () => {
+    const sweeper = t.app.get(ImageSweeper);
+    // What an upload under way on another replica has written (its row not yet committed), stamped by the folder's clock.
+    const writing = randomUUID();
+    writeFileSync(join(folder, writing), 'bytes');
+    try {
+      const report = await withSystemClockOff(2 * 3600_000, () => sweeper.sweep({ minAgeMs: 3600_000, dryRun: true }));
+      expect(report.orphans.map((o) => o.name)).not.toContain(writing);
+      expect(report.tooRecent).toBeGreaterThanOrEqual(1);
+      // The folder's clock was read with a file of its own, which is gone.
+      expect(readdirSync(folder).filter((name) => name.endsWith('.tmp'))).toEqual([]);
+    } finally {
+      rmSync(join(folder, writing), { force: true });
+    }
   });
 
   it('serves an image only while its file holds what was stored: missing, cut short or changed, it is a 500, never those bytes under the stored ETag', async () => {

@@ -1,5 +1,5 @@
-import { createHash } from 'node:crypto';
-import { lstat, mkdir, readdir, readFile, rm, unlink } from 'node:fs/promises';
+import { createHash, randomUUID } from 'node:crypto';
+import { lstat, mkdir, readdir, readFile, rm, unlink, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { writeDurably } from '../common/durable-file.js';
 import { usableFolder, type AppConfig } from '../config/app-config.js';
@@ -117,6 +117,24 @@ export class FileImageStorage implements ImageStorage {
       throw error;
     });
     return stat?.isFile() ? stat.size : null;
+  }
+
+  /**
+   * Now by the clock that stamps the folder's files: the modification time of a file written
+   * there (one of the temporary form, which a sweep removes if it is left behind). On a volume
+   * shared by the replicas that is the file server's or the writers' clock, which the command
+   * running a sweep may not share. Null when no file can be written (a read-only mount).
+   */
+  async now(): Promise<Date | null> {
+    const probe = join(this.dir, `.${randomUUID()}.${randomUUID()}.tmp`);
+    try {
+      await writeFile(probe, '', { mode: 0o600 });
+      return (await lstat(probe)).mtime;
+    } catch {
+      return null;
+    } finally {
+      await rm(probe, { force: true }).catch(() => undefined);
+    }
   }
 
   /** Removes an image or temporary file of the folder by its name (see files). */

@@ -53,7 +53,13 @@ export class ImageSweeper {
     const writer = await this.repo.oldestImageWriterStart();
     const named = await this.repo.storedImageKeys(files.filter((f) => f.kind === 'image').map((f) => f.name));
     const unnamed = files.filter((f) => f.kind === 'temporary' || !named.has(f.name));
-    const before = Math.min((options.now ?? new Date()).getTime(), writer?.getTime() ?? Infinity) - options.minAgeMs;
+    // Now by the earlier of this process's clock and the folder's: a command run on a host whose
+    // clock is ahead (an hour, of a minimum age of 60 minutes) took files of uploads still under
+    // way for old enough, and removed them before their rows committed.
+    // (`now`, given, stands for both.)
+    const folderNow = options.now === undefined && unnamed.length > 0 ? await folder.now() : null;
+    const now = options.now?.getTime() ?? Math.min(Date.now(), folderNow?.getTime() ?? Infinity);
+    const before = Math.min(now, writer?.getTime() ?? Infinity) - options.minAgeMs;
     const orphans: StoredFile[] = unnamed.filter((f) => f.modifiedAt.getTime() <= before);
     if (!options.dryRun) {
       // Asked again just before, with no writer mid-way on SQLite: an image committed since the first look keeps its file.
