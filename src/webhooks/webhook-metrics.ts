@@ -15,7 +15,7 @@ export class WebhookMetrics {
   readonly deliveries: Counter<'outcome'>;
   readonly duration: Histogram<'outcome'>;
   /** The outbox query of the scrape under way. */
-  private stats: Promise<{ depth: number; oldest: Date | null } | null> | null = null;
+  private stats: Promise<{ depth: number; oldest: Date | null; now: Date } | null> | null = null;
 
   constructor(metrics: MetricsService, repo: WebhooksRepository) {
     const registers = [metrics.registry];
@@ -32,7 +32,7 @@ export class WebhookMetrics {
       buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
       registers,
     });
-    const read = (): Promise<{ depth: number; oldest: Date | null } | null> => {
+    const read = (): Promise<{ depth: number; oldest: Date | null; now: Date } | null> => {
       // A database that cannot answer leaves the gauges as they were: the scrape itself still works.
       this.stats ??= repo
         .outboxStats()
@@ -55,7 +55,7 @@ export class WebhookMetrics {
       registers,
       async collect() {
         const stats = await read();
-        if (stats) this.set(stats.oldest ? Math.max(0, (Date.now() - stats.oldest.getTime()) / 1000) : 0);
+        if (stats) this.set(stats.oldest ? Math.max(0, (stats.now.getTime() - stats.oldest.getTime()) / 1000) : 0);
       },
     });
   }

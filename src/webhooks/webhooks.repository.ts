@@ -421,11 +421,15 @@ export class WebhooksRepository {
     );
   }
 
-  /** Events in the outbox and the first change of the oldest (null when empty): for the metrics. */
-  async outboxStats(): Promise<{ depth: number; oldest: Date | null }> {
-    const rows = await this.db.query<{ n: number | string; oldest: Date | string | null }[]>(
-      'SELECT COUNT(*) AS n, MIN(created_at) AS oldest FROM webhook_deliveries',
+  /**
+   * Events in the outbox, the first change of the oldest (null when empty) and now by the clock
+   * it was dated with (the database's on PostgreSQL, read in the same query): for the metrics,
+   * whose age of the oldest is not this replica's clock less the database's.
+   */
+  async outboxStats(): Promise<{ depth: number; oldest: Date | null; now: Date }> {
+    const rows = await this.db.query<{ n: number | string; oldest: Date | string | null; now?: Date }[]>(
+      `SELECT COUNT(*) AS n, MIN(created_at) AS oldest${this.postgres ? ', clock_timestamp() AS now' : ''} FROM webhook_deliveries`,
     );
-    return { depth: Number(rows[0]?.n ?? 0), oldest: readTime(rows[0]?.oldest ?? null) };
+    return { depth: Number(rows[0]?.n ?? 0), oldest: readTime(rows[0]?.oldest ?? null), now: rows[0]?.now ? new Date(rows[0].now) : new Date() };
   }
 }

@@ -5,6 +5,7 @@ import { startTestApp, type TestApp } from '../helpers/test-app.js';
 import { importVisits } from '../helpers/visits-fixture.js';
 import { WebhookReceiver, type Received } from '../helpers/webhook-receiver.js';
 import { pendingEvents, QUICK_WEBHOOKS, seedWebhookClients, visitRecord } from '../helpers/webhooks-fixture.js';
+import { MetricsService } from '../../src/metrics/metrics.service.js';
 import { WebhooksService } from '../../src/webhooks/webhooks.service.js';
 
 /**
@@ -43,6 +44,20 @@ describe('webhook delivery by a replica whose clock is off (postgres)', () => {
     await importVisits(t, [visitRecord(1, 'B-1')]);
     const [event] = await eventually(arrivals, (r) => r.length === 1, 30_000, 50);
     expect(event.json.data).toEqual({ svcClientId: 1001, count: 1 });
+  });
+
+  it('reports the age of the oldest waiting event by the clock it was dated with, on a replica whose clock is an hour ahead', async () => {
+    const { id } = await t.app.get(WebhooksService).add(credential, `${receiver.url}/waiting`);
+    // Disabled: its event waits in the outbox.
+    await t.app.get(WebhooksService).setDisabled(id, true);
+    await importVisits(t, [visitRecord(3, 'B-1')]);
+    await eventually(() => pendingEvents(t), (n) => n === 1, 30_000, 50);
+    setSystemClockOff(3_600_000);
+    const metrics = await t.app.get(MetricsService).registry.metrics();
+    restoreSystemClock();
+    await t.app.get(WebhooksService).remove(id);
+    // Written a moment ago by the database's clock: not an hour old.
+    expect(Number(/^results_webhook_outbox_oldest_age_seconds (\S+)$/m.exec(metrics)?.[1])).toBeLessThan(600);
   });
 
   it('does not send an event again while it is being sent when the clock of the replica that sends it steps a minute ahead', async () => {
