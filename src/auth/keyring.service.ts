@@ -377,6 +377,11 @@ export class KeyringService implements OnModuleInit {
     return 'retired';
   }
 
+  /** Now by the clock keys' turns are stamped and judged by (the database's for a database ring: see AuthRepository.now). */
+  now(): Promise<Date> {
+    return this.fromConfig ? Promise.resolve(new Date()) : this.repo.now();
+  }
+
   async list(): Promise<{ kid: string; source: string; signing: boolean; createdAt: string; signsFrom: string; retiredAt: string | null }[]> {
     if (this.fromConfig) {
       return (await this.fresh(true)).map((k, i) => ({

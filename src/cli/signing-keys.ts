@@ -12,7 +12,8 @@ export function registerSigningKeys(program: Command, cli: CliContext): void {
       cli.action(async () =>
         cli.withApp(async (app) => {
           const keys = await app.get(KeyringService).list();
-          const now = Date.now();
+          // By the clock the keys' turns go by (the database's), as `signing` is: not this host's.
+          const now = (await app.get(KeyringService).now()).getTime();
           const state = (k: (typeof keys)[number]): string => {
             if (k.signing) return 'signing';
             if (k.retiredAt) return `retired ${k.retiredAt}`;

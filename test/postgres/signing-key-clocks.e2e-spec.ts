@@ -38,4 +38,11 @@ describe('signing key commands from a host whose clock is off (postgres)', () =>
     expect(retired.stderr).toContain('is the key that signs now');
     expect((await t.app.get(KeyringService).signingKey()).kid).toBe(signing);
   });
+
+  it('lists a key rotated in, from a host ten minutes ahead, as published until it signs by the clock the replicas go by', async () => {
+    const key = await cliJson<{ kid: string; signsFrom: string }>(['signing-keys', 'rotate'], t.env);
+    const listed = await withSystemClockOff(10 * 60_000, () => cli(['signing-keys', 'list'], t.env));
+    expect(listed.code).toBe(0);
+    expect(listed.stdout.split('\n').find((line) => line.startsWith(key.kid))).toContain(`published, signs from ${key.signsFrom}`);
+  });
 });
