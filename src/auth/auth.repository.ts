@@ -120,8 +120,9 @@ export class AuthRepository {
     await inTransaction(this.db, (tx) => tx.getRepository(SigningKey).insert(key));
   }
 
-  async retireSigningKey(kid: string): Promise<boolean> {
-    const result = await this.db.getRepository(SigningKey).update({ kid, retiredAt: IsNull() }, { retiredAt: new Date() });
+  /** `at`: the time the retirement was judged by (now()), not this host's clock. */
+  async retireSigningKey(kid: string, at: Date): Promise<boolean> {
+    const result = await this.db.getRepository(SigningKey).update({ kid, retiredAt: IsNull() }, { retiredAt: at });
     return (result.affected ?? 0) > 0;
   }
 }

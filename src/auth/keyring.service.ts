@@ -372,7 +372,7 @@ export class KeyringService implements OnModuleInit {
           `retire it in ${Math.ceil((window - sinceRotation) / 1000)} s, or now with --force (a compromised key)`,
       );
     }
-    await this.repo.retireSigningKey(kid);
+    await this.repo.retireSigningKey(kid, new Date(now));
     await this.fresh(true);
     return 'retired';
   }

@@ -45,4 +45,16 @@ describe('signing key commands from a host whose clock is off (postgres)', () =>
     expect(listed.code).toBe(0);
     expect(listed.stdout.split('\n').find((line) => line.startsWith(key.kid))).toContain(`published, signs from ${key.signsFrom}`);
   });
+
+  it('dates a retirement from a host ten minutes behind by the clock the keys were stamped with', async () => {
+    const key = await cliJson<{ kid: string; signsFrom: string }>(['signing-keys', 'rotate'], t.env);
+    const asked = Date.now();
+    const retired = await withSystemClockOff(-10 * 60_000, () => cli(['signing-keys', 'retire', key.kid], t.env));
+    expect(retired.code).toBe(0);
+    const listed = await cliJson<{ kid: string; createdAt: string; retiredAt: string | null }[]>(['signing-keys', 'list'], t.env);
+    const row = listed.find((k) => k.kid === key.kid)!;
+    // Not ten minutes before the key was made.
+    expect(Date.parse(row.retiredAt!)).toBeGreaterThanOrEqual(Date.parse(row.createdAt));
+    expect(Date.parse(row.retiredAt!)).toBeGreaterThanOrEqual(asked - 60_000);
+  });
 });
