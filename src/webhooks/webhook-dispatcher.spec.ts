@@ -11,7 +11,7 @@ describe('WebhookDispatcher: a problem reading the outbox', () => {
     let full = true;
     const repo = {
       now: () => Promise.resolve(new Date()),
-      anyDue: () => Promise.resolve(true),
+      dueNow: () => Promise.resolve(new Date()),
       claim: () => (full ? Promise.reject(new Error('database or disk is full')) : Promise.resolve([])),
     } as unknown as WebhooksRepository;
     const lifecycle = { shuttingDown: false } as LifecycleService;

@@ -104,9 +104,8 @@ export class WebhookDispatcher implements OnApplicationBootstrap, OnModuleDestro
     if (free <= 0 || this.lifecycle.shuttingDown) return;
     try {
       // The outbox's clock (the database's on PostgreSQL), not this process's: see WebhooksRepository.now.
-      const now = await this.repo.now();
-      const due = await this.repo.anyDue(now);
-      if (!due) {
+      const now = await this.repo.dueNow();
+      if (now === null) {
         this.readAgain();
         return;
       }

@@ -284,16 +284,23 @@ export class WebhooksRepository {
    * dispatcher's cheap look before it claims. The events a disabled endpoint keeps until it is
    * enabled are no reason to claim: every poll would open a claim's transaction (on SQLite
    * taking the write lock) that finds nothing, for as long as the endpoint stays disabled.
+   * Gives the outbox's now (see now()) when one is, null when none: on PostgreSQL read in the
+   * same statement, so an idle poll is one query.
    */
-  async anyDue(now: Date): Promise<boolean> {
-    const rows = await this.db.query<unknown[]>(
-      this.sql(`SELECT 1 AS due FROM webhook_deliveries d
+  async dueNow(): Promise<Date | null> {
+    const due = `SELECT 1 FROM webhook_deliveries d
         JOIN webhook_endpoints e ON e.id = d.endpoint_id
         JOIN credentials c ON c.client_id = e.credential_id
-        WHERE d.due_at <= ? AND (d.locked_until IS NULL OR d.locked_until <= ?) AND NOT e.disabled AND NOT c.disabled LIMIT 1`),
-      [this.time(now), this.time(now)],
-    );
-    return rows.length > 0;
+        WHERE d.due_at <= NOW_ AND (d.locked_until IS NULL OR d.locked_until <= NOW_) AND NOT e.disabled AND NOT c.disabled LIMIT 1`;
+    if (this.postgres) {
+      const rows = await this.db.query<{ now: Date; due: boolean }[]>(
+        `WITH t AS (SELECT clock_timestamp() AS now) SELECT t.now, EXISTS (${due.replace(/NOW_/g, 't.now')}) AS due FROM t`,
+      );
+      return rows[0]?.due ? new Date(rows[0].now) : null;
+    }
+    const now = new Date();
+    const rows = await this.db.query<unknown[]>(due.replace(/NOW_/g, '?'), [this.time(now), this.time(now)]);
+    return rows.length > 0 ? now : null;
   }
 
   /**
