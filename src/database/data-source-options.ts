@@ -5,7 +5,7 @@ import type { DataSourceOptions } from 'typeorm';
 import { ConfigError, usableFolder, type AppConfig } from '../config/app-config.js';
 import { ENTITIES } from './entities.js';
 import { POSTGRES_MIGRATIONS, SQLITE_MIGRATIONS } from './migrations/index.js';
-import { checkedOnConnect, postgresConnection } from './postgres-session.js';
+import { checkedOnConnect, postgresConnection, StatementTimeoutInTransactions } from './postgres-session.js';
 
 export const SQLITE_FILE = 'results.sqlite';
 
@@ -83,6 +83,8 @@ export function dataSourceOptions(config: AppConfig): DataSourceOptions {
       entities: ENTITIES,
       migrations: POSTGRES_MIGRATIONS,
       migrationsTableName: 'migrations',
+      // Sessions whose statement_timeout a pooler left at the role's get theirs per transaction.
+      subscribers: [StatementTimeoutInTransactions],
       poolSize: config.DATABASE_POOL_SIZE,
       applicationName: 'results-service',
       // A request never waits on the database for longer than these (then it is a 503).
@@ -96,7 +98,7 @@ export function dataSourceOptions(config: AppConfig): DataSourceOptions {
         statement_timeout: config.DATABASE_QUERY_TIMEOUT_MS,
         idle_in_transaction_session_timeout: 30000,
         // Each new connection's settings read before it is used (see checkedOnConnect).
-        onConnect: checkedOnConnect(config.DATABASE_SCHEMA),
+        onConnect: checkedOnConnect(config.DATABASE_SCHEMA, config.DATABASE_QUERY_TIMEOUT_MS),
       },
     };
   }

@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { EventSubscriber, type EntitySubscriberInterface, type TransactionStartEvent } from 'typeorm';
 import type { AppConfig } from '../config/app-config.js';
 
 /**
@@ -94,10 +95,36 @@ export function sessionSettingsProblem(row: SessionSettings, schema: string): st
  * could not find (or would have found another schema's, in `public`). Such a connection is
  * closed and the statement waiting for it fails, rather than running where it must not.
  */
-export function checkedOnConnect(schema: string): (client: pg.ClientBase) => Promise<void> {
+export function checkedOnConnect(schema: string, statementTimeoutMs?: number): (client: pg.ClientBase) => Promise<void> {
   return async (client) => {
-    const { rows } = await client.query<SessionSettings>(SESSION_SETTINGS_SQL);
+    const { rows } = await client.query<SessionSettings & { statement_timeout_ms: string }>(CONNECTION_SETTINGS_SQL);
     const problem = rows[0] ? sessionSettingsProblem(rows[0], schema) : null;
     if (problem !== null) throw new Error(problem);
+    if (statementTimeoutMs !== undefined && rows[0] && Number(rows[0].statement_timeout_ms) !== statementTimeoutMs) {
+      timeoutsInTransactions.set(client, statementTimeoutMs);
+    }
   };
+}
+
+const CONNECTION_SETTINGS_SQL = `${SESSION_SETTINGS_SQL}, (SELECT setting FROM pg_settings WHERE name = 'statement_timeout') AS statement_timeout_ms`;
+
+/**
+ * The connections whose sessions run with another statement_timeout than the one they were
+ * started with, and the one each transaction on them is given (SET LOCAL). A pooler that
+ * ignores the startup parameter (PgBouncer's ignore_startup_parameters, as the README sets it)
+ * leaves the role's: 10 s, the service's, for the CLI too, whose commands may run a statement
+ * for 10 minutes (an import's, a migration's), and they were cancelled after 10 s. Not a SET of
+ * the session: in transaction mode the pooler lends it to other clients after the transaction,
+ * and every replica's statements would then have run with the CLI's timeout.
+ */
+const timeoutsInTransactions = new WeakMap<pg.ClientBase, number>();
+
+/** Gives each transaction the statement timeout its connection's session was meant to have (see timeoutsInTransactions). */
+@EventSubscriber()
+export class StatementTimeoutInTransactions implements EntitySubscriberInterface {
+  async afterTransactionStart(event: TransactionStartEvent): Promise<void> {
+    const client = (event.queryRunner as { databaseConnection?: pg.ClientBase }).databaseConnection;
+    const ms = client ? timeoutsInTransactions.get(client) : undefined;
+    if (ms !== undefined) await event.queryRunner.query(`SET LOCAL statement_timeout = ${Math.trunc(ms)}`);
+  }
 }

@@ -32,6 +32,8 @@ describe('the service behind PgBouncer in transaction mode (postgres)', () => {
   beforeAll(async () => {
     bouncer = await startBouncer('transaction', {
       results: `connect_query='SET search_path = ${schema}; SET datestyle = ISO; SET timezone = UTC; SET intervalstyle = postgres'`,
+      // The sessions' settings with the role's statement_timeout, as the README gives it (a second).
+      timed: `connect_query='SET search_path = ${schema}; SET datestyle = ISO; SET timezone = UTC; SET intervalstyle = postgres; SET statement_timeout = 1000'`,
       // The same database, its sessions left with the server's defaults.
       bare: '',
     });
@@ -118,6 +120,28 @@ describe('the service behind PgBouncer in transaction mode (postgres)', () => {
       const ready = await request(t.http).get('/health/ready');
       expect([ready.status, ready.body.status, Object.keys(ready.body.details as object).sort()]).toEqual([200, 'ok', ['database', 'migrations']]);
     });
+  });
+
+  it("gives a command's transactions its longer statement timeout where the pooler drops it, and leaves the pooled sessions' as they were", async () => {
+    // A command's timeout (the CLI raises it to 10 minutes), which the pooler does not pass on:
+    // the role's second applied, and an import's or a migration's long statement was cancelled.
+    const config = loadConfig({ DATABASE_URL: bouncer.url('timed'), DATABASE_SCHEMA: schema, DATABASE_QUERY_TIMEOUT_MS: '5000', DATABASE_POOL_SIZE: '2', SEED_DEMO: 'false' });
+    const db = new DataSource(dataSourceOptions(config));
+    await db.initialize();
+    try {
+      const slept = await db.transaction((tx) => tx.query('SELECT pg_sleep(1.5) AS slept, current_setting($1) AS timeout', ['statement_timeout']));
+      expect(slept).toEqual([{ slept: '', timeout: '5s' }]);
+    } finally {
+      await db.destroy();
+    }
+    // Not SET for the session: the next client the pooler gives that server connection to has the role's.
+    const plain = new pg.Client({ connectionString: bouncer.url('timed') });
+    await plain.connect();
+    try {
+      for (let i = 0; i < 5; i++) expect((await plain.query<{ statement_timeout: string }>('SHOW statement_timeout')).rows).toEqual([{ statement_timeout: '1s' }]);
+    } finally {
+      await plain.end();
+    }
   });
 });
 
