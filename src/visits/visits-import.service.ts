@@ -94,7 +94,8 @@ export class VisitsImportService implements OnModuleInit {
 
   /** Writes the visits of these ids again in batches of BATCH, each changed by `change` and given a later modificationDate. */
   private async writeAgain(tx: EntityManager, ids: readonly number[], change: (visit: Visit) => void): Promise<void> {
-    const now = localDateTime(this.config.RESULTS_TIMEZONE, await this.visits.writeTime(tx));
+    const at = await this.visits.writeTime(tx);
+    const now = localDateTime(this.config.RESULTS_TIMEZONE, at);
     for (let i = 0; i < ids.length; i += BATCH) {
       const visits = await this.visits.visitsById(tx, ids.slice(i, i + BATCH));
       for (const visit of visits) {
@@ -102,7 +103,7 @@ export class VisitsImportService implements OnModuleInit {
         change(visit);
         visit.modificationDate = laterModificationDate(stored, now);
       }
-      await this.visits.writeBatch(tx, visits);
+      await this.visits.writeBatch(tx, visits, at);
     }
   }
 

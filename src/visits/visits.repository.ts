@@ -237,17 +237,20 @@ export class VisitsRepository {
       // again that the move already gave its new brand).
       await lockClients(tx, visits.map((v) => v.clientId));
       await this.takeBranchBrands(tx, visits);
-      // `now` for the modificationDates a change moves forward: the clock the write is dated by (writeTime).
-      await this.writeBatch(tx, settle ? settle(await this.findStored(visits.map((v) => v.id), tx), await this.writeTime(tx)) : visits);
+      // The time the write is dated by (writeTime), once the locks are held: the visits' changed_at,
+      // and the now of the modificationDates a change moves forward.
+      const at = await this.writeTime(tx);
+      await this.writeBatch(tx, settle ? settle(await this.findStored(visits.map((v) => v.id), tx), at) : visits, at);
     });
   }
 
   /**
    * Writes the visits of one batch as upsertBatch does, within a transaction the caller holds:
    * each with the brand it has (upsertBatch gives each its branch's, under the clients' locks;
-   * a branch move, the branch's new one).
+   * a branch move, the branch's new one). `at`: the time the write is dated by (writeTime), when
+   * the caller has read it under the locks already.
    */
-  async writeBatch(tx: EntityManager, visits: Visit[]): Promise<void> {
+  async writeBatch(tx: EntityManager, visits: Visit[], at?: Date): Promise<void> {
     if (visits.length === 0) return;
     const byClient = new Map<number, Visit[]>();
     for (const visit of visits) byClient.set(visit.clientId, [...(byClient.get(visit.clientId) ?? []), visit]);
@@ -259,7 +262,7 @@ export class VisitsRepository {
     // On PostgreSQL by the database's clock, which every writer shares: a writer whose own clock
     // is behind (an operator's host that drifted, a virtual machine resumed) dated its visits
     // before a Since that came before them, and a feed started there passed them over.
-    const changedAt = await this.writeTime(tx);
+    const changedAt = at ?? (await this.writeTime(tx));
     const departures: VisitDeparture[] = [];
     const changed: ChangedVisit[] = [];
     for (const clientId of clientIds) {
