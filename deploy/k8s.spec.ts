@@ -10,7 +10,7 @@ import { loadConfig } from '../src/config/app-config.js';
 /**
  * The Kubernetes manifests of deploy/k8s, rendered as an operator renders them
  * (`kubectl kustomize`, no cluster), checked against what production needs.
- * scripts/ensure-kubectl.sh installs kubectl where it is missing.
+ * scripts/ensure-test-packages.sh installs kubectl where it is missing.
  */
 
 const run = promisify(execFile);

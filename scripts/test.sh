@@ -6,9 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/ensure-deps.sh
 bash scripts/ensure-services.sh
-bash scripts/ensure-chromium.sh
-bash scripts/ensure-kubectl.sh
-bash scripts/ensure-pgbouncer.sh
+bash scripts/ensure-test-packages.sh
 fresh=$(mktemp -d)
 # Lint is the longest check and runs on one core: it runs beside the checks after it and the
 # tests (whose workers leave a core idle while they wait on a spawned process or a browser),

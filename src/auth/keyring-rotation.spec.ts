@@ -1,29 +1,11 @@
 import { jest } from '@jest/globals';
 import { generateKeyPairSync, sign, verify } from 'node:crypto';
 import { authFixture, type AuthFixture } from '../../test/helpers/auth-fixture.js';
+import { fakeClocks } from '../../test/helpers/system-clock.js';
 import { loadConfig, type AppConfig } from '../config/app-config.js';
 import type { AuthRepository } from './auth.repository.js';
 import { SigningKey } from './entities/signing-key.entity.js';
 import { JWKS_MAX_AGE_SECONDS, KeyringService, PUBLISH_SECONDS } from './keyring.service.js';
-
-/** Only the clocks are faked (the system's and the monotonic one): the database driver's own timers and promises run as they do. */
-const clockOnly: Parameters<typeof jest.useFakeTimers>[0] = {
-  doNotFake: [
-    'hrtime',
-    'nextTick',
-    'queueMicrotask',
-    'requestAnimationFrame',
-    'cancelAnimationFrame',
-    'requestIdleCallback',
-    'cancelIdleCallback',
-    'setImmediate',
-    'clearImmediate',
-    'setInterval',
-    'clearInterval',
-    'setTimeout',
-    'clearTimeout',
-  ],
-};
 
 const START = Date.parse('2026-12-02T10:00:00.000Z');
 /** How long after its rotation a key signs, in ms. */
@@ -36,7 +18,7 @@ describe('signing key rotation on a database ring', () => {
   let first: string;
 
   beforeEach(async () => {
-    jest.useFakeTimers({ ...clockOnly, now: START });
+    jest.useFakeTimers(fakeClocks(START, true));
     f = await authFixture({ AUTH_CACHE_SECONDS: '10' });
     replica = new KeyringService(f.repo, f.config);
     await replica.onModuleInit();
@@ -191,7 +173,7 @@ describe('signing keys from configuration', () => {
   afterEach(() => jest.useRealTimers());
 
   it('sign with the first key, whatever the clock does after they were read (a step back of NTP, a resumed machine)', async () => {
-    jest.useFakeTimers({ ...clockOnly, now: START });
+    jest.useFakeTimers(fakeClocks(START, true));
     const pem = () => generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ type: 'pkcs8', format: 'pem' }) as string;
     const keyring = new KeyringService({} as AuthRepository, loadConfig({ JWT_SIGNING_KEYS: pem() + pem() + pem() }));
     await keyring.onModuleInit();

@@ -6,7 +6,7 @@ import pg from 'pg';
 import { eventually } from './eventually.js';
 import { freePort } from './listen.js';
 
-/** Debian's pgbouncer (scripts/ensure-pgbouncer.sh installs it). */
+/** Debian's pgbouncer (scripts/ensure-test-packages.sh installs it). */
 const PGBOUNCER = '/usr/sbin/pgbouncer';
 
 export interface Bouncer {

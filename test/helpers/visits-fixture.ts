@@ -37,6 +37,37 @@ export function importBranches(t: TestApp, clientId: number, file: string): Prom
   return t.app.get(BranchesService).importFile(clientId, file);
 }
 
+/** Clients 1001 and 1002 (seedClients) and one branch of 1001: B-1, Leeds (LDS-01), of brand 5. */
+export async function seedOneBranch(t: TestApp): Promise<void> {
+  await seedClients(t);
+  const file = join(dir, `branches-${Math.random().toString(36).slice(2)}.json`);
+  writeFileSync(file, JSON.stringify([{ id: 'B-1', name: 'Leeds', branchCode: 'LDS-01', brandId: 5 }]));
+  await importBranches(t, 1001, file);
+}
+
+/** A mystery visit of branch B-1 (see seedOneBranch) on `day`, without sections; `fields` replace its own. */
+export function branchVisit(visitId: number, day: string, fields: Record<string, unknown> = {}): VisitRecord {
+  return {
+    visitId,
+    clientId: 1001,
+    brandId: 5,
+    branchId: 'B-1',
+    visitType: 'MV',
+    questionnaireType: 'Mystery Visit',
+    visitScore: 80,
+    recommendScore: 7,
+    recommendComment: `visit ${visitId}`,
+    visitDateTime: `${day}T12:00:00`,
+    modificationDate: `${day}T12:30:00`,
+    visitSource: 'Web',
+    sections: [],
+    guestId: null,
+    optIns: null,
+    completedAt: null,
+    ...fields,
+  };
+}
+
 /**
  * Clients 1001 (brands 5, 6) and 1002 (brand 21), branches, and visits on each of the
  * 40 days before today (in RESULTS_TIMEZONE), several at the same minute so the visitId

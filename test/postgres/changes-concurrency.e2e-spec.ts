@@ -4,9 +4,9 @@ import { join } from 'node:path';
 import request from 'supertest';
 import { addDays, localDate } from '../../src/common/clock.js';
 import { spawnCli } from '../helpers/cli.js';
-import { issueCredential, seedClients, tokenFor } from '../helpers/auth.js';
+import { issueCredential, tokenFor } from '../helpers/auth.js';
 import { startTestApp, type TestApp } from '../helpers/test-app.js';
-import { importBranches } from '../helpers/visits-fixture.js';
+import { branchVisit, seedOneBranch } from '../helpers/visits-fixture.js';
 
 interface Visit {
   visitId: number;
@@ -32,10 +32,7 @@ describe('change feed under concurrent imports (postgres, two processes)', () =>
 
   beforeAll(async () => {
     t = await startTestApp({ AUTH_CACHE_SECONDS: '0' });
-    await seedClients(t);
-    const branches = join(dir, 'branches.json');
-    writeFileSync(branches, JSON.stringify([{ id: 'B-1', name: 'Leeds', branchCode: 'LDS-01', brandId: 5 }]));
-    await importBranches(t, 1001, branches);
+    await seedOneBranch(t);
   });
   afterAll(async () => {
     rmSync(dir, { recursive: true, force: true });
@@ -48,24 +45,14 @@ describe('change feed under concurrent imports (postgres, two processes)', () =>
     for (let i = 0; i < PER_WRITER; i++) {
       // The last third rewrites the first third's ids: one writer changes its own visits again.
       const id = i < (PER_WRITER * 2) / 3 ? from + i : from + i - (PER_WRITER * 2) / 3;
-      records.push({
-        visitId: id,
-        clientId: 1001,
-        brandId: 5,
-        branchId: 'B-1',
-        visitType: 'MV',
-        questionnaireType: 'Mystery Visit',
-        visitScore: (i % 97) + 0.5,
-        recommendScore: 7,
-        recommendComment: `${name} ${i}`,
-        visitDateTime: `${day}T${String(10 + (i % 12)).padStart(2, '0')}:00:00`,
-        modificationDate: `${day}T23:00:00`,
-        visitSource: 'Web',
-        sections: [],
-        guestId: null,
-        optIns: null,
-        completedAt: null,
-      });
+      records.push(
+        branchVisit(id, day, {
+          visitScore: (i % 97) + 0.5,
+          recommendComment: `${name} ${i}`,
+          visitDateTime: `${day}T${String(10 + (i % 12)).padStart(2, '0')}:00:00`,
+          modificationDate: `${day}T23:00:00`,
+        }),
+      );
     }
     const file = join(dir, `${name}.ndjson`);
     writeFileSync(file, records.map((r) => JSON.stringify(r)).join('\n'));

@@ -1,13 +1,10 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
 import { addDays, localDate, localDateTime } from '../../src/common/clock.js';
-import { issueCredential, seedClients, tokenFor } from '../helpers/auth.js';
+import { issueCredential, tokenFor } from '../helpers/auth.js';
 import { restoreSystemClock, withSystemClockOff } from '../helpers/system-clock.js';
 import { startTestApp, type TestApp } from '../helpers/test-app.js';
-import { importBranches, importVisits, type FeedPage } from '../helpers/visits-fixture.js';
+import { branchVisit, importVisits, seedOneBranch, type FeedPage } from '../helpers/visits-fixture.js';
 
 /**
  * Writers whose clocks disagree with the others' (an operator's command on a host ten minutes
@@ -16,37 +13,15 @@ import { importBranches, importVisits, type FeedPage } from '../helpers/visits-f
  */
 describe('writers with clocks off (postgres)', () => {
   let t: TestApp;
-  const dir = mkdtempSync(join(tmpdir(), 'writer-clocks-'));
   const day = (): string => addDays(localDate(t.config.RESULTS_TIMEZONE), -1);
-  const visit = (visitId: number) => ({
-    visitId,
-    clientId: 1001,
-    brandId: 5,
-    branchId: 'B-1',
-    visitType: 'MV',
-    questionnaireType: 'Mystery Visit',
-    visitScore: 80,
-    recommendScore: 7,
-    recommendComment: `visit ${visitId}`,
-    visitDateTime: `${day()}T12:00:00`,
-    modificationDate: `${day()}T12:30:00`,
-    visitSource: 'Web',
-    sections: [],
-    guestId: null,
-    optIns: null,
-    completedAt: null,
-  });
+  const visit = (visitId: number) => branchVisit(visitId, day());
 
   beforeAll(async () => {
     t = await startTestApp({ AUTH_CACHE_SECONDS: '0' });
-    await seedClients(t);
-    const branches = join(dir, 'branches.json');
-    writeFileSync(branches, JSON.stringify([{ id: 'B-1', name: 'Leeds', branchCode: 'LDS-01', brandId: 5 }]));
-    await importBranches(t, 1001, branches);
+    await seedOneBranch(t);
   });
   afterAll(async () => {
     restoreSystemClock();
-    rmSync(dir, { recursive: true, force: true });
     await t.close();
   });
 
