@@ -58,7 +58,7 @@ describe('signing key rotation on a database ring', () => {
     expect((await f.keyring.signingKey()).kid).toBe(rotated.kid);
     expect((await replica.signingKey()).kid).toBe(rotated.kid);
     // Both keys still verify, the old one until it is retired.
-    expect((await replica.verificationKey(first))?.kid).toBe(first);
+    expect((await replica.verification(first)).key?.kid).toBe(first);
   });
 
   it('signs with a key rotated with `now` at once', async () => {
@@ -75,12 +75,12 @@ describe('signing key rotation on a database ring', () => {
 
   it('reads the ring again for a key another replica rotated in, even when its system clock stepped back since its last read', async () => {
     at(1_000);
-    await replica.verificationKey(first);
+    await replica.verification(first);
     // This replica's clock an hour back (NTP, a resumed machine), then another rotates with `now`.
     at(-3_600_000);
     at(-3_598_000);
     const rotated = await f.keyring.rotate({ now: true });
-    expect((await replica.verificationKey(rotated.kid))?.kid).toBe(rotated.kid);
+    expect((await replica.verification(rotated.kid)).key?.kid).toBe(rotated.kid);
   });
 
   it('keeps a published key’s turn when another is rotated in with `now` before it', async () => {
@@ -198,7 +198,7 @@ describe('a database ring’s private keys at rest', () => {
   const signsAndVerifies = async (keyring: KeyringService): Promise<string> => {
     const key = await keyring.signingKey();
     const signature = sign('sha256', Buffer.from('payload'), key.privateKey);
-    const published = await keyring.verificationKey(key.kid);
+    const published = (await keyring.verification(key.kid)).key;
     expect(published && verify('sha256', Buffer.from('payload'), published.publicKey, signature)).toBe(true);
     return key.kid;
   };

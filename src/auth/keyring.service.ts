@@ -267,17 +267,12 @@ export class KeyringService implements OnModuleInit {
     return signer;
   }
 
-  /** The key a token names; a kid not seen yet triggers one re-read (another replica rotated). */
-  async verificationKey(kid: string): Promise<RingKey | undefined> {
-    return (await this.verification(kid)).key;
-  }
-
   /**
-   * The key a token names, and until when (ms on performance.now()'s clock) what the ring said
-   * of it may be relied on: AUTH_CACHE_SECONDS after the ring was read. A token verified with it
-   * is remembered no longer than that (VerifiedTokens), so a key retired elsewhere stops its
-   * tokens within AUTH_CACHE_SECONDS of the retirement, however late in the ring's time a token
-   * came first.
+   * The key a token names (a kid not seen yet triggers one re-read: another replica rotated),
+   * and until when (ms on performance.now()'s clock) what the ring said of it may be relied on:
+   * AUTH_CACHE_SECONDS after the ring was read. A token verified with it is remembered no longer
+   * than that (VerifiedTokens), so a key retired elsewhere stops its tokens within
+   * AUTH_CACHE_SECONDS of the retirement, however late in the ring's time a token came first.
    */
   async verification(kid: string): Promise<{ key: RingKey | undefined; trustedUntil: number }> {
     let key = (await this.fresh()).find((k) => k.kid === kid);
@@ -394,7 +389,7 @@ export class KeyringService implements OnModuleInit {
       }));
     }
     const rows = (await this.repo.allSigningKeys()).map((row) => ({ ...row, signsFrom: signsFromOf(row) }));
-    const signing = signerIn(inTurn(rows.filter((r) => r.retiredAt === null)), (await this.repo.now()).getTime())?.kid;
+    const signing = signerIn(inTurn(rows.filter((r) => r.retiredAt === null)), (await this.now()).getTime())?.kid;
     return rows.map((r) => ({
       kid: r.kid,
       source: 'database',

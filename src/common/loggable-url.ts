@@ -34,20 +34,12 @@ function redactForms(text: string): string {
 }
 
 /**
- * Text a log line may hold, such as a validation message quoting a query value: every value
- * that is a credential by its form (see SECRET_VALUE) replaced by `[redacted]`.
+ * Text an error answer or a log line may hold, such as a validation message quoting a query
+ * value: every value that is a credential by its form (see SECRET_VALUE) replaced by
+ * `[redacted]`. The client sent it, but answers are kept where credentials must not be (the
+ * client's logs, an error tracker, a proxy's): an API key put in SvcClientId was quoted back whole.
  */
-export function loggableText(text: string): string {
-  return redactForms(text);
-}
-
-/**
- * Text an error answer may hold, such as a validation message quoting a query value: every
- * value that is a credential by its form (see SECRET_VALUE) replaced by `[redacted]`. The client
- * sent it, but an answer is kept where a credential must not be (the client's logs, an error
- * tracker, a proxy's), as an API key put in SvcClientId was quoted back whole.
- */
-export function answerableText(text: string): string {
+export function withoutCredentials(text: string): string {
   return redactForms(text);
 }
 

@@ -1,7 +1,7 @@
 import { Catch, HttpException } from '@nestjs/common';
 import type { Request, Response } from 'express';
 import { isDefaultDetail, ProblemFilter } from './problem.filter.js';
-import { answerableText } from './loggable-url.js';
+import { withoutCredentials } from './loggable-url.js';
 import { routeSpelling } from './path-escapes.js';
 import type { ProblemBody, SelfRenderingError } from './problem.js';
 import { oauthText } from './visible-text.js';
@@ -51,10 +51,10 @@ export class OAuthException extends HttpException implements SelfRenderingError 
  * only (RFC 6749 §5.2), and often quotes what the client sent (a field's name, an Expect):
  * any other character is shown as `?`, so that a client never reads control characters,
  * text reordered by U+202E, or UTF-8 it decodes as another charset; a credential by its form
- * is `[redacted]` (see answerableText).
+ * is `[redacted]` (see withoutCredentials).
  */
 export function oauthErrorBody(error: OAuthErrorCode, description: string): { error: OAuthErrorCode; error_description: string } {
-  return { error, error_description: oauthText(answerableText(description)) };
+  return { error, error_description: oauthText(withoutCredentials(description)) };
 }
 
 /** What the token endpoint says of a form it could not read, for OAuth clients that show only error_description. */

@@ -3,7 +3,7 @@ import type { Request, Response } from 'express';
 import { methodsOfUnroutedPath } from './allowed-methods.js';
 import { formatBytes } from './byte-size.js';
 import { FORM_ESCAPES_TYPE } from './form-escapes.js';
-import { answerableText, loggableText, loggableUrl } from './loggable-url.js';
+import { loggableUrl, withoutCredentials } from './loggable-url.js';
 import {
   BAD_REQUEST_DETAIL,
   isSelfRendering,
@@ -231,8 +231,9 @@ export class ProblemFilter implements ExceptionFilter {
           }
         : render(exception);
     const instance = newInstance();
-    const body: ProblemBody = { title: statusTitle(status), status, detail: answerableText(detail), instance };
-    if (errors && errors.length > 0) body.errors = errors.map(answerableText);
+    // What the request sent is quoted, but never a credential (see withoutCredentials): in the answer and the log alike.
+    const body: ProblemBody = { title: statusTitle(status), status, detail: withoutCredentials(detail), instance };
+    if (errors && errors.length > 0) body.errors = errors.map(withoutCredentials);
 
     // The request logger picks this up for its one line per request.
     response.locals.problemInstance = instance;
@@ -247,9 +248,9 @@ export class ProblemFilter implements ExceptionFilter {
     } else if (status >= 500) {
       this.logger.error({ err: exception, instance, requestId, method: request.method, url: loggableUrl(request.originalUrl) }, 'request failed');
     } else {
-      // The errors quote what the request sent (a query value): one that is a credential by its
-      // form is logged as [redacted], as it is in the request's URL.
-      this.logger.debug({ instance, status, errors: errors?.map(loggableText) }, loggableText(detail));
+      // As answered: what the request sent is quoted, a credential by its form as [redacted], as
+      // it is in the request's URL.
+      this.logger.debug({ instance, status, errors: body.errors }, body.detail);
     }
     if (response.headersSent) {
       response.end();

@@ -28,8 +28,8 @@ export class SqliteRows {
 
   /**
    * The first row of `sql`, undefined when there is none: a point read, such as a read per
-   * request, without TypeORM's query runner around it (which cost a cached page's request a
-   * tenth of its CPU for one indexed row).
+   * request, without TypeORM's query runner around it (its async runner, logging and
+   * broadcaster: 3 to 5 µs a read, against 1.1 to 1.4 µs prepared once).
    */
   first<T>(sql: string, params: readonly unknown[]): T | undefined {
     return this.statement(sql).get(...params) as T | undefined;
