@@ -40,8 +40,11 @@ describe(`a client secret rotated by another process (${process.env.TEST_DATABAS
     expect((await tokenRequest(c, c.clientSecret)).status).toBe(200);
     // One wrong secret locks the client out here (TOKEN_FAILURES_MAX=1): none was counted above.
     expect((await tokenRequest(c, rotated.clientSecret)).status).toBe(200);
-    expect((await tokenRequest(c, 'not-the-secret')).status).toBe(401);
-    expect((await tokenRequest(c, rotated.clientSecret)).status).toBe(429);
+    const wrong = await tokenRequest(c, 'not-the-secret');
+    expect([wrong.status, wrong.body]).toEqual([401, { error: 'invalid_client', error_description: 'Client authentication failed.' }]);
+    const locked = await tokenRequest(c, rotated.clientSecret);
+    expect([locked.status, locked.body.error, locked.headers['cache-control']]).toEqual([429, 'slow_down', 'no-store']);
+    expect(Number(locked.headers['retry-after'])).toBeGreaterThan(0);
   });
 
   it('still refuses a wrong secret, and an old one given up by the rotation once the credential is read again', async () => {
