@@ -415,6 +415,37 @@ describe(`webhooks: coalescing and giving up (${process.env.TEST_DATABASE})`, ()
     await t.app.get(WebhooksService).remove(id);
   });
 
+  it('gives an event a new id when later changes join it: an event a restore brought back after its delivery is not taken for that delivery', async () => {
+    const credential = await issueCredential(t, { clients: [1001] });
+    const { id, secret } = await t.app.get(WebhooksService).add(credential.clientId, `${receiver.url}/restored`);
+    const outbox = t.app.get(DataSource).getRepository(WebhookDelivery);
+    const delivered = (): Promise<Received[]> => Promise.resolve(receiver.received.filter((r) => r.path === '/restored'));
+
+    await importVisits(t, [visitRecord(301, 'B-1')]);
+    // The outbox as a backup taken now holds it: the event waiting, no attempt made.
+    const [backedUp] = await outbox.find({ where: { endpointId: id } });
+    expect(backedUp).toMatchObject({ attempts: 0, count: 1 });
+    const [first] = await eventually(delivered, (r) => r.length === 1, 30_000, 50);
+
+    // The backup restored: the event waits again (here still within its window, so that the
+    // import below meets it before a claim), then a change written after the restore joins it.
+    await outbox.insert({ ...backedUp, dueAt: new Date(Date.now() + WINDOW_MS) });
+    await importVisits(t, [visitRecord(302, 'B-1')]);
+    const [, second] = await eventually(delivered, (r) => r.length === 2, 30_000, 50);
+    expect(await eventually(() => pendingEvents(t), (n) => n === 0, 30_000, 50)).toBe(0);
+
+    expect(first.json).toEqual({ id: backedUp.eventId, type: 'visits.changed', created: backedUp.createdAt.toISOString(), data: { svcClientId: 1001, count: 1 } });
+    // A receiver that ignores an id it has processed must not drop the change written after the restore.
+    expect(second.json).toEqual({ id: expect.stringMatching(/^evt_[0-9a-f]{32}$/), type: 'visits.changed', created: backedUp.createdAt.toISOString(), data: { svcClientId: 1001, count: 2 } });
+    expect(second.json.id).not.toBe(first.json.id);
+    for (const r of [first, second]) {
+      expect(r.headers['svc-event-id']).toBe(r.json.id);
+      expect(r.headers['content-type']).toBe('application/json');
+      expect(verifyWebhook(r.raw, String(r.headers['svc-signature']), secret)).toBe(true);
+    }
+    await t.app.get(WebhooksService).remove(id);
+  });
+
   it('gives an event up when its retries are over, marks the endpoint failing until a delivery succeeds', async () => {
     receiver.received.length = 0;
     receiver.answer = () => ({ status: 500, body: 'broken' });

@@ -243,7 +243,7 @@ export class WebhooksRepository {
    * Writes, in the import's transaction `tx`, a visits.changed event for every active endpoint
    * of every active credential that may read some of `visits` (a visits scope, and their
    * client, brand and type), counting only those it may read. An event no attempt has been made for yet takes the further changes of its client
-   * (coalescing); otherwise a new one is due after WEBHOOKS_COALESCE_MS. The transaction holds
+   * (coalescing), and a new id with them (see addToEvent); otherwise a new one is due after WEBHOOKS_COALESCE_MS. The transaction holds
    * the client's row lock (see VisitsRepository.upsertBatch), so two writers of one client
    * never both open an event; a claim that wins the race freezes the event (attempts > 0)
    * and this writer opens a new one.
@@ -266,10 +266,17 @@ export class WebhooksRepository {
   }
 
   private async addToEvent(tx: EntityManager, endpointId: string, clientId: number, count: number, at: Date): Promise<void> {
+    // The event takes a new id with the changes it takes on. No receiver has seen an event no
+    // attempt was made for, except when a restored backup brought it back after its delivery:
+    // under its old id, a receiver that ignores ids it has processed would drop it, and with it
+    // the changes written after the restore. `attempts = 0` is weighed again on the row updated
+    // (on PostgreSQL once a claim holding it has committed), so an event claimed meanwhile keeps
+    // its id and body, and this writer opens a new one.
     const added = await this.run(
       tx,
-      'UPDATE webhook_deliveries SET count = count + ? WHERE endpoint_id = ? AND client_id = ? AND type = ? AND attempts = 0',
-      [count, endpointId, clientId, VISITS_CHANGED],
+      `UPDATE webhook_deliveries SET count = count + ?, event_id = ? WHERE attempts = 0 AND event_id = (
+        SELECT event_id FROM webhook_deliveries WHERE endpoint_id = ? AND client_id = ? AND type = ? AND attempts = 0 LIMIT 1)`,
+      [count, newEventId(), endpointId, clientId, VISITS_CHANGED],
     );
     if (added > 0) return;
     await tx.query(

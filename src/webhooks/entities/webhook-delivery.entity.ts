@@ -5,7 +5,8 @@ import { WebhookEndpoint } from './webhook-endpoint.entity.js';
 /**
  * The outbox: one event for one endpoint, written in the transaction of the change it
  * announces and deleted once a receiver has taken it (or it was given up). While no
- * attempt has been made (attempts = 0) further changes of the client add to its count;
+ * attempt has been made (attempts = 0) further changes of the client add to its count
+ * and give it a new id (one a restore brought back after its delivery must not look delivered);
  * the first claim freezes it, so every attempt sends the same body.
  */
 @Entity('webhook_deliveries')
