@@ -3,6 +3,7 @@ import type { Server } from 'node:http';
 import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { AppModule } from './app.module.js';
+import { KeyringService } from './auth/keyring.service.js';
 import { BodyPool } from './common/body-pool.js';
 import { environmentFailure } from './common/environment-failure.js';
 import { drainConnections, openConnections } from './common/idle-connections.js';
@@ -45,6 +46,8 @@ async function bootstrap(): Promise<void> {
   // Not app.listen(): it logs a port it cannot have as an error line of its own, before the
   // start's one line (below) says so.
   await app.init();
+  // A database ring none of whose keys this API_KEY_HASH_KEY opens: exit 78, as a wrong setting.
+  app.get(KeyringService).assertCanSign();
   // Tracked from before the server listens: a connection accepted while the start still awaits
   // (the metrics server's host name looked up) was missed, and the shutdown waited out the
   // whole grace period for it.

@@ -2,7 +2,9 @@ import { jest } from '@jest/globals';
 import { generateKeyPairSync, sign, verify } from 'node:crypto';
 import { authFixture, type AuthFixture } from '../../test/helpers/auth-fixture.js';
 import { fakeClocks } from '../../test/helpers/system-clock.js';
-import { loadConfig, type AppConfig } from '../config/app-config.js';
+import { OperatorError } from '../common/operator-error.js';
+import { SecretBox } from '../common/secret-box.js';
+import { ConfigError, loadConfig, type AppConfig } from '../config/app-config.js';
 import type { AuthRepository } from './auth.repository.js';
 import { SigningKey } from './entities/signing-key.entity.js';
 import { JWKS_MAX_AGE_SECONDS, KeyringService, PUBLISH_SECONDS } from './keyring.service.js';
@@ -217,7 +219,7 @@ describe('a database ring’s private keys at rest', () => {
     expect(await signsAndVerifies(replica)).toBe(await signsAndVerifies(f.keyring));
   });
 
-  it('read a key an earlier release stored in clear, and refuse, saying what to do, a key sealed under another API_KEY_HASH_KEY', async () => {
+  it('read a key an earlier release stored in clear', async () => {
     const pem = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ type: 'pkcs8', format: 'pem' }) as string;
     const publicJwk = (await f.keyring.jwks()).keys[0];
     await f.repo.addSigningKey({ kid: 'stored-in-clear', alg: 'ES256', privateKey: pem, publicJwk: JSON.stringify(publicJwk), signsFrom: new Date() });
@@ -225,11 +227,59 @@ describe('a database ring’s private keys at rest', () => {
     await replica.onModuleInit();
     expect((await replica.jwks()).keys).toHaveLength(2);
     await signsAndVerifies(replica);
+  });
 
-    const otherKey = Object.assign(Object.create(Object.getPrototypeOf(f.config) as object) as AppConfig, f.config, {
-      API_KEY_HASH_KEY: 'another server key, also long enough',
-    });
-    const misconfigured = new KeyringService(f.repo, otherKey);
-    await expect(misconfigured.jwks()).rejects.toThrow(/^signing key \S+ cannot be decrypted \(was API_KEY_HASH_KEY changed\?\): set the API_KEY_HASH_KEY it was stored under, or retire it/);
+  it('are not opened by a process with another API_KEY_HASH_KEY: it refuses to serve (exit 78 at start), names the keys when a token is asked for, and adds none', async () => {
+    await f.keyring.rotate({ now: true });
+    const replica = new KeyringService(f.repo, f.config);
+    await replica.onModuleInit();
+    const misconfigured = new KeyringService(f.repo, withOtherServerKey(f.config));
+    await misconfigured.onModuleInit();
+    expect(() => misconfigured.assertCanSign()).toThrow(ConfigError);
+    expect(() => misconfigured.assertCanSign()).toThrow(
+      /^Invalid configuration:\n {2}- API_KEY_HASH_KEY: signing keys \S+, \S+ cannot be decrypted with this API_KEY_HASH_KEY \(stored under another value\): set the value the database's keys, API keys and secrets were stored under$/,
+    );
+    await expect(misconfigured.signingKey()).rejects.toThrow(/^signing keys \S+, \S+ cannot be decrypted with this API_KEY_HASH_KEY/);
+    await expect(misconfigured.rotate()).rejects.toThrow(OperatorError);
+    await expect(misconfigured.rotate({ now: true })).rejects.toThrow(/run the command with the API_KEY_HASH_KEY the service runs with/);
+    expect(await f.repo.allSigningKeys()).toHaveLength(2);
+    // What it publishes is the ring's public keys all the same.
+    expect((await misconfigured.jwks()).keys).toEqual((await replica.jwks()).keys);
+    expect(() => replica.assertCanSign()).not.toThrow();
+  });
+
+  it('keep signing and verifying when a key sealed under another API_KEY_HASH_KEY is added: that key verifies, and is never the signer', async () => {
+    const first = await signsAndVerifies(f.keyring);
+    // A key added by a command run with another value, set to sign at once.
+    const pem = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ type: 'pkcs8', format: 'pem' }) as string;
+    const publicJwk = (await new KeyringService(f.repo, { ...f.config, JWT_SIGNING_KEYS: pem } as AppConfig).jwks()).keys[0];
+    const sealedElsewhere = new SecretBox('another server key, also long enough', 'results-service token signing keys', 'signing key').seal(pem);
+    await f.repo.addSigningKey({ kid: publicJwk.kid!, alg: 'ES256', privateKey: sealedElsewhere, publicJwk: JSON.stringify(publicJwk), signsFrom: new Date() });
+
+    const replica = new KeyringService(f.repo, f.config);
+    await replica.onModuleInit();
+    expect(() => replica.assertCanSign()).not.toThrow();
+    expect((await replica.jwks()).keys.map((k) => k.kid).sort()).toEqual([first, publicJwk.kid].sort());
+    expect(await signsAndVerifies(replica)).toBe(first);
+    // A token the other process signed with it verifies here.
+    const signature = sign('sha256', Buffer.from('payload'), pem);
+    const { key } = await replica.verification(publicJwk.kid!);
+    expect(key && verify('sha256', Buffer.from('payload'), key.publicKey, signature)).toBe(true);
+    // Rotating is refused until that key is retired (with --force: by its time it is the key
+    // that signs now, which it does on no replica of this value), then works.
+    await expect(replica.rotate()).rejects.toThrow(`signing key ${publicJwk.kid} cannot be decrypted with this API_KEY_HASH_KEY`);
+    await expect(replica.retire(publicJwk.kid!)).rejects.toThrow(
+      `'${publicJwk.kid}' cannot be decrypted with this API_KEY_HASH_KEY (stored under another value): retire it with --force if it was added with another value by mistake`,
+    );
+    expect(await replica.retire(publicJwk.kid!, { force: true })).toBe('retired');
+    expect(await signsAndVerifies(replica)).toBe(first);
+    await expect(replica.rotate()).resolves.toEqual({ kid: expect.any(String), signsFrom: expect.any(String) });
   });
 });
+
+/** The settings with another API_KEY_HASH_KEY. */
+function withOtherServerKey(config: AppConfig): AppConfig {
+  return Object.assign(Object.create(Object.getPrototypeOf(config) as object) as AppConfig, config, {
+    API_KEY_HASH_KEY: 'another server key, also long enough',
+  });
+}

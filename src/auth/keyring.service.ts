@@ -24,7 +24,11 @@ export const PUBLISH_SECONDS = JWKS_MAX_AGE_SECONDS + 30 + 90;
 /** One key of the ring: every active key is published and verifies; the one whose `signsFrom` came last signs. */
 export interface RingKey {
   kid: string;
-  privateKey: KeyObject;
+  /**
+   * Null for a stored key this process cannot open (sealed under another API_KEY_HASH_KEY):
+   * it is published and verifies, from its stored public key, and never signs here.
+   */
+  privateKey: KeyObject | null;
   /** Verifies tokens: a key object made once, not a PEM parsed again for every request. */
   publicKey: KeyObject;
   publicJwk: JWK;
@@ -57,6 +61,11 @@ function signerIn<K extends { signsFrom: Date }>(turns: readonly K[], at: number
   return turns[0];
 }
 
+/** A key of the ring this process can sign with. */
+export type SigningRingKey = RingKey & { privateKey: KeyObject };
+
+const canSign = (key: RingKey): key is SigningRingKey => key.privateKey !== null;
+
 /** When a stored key begins to sign: keys written before the column signed from their creation. */
 const signsFromOf = (row: SigningKey): Date => row.signsFrom ?? row.createdAt;
 
@@ -74,9 +83,13 @@ function signingKeyBox(serverSecret: string): SecretBox {
 /** A private key a release from before keys were sealed stored: its PEM in clear, read as it is. */
 const storedInClear = (stored: string): boolean => stored.startsWith('-----BEGIN');
 
+/**
+ * A key of the ring from its private key (a PEM or a key object), or from its public key alone
+ * (a stored key this process cannot open: it verifies and does not sign).
+ */
 async function ringKey(key: string | KeyObject, createdAt: Date, signsFrom: Date, retiredAt: Date | null): Promise<RingKey> {
-  const privateKey = typeof key === 'string' ? createPrivateKey(key) : key;
-  const publicKey = createPublicKey(privateKey);
+  const privateKey = typeof key === 'string' ? createPrivateKey(key) : key.type === 'private' ? key : null;
+  const publicKey = privateKey ? createPublicKey(privateKey) : (key as KeyObject);
   const publicJwk = await exportJWK(publicKey);
   const kid = await calculateJwkThumbprint(publicJwk);
   return {
@@ -101,8 +114,8 @@ async function ringKey(key: string | KeyObject, createdAt: Date, signsFrom: Date
 export class KeyringService implements OnModuleInit {
   private readonly logger = new Logger('Keyring');
   private keys: RingKey[] = [];
-  /** The database ring's keys in turn, read with them: signing picks from them without sorting per token. */
-  private turns: RingKey[] = [];
+  /** The database ring's keys in turn (those this process can open), read with them: signing picks from them without sorting per token. */
+  private turns: SigningRingKey[] = [];
   /** When the keys were last read, on the monotonic clock: a step of the system clock (back by an hour) must not keep a rotation from this replica. */
   private loadedAt = -Infinity;
   /** When the ring in use was read, on the same clock (taken before its query, so a change committed during the read counts as after it). */
@@ -110,6 +123,8 @@ export class KeyringService implements OnModuleInit {
   private loading: Promise<void> | null = null;
   /** What is wrong with the configured keys as last read, while the keys read before them stand in; null when nothing is. */
   private reloadProblem: string | null = null;
+  /** The stored keys this process could not open when it last read them (said once, until that changes). */
+  private unopened = '';
   private readonly box: SecretBox;
 
   constructor(
@@ -219,24 +234,43 @@ export class KeyringService implements OnModuleInit {
       this.keys = keys;
     } else {
       const rows = await this.repo.activeSigningKeys();
-      this.keys = await Promise.all(rows.map((row) => ringKey(this.privateKeyOf(row), row.createdAt, signsFromOf(row), row.retiredAt)));
-      this.turns = inTurn(this.keys);
+      // A key this process cannot open (added by a command run with another API_KEY_HASH_KEY)
+      // verifies from its public key and does not sign here: every token request and every
+      // bearer token failed (500) on every replica once one such key was stored.
+      this.keys = await Promise.all(rows.map((row) => ringKey(this.opened(row) ?? publicKeyOf(row), row.createdAt, signsFromOf(row), row.retiredAt)));
+      this.turns = inTurn(this.keys.filter(canSign));
+      const unopened = this.keys.filter((key) => !canSign(key)).map((key) => key.kid);
+      if (unopened.join(' ') !== this.unopened && unopened.length > 0) {
+        const signs = this.turns.length > 0 ? 'this process signs with the others' : 'this process can sign no token';
+        this.logger.error(`${cannotOpen(unopened)}: they verify tokens, and ${signs}; retire them (signing-keys retire KID --force) if they were added by mistake`);
+      }
+      this.unopened = unopened.join(' ');
     }
     this.loadedAt = performance.now();
     this.ringReadAt = readAt;
   }
 
-  /** The PEM of a stored key: opened, or as it is when an earlier release stored it in clear. */
-  private privateKeyOf(row: SigningKey): string {
+  /** The PEM of a stored key: opened, or as it is when an earlier release stored it in clear; null when this process's API_KEY_HASH_KEY does not open it. */
+  private opened(row: SigningKey): string | null {
     if (storedInClear(row.privateKey)) return row.privateKey;
     try {
       return this.box.open(row.privateKey);
-    } catch (error) {
-      throw new Error(
-        `signing key ${row.kid} cannot be decrypted (was API_KEY_HASH_KEY changed?): set the API_KEY_HASH_KEY it was stored under, or retire it (signing-keys retire ${row.kid} --force)`,
-        { cause: error },
-      );
+    } catch {
+      return null;
     }
+  }
+
+  /**
+   * Refuses to serve with a database ring of which it can open no key: its API_KEY_HASH_KEY is
+   * not the one the keys (and the API keys and secrets) were stored under, and it could sign
+   * no token. Called once the ring was read at start; a ring not read yet (the schema still to
+   * be made) is left to the first request.
+   */
+  assertCanSign(): void {
+    if (this.fromConfig || this.keys.length === 0 || this.turns.length > 0) return;
+    throw new ConfigError([
+      `API_KEY_HASH_KEY: ${cannotOpen(this.keys.map((key) => key.kid))}: set the value the database's keys, API keys and secrets were stored under`,
+    ]);
   }
 
   private async fresh(force = false): Promise<RingKey[]> {
@@ -252,18 +286,18 @@ export class KeyringService implements OnModuleInit {
    * The key that signs new tokens; creates the first one for a database ring that has none.
    * Of configured keys the first signs, whatever the clock says.
    */
-  async signingKey(): Promise<RingKey> {
+  async signingKey(): Promise<SigningRingKey> {
     const keys = await this.fresh();
     if (this.fromConfig) {
-      if (!keys[0]) throw new Error('no signing key is available');
+      if (!keys[0] || !canSign(keys[0])) throw new Error('no signing key is available');
       return keys[0];
     }
     let signer = signerIn(this.turns, Date.now());
-    if (!signer) {
+    if (!signer && this.keys.length === 0) {
       await this.rotate({ now: true });
       signer = signerIn(this.turns, Date.now());
     }
-    if (!signer) throw new Error('no signing key is available');
+    if (!signer) throw new Error(this.keys.length > 0 ? cannotOpen(this.keys.map((key) => key.kid)) : 'no signing key is available');
     return signer;
   }
 
@@ -294,6 +328,15 @@ export class KeyringService implements OnModuleInit {
     if (this.fromConfig) {
       throw new OperatorError(
         'signing keys come from JWT_SIGNING_KEYS: rotate by adding the new key after the current one in that secret, then putting it first 7 minutes later',
+      );
+    }
+    // A key sealed under another API_KEY_HASH_KEY than the service's would verify everywhere and
+    // sign nowhere: a command run with another value is refused before it adds one.
+    const unopened = (await this.repo.activeSigningKeys()).filter((row) => this.opened(row) === null).map((row) => row.kid);
+    if (unopened.length > 0) {
+      throw new OperatorError(
+        `${cannotOpen(unopened)}: run the command with the API_KEY_HASH_KEY the service runs with; ` +
+          `if this is that value, retire the keys it does not open (signing-keys retire KID --force) before rotating`,
       );
     }
     const { privateKey } = await generateKeyPair(SIGNING_ALG, { extractable: true });
@@ -331,13 +374,25 @@ export class KeyringService implements OnModuleInit {
    */
   async retire(kid: string, { force = false }: { force?: boolean } = {}): Promise<'retired' | 'already'> {
     if (this.fromConfig) throw new OperatorError('signing keys come from JWT_SIGNING_KEYS: retire by removing the key from that secret');
-    const active = (await this.repo.activeSigningKeys()).map((row) => ({ kid: row.kid, signsFrom: signsFromOf(row) }));
+    const rows = await this.repo.activeSigningKeys();
+    const active = rows.map((row) => ({ kid: row.kid, signsFrom: signsFromOf(row) }));
     const key = active.find((k) => k.kid === kid);
     if (!key) {
       if ((await this.repo.allSigningKeys()).some((k) => k.kid === kid)) return 'already';
       throw new OperatorError(`no signing key has the id '${kid}'`);
     }
     if (active.length === 1) throw new OperatorError(`'${kid}' is the only active signing key: rotate first`);
+    // A key this process cannot open signs on no replica of its API_KEY_HASH_KEY, whatever its
+    // time says (see reload): one added with another value by mistake goes with --force, as
+    // the log's line says, and rotating (refused while it is there) works again.
+    if (this.opened(rows.find((row) => row.kid === kid)!) === null) {
+      if (!force) {
+        throw new OperatorError(`'${kid}' ${cannotOpenIt}: retire it with --force if it was added with another value by mistake`);
+      }
+      await this.repo.retireSigningKey(kid, await this.repo.now());
+      await this.fresh(true);
+      return 'retired';
+    }
     // Judged by the clock the replicas' keys were stamped with (the database's), not this host's.
     const now = (await this.repo.now()).getTime();
     const window = this.config.AUTH_CACHE_SECONDS * 1000;
@@ -399,6 +454,20 @@ export class KeyringService implements OnModuleInit {
       retiredAt: r.retiredAt?.toISOString() ?? null,
     }));
   }
+}
+
+/** The public key of a stored key, from its published JWK. */
+function publicKeyOf(row: SigningKey): KeyObject {
+  const { kty, crv, x, y } = JSON.parse(row.publicJwk) as JWK;
+  return createPublicKey({ key: { kty, crv, x, y }, format: 'jwk' });
+}
+
+const cannotOpenIt = 'cannot be decrypted with this API_KEY_HASH_KEY (stored under another value)';
+
+/** What to say of stored keys this process's API_KEY_HASH_KEY does not open. */
+function cannotOpen(kids: string[]): string {
+  const which = kids.length === 1 ? `signing key ${kids[0]}` : `signing keys ${kids.join(', ')}`;
+  return `${which} ${cannotOpenIt}`;
 }
 
 /** Whether a signature made with the key verifies with the public key it carries. */

@@ -56,6 +56,20 @@ describe('a start whose settings name what cannot be used stops with exit 78 and
     );
     await expect(refusal).rejects.not.toThrow(/\n {4}at /);
   });
+
+  it('stops when API_KEY_HASH_KEY opens none of the signing keys the database keeps: it could sign no token', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'results-refusals-'));
+    const settings = { DATA_DIR: dataDir, SEED_DEMO: 'false', API_KEY_HASH_KEY: 'the value the keys were stored under' };
+    // The first start makes the ring's first key, sealed under its value.
+    await (await startService(settings)).stop();
+    const refusal = startService({ ...settings, API_KEY_HASH_KEY: 'another value altogether', LOG_LEVEL: 'warn' });
+    await expect(refusal).rejects.toThrow(
+      /^service exited with 78:\n(.*\n)*Invalid configuration:\n {2}- API_KEY_HASH_KEY: signing key \S+ cannot be decrypted with this API_KEY_HASH_KEY \(stored under another value\): set the value the database's keys, API keys and secrets were stored under\n$/,
+    );
+    await expect(refusal).rejects.not.toThrow(/\n {4}at /);
+    // With its own value it starts again.
+    await (await startService(settings)).stop();
+  });
 });
 
 describe('a start whose database is out of reach', () => {
