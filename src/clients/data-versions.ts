@@ -64,8 +64,8 @@ export class ClientDataVersions implements OnApplicationShutdown {
   private stopped = false;
   /** True from an echo that did not come back until one does (see hears). */
   private deaf = false;
-  /** The echo the listening connection waits for (see hears), with what to do when it comes. */
-  private echo: { payload: string; heard: () => void } | null = null;
+  /** The echo the listening connection waits for (see hears), with what to do when it comes, or when the connection is lost first. */
+  private echo: { payload: string; heard: () => void; abandoned: (error: Error) => void } | null = null;
 
   constructor(
     @InjectDataSource() private readonly db: DataSource,
@@ -196,8 +196,14 @@ export class ClientDataVersions implements OnApplicationShutdown {
   private async hears(client: pg.Client): Promise<void> {
     const payload = JSON.stringify({ echo: randomUUID() });
     let heard!: () => void;
-    const arrived = new Promise<void>((resolve) => (heard = resolve));
-    this.echo = { payload, heard };
+    let abandoned!: (error: Error) => void;
+    const arrived = new Promise<void>((resolve, reject) => {
+      heard = resolve;
+      abandoned = reject;
+    });
+    // Abandoned (see lose) while the notification is still being sent: the race below rejects with it.
+    arrived.catch(() => undefined);
+    this.echo = { payload, heard, abandoned };
     let timer: NodeJS.Timeout | undefined;
     try {
       // Sent (committed) before the wait is counted: a pool busy with requests delays the sending, not the delivery.
@@ -215,10 +221,13 @@ export class ClientDataVersions implements OnApplicationShutdown {
         );
       });
       await Promise.race([arrived, timeout]).catch((error: unknown) => {
-        this.deaf = true;
+        // Only the connection in use says whether notifications reach this process: the wait of
+        // one lost meanwhile ran out after its successor had heard its own echo, and readiness
+        // then reported notifications missing while they arrived, until the next reconnection.
+        if (client === this.client) this.deaf = true;
         throw error;
       });
-      this.deaf = false;
+      if (client === this.client) this.deaf = false;
     } finally {
       clearTimeout(timer);
       if (client === this.client) this.echo = null;
@@ -283,8 +292,13 @@ export class ClientDataVersions implements OnApplicationShutdown {
     this.retry = setTimeout(() => void this.listen(), wait).unref();
   }
 
-  /** Stops trusting kept versions and drops the connection's timers. */
+  /**
+   * Stops trusting kept versions and drops the connection's timers, the wait for its echo
+   * included: a shutdown is not held for it, and a lost connection's wait does not outlive it.
+   */
   private lose(): void {
+    this.echo?.abandoned(new Error('the connection was lost before its own notification came back'));
+    this.echo = null;
     this.client = null;
     this.listening = false;
     this.forget();

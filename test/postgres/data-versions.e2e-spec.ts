@@ -1,6 +1,7 @@
 import { jest } from '@jest/globals';
 import type { Logger } from '@nestjs/common';
 import pg from 'pg';
+import request from 'supertest';
 import type { DataSource } from 'typeorm';
 import { getDataSourceToken } from '@nestjs/typeorm';
 import { ClientDataVersions } from '../../src/clients/data-versions.js';
@@ -208,4 +209,58 @@ describe('client data versions when the announcements do not reach the listener'
     expect(Number(v)).toBeGreaterThan(before);
     expect(await versions.current(1001)).toBe(Number(v));
   });
+});
+
+/**
+ * A listening connection lost while it waits for its own notification (see hears): a
+ * database restart, a network blip while the pool is busy. The next connection hears its
+ * echo; the lost one's wait must neither outlive it nor speak for its successor.
+ */
+describe('client data versions when the listening connection is lost while it waits for its echo', () => {
+  let t: TestApp;
+  let versions: ClientDataVersions;
+  let other: pg.Client;
+
+  beforeAll(async () => {
+    t = await startTestApp();
+    await seedClients(t);
+    versions = t.app.get(ClientDataVersions);
+    other = new pg.Client({ connectionString: t.config.DATABASE_URL });
+    await other.connect();
+  });
+  afterAll(async () => {
+    await other?.end();
+    await t?.close();
+  });
+
+  it('reports notifications reaching the process once the next connection heard its echo', async () => {
+    const db = t.app.get<DataSource>(getDataSourceToken());
+    const query = db.query.bind(db);
+    let lostOne = false;
+    jest.spyOn(db, 'query').mockImplementation(async (sql: string, parameters?: Parameters<DataSource['query']>[1]) => {
+      if (!lostOne && sql.startsWith('SELECT pg_notify')) {
+        lostOne = true;
+        // The first listening connection is ended before its echo is sent: it never hears it.
+        const listener = (versions as unknown as { client: pg.Client | null }).client;
+        await other.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1', [
+          `results-service versions ${t.config.DATABASE_SCHEMA}`.slice(0, 63),
+        ]);
+        await eventually(() => Promise.resolve((versions as unknown as { client: pg.Client | null }).client !== listener), Boolean, 10_000, 5);
+      }
+      return query(sql, parameters);
+    });
+    await versions.current(1001);
+    expect(await eventually(() => Promise.resolve(versions.isListening), Boolean, 30_000, 20)).toBe(true);
+    expect(lostOne).toBe(true);
+    // Past the lost connection's echo timeout (5 s): before, it ran out then and marked the
+    // process deaf while its successor listened, for as long as that one stayed up.
+    await new Promise((resolve) => setTimeout(resolve, 6_000));
+    expect(versions.isListening).toBe(true);
+    expect(versions.notificationsMissing).toBe(false);
+    const ready = await request(t.http).get('/health/ready');
+    expect(ready.status).toBe(200);
+    expect(ready.headers['content-type']).toMatch(/^application\/json/);
+    expect(ready.body).toMatchObject({ status: 'ok', details: { database: { status: 'up' } } });
+    expect(ready.body.details).not.toHaveProperty('notifications');
+  }, 60_000);
 });
