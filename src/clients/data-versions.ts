@@ -137,16 +137,27 @@ export class ClientDataVersions implements OnApplicationShutdown {
 
   private async listen(): Promise<void> {
     if (this.stopped) return;
-    const connection = postgresConnection(this.config, 'direct');
-    const client = new pg.Client({
-      connectionString: connection.url,
-      // Named with its schema, so that an operator (or a test) can tell the listeners of two schemas apart.
-      application_name: `results-service versions ${this.config.DATABASE_SCHEMA}`.slice(0, 63),
-      keepAlive: true,
-      connectionTimeoutMillis: CHECK_TIMEOUT_MS,
-      // The same search path and settings as the service's own connections.
-      options: connection.options,
-    });
+    let client: pg.Client;
+    try {
+      const connection = postgresConnection(this.config, 'direct');
+      client = new pg.Client({
+        connectionString: connection.url,
+        // Named with its schema, so that an operator (or a test) can tell the listeners of two schemas apart.
+        application_name: `results-service versions ${this.config.DATABASE_SCHEMA}`.slice(0, 63),
+        keepAlive: true,
+        connectionTimeoutMillis: CHECK_TIMEOUT_MS,
+        // The same search path and settings as the service's own connections.
+        options: connection.options,
+      });
+    } catch (error) {
+      // node-postgres reads the URL's certificate files (sslrootcert, sslcert, sslkey) as it
+      // makes the client: one missing (a DATABASE_DIRECT_URL a start never uses, a mounted
+      // secret being swapped) threw here, out of every caller's reach (listen runs unawaited):
+      // the process ended on the rejection, and no listening was tried again. It is a
+      // connection lost like any other: versions read per request, said why, tried again.
+      this.retryLater(error as Error);
+      return;
+    }
     this.client = client;
     client.on('error', (error) => this.lost(client, error));
     client.on('end', () => this.lost(client, new Error('the connection ended')));
@@ -285,6 +296,11 @@ export class ClientDataVersions implements OnApplicationShutdown {
     if (client !== this.client) return;
     this.lose();
     void client.end().catch(() => undefined);
+    this.retryLater(error);
+  }
+
+  /** Listens again after the wait for the failures so far (see RECONNECT_MS), saying why it does not listen meanwhile. */
+  private retryLater(error: Error): void {
     if (this.stopped) return;
     const wait = RECONNECT_MS[Math.min(this.failures, RECONNECT_MS.length - 1)];
     this.failures++;

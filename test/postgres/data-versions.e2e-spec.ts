@@ -264,3 +264,41 @@ describe('client data versions when the listening connection is lost while it wa
     expect(ready.body.details).not.toHaveProperty('notifications');
   }, 60_000);
 });
+
+/**
+ * A DATABASE_DIRECT_URL whose client cannot even be made: node-postgres reads the URL's
+ * certificate file (sslrootcert) as it makes the client, which a start, using DATABASE_URL
+ * only, never does; a mounted secret being swapped leaves it missing for a moment too.
+ */
+describe('client data versions when the listening client cannot be made', () => {
+  let t: TestApp;
+  let versions: ClientDataVersions;
+  const unhandled: unknown[] = [];
+  const record = (reason: unknown): void => void unhandled.push(reason);
+
+  beforeAll(async () => {
+    const url = new URL(process.env.DATABASE_URL!);
+    url.searchParams.set('sslmode', 'verify-full');
+    url.searchParams.set('sslrootcert', '/nonexistent/results-ca.pem');
+    t = await startTestApp({ DATABASE_DIRECT_URL: url.toString() });
+    await seedClients(t);
+    versions = t.app.get(ClientDataVersions);
+    process.on('unhandledRejection', record);
+  });
+  afterAll(async () => {
+    process.off('unhandledRejection', record);
+    await t?.close();
+  });
+
+  it('reads versions per request and says why, without a rejection nothing handles (which ends the process)', async () => {
+    const warned = jest.spyOn((versions as unknown as { logger: Logger }).logger, 'warn').mockImplementation(() => undefined);
+    const db = t.app.get<DataSource>(getDataSourceToken());
+    const [{ v }] = await db.query<{ v: string }[]>('SELECT change_seq AS v FROM clients WHERE id = 1001');
+    expect(await versions.current(1001)).toBe(Number(v));
+    const [message] = await eventually(() => Promise.resolve(warned.mock.calls.map(([m]) => String(m))), (m) => m.length > 0, 10_000, 20);
+    expect(message).toMatch(/^not listening for data version changes \(ENOENT: no such file or directory, open '\/nonexistent\/results-ca.pem'\); versions are read per request, listening again in 500 ms$/);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(unhandled).toEqual([]);
+    expect(versions.isListening).toBe(false);
+  });
+});
