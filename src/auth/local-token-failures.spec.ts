@@ -1,3 +1,4 @@
+import { jest } from '@jest/globals';
 import { LocalTokenFailures } from './local-token-failures.js';
 
 describe('LocalTokenFailures', () => {
@@ -28,6 +29,24 @@ describe('LocalTokenFailures', () => {
     expect(failures.blockedFor('svc_b')).toBe(0);
     clock = T0 + 60_000;
     expect(failures.blockedFor('svc_a')).toBe(0);
+  });
+
+  it('ends a lockout when its window has passed, even when the system clock stepped back meanwhile (NTP, a resumed machine)', () => {
+    // The system clock and the monotonic one faked: time passes by advanceTimersByTime, setSystemTime steps the system clock alone.
+    jest.useFakeTimers({ doNotFake: ['setTimeout'] });
+    try {
+      const failures = new LocalTokenFailures({ limit: 3, windowMs: 60_000, capacity: 1000 });
+      failAll(failures, ['svc_a', 'svc_a', 'svc_a']);
+      expect(failures.blockedFor('svc_a')).toBe(60);
+      jest.setSystemTime(Date.now() - 3_600_000);
+      jest.advanceTimersByTime(59_000);
+      expect(failures.blockedFor('svc_a')).toBe(1);
+      jest.advanceTimersByTime(1_000);
+      // Before, the lockout held for the hour the clock went back, and the minute after it.
+      expect(failures.blockedFor('svc_a')).toBe(0);
+    } finally {
+      jest.useRealTimers();
+    }
   });
 
   it('counts a wrong secret once in its window, however often it is sent', () => {

@@ -8,7 +8,7 @@ export interface LocalTokenFailuresOptions {
   windowMs: number;
   /** Client ids tracked at most, in each of the two tiers. */
   capacity: number;
-  /** Milliseconds; the tests' own clock. */
+  /** Milliseconds on a clock that only moves forward; the tests' own clock. */
   now?: () => number;
 }
 
@@ -39,7 +39,11 @@ export class LocalTokenFailures {
   private readonly now: () => number;
 
   constructor(private readonly options: LocalTokenFailuresOptions) {
-    this.now = options.now ?? Date.now;
+    // The monotonic clock: windows and lockouts are durations of this process, never compared with
+    // an instant from elsewhere (blockedFor gives seconds). On the system clock a step back (NTP,
+    // a resumed machine) by an hour kept a 15-minute lockout, and the window before it, for the
+    // hour too, on a service without Redis or while Redis was away.
+    this.now = options.now ?? (() => performance.now());
     // lru-cache checks ages on the same clock; ttlResolution 0 reads it on every check.
     const lru = { ttl: options.windowMs, ttlResolution: 0, perf: { now: this.now } };
     this.counting = growingLru<string, Window>(options.capacity, lru);
