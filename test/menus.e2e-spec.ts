@@ -824,6 +824,19 @@ describe(`menus and dishes (${process.env.TEST_DATABASE})`, () => {
       const missing = await post((r) => r.set('If-Match', '*').attach('', png, 'p.png').field('json', dish({ code: 'NOT-THERE' })));
       expect([missing.status, problem(missing).detail]).toEqual([412, "If-Match: * asks to replace a dish, and menu 102 has none with code 'NOT-THERE': send no If-Match to add it."]);
       expect(await db.query("SELECT id FROM dishes WHERE code = 'NOT-THERE'")).toEqual([]);
+      // A code with 'eyJ' inside a word is quoted as it is; a JWT in its place is not quoted back.
+      for (const [code, quoted] of [
+        ['TurkeyJerky.Large.2', 'TurkeyJerky.Large.2'],
+        ['eyJhbGciOiJFUzI1NiJ9.eyJzdWIiOiJ4In0.c2ln', '[redacted]'],
+      ]) {
+        const absent = await post((r) => r.set('If-Match', '*').attach('', png, 'p.png').field('json', dish({ code })));
+        expect(absent.status).toBe(412);
+        expect(absent.headers['content-type']).toBe('application/problem+json; charset=utf-8');
+        expect(problem(absent)).toMatchObject({
+          status: 412,
+          detail: `If-Match: * asks to replace a dish, and menu 102 has none with code '${quoted}': send no If-Match to add it.`,
+        });
+      }
       const replaced = await post((r) => r.set('If-Match', '*').attach('', png, 'p.png').field('json', dish({ code: 'ONCE', order: 99 })));
       expect([replaced.status, replaced.body.data.dish.order]).toEqual([200, 99]);
       const tagged = await post((r) => r.set('If-Match', '"abc"').attach('', png, 'p.png').field('json', dish({ code: 'ONCE', order: 98 })));

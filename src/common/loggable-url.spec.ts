@@ -1,4 +1,4 @@
-import { holdsCredential, loggableUrl } from './loggable-url.js';
+import { holdsCredential, loggableUrl, withoutCredentials } from './loggable-url.js';
 
 describe('loggableUrl', () => {
   it('keeps a URL without credentials in its query exactly as received', () => {
@@ -58,6 +58,21 @@ describe('loggableUrl', () => {
     expect(loggableUrl('http://a:b@c@host/x?d=e@f')).toBe('http://[redacted]@host/x?d=e@f');
     // An @ after the authority is no userinfo.
     for (const url of ['http://host/x@y', 'http://host?x=a@b', '/branches?mail=a@b.example', '//host@x/branches']) expect(loggableUrl(url)).toBe(url);
+  });
+
+  it("takes 'eyJ' inside a word for text, not the start of a JWT; a JWT standing on its own, and keys and secrets anywhere, are redacted", () => {
+    const jwt = 'eyJhbGciOiJFUzI1NiJ9.eyJzdWIiOiJ4In0.c2ln';
+    for (const text of ["menu 102 has one with code 'TurkeyJerky.Large.2'", 'monkeyJoe.v1.2', 'HockeyJ3.a.b']) expect(withoutCredentials(text)).toBe(text);
+    expect(withoutCredentials(`code '${jwt}', bearer ${jwt}, t=${jwt}, (${jwt}) _${jwt}`)).toBe(
+      "code '[redacted]', bearer [redacted], t=[redacted], ([redacted]) _[redacted]",
+    );
+    expect(withoutCredentials('Taxsvck_AbC and Xwhsec_Zz9 and TurkeyJ.svck_1')).toBe('Tax[redacted] and X[redacted] and TurkeyJ.[redacted]');
+    expect(loggableUrl(`/x?a=${jwt}&b=turkeyJerky.a.b`)).toBe('/x?a=[redacted]&b=turkeyJerky.a.b');
+    // Linear still: a run of 'eyJ' after a letter is tried at each 'eyJ', each try failing at once.
+    const run = `a${'eyJ'.repeat(180_000)}`;
+    const started = performance.now();
+    expect(withoutCredentials(`${run}.x.y svck_1`)).toBe(`${run}.x.y [redacted]`);
+    expect(performance.now() - started).toBeLessThan(1000);
   });
 
   it('finds a key or secret in a run that starts as a JWT but is none', () => {
