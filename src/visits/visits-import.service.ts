@@ -94,6 +94,9 @@ export class VisitsImportService implements OnModuleInit {
 
   /** Writes the visits of these ids again in batches of BATCH, each changed by `change` and given a later modificationDate. */
   private async writeAgain(tx: EntityManager, ids: readonly number[], change: (visit: Visit) => void): Promise<void> {
+    // Nothing to write: no time to read (on PostgreSQL a round trip, which a branches import
+    // asks for each branch of its file, moved or not).
+    if (ids.length === 0) return;
     const at = await this.visits.writeTime(tx);
     const now = localDateTime(this.config.RESULTS_TIMEZONE, at);
     for (let i = 0; i < ids.length; i += BATCH) {
