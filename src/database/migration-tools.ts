@@ -2,6 +2,7 @@ import { mkdir, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { DataSource, type Migration } from 'typeorm';
+import type pg from 'pg';
 import { ConfigError, type AppConfig } from '../config/app-config.js';
 import { dataSourceOptions } from './data-source-options.js';
 import { postgresConnection, SESSION_SETTINGS_SQL, sessionSettingsProblem, type SessionSettings } from './postgres-session.js';
@@ -40,14 +41,16 @@ export async function oneProcessAtATime<T>(db: DataSource, purpose: string, what
     // went to another (every later start waited for it, then failed). A transaction keeps its
     // connection, on a pooler too, and ends with the process that holds it.
     const holder = db.createQueryRunner('master');
-    await holder.connect();
+    const connection = (await holder.connect()) as pg.Client;
     try {
       // Tried again and again rather than waited for in one statement, which the query timeout would end.
       await untilTaken(what, async () => {
         // Read committed whatever the database's default: an open transaction holds back no
         // snapshot then, for CREATE INDEX CONCURRENTLY (a migration's) to wait for.
-        await holder.startTransaction('READ COMMITTED');
         try {
+          // Inside the try: a transaction begun and then failed (its SET LOCAL statement_timeout,
+          // see StatementTimeoutInTransactions) is rolled back, not handed back to the pool open.
+          await holder.startTransaction('READ COMMITTED');
           // The holder is idle while the work runs: the pool's idle_in_transaction_session_timeout would end it.
           await holder.query('SET LOCAL idle_in_transaction_session_timeout = 0');
           // The key written into the statement, not a parameter: a statement with parameters leaves
@@ -64,7 +67,14 @@ export async function oneProcessAtATime<T>(db: DataSource, purpose: string, what
       try {
         return await work();
       } finally {
-        await holder.rollbackTransaction();
+        // A holder connection lost during the work (its lock with it) fails its rollback: that
+        // must not stand in for the work's own outcome, a success or the error that says why not.
+        // Nor may the connection go back to the pool before the pool has noticed it is gone
+        // (the next process-at-a-time's holder was given it, and failed): it is ended first.
+        await holder.rollbackTransaction().catch(() => {
+          // Not waited for: marked as ending at once, which keeps the pool from reusing it.
+          void connection.end().catch(() => undefined);
+        });
       }
     } finally {
       await holder.release();

@@ -74,4 +74,25 @@ describe('one process at a time on PostgreSQL', () => {
     await expect(oneProcessAtATime(db, 'migrations', 'the migrations', () => Promise.reject(new Error('failed migration')))).rejects.toThrow('failed migration');
     expect(await holders()).toEqual([]);
   });
+
+  it("gives the work's outcome when the holder's connection is lost during it, not the failed rollback's", async () => {
+    const holderPids = async (): Promise<number[]> =>
+      (await other.query<{ pid: number }>("SELECT l.pid FROM pg_locks l WHERE l.locktype = 'advisory' AND l.objid = (hashtext($1)::bigint & 4294967295)", [key])).rows.map(
+        (r) => r.pid,
+      );
+    const ended = async (): Promise<void> => {
+      const [pid] = await holderPids();
+      await other.query('SELECT pg_terminate_backend($1)', [pid]);
+    };
+    await expect(oneProcessAtATime(db, 'migrations', 'the migrations', async () => (await ended(), 'migrated'))).resolves.toBe('migrated');
+    await expect(
+      oneProcessAtATime(db, 'migrations', 'the migrations', async () => {
+        await ended();
+        throw new Error('failed migration');
+      }),
+    ).rejects.toThrow('failed migration');
+    expect(await holders()).toEqual([]);
+    // The lost connection was not handed back to the pool: the next holder and queries work on.
+    await expect(oneProcessAtATime(db, 'migrations', 'the migrations', () => db.query('SELECT 1 AS one'))).resolves.toEqual([{ one: 1 }]);
+  });
 });
