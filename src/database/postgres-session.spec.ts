@@ -7,7 +7,7 @@ describe('the PostgreSQL connection of the service', () => {
     const { url, options } = connect('postgres://svc@db.internal:5432/results?options=-c%20statement_timeout%3D5000&sslmode=disable');
     expect(new URL(url).searchParams.has('options')).toBe(false);
     expect(new URL(url).searchParams.get('sslmode')).toBe('disable');
-    expect(options).toBe('-c statement_timeout=5000 -c search_path=results -c DateStyle=ISO,YMD -c TimeZone=UTC -c IntervalStyle=postgres');
+    expect(options).toBe('-c statement_timeout=5000 -c search_path=results -c DateStyle=ISO,YMD -c TimeZone=UTC -c IntervalStyle=postgres -c extra_float_digits=3');
   });
 
   it('keeps the last options of a URL that gives them twice, as node-postgres reads them, and none in the URL', () => {
@@ -19,6 +19,6 @@ describe('the PostgreSQL connection of the service', () => {
   });
 
   it('sets only its own without options in the URL', () => {
-    expect(connect('postgres://svc@db.internal/results').options).toBe('-c search_path=results -c DateStyle=ISO,YMD -c TimeZone=UTC -c IntervalStyle=postgres');
+    expect(connect('postgres://svc@db.internal/results').options).toBe('-c search_path=results -c DateStyle=ISO,YMD -c TimeZone=UTC -c IntervalStyle=postgres -c extra_float_digits=3');
   });
 });

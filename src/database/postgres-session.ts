@@ -7,9 +7,16 @@ import type { AppConfig } from '../config/app-config.js';
  * role sets by default. node-postgres reads dates and timestamps only as the ISO DateStyle writes
  * them: under `SQL, DMY` (a usual European setting) every one read as null, and the token
  * endpoint and the CLI failed on the signing keys' dates. UTC and the default interval style
- * make what the server writes the same on every database.
+ * make what the server writes the same on every database. extra_float_digits: a double
+ * precision column is sent as text, in 15 significant digits where a database or role sets
+ * the setting to 0 (as older clients' configurations did), and node-postgres reads that text
+ * as another number than the one stored (12.345678901234567 read as 12.3456789012346): a
+ * re-import of the same file counted every such visit as changed (a later modificationDate,
+ * the change feed again), and a visit written again from its row (its branch moved to another
+ * brand) was served with the rounded score. From 1 up the server writes the shortest text
+ * that reads back as the same double (PostgreSQL 12 and later); 3 gives every digit on earlier ones.
  */
-const SESSION_SETTINGS = ['DateStyle=ISO,YMD', 'TimeZone=UTC', 'IntervalStyle=postgres'];
+const SESSION_SETTINGS = ['DateStyle=ISO,YMD', 'TimeZone=UTC', 'IntervalStyle=postgres', 'extra_float_digits=3'];
 
 /** Where a process connects, and the startup options of its sessions. */
 export interface PostgresConnection {
@@ -55,11 +62,13 @@ export interface SessionSettings {
   datestyle: string;
   timezone: string;
   intervalstyle: string;
+  extra_float_digits: string;
 }
 
 export const SESSION_SETTINGS_SQL =
   "SELECT current_setting('search_path') AS search_path, current_setting('DateStyle') AS datestyle, " +
-  "current_setting('TimeZone') AS timezone, current_setting('IntervalStyle') AS intervalstyle";
+  "current_setting('TimeZone') AS timezone, current_setting('IntervalStyle') AS intervalstyle, " +
+  "current_setting('extra_float_digits') AS extra_float_digits";
 
 /**
  * What differs between the settings a session was started with and those it runs with, in one
@@ -78,6 +87,8 @@ export function sessionSettingsProblem(row: SessionSettings, schema: string): st
     ...(row.datestyle.startsWith('ISO,') ? [] : [`DateStyle is ${row.datestyle}, not ISO`]),
     ...(['UTC', 'Etc/UTC'].includes(row.timezone) ? [] : [`TimeZone is ${row.timezone}, not UTC`]),
     ...(row.intervalstyle === 'postgres' ? [] : [`IntervalStyle is ${row.intervalstyle}, not postgres`]),
+    // Any value from 1 writes each double exactly (see SESSION_SETTINGS): a role's 1, PostgreSQL's default, passes.
+    ...(Number(row.extra_float_digits) >= 1 ? [] : [`extra_float_digits is ${row.extra_float_digits}, not 1 or more`]),
   ];
   if (wrong.length === 0) return null;
   return (

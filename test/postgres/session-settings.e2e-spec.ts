@@ -41,6 +41,8 @@ describe('PostgreSQL sessions whatever the database sets by default (postgres)',
     await admin.query(`ALTER DATABASE ${european} SET datestyle TO 'SQL, DMY'`);
     await admin.query(`ALTER DATABASE ${european} SET timezone TO 'Europe/London'`);
     await admin.query(`ALTER DATABASE ${european} SET intervalstyle TO 'sql_standard'`);
+    // Doubles in 15 digits, which read back as other numbers than those stored.
+    await admin.query(`ALTER DATABASE ${european} SET extra_float_digits TO 0`);
     await admin.query(`CREATE DATABASE ${latin1} ENCODING 'LATIN1' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0`);
     // The URL's own options name a DateStyle too: the service's settings come after them and win.
     t = await startTestApp({ DATABASE_URL: urlOf(european, '-c lock_timeout=4321 -c datestyle=German') });
@@ -59,9 +61,10 @@ describe('PostgreSQL sessions whatever the database sets by default (postgres)',
       datestyle: await setting('DateStyle'),
       timezone: await setting('TimeZone'),
       intervalstyle: await setting('IntervalStyle'),
+      extraFloatDigits: await setting('extra_float_digits'),
       lockTimeout: await setting('lock_timeout'),
       schema: ((await db.query<{ s: string }[]>('SELECT current_schema() AS s'))[0] ?? { s: null }).s,
-    }).toEqual({ datestyle: 'ISO, YMD', timezone: 'UTC', intervalstyle: 'postgres', lockTimeout: '4321ms', schema: t.config.DATABASE_SCHEMA });
+    }).toEqual({ datestyle: 'ISO, YMD', timezone: 'UTC', intervalstyle: 'postgres', extraFloatDigits: '3', lockTimeout: '4321ms', schema: t.config.DATABASE_SCHEMA });
 
     const partner = await issueCredential(t);
     const token = await tokenFor(t.http, partner);
@@ -134,12 +137,13 @@ describe('PostgreSQL sessions whatever the database sets by default (postgres)',
       expect(refusal).toBeInstanceOf(ConfigError);
       expect((refusal as ConfigError).problems).toEqual([
         'DATABASE_URL gives sessions without the settings the service starts them with (search_path is "$user", public, not results; ' +
-          'DateStyle is SQL, DMY, not ISO; TimeZone is Europe/London, not UTC; IntervalStyle is sql_standard, not postgres): ' +
+          'DateStyle is SQL, DMY, not ISO; TimeZone is Europe/London, not UTC; IntervalStyle is sql_standard, not postgres; ' +
+          'extra_float_digits is 0, not 1 or more): ' +
           'a pooler between the service and PostgreSQL drops them (PgBouncer with ignore_startup_parameters)? ' +
           'Give them to the role instead (README, "Running on PostgreSQL and Redis")',
       ]);
       // Given to every session some other way (the role's defaults, the pooler's own), they pass.
-      await bare.query("SET search_path = results, public; SET DateStyle = 'ISO, MDY'; SET TimeZone = 'UTC'; SET IntervalStyle = 'postgres'");
+      await bare.query("SET search_path = results, public; SET DateStyle = 'ISO, MDY'; SET TimeZone = 'UTC'; SET IntervalStyle = 'postgres'; SET extra_float_digits = 1");
       await expect(refuseSessionsWithoutSettings(bare, 'results')).resolves.toBeUndefined();
     } finally {
       await bare.destroy();
