@@ -35,12 +35,20 @@ export class AuthRepository {
     return this.db.getRepository(ApiKey).findOneBy({ prefix });
   }
 
-  /** Credentials with their first keys, in one transaction: all of them or none. */
+  /**
+   * Credentials with their first keys, in one transaction: all of them or none. Each is dated by
+   * databaseNow when it is made, not by the column's default: SQLite's datetime('now') keeps
+   * whole seconds, where PostgreSQL's now() keeps microseconds, so `credentials list` (by
+   * createdAt, then client id) gave credentials made within one second in the order of their
+   * random client ids on SQLite and in the order they were made on PostgreSQL, and showed
+   * `createdAt` at another precision.
+   */
   async createCredentials(made: readonly { credential: Credential; key: Pick<ApiKey, 'prefix' | 'hash'> }[]): Promise<void> {
     await inTransaction(this.db, async (tx) => {
       for (const { credential, key } of made) {
+        credential.createdAt = await databaseNow(tx);
         await tx.getRepository(Credential).insert(credential);
-        await tx.getRepository(ApiKey).insert({ ...key, credentialId: credential.clientId, revoked: false });
+        await tx.getRepository(ApiKey).insert({ ...key, credentialId: credential.clientId, revoked: false, createdAt: credential.createdAt });
       }
     });
   }
@@ -54,7 +62,8 @@ export class AuthRepository {
   }
 
   async addKey(credentialId: string, key: Pick<ApiKey, 'prefix' | 'hash'>): Promise<void> {
-    await this.db.getRepository(ApiKey).insert({ ...key, credentialId, revoked: false });
+    // Dated as createCredentials dates a credential's first key (see there).
+    await this.db.getRepository(ApiKey).insert({ ...key, credentialId, revoked: false, createdAt: await databaseNow(this.db) });
   }
 
   /**

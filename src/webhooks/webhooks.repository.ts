@@ -145,7 +145,9 @@ export class WebhooksRepository {
       if (this.postgres) await tx.query('SELECT 1 FROM credentials WHERE client_id = $1 FOR NO KEY UPDATE', [endpoint.credentialId]);
       const existing = await tx.getRepository(WebhookEndpoint).findOneBy({ credentialId: endpoint.credentialId, url: endpoint.url });
       if (existing) return existing;
-      await tx.getRepository(WebhookEndpoint).insert(endpoint);
+      // Dated by databaseNow, not the column's default, whose whole seconds on SQLite listed
+      // endpoints added within one second by their random ids (see AuthRepository.createCredentials).
+      await tx.getRepository(WebhookEndpoint).insert({ ...endpoint, createdAt: await databaseNow(tx) });
       return null;
     });
   }
