@@ -214,9 +214,12 @@ function callbackOf(args: unknown[]): (() => void) | undefined {
  */
 async function finish(req: Request, res: Response, body: Buffer, end: (body: Buffer, done?: () => void) => void, done?: () => void): Promise<void> {
   if (res.headersSent) return end(body, done);
-  // A 304 repeats the Vary of the 200 it stands for (RFC 9110 §15.4.5). Its Content-Type is
-  // gone (a file server's 304, such as Swagger UI's files'): the file's name tells the type.
-  if (res.statusCode === 304 && COMPRESSIBLE.test(String(res.getHeader('Content-Type') ?? lookupType(req.path) ?? ''))) res.vary('Accept-Encoding');
+  // A 304 repeats the Vary of the 200 it stands for (RFC 9110 §15.4.5), and so does a 206 (a
+  // file server's range of Swagger UI's files, §15.3.7): a part is never compressed, but a cache
+  // that keeps it beside the compressed 200 must still know the two answers differ by
+  // Accept-Encoding. A 304's Content-Type is gone: the file's name tells the type.
+  const standsFor200 = res.statusCode === 304 || res.statusCode === 206;
+  if (standsFor200 && COMPRESSIBLE.test(String(res.getHeader('Content-Type') ?? lookupType(req.path) ?? ''))) res.vary('Accept-Encoding');
   if (!couldCompress(res)) return end(body, done);
   res.vary('Accept-Encoding');
   // A HEAD has no body here (Express ends it with none): the GET's would be Content-Length long.

@@ -204,6 +204,24 @@ describe(`compressed responses (${process.env.TEST_DATABASE})`, () => {
       expect(res.body.length).toBe(0);
     });
 
+    it("give a Swagger UI file's 206 the Vary of its 200, and the identity bytes of the range", async () => {
+      const plain = await get('/docs/swagger-ui-bundle.js');
+      const whole = await get('/docs/swagger-ui-bundle.js', { 'Accept-Encoding': 'gzip' });
+      expect(whole.headers['content-encoding']).toBe('gzip');
+      for (const headers of [{}, { 'Accept-Encoding': 'gzip' }] as Record<string, string>[]) {
+        const res = await get('/docs/swagger-ui-bundle.js', { ...headers, Range: 'bytes=0-99' });
+        expect(res.status).toBe(206);
+        expect(res.headers['content-type']).toBe('text/javascript; charset=utf-8');
+        expect(res.headers['content-encoding']).toBeUndefined();
+        expect(res.headers['content-range']).toBe(`bytes 0-99/${plain.body.length}`);
+        expect(res.headers['content-length']).toBe('100');
+        expect(res.headers.vary).toMatch(/(^|, *)Accept-Encoding($|,)/);
+        expect(res.headers['cache-control']).toBe(whole.headers['cache-control']);
+        expect(res.headers.etag).toBe(whole.headers.etag);
+        expect(res.body.equals(plain.body.subarray(0, 100))).toBe(true);
+      }
+    });
+
     it('send nothing compressed to a client that accepts neither br nor gzip', async () => {
       for (const accept of ['identity', 'deflate', 'br;q=0, gzip;q=0', 'identity;q=0']) {
         const res = await authed('/branches?SvcClientId=1001', { 'Accept-Encoding': accept });
