@@ -5,6 +5,7 @@ import { apiKeyChallenge, basicChallenge, bearerChallenge } from './auth/challen
 import { SCOPE_DESCRIPTIONS } from './auth/scopes.js';
 import { API_KEY_SCHEME, OAUTH_SCHEME } from './common/openapi-names.js';
 import { countOf, dayCount } from './common/clock.js';
+import { dropRangeOfWeakIfRange } from './common/if-range.js';
 import { AppConfig } from './config/app-config.js';
 import { imageTooLargeMessage } from './menus/image-inspector.js';
 import { TOKEN_PATH } from './rate-limit/rate-limit.guard.js';
@@ -289,6 +290,8 @@ export function setupSwagger(app: INestApplication, config: AppConfig): void {
       return;
     }
     if (req.path === '/' && req.originalUrl.includes('?')) req.originalUrl = req.originalUrl.slice(0, req.originalUrl.indexOf('?'));
+    // The file server answers ranges; an If-Range naming its weak tag must get the whole file.
+    dropRangeOfWeakIfRange(req);
     next();
   });
   SwaggerModule.setup('docs', app, document, {
