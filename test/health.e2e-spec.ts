@@ -32,6 +32,20 @@ describe(`health and errors (${process.env.TEST_DATABASE})`, () => {
     }
   });
 
+  it("gives the discovery documents, which shared caches keep for everyone, a request id of their own, never the caller's", async () => {
+    for (const path of ['/.well-known/jwks.json', '/.well-known/oauth-authorization-server']) {
+      const first = await request(t.http).get(path).set('X-Request-Id', 'partner-a-job-42');
+      const second = await request(t.http).get(path).set('X-Request-Id', 'partner-a-job-42');
+      expect([path, first.status, first.headers['cache-control']]).toEqual([path, 200, expect.stringMatching(/^public, max-age=\d+$/)]);
+      expect(first.headers['x-request-id']).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
+      expect(second.headers['x-request-id']).not.toBe(first.headers['x-request-id']);
+      expect(second.body).toEqual(first.body);
+    }
+    // Answers no shared cache keeps still echo the caller's.
+    const live = await request(t.http).get('/health/live').set('X-Request-Id', 'partner-a-job-42');
+    expect([live.headers['cache-control'], live.headers['x-request-id']]).toEqual(['no-store', 'partner-a-job-42']);
+  });
+
   it('keeps an idle connection open longer than the proxies in front keep theirs, and says so', async () => {
     const res = await request(t.http).get('/health/live').set('Connection', 'keep-alive');
     expect(res.status).toBe(200);

@@ -1,9 +1,11 @@
-import { Controller, Get, Header } from '@nestjs/common';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { Controller, Get, Header, Req, Res } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { SkipThrottle } from '@nestjs/throttler';
 import type { JWK } from 'jose';
 import { ApiExpectationFailed, ApiHeadersTooLarge, ApiProblemResponse } from '../common/api-responses.js';
 import { Public } from '../common/public.decorator.js';
+import { ownRequestId } from '../common/shared-answer.js';
 import { AppConfig } from '../config/app-config.js';
 import { JWKS_MAX_AGE_SECONDS, KeyringService } from './keyring.service.js';
 import { ALL_SCOPES } from './scopes.js';
@@ -70,7 +72,9 @@ export class WellKnownController {
   @ApiProblemResponse(500, 'Internal error; quote the instance.')
   // The signing keys are kept in the database unless JWT_SIGNING_KEYS gives them.
   @ApiProblemResponse(503, 'The signing keys cannot be read now (the database is unavailable); retry after `Retry-After` seconds.')
-  jwks(): Promise<{ keys: JWK[] }> {
+  jwks(@Req() req: IncomingMessage, @Res({ passthrough: true }) res: ServerResponse): Promise<{ keys: JWK[] }> {
+    // Shared caches keep it: no caller's request id in it (see ownRequestId).
+    ownRequestId(req, res);
     return this.keyring.jwks();
   }
 
@@ -78,7 +82,8 @@ export class WellKnownController {
   @Header('Cache-Control', 'public, max-age=300')
   @ApiOperation({ operationId: 'getAuthorizationServerMetadata', summary: 'RFC 8414 authorization server metadata.' })
   @ApiOkResponse({ description: 'Issuer, token endpoint, JWKS address, grant types, authentication methods and scopes.', schema: METADATA_SCHEMA })
-  metadata(): Record<string, unknown> {
+  metadata(@Req() req: IncomingMessage, @Res({ passthrough: true }) res: ServerResponse): Record<string, unknown> {
+    ownRequestId(req, res);
     const base = this.config.baseUrl;
     return {
       issuer: base,

@@ -106,7 +106,8 @@ export function requestLogger(root: Logger): (req: IncomingMessage, res: ServerR
         route: routeOf(req),
         clientId: locals.clientId,
         problemInstance: locals.problemInstance,
-        req: { id, method: req.method, url: loggableUrl(url) },
+        // The id the answer carried: a shared answer is given one of its own (src/common/shared-answer.ts).
+        req: { id: (req as IncomingMessage & { id?: string }).id ?? id, method: req.method, url: loggableUrl(url) },
         // No status was sent for a request cut off before its answer began (the client went, or
         // the shutdown's grace ended while its body was still coming): null, not the 200 Node presets.
         res: { statusCode: res.headersSent ? res.statusCode : (locals.writtenStatus ?? null) },
