@@ -278,6 +278,11 @@ export function setupSwagger(app: INestApplication, config: AppConfig): void {
   // URL's last character: a query (/docs/?x=1) would make it link /docs/docs/… from /docs/.
   // /docs/index.html is served the page of /docs, whose links then miss by a folder: it is sent to /docs/.
   app.use('/docs/', (req: Request, res: Response, next: NextFunction) => {
+    // Without a Cache-Control, the page, its init script and the contract were stored by shared
+    // caches for their default time (Varnish's 120 s) and served to every partner with the
+    // X-Request-Id echoed to the first, and a contract a deployment had changed. no-cache: a cache
+    // may keep them, but asks each time (the files' ETags still answer 304). A problem sets its own.
+    res.setHeader('Cache-Control', 'no-cache');
     if (req.path === '/index.html' && (req.method === 'GET' || req.method === 'HEAD')) {
       res.redirect(301, './');
       return;

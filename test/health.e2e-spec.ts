@@ -119,6 +119,22 @@ describe(`health and errors (${process.env.TEST_DATABASE})`, () => {
     }
   });
 
+  it('asks shared caches to revalidate every answer under /docs, the page and the contract included', async () => {
+    for (const path of ['/docs', '/docs/', '/docs/openapi.json', '/docs/openapi.yaml', '/docs/swagger-ui-init.js', '/docs/swagger-ui.css', '/docs/index.html']) {
+      for (const method of ['get', 'head'] as const) {
+        const res = await request(t.http)[method](path);
+        expect([path, method, res.status, res.headers['cache-control']]).toEqual([path, method, path === '/docs/index.html' ? 301 : 200, 'no-cache']);
+      }
+    }
+    // A file keeps its validator, so a cache that asks again gets a 304.
+    const css = await request(t.http).get('/docs/swagger-ui.css');
+    const again = await request(t.http).get('/docs/swagger-ui.css').set('If-None-Match', css.headers.etag);
+    expect([again.status, again.headers['cache-control'], again.headers.etag]).toEqual([304, 'no-cache', css.headers.etag]);
+    // A problem under /docs is still no-store.
+    const missing = await request(t.http).get('/docs/nothing.js');
+    expect([missing.status, missing.headers['cache-control']]).toEqual([404, 'no-store']);
+  });
+
   it('serves Swagger UI at /docs and the contract at /docs/openapi.json', async () => {
     const ui = await request(t.http).get('/docs/').set('X-Request-Id', 'docs-check-1');
     expect(ui.headers['x-request-id']).toBe('docs-check-1');
