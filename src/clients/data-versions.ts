@@ -85,11 +85,14 @@ export class ClientDataVersions implements OnApplicationShutdown {
   }
 
   /**
-   * Whether the last listening connection did not hear its own notification (see hears): the
-   * database's announcements do not reach this process, and versions are read per request (for health).
+   * Whether the database's announcements do not reach this process, so that versions are read
+   * per request (for health): its listening connection did not hear its own notification (see
+   * hears), or could not be made or was lost and is being tried again. A DATABASE_DIRECT_URL
+   * out of reach (a wrong host or password, a certificate missing) never listened, and
+   * readiness said nothing of it.
    */
   get notificationsMissing(): boolean {
-    return this.deaf;
+    return this.deaf || (!this.listening && this.failures > 0);
   }
 
   /** Whether versions are being learned by notification (for health and tests). */

@@ -300,5 +300,14 @@ describe('client data versions when the listening client cannot be made', () => 
     await new Promise((resolve) => setTimeout(resolve, 100));
     expect(unhandled).toEqual([]);
     expect(versions.isListening).toBe(false);
+    // Readiness says so (degraded, still ready): the process never listened.
+    expect(versions.notificationsMissing).toBe(true);
+    const ready = await request(t.http).get('/health/ready');
+    expect(ready.status).toBe(200);
+    expect(ready.headers['content-type']).toMatch(/^application\/json/);
+    expect(ready.body).toMatchObject({
+      status: 'degraded',
+      details: { notifications: { status: 'degraded', message: 'not reaching this process: data versions read per request' }, database: { status: 'up' } },
+    });
   });
 });
