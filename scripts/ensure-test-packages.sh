@@ -14,11 +14,14 @@ missing=()
 [ ${#missing[@]} -eq 0 ] && exit 0
 sudo=""
 [ "$(id -u)" = "0" ] || sudo="sudo"
-$sudo apt-get update -qq
+# Another install on the machine (an operator's, a second test run's) holds dpkg's lock for a
+# while: wait for it (up to 10 minutes) rather than fail the whole test run at once.
+wait_lock=(-o DPkg::Lock::Timeout=600)
+$sudo apt-get "${wait_lock[@]}" update -qq
 packages=()
 for name in "${missing[@]}"; do
   if [ "$name" = kubectl ] && ! apt-cache show kubectl >/dev/null 2>&1; then packages+=(kubernetes-client); else packages+=("$name"); fi
 done
 echo "installing Debian's ${packages[*]} for the tests" >&2
-$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${packages[@]}" >/dev/null
+$sudo env DEBIAN_FRONTEND=noninteractive apt-get "${wait_lock[@]}" install -y -qq "${packages[@]}" >/dev/null
 [ -x /usr/bin/chromium ] && /usr/bin/kubectl version --client >/dev/null && /usr/sbin/pgbouncer --version >/dev/null
