@@ -2,10 +2,12 @@ import 'reflect-metadata';
 import type { Server } from 'node:http';
 import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
+import { DataSource } from 'typeorm';
 import { AppModule } from './app.module.js';
 import { KeyringService } from './auth/keyring.service.js';
 import { BodyPool } from './common/body-pool.js';
 import { environmentFailure } from './common/environment-failure.js';
+import { establishSettingChecks } from './common/setting-checks.js';
 import { drainConnections, openConnections } from './common/idle-connections.js';
 import { startIdleCollector } from './common/idle-collector.js';
 import { listen } from './common/listen.js';
@@ -48,6 +50,8 @@ async function bootstrap(): Promise<void> {
   await app.init();
   // A database ring none of whose keys this API_KEY_HASH_KEY opens: exit 78, as a wrong setting.
   app.get(KeyringService).assertCanSign();
+  // The check value of API_KEY_HASH_KEY, stored when the database has none; another stored is exit 78 (see setting-checks.ts).
+  await establishSettingChecks(app.get(DataSource), config);
   // Tracked from before the server listens: a connection accepted while the start still awaits
   // (the metrics server's host name looked up) was missed, and the shutdown waited out the
   // whole grace period for it.

@@ -7,6 +7,7 @@ import { Redis } from 'ioredis';
 import { DataSource } from 'typeorm';
 import { AppModule } from '../app.module.js';
 import { inFileOrder, type ImportReport } from '../common/import-report.js';
+import { assertKeyCheck } from '../common/setting-checks.js';
 import { OperatorError } from '../common/operator-error.js';
 import { loadConfig, type AppConfig } from '../config/app-config.js';
 import { prepareDataDir, SQLITE_FILE } from '../database/data-source-options.js';
@@ -113,8 +114,13 @@ export class CliContext {
     return async (...args: A) => this.emit(await run(...args));
   }
 
-  /** Runs `use` in the service's application context (no HTTP listener), closed afterwards in every case. */
-  async withApp<T>(use: (app: INestApplicationContext) => Promise<T>): Promise<T> {
+  /**
+   * Runs `use` in the service's application context (no HTTP listener), closed afterwards in every case.
+   * `writesSecrets`: the command issues or seals a key or secret under API_KEY_HASH_KEY, and is
+   * refused before it writes when that is not the value the database's are stored under (see
+   * src/common/setting-checks.ts).
+   */
+  async withApp<T>(use: (app: INestApplicationContext) => Promise<T>, options: { writesSecrets?: boolean } = {}): Promise<T> {
     const config = this.config();
     // The PostgreSQL schema exists, or is created when migrations run at start: else one line naming it.
     // A schema made here, as the service would make it: said, since a mistyped DATABASE_SCHEMA is the likelier cause.
@@ -140,6 +146,7 @@ export class CliContext {
     }
     this.noteNewDatabase(made);
     try {
+      if (options.writesSecrets) await assertKeyCheck(app.get(DataSource), config);
       return await use(app);
     } finally {
       await app.close();

@@ -70,7 +70,7 @@ export function registerCredentials(program: Command, cli: CliContext): void {
           const credentials = app.get(CredentialsService);
           const issued = await credentials.add(opts);
           return cli.printOnce({ json: issued, text: JSON.stringify(issued) }, () => credentials.takeBack(issued.clientId));
-        }),
+        }, { writesSecrets: true }),
       ),
     );
   credentials
@@ -144,7 +144,7 @@ function registerChanges(credentials: Command, cli: CliContext): void {
           const credentials = app.get(CredentialsService);
           const { rotated, before } = await credentials.rotateSecret(clientId, opts.keepOldHours);
           return cli.printOnce({ json: rotated, text: JSON.stringify(rotated) }, () => credentials.restoreSecret(clientId, rotated, before));
-        }),
+        }, { writesSecrets: true }),
       ),
     );
 }

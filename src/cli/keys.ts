@@ -14,7 +14,7 @@ export function registerKeys(program: Command, cli: CliContext): void {
           const credentials = app.get(CredentialsService);
           const key = await credentials.addKey(clientId);
           return cli.printOnce({ json: key, text: JSON.stringify(key) }, () => credentials.takeBackKey(key.prefix));
-        }),
+        }, { writesSecrets: true }),
       ),
     );
   keys

@@ -39,7 +39,7 @@ export function registerSigningKeys(program: Command, cli: CliContext): void {
             ? `signing key ${key.kid} added; it signs new tokens (on every replica within AUTH_CACHE_SECONDS)`
             : `signing key ${key.kid} added and published; it signs new tokens from ${key.signsFrom}`;
           return { json: key, text };
-        }),
+        }, { writesSecrets: true }),
       ),
     );
   signing

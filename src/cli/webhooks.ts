@@ -69,7 +69,7 @@ export function registerWebhooks(program: Command, cli: CliContext): void {
             : '';
           // The previous secret signs on: a rotation whose new secret was not shown is made again.
           return cli.printOnce(secretOutput(issued, note, dropped), { lost: `the new signing secret of ${id} was not shown; rotate it again` });
-        }),
+        }, { writesSecrets: true }),
       ),
     );
   webhooks
@@ -114,7 +114,7 @@ function registerUrlCommands(webhooks: Command, cli: CliContext): void {
         const service = app.get(WebhooksService);
         const issued = await service.add(clientId, opts.url, opts.allowPrivate ?? false);
         return cli.printOnce(secretOutput(issued, ''), () => service.remove(issued.id));
-      }),
+      }, { writesSecrets: true }),
     ),
   );
   urlOptions(

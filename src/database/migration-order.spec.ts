@@ -40,6 +40,7 @@ const COMMITTED_NAMES = [
   'AddCredentialPreviousSecret1795900000000', 'AddCredentialPreviousSecret1795900000001',
   'AddDishImageIndex1796000000000', 'AddDishImageIndex1796000000001',
   'AddDishMenuOrderIndex1796100000000', 'AddDishMenuOrderIndex1796100000001',
+  'AddSettingChecks1796200000000', 'AddSettingChecks1796200000001',
 ];
 
 describe('the names of the migrations', () => {

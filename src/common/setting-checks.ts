@@ -1,0 +1,84 @@
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import { QueryFailedError, type DataSource } from 'typeorm';
+import { SettingCheck } from '../auth/entities/setting-check.entity.js';
+import { ConfigError, type AppConfig } from '../config/app-config.js';
+import { OperatorError } from './operator-error.js';
+
+/**
+ * API keys and client secrets are stored as HMACs under API_KEY_HASH_KEY, and webhook secrets
+ * and signing keys sealed under keys derived from it: a command run with another value than
+ * the service's wrote a credential, an API key, a rotated secret or a webhook secret that no
+ * replica could ever use, said nothing and exited 0 (a rotated client secret locked the partner
+ * out, its old secret ended and its new one refused). Nothing stored tells the value apart from
+ * another but what it hashed, so a check value of it is kept once, in the database the rows
+ * are written to: the service's start stores it when there is none, and every writer of such
+ * rows compares its own before it writes.
+ */
+const SETTING = 'API_KEY_HASH_KEY';
+const PREFIX = 'hmac-sha256$';
+
+/** The check value of an API_KEY_HASH_KEY: an HMAC of a label of its own, which no stored hash or sealing key is. */
+export function keyCheckValue(apiKeyHashKey: string): string {
+  return PREFIX + createHmac('sha256', apiKeyHashKey).update('results-service key check').digest('hex');
+}
+
+/** Whether `stored` is the check value of `apiKeyHashKey` (compared in constant time). */
+function matches(stored: string, apiKeyHashKey: string): boolean {
+  const mine = Buffer.from(keyCheckValue(apiKeyHashKey));
+  const theirs = Buffer.from(stored);
+  return mine.length === theirs.length && timingSafeEqual(mine, theirs);
+}
+
+/**
+ * The stored check value; null when there is none, or no table for it yet (a database the
+ * migrations of this release have not reached: the start that applies them stores it).
+ */
+async function storedCheck(db: DataSource): Promise<string | null> {
+  try {
+    return (await db.getRepository(SettingCheck).findOneBy({ name: SETTING }))?.value ?? null;
+  } catch (error) {
+    if (error instanceof QueryFailedError && /no such table|does not exist/.test(error.message)) return null;
+    throw error;
+  }
+}
+
+const DIFFERS = `${SETTING} is not the value the database's API keys, client secrets and webhook secrets were stored under (its check value differs)`;
+
+/**
+ * At the service's start: stores this process's check value when the database has none (the
+ * first start of a release that keeps one, or of a new database), and stops (exit 78, as a
+ * wrong setting) when the one stored is another's: every API key and client secret would be
+ * refused, and what the process issued or sealed would work on no other replica.
+ */
+export async function establishSettingChecks(db: DataSource, config: AppConfig): Promise<void> {
+  let stored = await storedCheck(db);
+  if (stored === null) {
+    try {
+      // Replicas starting together store one value: the first insert wins, the others read it.
+      await db.createQueryBuilder().insert().into(SettingCheck).values({ name: SETTING, value: keyCheckValue(config.API_KEY_HASH_KEY) }).orIgnore().execute();
+    } catch (error) {
+      // No table yet (MIGRATIONS_RUN=false before the migration Job): the next start stores it.
+      if (error instanceof QueryFailedError && /no such table|does not exist/.test(error.message)) return;
+      throw error;
+    }
+    stored = await storedCheck(db);
+  }
+  if (stored !== null && !matches(stored, config.API_KEY_HASH_KEY)) {
+    throw new ConfigError([`${DIFFERS}: set the value they were stored under`]);
+  }
+}
+
+/**
+ * Before a command writes an API key, a client secret, a webhook secret or a signing key:
+ * refuses, writing nothing, when the database's check value is not this process's. A database
+ * without one (no start of this release has run on it yet) cannot tell, and is written to.
+ */
+export async function assertKeyCheck(db: DataSource, config: AppConfig): Promise<void> {
+  const stored = await storedCheck(db);
+  if (stored !== null && !matches(stored, config.API_KEY_HASH_KEY)) {
+    throw new OperatorError(
+      `${DIFFERS}: what this command would issue or seal would work on no replica of the service; ` +
+        `run it with the API_KEY_HASH_KEY the service runs with. Nothing was written.`,
+    );
+  }
+}

@@ -1,0 +1,85 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { generateKeyPairSync } from 'node:crypto';
+import { cli, cliJson } from '../helpers/cli.js';
+import { startService } from '../helpers/service-process.js';
+
+const SERVICE_KEY = 'the value the service runs with';
+const OTHER_KEY = 'another value, typed into a shell';
+
+const REFUSED = /^error: API_KEY_HASH_KEY is not the value the database's API keys, client secrets and webhook secrets were stored under \(its check value differs\): what this command would issue or seal would work on no replica of the service; run it with the API_KEY_HASH_KEY the service runs with\. Nothing was written\.$/m;
+
+interface Issued {
+  clientId: string;
+  clientSecret: string;
+  apiKey: string;
+}
+
+/** A token request of the credential, as a partner makes it: its status. */
+async function tokenStatus(url: string, c: Issued): Promise<number> {
+  const response = await fetch(`${url}/connect/token`, {
+    method: 'POST',
+    headers: { 'svc-api-key': c.apiKey, 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ grant_type: 'client_credentials', client_id: c.clientId, client_secret: c.clientSecret }),
+  });
+  await response.arrayBuffer();
+  return response.status;
+}
+
+describe('commands that issue or seal keys and secrets, run with another API_KEY_HASH_KEY than the service', () => {
+  it('are refused before they write, naming the setting; the service answers as before', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'results-setting-checks-'));
+    const settings = { DATA_DIR: dataDir, SEED_DEMO: 'false', LOG_LEVEL: 'warn', API_KEY_HASH_KEY: SERVICE_KEY, WEBHOOKS_ALLOW_HTTP_LOOPBACK: 'true' };
+    const service = await startService(settings);
+    try {
+      await cliJson(['clients', 'add', '--id', '1001', '--name', 'Acme'], settings);
+      const issued = await cliJson<Issued>(['credentials', 'add', '--clients', '1001', '--scopes', 'visits/standard.read'], settings);
+      expect(await tokenStatus(service.url, issued)).toBe(200);
+
+      const other = { ...settings, API_KEY_HASH_KEY: OTHER_KEY };
+      for (const args of [
+        ['credentials', 'add', '--clients', '1001', '--scopes', 'visits/standard.read'],
+        // Before, this ended the partner's secret at once and gave it one no replica took.
+        ['credentials', 'rotate-secret', issued.clientId],
+        ['keys', 'add', issued.clientId],
+        ['webhooks', 'add', issued.clientId, '--url', 'http://127.0.0.1:9/hook'],
+        ['signing-keys', 'rotate'],
+        ['demo'],
+      ]) {
+        const refused = await cli(args, other);
+        expect({ args, code: refused.code, stdout: refused.stdout }).toEqual({ args, code: 1, stdout: '' });
+        expect(refused.stderr).toMatch(REFUSED);
+        const json = await cli(['--json', ...args], other);
+        expect(json.code).toBe(1);
+        expect(JSON.parse(json.stdout)).toEqual({ error: expect.stringMatching(/^API_KEY_HASH_KEY is not the value /) });
+      }
+
+      // Nothing was written: the one credential, its one key, no endpoint, the one signing key; its secret still works.
+      const credentials = await cliJson<{ clientId: string; keys: unknown[] }[]>(['credentials', 'list'], settings);
+      expect(credentials.map((c) => [c.clientId, c.keys.length])).toEqual([[issued.clientId, 1]]);
+      expect(await cliJson(['webhooks', 'list'], settings)).toEqual([]);
+      expect(await cliJson<unknown[]>(['signing-keys', 'list'], settings)).toHaveLength(1);
+      expect(await tokenStatus(service.url, issued)).toBe(200);
+
+      // With the service's value they write, and what they issue works.
+      const rotated = await cliJson<{ clientSecret: string }>(['credentials', 'rotate-secret', issued.clientId], settings);
+      expect(await tokenStatus(service.url, { ...issued, clientSecret: rotated.clientSecret })).toBe(200);
+    } finally {
+      await service.stop();
+    }
+  });
+
+  it('a start with another value than the one the database keeps the check of stops with exit 78, naming it', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'results-setting-checks-'));
+    // Keys from the setting: no database signing key, whose own refusal would come first.
+    const pem = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+    const settings = { DATA_DIR: dataDir, SEED_DEMO: 'false', LOG_LEVEL: 'warn', API_KEY_HASH_KEY: SERVICE_KEY, JWT_SIGNING_KEYS: pem };
+    await (await startService(settings)).stop();
+    const refusal = startService({ ...settings, API_KEY_HASH_KEY: OTHER_KEY });
+    await expect(refusal).rejects.toThrow(
+      /^service exited with 78:\n(.*\n)*Invalid configuration:\n {2}- API_KEY_HASH_KEY is not the value the database's API keys, client secrets and webhook secrets were stored under \(its check value differs\): set the value they were stored under\n$/,
+    );
+    await (await startService(settings)).stop();
+  });
+});
