@@ -26,6 +26,11 @@ describe(`images sweep beside a write in progress (${process.env.TEST_DATABASE})
     // SQLite: a short wait for the write lock, so the sweep that meets a writer gives up soon.
     t = await startTestApp({ IMAGE_STORAGE: 'filesystem', IMAGE_STORAGE_DIR: folder, ...(postgres ? {} : { DATABASE_QUERY_TIMEOUT_MS: '1000' }) });
     db = t.app.get(DataSource);
+    // An image of the database, whose file is in the folder: a sweep refuses a folder of which
+    // the database names no file and keeps no image (image-sweep-settings).
+    const kept = randomUUID();
+    fileOf(kept, 0);
+    await db.query(`${INSERT} (${rowFor(kept).map((_, i) => (postgres ? `$${i + 1}` : '?')).join(', ')})`, rowFor(kept));
   });
   afterAll(async () => {
     await t.close();

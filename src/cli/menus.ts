@@ -55,11 +55,12 @@ export function registerMenus(program: Command, cli: CliContext): void {
     .option('--min-age-minutes <n>', `leave files younger than this: a write may be under way (default ${DEFAULT_MIN_AGE_MINUTES})`, positiveInt('--min-age-minutes'))
     .option('--dry-run', 'list what would be removed, remove nothing')
     .option('--verify', "also read every image file and compare it with the stored SHA-256 (a file of the right size with other bytes)")
+    .option('--force', 'sweep a folder of which the database names no file, though the database keeps no image or the files of its images are elsewhere')
     .action(
-      cli.action(async (opts: { minAgeMinutes?: number; dryRun?: boolean; verify?: boolean }) =>
+      cli.action(async (opts: { minAgeMinutes?: number; dryRun?: boolean; verify?: boolean; force?: boolean }) =>
         cli.withApp(async (app) => {
           const minAgeMs = (opts.minAgeMinutes ?? DEFAULT_MIN_AGE_MINUTES) * 60_000;
-          const report = await app.get(ImageSweeper).sweep({ minAgeMs, dryRun: opts.dryRun === true, verify: opts.verify === true });
+          const report = await app.get(ImageSweeper).sweep({ minAgeMs, dryRun: opts.dryRun === true, verify: opts.verify === true, force: opts.force === true });
           // Damaged images make the run fail, so that a scheduled sweep is noticed.
           return { json: report, text: sweepText(report), code: report.damaged.length > 0 ? 1 : 0 };
         }),

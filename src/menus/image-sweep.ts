@@ -1,4 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
+import { OperatorError } from '../common/operator-error.js';
 import { DamagedImageFile, FileImageStorage, type ImageStorage, type StoredFile } from './image-storage.js';
 import { IMAGE_STORAGE, MenusRepository } from './menus.repository.js';
 
@@ -38,8 +39,12 @@ export class ImageSweeper {
     @Inject(IMAGE_STORAGE) private readonly storage: ImageStorage,
   ) {}
 
-  /** `verify`: also read every image file and compare its SHA-256 with the stored one. */
-  async sweep(options: { minAgeMs: number; dryRun: boolean; verify?: boolean; now?: Date }): Promise<SweepReport> {
+  /**
+   * `verify`: also read every image file and compare its SHA-256 with the stored one. `force`:
+   * sweep a folder of which the database names no file though it is not the database's folder
+   * by the look of it (see notTheDatabasesFolder).
+   */
+  async sweep(options: { minAgeMs: number; dryRun: boolean; verify?: boolean; force?: boolean; now?: Date }): Promise<SweepReport> {
     const folder = this.storage.folder;
     const files = (await folder.files()).filter((f) => f.kind !== 'other');
     const damaged = await this.damaged(folder, files, options.verify === true);
@@ -51,7 +56,9 @@ export class ImageSweeper {
     // start (less the minimum age, for the clocks of the database and the folder): its row
     // comes with its commit, however long it has waited for a lock.
     const writer = await this.repo.oldestImageWriterStart();
-    const named = await this.repo.storedImageKeys(files.filter((f) => f.kind === 'image').map((f) => f.name));
+    const images = files.filter((f) => f.kind === 'image');
+    const named = await this.repo.storedImageKeys(images.map((f) => f.name));
+    if (!options.force) await this.refuseAnotherDatabasesFolder(folder.dir, images.length, named.size, damaged);
     const unnamed = files.filter((f) => f.kind === 'temporary' || !named.has(f.name));
     // Now by the earlier of this process's clock and the folder's: a command run on a host whose
     // clock is ahead (an hour, of a minimum age of 60 minutes) took files of uploads still under
@@ -76,6 +83,27 @@ export class ImageSweeper {
       removed: !options.dryRun,
       damaged,
     };
+  }
+
+  /**
+   * Refuses to sweep a folder that holds image files of which the database names none, when the
+   * database keeps no image at all (a mistyped DATABASE_SCHEMA or DATA_DIR: a new, empty one) or
+   * the files of its own images are not in the folder (IMAGE_STORAGE_DIR naming another
+   * deployment's folder). Such a sweep removed every image file the service serves, and its
+   * images answered 500 from then on, the command saying only what it removed. The folder of a
+   * database whose images were all moved into it (IMAGE_STORAGE=database) is swept as before.
+   */
+  private async refuseAnotherDatabasesFolder(dir: string, images: number, named: number, damaged: SweepReport['damaged']): Promise<void> {
+    if (images === 0 || named > 0) return;
+    const missing = damaged.filter((d) => d.why === 'missing').length;
+    const none = missing === 0 && (await this.repo.count()).images === 0;
+    if (!none && missing === 0) return;
+    const why = none ? 'the database keeps no image at all' : `the files of ${missing} of its images are not in it`;
+    throw new OperatorError(
+      `${dir} holds ${images} image files, and the database names none of them (${why}): it does not look like this database's image folder. ` +
+        'Are DATABASE_SCHEMA (or DATA_DIR) and IMAGE_STORAGE_DIR those the service runs with? Nothing was removed; ' +
+        'give --force to sweep the folder all the same.',
+    );
   }
 
   /**
