@@ -12,7 +12,7 @@ export function registerBranches(program: Command, cli: CliContext): void {
     .argument('<file>', 'file to import')
     .action(
       cli.action(async (file: string, opts: { client: number }) =>
-        cli.withApp(async (app) => importOutput(await app.get(BranchesService).importFile(opts.client, cli.file(file)))),
+        cli.withApp(async (app) => importOutput(await app.get(BranchesService).importFile(opts.client, cli.file(file))), { writesLocalTimes: true }),
       ),
     );
 }

@@ -18,7 +18,7 @@ export function registerBrands(program: Command, cli: CliContext): void {
             json: { id: brand.id, clientId: brand.clientId, name: brand.name },
             text: `brand ${brand.id} ${visibleName(brand.name)} (client ${brand.clientId})`,
           };
-        }),
+        }, { writesLocalTimes: true }),
       ),
     );
 }

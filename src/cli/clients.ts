@@ -14,7 +14,7 @@ export function registerClients(program: Command, cli: CliContext): void {
         cli.withApp(async (app) => {
           const client = await app.get(ClientsService).addClient(opts.id, opts.name);
           return { json: { id: client.id, name: client.name }, text: `client ${client.id} ${visibleName(client.name)}` };
-        }),
+        }, { writesLocalTimes: true }),
       ),
     );
   clients

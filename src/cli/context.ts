@@ -7,7 +7,7 @@ import { Redis } from 'ioredis';
 import { DataSource } from 'typeorm';
 import { AppModule } from '../app.module.js';
 import { inFileOrder, type ImportReport } from '../common/import-report.js';
-import { assertKeyCheck } from '../common/setting-checks.js';
+import { assertKeyCheck, assertZoneCheck } from '../common/setting-checks.js';
 import { OperatorError } from '../common/operator-error.js';
 import { loadConfig, type AppConfig } from '../config/app-config.js';
 import { prepareDataDir, SQLITE_FILE } from '../database/data-source-options.js';
@@ -118,9 +118,10 @@ export class CliContext {
    * Runs `use` in the service's application context (no HTTP listener), closed afterwards in every case.
    * `writesSecrets`: the command issues or seals a key or secret under API_KEY_HASH_KEY, and is
    * refused before it writes when that is not the value the database's are stored under (see
-   * src/common/setting-checks.ts).
+   * src/common/setting-checks.ts). `writesLocalTimes`: it dates the visits it writes by now in
+   * RESULTS_TIMEZONE, and is refused before it writes when the service runs with another zone.
    */
-  async withApp<T>(use: (app: INestApplicationContext) => Promise<T>, options: { writesSecrets?: boolean } = {}): Promise<T> {
+  async withApp<T>(use: (app: INestApplicationContext) => Promise<T>, options: { writesSecrets?: boolean; writesLocalTimes?: boolean } = {}): Promise<T> {
     const config = this.config();
     // The PostgreSQL schema exists, or is created when migrations run at start: else one line naming it.
     // A schema made here, as the service would make it: said, since a mistyped DATABASE_SCHEMA is the likelier cause.
@@ -147,6 +148,7 @@ export class CliContext {
     this.noteNewDatabase(made);
     try {
       if (options.writesSecrets) await assertKeyCheck(app.get(DataSource), config);
+      if (options.writesLocalTimes) await assertZoneCheck(app.get(DataSource), config);
       return await use(app);
     } finally {
       await app.close();

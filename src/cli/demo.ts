@@ -16,7 +16,7 @@ export function registerDemo(program: Command, cli: CliContext): void {
               `demo data loaded: ${summary.clients} clients, ${summary.branches} branches, ${summary.visits} visits, ` +
               `${summary.menus} menus; credentials in ${summary.credentialsFile}`,
           };
-        }, { writesSecrets: true }),
+        }, { writesSecrets: true, writesLocalTimes: true }),
       ),
     );
 }

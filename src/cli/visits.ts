@@ -19,7 +19,7 @@ export function registerVisits(program: Command, cli: CliContext): void {
         // import before its first batch, with the same report, instead of ending the process.
         const stop = stopOnSignals(cli.io.stderr);
         try {
-          return await cli.withApp(async (app) => importOutput(await app.get(VisitsImportService).importFile(cli.file(file), stop.requested)));
+          return await cli.withApp(async (app) => importOutput(await app.get(VisitsImportService).importFile(cli.file(file), stop.requested)), { writesLocalTimes: true });
         } finally {
           stop.dispose();
         }

@@ -15,6 +15,13 @@ import { OperatorError } from './operator-error.js';
  * rows compares its own before it writes.
  */
 const SETTING = 'API_KEY_HASH_KEY';
+/**
+ * RESULTS_TIMEZONE is checked alike: an import, a rename or a branch's move of brand dates the
+ * visits it changes (modificationDate, a local time) by now in the zone it runs with, so one run
+ * with another zone than the service's served visits changed hours in the future (or the past),
+ * and held every later change of them at a second past that. Its value is no secret: stored as it is.
+ */
+const ZONE = 'RESULTS_TIMEZONE';
 const PREFIX = 'hmac-sha256$';
 
 /** The check value of an API_KEY_HASH_KEY: an HMAC of a label of its own, which no stored hash or sealing key is. */
@@ -30,17 +37,19 @@ function matches(stored: string, apiKeyHashKey: string): boolean {
 }
 
 /**
- * The stored check value; null when there is none, or no table for it yet (a database the
+ * The stored check of a setting; null when there is none, or no table for it yet (a database the
  * migrations of this release have not reached: the start that applies them stores it).
  */
-async function storedCheck(db: DataSource): Promise<string | null> {
+async function storedCheck(db: DataSource, name: string): Promise<string | null> {
   try {
-    return (await db.getRepository(SettingCheck).findOneBy({ name: SETTING }))?.value ?? null;
+    return (await db.getRepository(SettingCheck).findOneBy({ name }))?.value ?? null;
   } catch (error) {
-    if (error instanceof QueryFailedError && /no such table|does not exist/.test(error.message)) return null;
+    if (missingTable(error)) return null;
     throw error;
   }
 }
+
+const missingTable = (error: unknown): boolean => error instanceof QueryFailedError && /no such table|does not exist/.test(error.message);
 
 const DIFFERS = `${SETTING} is not the value the database's API keys, client secrets and webhook secrets were stored under (its check value differs)`;
 
@@ -51,20 +60,25 @@ const DIFFERS = `${SETTING} is not the value the database's API keys, client sec
  * refused, and what the process issued or sealed would work on no other replica.
  */
 export async function establishSettingChecks(db: DataSource, config: AppConfig): Promise<void> {
-  let stored = await storedCheck(db);
+  let stored = await storedCheck(db, SETTING);
   if (stored === null) {
     try {
       // Replicas starting together store one value: the first insert wins, the others read it.
       await db.createQueryBuilder().insert().into(SettingCheck).values({ name: SETTING, value: keyCheckValue(config.API_KEY_HASH_KEY) }).orIgnore().execute();
     } catch (error) {
       // No table yet (MIGRATIONS_RUN=false before the migration Job): the next start stores it.
-      if (error instanceof QueryFailedError && /no such table|does not exist/.test(error.message)) return;
+      if (missingTable(error)) return;
       throw error;
     }
-    stored = await storedCheck(db);
+    stored = await storedCheck(db, SETTING);
   }
   if (stored !== null && !matches(stored, config.API_KEY_HASH_KEY)) {
     throw new ConfigError([`${DIFFERS}: set the value they were stored under`]);
+  }
+  // The service's zone is the one its answers judge dates in: the start's value is stored, a
+  // change of it included (nothing stored depends on it being kept).
+  if ((await storedCheck(db, ZONE)) !== config.RESULTS_TIMEZONE) {
+    await db.getRepository(SettingCheck).upsert({ name: ZONE, value: config.RESULTS_TIMEZONE }, ['name']);
   }
 }
 
@@ -74,11 +88,27 @@ export async function establishSettingChecks(db: DataSource, config: AppConfig):
  * without one (no start of this release has run on it yet) cannot tell, and is written to.
  */
 export async function assertKeyCheck(db: DataSource, config: AppConfig): Promise<void> {
-  const stored = await storedCheck(db);
+  const stored = await storedCheck(db, SETTING);
   if (stored !== null && !matches(stored, config.API_KEY_HASH_KEY)) {
     throw new OperatorError(
       `${DIFFERS}: what this command would issue or seal would work on no replica of the service; ` +
         `run it with the API_KEY_HASH_KEY the service runs with. Nothing was written.`,
+    );
+  }
+}
+
+/**
+ * Before a command writes local times the API serves (visits written or written again: imports,
+ * renames, a branch's move of brand, the demo data set): refuses, writing nothing, when the
+ * service's last start stored another RESULTS_TIMEZONE than this process's. A database without
+ * one cannot tell, and is written to.
+ */
+export async function assertZoneCheck(db: DataSource, config: AppConfig): Promise<void> {
+  const stored = await storedCheck(db, ZONE);
+  if (stored !== null && stored !== config.RESULTS_TIMEZONE) {
+    throw new OperatorError(
+      `RESULTS_TIMEZONE is ${config.RESULTS_TIMEZONE}, and the service runs with ${stored} (as its last start stored): ` +
+        `the modification dates this command writes would be in another zone than those it serves; run it with RESULTS_TIMEZONE=${stored}. Nothing was written.`,
     );
   }
 }

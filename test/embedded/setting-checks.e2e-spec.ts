@@ -1,4 +1,4 @@
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { generateKeyPairSync } from 'node:crypto';
@@ -81,5 +81,61 @@ describe('commands that issue or seal keys and secrets, run with another API_KEY
       /^service exited with 78:\n(.*\n)*Invalid configuration:\n {2}- API_KEY_HASH_KEY is not the value the database's API keys, client secrets and webhook secrets were stored under \(its check value differs\): set the value they were stored under\n$/,
     );
     await (await startService(settings)).stop();
+  });
+
+});
+
+describe('commands that write visits, run with another RESULTS_TIMEZONE than the service', () => {
+  it("are refused before they write, naming both zones; the dates served stay in the service's zone", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'results-setting-checks-'));
+    const zone = 'America/New_York';
+    const settings = { DATA_DIR: dataDir, DEMO_DAYS: '1', LOG_LEVEL: 'warn', RESULTS_TIMEZONE: zone };
+    const service = await startService(settings);
+    try {
+      const demo = (JSON.parse(readFileSync(join(dataDir, 'demo-credentials.json'), 'utf8')) as { credentials: Issued[] }).credentials[0];
+      const token = (await (
+        await fetch(`${service.url}/connect/token`, {
+          method: 'POST',
+          headers: { 'svc-api-key': demo.apiKey, 'content-type': 'application/x-www-form-urlencoded' },
+          body: new URLSearchParams({ grant_type: 'client_credentials', client_id: demo.clientId, client_secret: demo.clientSecret }),
+        })
+      ).json()) as { access_token: string };
+      const local = (at: Date): string => new Intl.DateTimeFormat('sv-SE', { timeZone: zone, dateStyle: 'short', timeStyle: 'medium' }).format(at).replace(' ', 'T');
+      const yesterday = local(new Date(Date.now() - 86_400_000)).slice(0, 10);
+      const firstVisit = async (): Promise<{ clientName: string; modificationDate: string }> => {
+        const response = await fetch(`${service.url}/visits/standard?SvcClientId=1001&FromDate=${yesterday}&ToDate=${yesterday}&Take=1&Skip=0`, {
+          headers: { 'svc-api-key': demo.apiKey, authorization: `Bearer ${token.access_token}` },
+        });
+        return ((await response.json()) as { data: { visits: { clientName: string; modificationDate: string }[] } }).data.visits[0];
+      };
+      const before = await firstVisit();
+
+      const other = { ...settings, RESULTS_TIMEZONE: 'Pacific/Kiritimati' };
+      const empty = join(dataDir, 'empty.json');
+      writeFileSync(empty, '[]');
+      for (const args of [
+        // Before, this wrote every visit of the client again, dated 19 hours ahead of the service's now.
+        ['clients', 'add', '--id', '1001', '--name', 'Renamed'],
+        ['brands', 'add', '--client', '1001', '--id', '5', '--name', 'Renamed'],
+        ['branches', 'import', '--client', '1001', empty],
+        ['visits', 'import', empty],
+        ['demo'],
+      ]) {
+        const refused = await cli(args, other);
+        expect({ args, code: refused.code, stdout: refused.stdout }).toEqual({ args, code: 1, stdout: '' });
+        expect(refused.stderr).toMatch(
+          /^error: RESULTS_TIMEZONE is Pacific\/Kiritimati, and the service runs with America\/New_York \(as its last start stored\): the modification dates this command writes would be in another zone than those it serves; run it with RESULTS_TIMEZONE=America\/New_York\. Nothing was written\.\n$/,
+        );
+      }
+      expect(await firstVisit()).toEqual(before);
+
+      // With the service's zone the rename is written, dated by now in that zone.
+      await cliJson(['clients', 'add', '--id', '1001', '--name', 'Renamed'], settings);
+      const renamed = await firstVisit();
+      expect(renamed.clientName).toBe('Renamed');
+      expect(renamed.modificationDate <= local(new Date(Date.now() + 1000))).toBe(true);
+    } finally {
+      await service.stop();
+    }
   });
 });

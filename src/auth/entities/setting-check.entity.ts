@@ -7,11 +7,11 @@ import { Column, Entity, PrimaryColumn } from 'typeorm';
  */
 @Entity('setting_checks')
 export class SettingCheck {
-  /** The setting checked (`API_KEY_HASH_KEY`). */
+  /** The setting checked (`API_KEY_HASH_KEY`, `RESULTS_TIMEZONE`). */
   @PrimaryColumn({ type: 'varchar', length: 50 })
   name!: string;
 
-  /** What stands for its value: for a secret, `hmac-sha256$<hex>` of a fixed label under it, which tells nothing of the value. */
+  /** What stands for its value: for a secret, `hmac-sha256$<hex>` of a fixed label under it, which tells nothing of the value; else the value. */
   @Column({ type: 'varchar', length: 100 })
   value!: string;
 }
