@@ -1,4 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
+import { Logger } from '@nestjs/common';
 import { QueryFailedError, type DataSource } from 'typeorm';
 import { SettingCheck } from '../auth/entities/setting-check.entity.js';
 import { ConfigError, type AppConfig } from '../config/app-config.js';
@@ -60,16 +61,23 @@ const DIFFERS = `${SETTING} is not the value the database's API keys, client sec
  * refused, and what the process issued or sealed would work on no other replica.
  */
 export async function establishSettingChecks(db: DataSource, config: AppConfig): Promise<void> {
+  try {
+    await establish(db, config);
+  } catch (error) {
+    // A start goes on without them, as it serves with what it cannot write (a table the
+    // migrations have not made yet with MIGRATIONS_RUN=false, a role without the grant, a
+    // database read-only for maintenance): the next start stores them, and commands meanwhile
+    // have nothing to compare.
+    if (!(error instanceof QueryFailedError)) throw error;
+    if (!missingTable(error)) new Logger('SettingChecks').warn(`the settings' checks cannot be stored (${error.message}): commands run with other settings than this process's are not refused`);
+  }
+}
+
+async function establish(db: DataSource, config: AppConfig): Promise<void> {
   let stored = await storedCheck(db, SETTING);
   if (stored === null) {
-    try {
-      // Replicas starting together store one value: the first insert wins, the others read it.
-      await db.createQueryBuilder().insert().into(SettingCheck).values({ name: SETTING, value: keyCheckValue(config.API_KEY_HASH_KEY) }).orIgnore().execute();
-    } catch (error) {
-      // No table yet (MIGRATIONS_RUN=false before the migration Job): the next start stores it.
-      if (missingTable(error)) return;
-      throw error;
-    }
+    // Replicas starting together store one value: the first insert wins, the others read it.
+    await db.createQueryBuilder().insert().into(SettingCheck).values({ name: SETTING, value: keyCheckValue(config.API_KEY_HASH_KEY) }).orIgnore().execute();
     stored = await storedCheck(db, SETTING);
   }
   if (stored !== null && !matches(stored, config.API_KEY_HASH_KEY)) {
