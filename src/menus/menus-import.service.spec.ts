@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { ClientsService } from '../clients/clients.service.js';
 import type { AppConfig } from '../config/app-config.js';
+import type { ImageStorage } from './image-storage.js';
 import type { MenusRepository } from './menus.repository.js';
 import { MenusImportService } from './menus-import.service.js';
 
@@ -18,7 +19,8 @@ function importer(saved: unknown[][]): MenusImportService {
     },
   } as unknown as MenusRepository;
   const clients = { requireClient: () => Promise.resolve({}) } as unknown as ClientsService;
-  return new MenusImportService(repo, clients, { MENUS_IMPORT_IMAGES_MB: 256 } as AppConfig);
+  // Images kept in the database: no folder to look at before writing.
+  return new MenusImportService(repo, clients, { MENUS_IMPORT_IMAGES_MB: 256 } as AppConfig, {} as ImageStorage);
 }
 
 describe('MenusImportService.importFile', () => {

@@ -1,7 +1,7 @@
 import { constants } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import { ClientsService } from '../clients/clients.service.js';
 import { rejectedAt, type ImportReport } from '../common/import-report.js';
 import { readAllRecords } from '../common/record-file.js';
@@ -9,8 +9,13 @@ import { RecordReader } from '../common/record-reader.js';
 import { AppConfig } from '../config/app-config.js';
 import { Menu } from './entities/menu.entity.js';
 import { ImageRejected, imageLimits, imageTooLargeMessage, prepareImage, type PreparedImage } from './image-inspector.js';
-import { type DishInput, MenusRepository } from './menus.repository.js';
+import { FileImageStorage, type ImageStorage } from './image-storage.js';
+import { type DishInput, IMAGE_STORAGE, MenusRepository } from './menus.repository.js';
+import { OperatorError } from '../common/operator-error.js';
 import { readDishFields } from './dish-fields.js';
+
+/** How many of the database's image files an import looks for in its folder before it writes there. */
+const LOOKED_FOR = 200;
 
 type MenuWithDishes = { menu: Menu; dishes: { dish: DishInput; image: PreparedImage | null }[] };
 
@@ -25,6 +30,7 @@ export class MenusImportService {
     private readonly repo: MenusRepository,
     private readonly clients: ClientsService,
     private readonly config: AppConfig,
+    @Inject(IMAGE_STORAGE) private readonly storage: ImageStorage,
   ) {}
 
   async importFile(clientId: number, path: string): Promise<ImportReport> {
@@ -50,10 +56,29 @@ export class MenusImportService {
       } else report.rejected.push(rejectedAt(record, errors));
     }
     if (report.rejected.length === 0) {
+      if (menus.some((m) => m.dishes.some((d) => d.image !== null))) await this.refuseAnotherFolder();
       await this.repo.saveMenus(menus);
       report.imported = menus.length;
     }
     return report;
+  }
+
+  /**
+   * Refuses to write image files into a folder that holds none of the database's: run with
+   * another IMAGE_STORAGE_DIR than the service's, an import wrote its images where the service
+   * never reads them, exit 0, and each answered 500 from then on. Up to LOOKED_FOR of the
+   * database's image files are looked for; a database with none (a new one) cannot tell.
+   */
+  private async refuseAnotherFolder(): Promise<void> {
+    if (!(this.storage instanceof FileImageStorage)) return;
+    const keys = await this.repo.someStoredImageKeys(LOOKED_FOR);
+    if (keys.length === 0) return;
+    for (const key of keys) if ((await this.storage.sizeOf(key)) !== null) return;
+    throw new OperatorError(
+      `IMAGE_STORAGE_DIR ${this.storage.dir} holds none of the files of the database's images (${keys.length} looked for): ` +
+        'the service keeps them in another folder, and would not serve the images this import wrote here. ' +
+        'Run it with the IMAGE_STORAGE_DIR the service runs with (images sweep --verify --dry-run lists images whose files are missing). Nothing was written.',
+    );
   }
 
   private async readMenu(

@@ -278,6 +278,12 @@ export class MenusRepository {
     return rows.map((row) => ({ key: row.storageKey!, bytes: Number(row.bytes), sha256: row.sha256 }));
   }
 
+  /** The file names of up to `limit` images kept in files, any of them. */
+  async someStoredImageKeys(limit: number): Promise<string[]> {
+    const rows = await this.db.getRepository(DishImage).find({ select: { storageKey: true }, where: { storageKey: Not(IsNull()) }, take: limit });
+    return rows.map((row) => row.storageKey!);
+  }
+
   async storedImageKeys(keys: readonly string[]): Promise<Set<string>> {
     const found = new Set<string>();
     for (let at = 0; at < keys.length; at += 500) {

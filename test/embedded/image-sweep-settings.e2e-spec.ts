@@ -1,4 +1,4 @@
-import { copyFileSync, mkdtempSync, readdirSync, readFileSync, utimesSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readdirSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { cli, cliJson } from '../helpers/cli.js';
@@ -89,6 +89,59 @@ describe('images sweep run with another database or image folder than the servic
       expect(await cliJson(['images', 'sweep'], settings)).toEqual({ folder, checked: files.length, orphans: [], tooRecent: 0, removed: true, damaged: [] });
       expect(readdirSync(folder).sort()).toEqual(files);
       expect(await imageStatus()).toBe(200);
+    } finally {
+      await service.stop();
+    }
+  });
+
+  it('menus import refuses to write images into a folder that holds none of the database\'s, where the service answered 500 for each', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'results-sweep-settings-'));
+    const folder = mkdtempSync(join(tmpdir(), 'results-sweep-images-'));
+    const settings = { DATA_DIR: dataDir, IMAGE_STORAGE: 'filesystem', IMAGE_STORAGE_DIR: folder, DEMO_DAYS: '1', LOG_LEVEL: 'warn' };
+    const service = await startService(settings);
+    try {
+      const demo = (JSON.parse(readFileSync(join(dataDir, 'demo-credentials.json'), 'utf8')) as { credentials: DemoCredential[] }).credentials[0];
+      const token = (await (
+        await fetch(`${service.url}/connect/token`, {
+          method: 'POST',
+          headers: { 'svc-api-key': demo.apiKey, 'content-type': 'application/x-www-form-urlencoded' },
+          body: new URLSearchParams({ grant_type: 'client_credentials', client_id: demo.clientId, client_secret: demo.clientSecret }),
+        })
+      ).json()) as { access_token: string };
+      const headers = { 'svc-api-key': demo.apiKey, authorization: `Bearer ${token.access_token}` };
+      const dishesOf = async (menu: number): Promise<{ code: string; image: { url: string } | null }[]> =>
+        ((await (await fetch(`${service.url}/menus/dishes?SvcClientId=1001&MenuId=${menu}`, { headers })).json()) as { data?: { dishes: { code: string; image: { url: string } | null }[] } }).data
+          ?.dishes ?? [];
+      const imageStatus = async (url: string): Promise<number> => {
+        const link = new URL(url);
+        const response = await fetch(`${service.url}${link.pathname}${link.search}`, { headers });
+        await response.arrayBuffer();
+        return response.status;
+      };
+
+      const files = mkdtempSync(join(tmpdir(), 'results-sweep-menus-'));
+      copyFileSync(join(folder, readdirSync(folder)[0]), join(files, 'dish.png'));
+      const menus = join(files, 'menus.json');
+      writeFileSync(menus, JSON.stringify([{ id: 9101, name: 'Imported', startDate: '2026-01-01', dishes: [{ code: 'IM-1', description: 'Imported', type: 'Main', image: 'dish.png' }] }]));
+
+      const another = mkdtempSync(join(tmpdir(), 'results-sweep-another-'));
+      const refused = await cli(['menus', 'import', '--client', '1001', menus], { ...settings, IMAGE_STORAGE_DIR: another });
+      expect(refused).toEqual({
+        code: 1,
+        stdout: '',
+        stderr:
+          `error: IMAGE_STORAGE_DIR ${another} holds none of the files of the database's images (${readdirSync(folder).length} looked for): ` +
+          'the service keeps them in another folder, and would not serve the images this import wrote here. ' +
+          'Run it with the IMAGE_STORAGE_DIR the service runs with (images sweep --verify --dry-run lists images whose files are missing). Nothing was written.\n',
+      });
+      expect(readdirSync(another)).toEqual([]);
+      expect(await dishesOf(9101)).toEqual([]);
+
+      // With the service's folder it is written, and its image served.
+      await cliJson(['menus', 'import', '--client', '1001', menus], settings);
+      const [dish] = await dishesOf(9101);
+      expect(dish.code).toBe('IM-1');
+      expect(await imageStatus(dish.image!.url)).toBe(200);
     } finally {
       await service.stop();
     }
