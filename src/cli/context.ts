@@ -116,8 +116,9 @@ export class CliContext {
 
   /**
    * Runs `use` in the service's application context (no HTTP listener), closed afterwards in every case.
-   * `writesSecrets`: the command issues or seals a key or secret under API_KEY_HASH_KEY, and is
-   * refused before it writes when that is not the value the database's are stored under (see
+   * `writesSecrets`: the command issues or seals a key or secret under API_KEY_HASH_KEY (or
+   * judges stored ones by it), and is refused before it writes when that is not the value the
+   * database's are stored under (see
    * src/common/setting-checks.ts). `writesLocalTimes`: it dates the visits it writes by now in
    * RESULTS_TIMEZONE, and is refused before it writes when the service runs with another zone.
    */

@@ -91,7 +91,8 @@ async function establish(db: DataSource, config: AppConfig): Promise<void> {
 }
 
 /**
- * Before a command writes an API key, a client secret, a webhook secret or a signing key:
+ * Before a command writes an API key, a client secret, a webhook secret or a signing key, or
+ * retires a signing key (judged by whether this process can open it):
  * refuses, writing nothing, when the database's check value is not this process's. A database
  * without one (no start of this release has run on it yet) cannot tell, and is written to.
  */
@@ -99,7 +100,7 @@ export async function assertKeyCheck(db: DataSource, config: AppConfig): Promise
   const stored = await storedCheck(db, SETTING);
   if (stored !== null && !matches(stored, config.API_KEY_HASH_KEY)) {
     throw new OperatorError(
-      `${DIFFERS}: what this command would issue or seal would work on no replica of the service; ` +
+      `${DIFFERS}: what this command would issue or seal would work on no replica of the service, and the stored keys it judges by it are the service's; ` +
         `run it with the API_KEY_HASH_KEY the service runs with. Nothing was written.`,
     );
   }

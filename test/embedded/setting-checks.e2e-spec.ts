@@ -8,7 +8,7 @@ import { startService } from '../helpers/service-process.js';
 const SERVICE_KEY = 'the value the service runs with';
 const OTHER_KEY = 'another value, typed into a shell';
 
-const REFUSED = /^error: API_KEY_HASH_KEY is not the value the database's API keys, client secrets and webhook secrets were stored under \(its check value differs\): what this command would issue or seal would work on no replica of the service; run it with the API_KEY_HASH_KEY the service runs with\. Nothing was written\.$/m;
+const REFUSED = /^error: API_KEY_HASH_KEY is not the value the database's API keys, client secrets and webhook secrets were stored under \(its check value differs\): what this command would issue or seal would work on no replica of the service, and the stored keys it judges by it are the service's; run it with the API_KEY_HASH_KEY the service runs with\. Nothing was written\.$/m;
 
 interface Issued {
   clientId: string;
@@ -61,6 +61,16 @@ describe('commands that issue or seal keys and secrets, run with another API_KEY
       expect(await cliJson(['webhooks', 'list'], settings)).toEqual([]);
       expect(await cliJson<unknown[]>(['signing-keys', 'list'], settings)).toHaveLength(1);
       expect(await tokenStatus(service.url, issued)).toBe(200);
+
+      // A rotation later, the key before it looks added by mistake to a process of another value,
+      // which was told to retire it with --force: that retired a key the service verifies with.
+      await cliJson(['signing-keys', 'rotate', '--now'], settings);
+      const keys = await cliJson<{ kid: string; signing: boolean; retiredAt: string | null }[]>(['signing-keys', 'list'], settings);
+      const older = keys.find((key) => !key.signing)!.kid;
+      const retire = await cli(['signing-keys', 'retire', older, '--force'], other);
+      expect([retire.code, retire.stdout]).toEqual([1, '']);
+      expect(retire.stderr).toMatch(REFUSED);
+      expect((await cliJson<{ retiredAt: string | null }[]>(['signing-keys', 'list'], settings)).map((key) => key.retiredAt)).toEqual([null, null]);
 
       // With the service's value they write, and what they issue works.
       const rotated = await cliJson<{ clientSecret: string }>(['credentials', 'rotate-secret', issued.clientId], settings);
