@@ -181,7 +181,7 @@ describe(`webhooks operator commands (${process.env.TEST_DATABASE})`, () => {
       code: 1,
       stdout: '',
       stderr: expect.stringMatching(
-        /^warning: \[Keyring\] signing keys not loaded yet: signing key \S+ cannot be decrypted \(was API_KEY_HASH_KEY changed\?\)[^\n]*\nerror: the signing secret cannot be decrypted \(was API_KEY_HASH_KEY changed\?\): rotate the secret\n$/,
+        /^error: \[Keyring\] signing key \S+ cannot be decrypted with this API_KEY_HASH_KEY \(stored under another value\)[^\n]*\nerror: the signing secret cannot be decrypted \(was API_KEY_HASH_KEY changed\?\): rotate the secret\n$/,
       ),
     });
     const rotated = await cliJson<Added & { previousSecretUntil: string | null }>(['webhooks', 'rotate-secret', id], rekeyed);
