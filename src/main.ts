@@ -7,7 +7,7 @@ import { AppModule } from './app.module.js';
 import { KeyringService } from './auth/keyring.service.js';
 import { BodyPool } from './common/body-pool.js';
 import { environmentFailure } from './common/environment-failure.js';
-import { establishSettingChecks } from './common/setting-checks.js';
+import { establishSettingChecks } from './database/setting-checks.js';
 import { drainConnections, openConnections } from './common/idle-connections.js';
 import { startIdleCollector } from './common/idle-collector.js';
 import { listen } from './common/listen.js';

@@ -7,7 +7,7 @@ import { Redis } from 'ioredis';
 import { DataSource } from 'typeorm';
 import { AppModule } from '../app.module.js';
 import { inFileOrder, type ImportReport } from '../common/import-report.js';
-import { assertKeyCheck, assertZoneCheck } from '../common/setting-checks.js';
+import { assertKeyCheck, assertZoneCheck } from '../database/setting-checks.js';
 import { OperatorError } from '../common/operator-error.js';
 import { loadConfig, type AppConfig } from '../config/app-config.js';
 import { prepareDataDir, SQLITE_FILE } from '../database/data-source-options.js';
@@ -119,7 +119,7 @@ export class CliContext {
    * `writesSecrets`: the command issues or seals a key or secret under API_KEY_HASH_KEY (or
    * judges stored ones by it), and is refused before it writes when that is not the value the
    * database's are stored under (see
-   * src/common/setting-checks.ts). `writesLocalTimes`: it dates the visits it writes by now in
+   * src/database/setting-checks.ts). `writesLocalTimes`: it dates the visits it writes by now in
    * RESULTS_TIMEZONE, and is refused before it writes when the service runs with another zone.
    */
   async withApp<T>(use: (app: INestApplicationContext) => Promise<T>, options: { writesSecrets?: boolean; writesLocalTimes?: boolean } = {}): Promise<T> {

@@ -1,6 +1,6 @@
 import { ApiKey } from '../auth/entities/api-key.entity.js';
 import { Credential } from '../auth/entities/credential.entity.js';
-import { SettingCheck } from '../auth/entities/setting-check.entity.js';
+import { SettingCheck } from './setting-check.entity.js';
 import { SigningKey } from '../auth/entities/signing-key.entity.js';
 import { Branch } from '../branches/entities/branch.entity.js';
 import { Brand } from '../clients/entities/brand.entity.js';

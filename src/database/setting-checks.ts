@@ -1,9 +1,9 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { Logger } from '@nestjs/common';
 import { QueryFailedError, type DataSource } from 'typeorm';
-import { SettingCheck } from '../auth/entities/setting-check.entity.js';
+import { SettingCheck } from './setting-check.entity.js';
 import { ConfigError, type AppConfig } from '../config/app-config.js';
-import { OperatorError } from './operator-error.js';
+import { OperatorError } from '../common/operator-error.js';
 
 /**
  * API keys and client secrets are stored as HMACs under API_KEY_HASH_KEY, and webhook secrets

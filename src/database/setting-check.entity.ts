@@ -2,7 +2,7 @@ import { Column, Entity, PrimaryColumn } from 'typeorm';
 
 /**
  * A check of a setting the database's rows depend on, stored once by the service's start (see
- * src/common/setting-checks.ts): a process that writes such rows with another value compares
+ * src/database/setting-checks.ts): a process that writes such rows with another value compares
  * it first and refuses, where it wrote rows the service could not use or served wrongly.
  */
 @Entity('setting_checks')
