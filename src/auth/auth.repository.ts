@@ -11,6 +11,9 @@ import { inTransaction } from '../database/transaction.js';
 type TextColumn = 'secretHash' | 'scopes' | 'clientIds' | 'brandIds' | 'visitTypes' | 'name';
 
 /** Credentials, their API keys and the token signing keys: all SQL of the auth feature. */
+/** What a retired key keeps of its private part: nothing (see retireSigningKey). */
+export const RETIRED_PRIVATE_KEY = '';
+
 @Injectable()
 export class AuthRepository {
   constructor(@InjectDataSource() private readonly db: DataSource) {}
@@ -130,8 +133,13 @@ export class AuthRepository {
   }
 
   /** `at`: the time the retirement was judged by (now()), not this host's clock. */
+  /**
+   * Retires a key for good: its private part is erased with it (a retired key never signs or
+   * verifies again), so that the table and every backup taken from then on hold no key that
+   * signed tokens, sealed or not; its id, public key and dates stay for `signing-keys list`.
+   */
   async retireSigningKey(kid: string, at: Date): Promise<boolean> {
-    const result = await this.db.getRepository(SigningKey).update({ kid, retiredAt: IsNull() }, { retiredAt: at });
+    const result = await this.db.getRepository(SigningKey).update({ kid, retiredAt: IsNull() }, { retiredAt: at, privateKey: RETIRED_PRIVATE_KEY });
     return (result.affected ?? 0) > 0;
   }
 }

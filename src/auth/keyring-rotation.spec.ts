@@ -124,6 +124,15 @@ describe('signing key rotation on a database ring', () => {
     at(LEAD + 10_000);
     expect(await f.keyring.retire(first)).toBe('retired');
     expect(await published(f.keyring)).toEqual([rotated.kid]);
+    // Its private part is erased with it; the row stays for the list, the signing key keeps its own.
+    const rows = await f.repo.allSigningKeys();
+    expect(rows.map((r) => ({ kid: r.kid, privateKey: r.privateKey.slice(0, 3), retired: r.retiredAt !== null })).sort((a, b) => a.kid.localeCompare(b.kid))).toEqual(
+      [
+        { kid: first, privateKey: '', retired: true },
+        { kid: rotated.kid, privateKey: 'v1.', retired: false },
+      ].sort((a, b) => a.kid.localeCompare(b.kid)),
+    );
+    expect(await f.keyring.retire(first)).toBe('already');
   });
 
   it('retires a published key that has not begun to sign (the rotation called off), but not within AUTH_CACHE_SECONDS of its start unless forced', async () => {

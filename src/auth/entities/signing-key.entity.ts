@@ -16,7 +16,8 @@ export class SigningKey {
 
   /**
    * The PKCS#8 PEM of the private key, sealed under a key derived from API_KEY_HASH_KEY
-   * (`v1.<iv>.<tag>.<ciphertext>`); a PEM in clear in a key an earlier release stored.
+   * (`v1.<iv>.<tag>.<ciphertext>`); a PEM in clear in a key an earlier release stored; empty
+   * once the key is retired (AuthRepository.retireSigningKey).
    */
   @Column({ name: 'private_key', type: 'text' })
   privateKey!: string;
