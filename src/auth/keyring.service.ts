@@ -381,10 +381,12 @@ export class KeyringService implements OnModuleInit {
       if ((await this.repo.allSigningKeys()).some((k) => k.kid === kid)) return 'already';
       throw new OperatorError(`no signing key has the id '${kid}'`);
     }
-    if (active.length === 1) throw new OperatorError(`'${kid}' is the only active signing key: rotate first`);
     // A key this process cannot open signs on no replica of its API_KEY_HASH_KEY, whatever its
     // time says (see reload): one added with another value by mistake goes with --force, as
-    // the log's line says, and rotating (refused while it is there) works again.
+    // the log's line says, and rotating (refused while it is there) works again. The only
+    // active key too: after API_KEY_HASH_KEY was changed on purpose no key opens, rotating is
+    // refused and a start stops (exit 78), so retiring them is the way on; the ring left empty
+    // gets its first key from the service, as a new database's does.
     if (this.opened(rows.find((row) => row.kid === kid)!) === null) {
       if (!force) {
         throw new OperatorError(`'${kid}' ${cannotOpenIt}: retire it with --force if it was added with another value by mistake`);
@@ -393,6 +395,7 @@ export class KeyringService implements OnModuleInit {
       await this.fresh(true);
       return 'retired';
     }
+    if (active.length === 1) throw new OperatorError(`'${kid}' is the only active signing key: rotate first`);
     // Judged by the clock the replicas' keys were stamped with (the database's), not this host's.
     const now = (await this.repo.now()).getTime();
     const window = this.config.AUTH_CACHE_SECONDS * 1000;

@@ -2,6 +2,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { generateKeyPairSync } from 'node:crypto';
+import Database from 'better-sqlite3';
 import { cli, cliJson } from '../helpers/cli.js';
 import { startService } from '../helpers/service-process.js';
 
@@ -93,6 +94,40 @@ describe('commands that issue or seal keys and secrets, run with another API_KEY
     await (await startService(settings)).stop();
   });
 
+  it('changed on purpose, as the README says (the check removed, the old signing keys retired with --force), the service starts with the new value', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'results-setting-checks-'));
+    const settings = { DATA_DIR: dataDir, SEED_DEMO: 'false', LOG_LEVEL: 'warn', API_KEY_HASH_KEY: SERVICE_KEY };
+    const before = await startService(settings);
+    try {
+      await cliJson(['clients', 'add', '--id', '1001', '--name', 'Acme'], settings);
+      const issued = await cliJson<Issued>(['credentials', 'add', '--clients', '1001', '--scopes', 'visits/standard.read'], settings);
+      // The token request makes the ring's first key when the start has not.
+      expect(await tokenStatus(before.url, issued)).toBe(200);
+    } finally {
+      await before.stop();
+    }
+    const kids = (await cliJson<{ kid: string; retiredAt: string | null }[]>(['signing-keys', 'list'], settings)).filter((key) => key.retiredAt === null).map((key) => key.kid);
+    expect(kids).toHaveLength(1);
+
+    const db = new Database(join(dataDir, 'results.sqlite'));
+    db.prepare("DELETE FROM setting_checks WHERE name = 'API_KEY_HASH_KEY'").run();
+    db.close();
+    const changed = { ...settings, API_KEY_HASH_KEY: OTHER_KEY };
+    // The keys sealed under the earlier value open under none now: they go, the only one included.
+    for (const kid of kids) {
+      const retired = await cli(['signing-keys', 'retire', kid, '--force'], changed);
+      expect([retired.code, retired.stdout]).toEqual([0, `signing key ${kid} retired\n`]);
+    }
+    const service = await startService(changed);
+    try {
+      const issued = await cliJson<Issued>(['credentials', 'add', '--clients', '1001', '--scopes', 'visits/standard.read'], changed);
+      expect(await tokenStatus(service.url, issued)).toBe(200);
+      const keys = await cliJson<{ kid: string; retiredAt: string | null }[]>(['signing-keys', 'list'], changed);
+      expect(keys.filter((key) => key.retiredAt === null).map((key) => key.kid)).toEqual([expect.not.stringMatching(new RegExp(`^(${kids.join('|')})$`))]);
+    } finally {
+      await service.stop();
+    }
+  });
 });
 
 describe('commands that write visits, run with another RESULTS_TIMEZONE than the service', () => {
