@@ -41,6 +41,7 @@ const COMMITTED_NAMES = [
   'AddDishImageIndex1796000000000', 'AddDishImageIndex1796000000001',
   'AddDishMenuOrderIndex1796100000000', 'AddDishMenuOrderIndex1796100000001',
   'AddSettingChecks1796200000000', 'AddSettingChecks1796200000001',
+  'EraseRetiredSigningKeys1796300000000', 'EraseRetiredSigningKeys1796300000001',
 ];
 
 describe('the names of the migrations', () => {
