@@ -284,6 +284,30 @@ describe('a database ring’s private keys at rest', () => {
     expect(await signsAndVerifies(replica)).toBe(first);
     await expect(replica.rotate()).resolves.toEqual({ kid: expect.any(String), signsFrom: expect.any(String) });
   });
+
+  it('never retire the key that signs as replaced by a later key that does not open here, and never list that one as signing', async () => {
+    const first = await signsAndVerifies(f.keyring);
+    // A key added by a command run with another value, later in turn than the one that signs.
+    const pem = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ type: 'pkcs8', format: 'pem' }) as string;
+    const publicJwk = (await new KeyringService(f.repo, { ...f.config, JWT_SIGNING_KEYS: pem } as AppConfig).jwks()).keys[0];
+    const sealedElsewhere = new SecretBox('another server key, also long enough', 'results-service token signing keys', 'signing key').seal(pem);
+    await f.repo.addSigningKey({ kid: publicJwk.kid!, alg: 'ES256', privateKey: sealedElsewhere, publicJwk: JSON.stringify(publicJwk), signsFrom: new Date(Date.now() + 1_000) });
+    await new Promise((resolve) => setTimeout(resolve, 1_100));
+
+    const replica = new KeyringService(f.repo, f.config);
+    await replica.onModuleInit();
+    expect(await signsAndVerifies(replica)).toBe(first);
+    expect((await replica.list()).map((k) => ({ kid: k.kid, signing: k.signing })).sort((a, b) => a.kid.localeCompare(b.kid))).toEqual(
+      [
+        { kid: first, signing: true },
+        { kid: publicJwk.kid!, signing: false },
+      ].sort((a, b) => a.kid.localeCompare(b.kid)),
+    );
+    // --force retires a compromised key at once, but never the one that signs now.
+    await expect(replica.retire(first, { force: true })).rejects.toThrow(new OperatorError(`'${first}' is the key that signs now: rotate first, then retire it`));
+    expect((await f.repo.activeSigningKeys()).map((row) => row.kid).sort()).toEqual([first, publicJwk.kid].sort());
+    expect(await signsAndVerifies(replica)).toBe(first);
+  });
 });
 
 /** The settings with another API_KEY_HASH_KEY. */

@@ -399,8 +399,11 @@ export class KeyringService implements OnModuleInit {
     // Judged by the clock the replicas' keys were stamped with (the database's), not this host's.
     const now = (await this.repo.now()).getTime();
     const window = this.config.AUTH_CACHE_SECONDS * 1000;
-    // The key that took over from this one (or will): the next in turn.
-    const turns = inTurn(active);
+    // The key that took over from this one (or will): the next in turn among the keys that sign
+    // (those this process opens, as reload takes them): a key it cannot open came later and
+    // looked like the signer, so the one the service signs with was retired as replaced, and
+    // every token request failed from then on.
+    const turns = inTurn(active.filter((k) => k === key || this.opened(rows.find((row) => row.kid === k.kid)!) !== null));
     const next = turns[turns.indexOf(key) + 1];
     if (signerIn(turns, now)?.kid === kid) {
       throw new OperatorError(
@@ -447,7 +450,10 @@ export class KeyringService implements OnModuleInit {
       }));
     }
     const rows = (await this.repo.allSigningKeys()).map((row) => ({ ...row, signsFrom: signsFromOf(row) }));
-    const signing = signerIn(inTurn(rows.filter((r) => r.retiredAt === null)), (await this.now()).getTime())?.kid;
+    // The key that signs is one of those this process opens (see reload), when it opens any.
+    const active = rows.filter((r) => r.retiredAt === null);
+    const opened = active.filter((r) => this.opened(r) !== null);
+    const signing = signerIn(inTurn(opened.length > 0 ? opened : active), (await this.now()).getTime())?.kid;
     return rows.map((r) => ({
       kid: r.kid,
       source: 'database',
