@@ -50,7 +50,12 @@ async function storedCheck(db: DataSource, name: string): Promise<string | null>
   }
 }
 
-const missingTable = (error: unknown): boolean => error instanceof QueryFailedError && /no such table|does not exist/.test(error.message);
+/**
+ * The table not made yet: PostgreSQL's undefined_table by its code (its message is in the
+ * server's lc_messages language), SQLite's by its message (always English).
+ */
+const missingTable = (error: unknown): boolean =>
+  error instanceof QueryFailedError && ((error.driverError as { code?: unknown } | undefined)?.code === '42P01' || /no such table/.test(error.message));
 
 const DIFFERS = `${SETTING} is not the value the database's API keys, client secrets and webhook secrets were stored under (its check value differs)`;
 
