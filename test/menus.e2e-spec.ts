@@ -1006,6 +1006,30 @@ describe(`image writes are all or nothing (${process.env.TEST_DATABASE}, filesys
       writeFileSync(file, image.data);
     }
     expect((await get()).status).toBe(200);
+
+    // The way out the README gives: the same image uploaded again is written again over a file
+    // lost or cut short (it was taken for unchanged, and stayed a 500).
+    const dish = { menuId: 305, code: 'DAMAGED', description: 'A', type: 'Main', order: null, expiryDate: null, keywords: '[]' };
+    const getImage = (id: string) =>
+      request(t.http).get(`/menus/dishes/images/${id}?SvcClientId=1001`).set('svc-api-key', partner.apiKey).set('Authorization', `Bearer ${token}`);
+    for (const [n, damaged] of [(at: string) => rmSync(at), (at: string) => writeFileSync(at, image.data.subarray(0, 10))].entries()) {
+      const before = await t.app.get(DataSource).getRepository(DishImage).findOneByOrFail({ sha256: image.sha256 });
+      damaged(join(folder, before.storageKey!));
+      expect((await getImage(before.id)).status).toBe(500);
+      const again = await repo.saveDish(dish, image);
+      const res = await getImage(again.image!.id);
+      expect({ n, status: res.status, etag: res.headers.etag, type: res.headers['content-type'], same: Buffer.compare(res.body as Buffer, image.data) }).toEqual({
+        n,
+        status: 200,
+        etag: `"${image.sha256}"`,
+        type: 'image/png',
+        same: 0,
+      });
+      expect(again.image!.id).not.toBe(before.id);
+    }
+    // Intact, it is left as it is: the same image again keeps its id.
+    const kept = await t.app.get(DataSource).getRepository(DishImage).findOneByOrFail({ sha256: image.sha256 });
+    expect((await repo.saveDish(dish, image)).image!.id).toBe(kept.id);
   });
 
   it("answers a replacement as written when the replaced image's file cannot be removed, and leaves that file", async () => {

@@ -249,7 +249,7 @@ export class MenusRepository {
       : null;
     // Replaced whole, its image too: a dish imported again without one has none (an upload always carries one).
     let imageId = image ? previousId : null;
-    if (image && previous?.sha256 !== image.sha256) {
+    if (image && (previous?.sha256 !== image.sha256 || !(await this.fileHolds(previous, image)))) {
       imageId = randomUUID();
       const stored = await this.storage.put(imageId, image);
       written.push(stored);
@@ -271,7 +271,17 @@ export class MenusRepository {
     return saved;
   }
 
-  /** Those of `keys` that an image row names as its file. */
+  /**
+   * Whether the file of a stored image (one kept in the folder) is still there at its size, as
+   * the image served (see FileImageStorage.read) needs it. The same image uploaded or imported
+   * again over a file lost or cut short (a restore that left it out, a disk fault) was taken
+   * for unchanged, and the image stayed a 500, where the README's way out is to upload it again.
+   */
+  private async fileHolds(previous: Pick<DishImage, 'storageKey'>, image: PreparedImage): Promise<boolean> {
+    if (previous.storageKey === null) return true;
+    return (await this.storage.folder.sizeOf(previous.storageKey)) === image.data.length;
+  }
+
   /** Every image kept in a file: its key, size and SHA-256 as stored (what `images sweep` checks the folder against). */
   async storedImageFiles(): Promise<{ key: string; bytes: number; sha256: string }[]> {
     const rows = await this.db.getRepository(DishImage).find({ select: { storageKey: true, bytes: true, sha256: true }, where: { storageKey: Not(IsNull()) } });
@@ -284,6 +294,7 @@ export class MenusRepository {
     return rows.map((row) => row.storageKey!);
   }
 
+  /** Those of `keys` that an image row names as its file. */
   async storedImageKeys(keys: readonly string[]): Promise<Set<string>> {
     const found = new Set<string>();
     for (let at = 0; at < keys.length; at += 500) {
