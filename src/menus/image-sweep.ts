@@ -58,7 +58,6 @@ export class ImageSweeper {
     const writer = await this.repo.oldestImageWriterStart();
     const images = files.filter((f) => f.kind === 'image');
     const named = await this.repo.storedImageKeys(images.map((f) => f.name));
-    if (!options.force) await this.refuseAnotherDatabasesFolder(folder.dir, images.length, named.size, damaged);
     const unnamed = files.filter((f) => f.kind === 'temporary' || !named.has(f.name));
     // Now by the earlier of this process's clock and the folder's: a command run on a host whose
     // clock is ahead (an hour, of a minimum age of 60 minutes) took files of uploads still under
@@ -68,6 +67,10 @@ export class ImageSweeper {
     const now = options.now?.getTime() ?? Math.min(Date.now(), folderNow?.getTime() ?? Infinity);
     const before = Math.min(now, writer?.getTime() ?? Infinity) - options.minAgeMs;
     const orphans: StoredFile[] = unnamed.filter((f) => f.modifiedAt.getTime() <= before);
+    // Judged by the image files it would remove: the young file of a first upload under way (its
+    // row not committed yet) in a new deployment's folder is no sign of another database's.
+    const imageOrphans = orphans.filter((f) => f.kind === 'image').length;
+    if (!options.force) await this.refuseAnotherDatabasesFolder(folder.dir, imageOrphans, named.size, damaged);
     if (!options.dryRun) {
       // Asked again just before, with no writer mid-way on SQLite: an image committed since the first look keeps its file.
       await this.repo.withoutImageWriters(async () => {
@@ -93,14 +96,14 @@ export class ImageSweeper {
    * images answered 500 from then on, the command saying only what it removed. The folder of a
    * database whose images were all moved into it (IMAGE_STORAGE=database) is swept as before.
    */
-  private async refuseAnotherDatabasesFolder(dir: string, images: number, named: number, damaged: SweepReport['damaged']): Promise<void> {
-    if (images === 0 || named > 0) return;
+  private async refuseAnotherDatabasesFolder(dir: string, orphans: number, named: number, damaged: SweepReport['damaged']): Promise<void> {
+    if (orphans === 0 || named > 0) return;
     const missing = damaged.filter((d) => d.why === 'missing').length;
     const none = missing === 0 && (await this.repo.count()).images === 0;
     if (!none && missing === 0) return;
     const why = none ? 'the database keeps no image at all' : `the files of ${missing} of its images are not in it`;
     throw new OperatorError(
-      `${dir} holds ${images} image files, and the database names none of them (${why}): it does not look like this database's image folder. ` +
+      `${dir} holds ${orphans} image files old enough to sweep, and the database names none of its files (${why}): it does not look like this database's image folder. ` +
         'Are DATABASE_SCHEMA (or DATA_DIR) and IMAGE_STORAGE_DIR those the service runs with? Nothing was removed; ' +
         'give --force to sweep the folder all the same.',
     );

@@ -15,7 +15,7 @@ const escaped = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, '\
 /** The refusal of a sweep of a folder that is not the database's, for the folder and the reason given. */
 const refusal = (folder: string, files: number, why: string): RegExp =>
   new RegExp(
-    `^error: ${escaped(folder)} holds ${files} image files, and the database names none of them \\(${escaped(why)}\\): it does not look like this database's image folder\\. ` +
+    `^error: ${escaped(folder)} holds ${files} image files old enough to sweep, and the database names none of its files \\(${escaped(why)}\\): it does not look like this database's image folder\\. ` +
       `Are DATABASE_SCHEMA \\(or DATA_DIR\\) and IMAGE_STORAGE_DIR those the service runs with\\? Nothing was removed; give --force to sweep the folder all the same\\.\n$`,
   );
 
@@ -69,6 +69,14 @@ describe('images sweep run with another database or image folder than the servic
       }
       expect(readdirSync(folder).sort()).toEqual(files);
       expect(await imageStatus()).toBe(200);
+
+      // A new deployment's folder holding only the young file of a first upload under way (its
+      // row not committed yet): nothing to remove, and no refusal.
+      const first = mkdtempSync(join(tmpdir(), 'results-sweep-first-'));
+      copyFileSync(join(folder, files[0]), join(first, '6a1f0d2c-3b4e-4f5a-8b6c-7d8e9f0a1b2c'));
+      const fresh = { ...settings, DATA_DIR: join(dataDir, 'fresh'), IMAGE_STORAGE_DIR: first };
+      expect(await cliJson(['images', 'sweep'], fresh)).toEqual({ folder: first, checked: 1, orphans: [], tooRecent: 1, removed: true, damaged: [] });
+      expect(readdirSync(first)).toEqual(['6a1f0d2c-3b4e-4f5a-8b6c-7d8e9f0a1b2c']);
 
       // IMAGE_STORAGE_DIR naming another deployment's folder: the service's database names none of its files, and its own are not there.
       const another = mkdtempSync(join(tmpdir(), 'results-sweep-another-'));
