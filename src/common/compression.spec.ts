@@ -3,7 +3,7 @@ import type { Server } from 'node:http';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import express, { type Request, type Response } from 'express';
 import fc from 'fast-check';
-import { COMPRESS_MIN_BYTES, CompressedBodies, compress, compressResponses, negotiate, sendBody } from './compression.js';
+import { COMPRESS_MIN_BYTES, CompressedBodies, compress, compressionsUnderWay, compressResponses, negotiate, sendBody } from './compression.js';
 import { rawRequest, type RawResponse } from '../../test/helpers/raw-http.js';
 import { propertyRuns } from '../../test/helpers/property-runs.js';
 
@@ -89,6 +89,20 @@ describe('compress', () => {
     expect(gunzipSync(gzip).equals(page)).toBe(true);
     expect(br.length).toBeLessThan(page.length / 4);
     expect(gzip.length).toBeLessThan(page.length / 4);
+  });
+});
+
+describe('compress, many at once', () => {
+  it('runs two compressions at a time, the others waiting their turn, and gives each its own bytes', async () => {
+    // Bodies of a page's size, each its own (a JSON-like run with its index throughout).
+    const bodies = Array.from({ length: 6 }, (_, i) => Buffer.from(JSON.stringify(Array.from({ length: 20_000 }, (_, n) => ({ body: i, n, text: `visit ${n} of ${i}` })))));
+    const running = bodies.map((body, i) => compress(body, i % 2 ? 'gzip' : 'br'));
+    // The first two are started a few microtasks on (no compression can end before a turn of the event loop).
+    for (let tick = 0; tick < 5; tick++) await Promise.resolve();
+    expect(compressionsUnderWay()).toEqual({ active: 2, pending: 4 });
+    const sent = await Promise.all(running);
+    sent.forEach((bytes, i) => expect((i % 2 ? gunzipSync(bytes) : brotliDecompressSync(bytes)).equals(bodies[i])).toBe(true));
+    expect(compressionsUnderWay()).toEqual({ active: 0, pending: 0 });
   });
 });
 

@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { promisify } from 'node:util';
 import { brotliCompress, constants, gzip } from 'node:zlib';
+import pLimit from 'p-limit';
 import type { NextFunction, Request, Response } from 'express';
 import { LRUCache } from 'lru-cache';
 import { lookup as lookupType } from 'mime-types';
@@ -82,13 +83,28 @@ export function negotiate(header: string | undefined): Encoding | null {
   return bestWeight >= identity ? best : null;
 }
 
-/** The body in `encoding`, compressed in the libuv threadpool, off the event loop. */
+/**
+ * Compressions run at once, the others waiting their turn. Every compressor's memory (brotli's
+ * window and hash tables, allocated in the libuv thread that runs it, and kept by that thread's
+ * malloc arena) counts against no budget, unlike the bodies (PAGES_IN_FLIGHT_MB): with as many
+ * as the threadpool runs (4), 50 connections asking for br-coded pages the cache did not hold
+ * peaked at 366 MB; with 2, 279-289 MB (3: 296-299), for 10% fewer such pages a second on two
+ * cores (README "Performance", Memory).
+ */
+const COMPRESSIONS_AT_ONCE = 2;
+const compressions = pLimit(COMPRESSIONS_AT_ONCE);
+
+/** The body in `encoding`, compressed in the libuv threadpool, off the event loop (COMPRESSIONS_AT_ONCE at a time). */
 export function compress(body: Buffer, encoding: Encoding): Promise<Buffer> {
-  if (encoding === 'gzip') return gzipAsync(body, { level: GZIP_LEVEL });
-  return brotliAsync(body, {
-    params: { [constants.BROTLI_PARAM_QUALITY]: BROTLI_QUALITY, [constants.BROTLI_PARAM_SIZE_HINT]: body.length },
-  });
+  return compressions(() =>
+    encoding === 'gzip'
+      ? gzipAsync(body, { level: GZIP_LEVEL })
+      : brotliAsync(body, { params: { [constants.BROTLI_PARAM_QUALITY]: BROTLI_QUALITY, [constants.BROTLI_PARAM_SIZE_HINT]: body.length } }),
+  );
 }
+
+/** How many compressions run now and wait their turn (for tests). */
+export const compressionsUnderWay = (): { active: number; pending: number } => ({ active: compressions.activeCount, pending: compressions.pendingCount });
 
 /**
  * Compressed forms of bodies that are asked for again, such as rendered visit pages: kept in
