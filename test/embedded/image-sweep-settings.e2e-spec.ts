@@ -1,14 +1,9 @@
-import { copyFileSync, mkdtempSync, readdirSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readdirSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { cli, cliJson } from '../helpers/cli.js';
+import { demoHeaders } from '../helpers/demo-client.js';
 import { startService } from '../helpers/service-process.js';
-
-interface DemoCredential {
-  clientId: string;
-  clientSecret: string;
-  apiKey: string;
-}
 
 const escaped = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
@@ -35,15 +30,7 @@ describe('images sweep run with another database or image folder than the servic
       const files = readdirSync(folder).sort();
       expect(files.length).toBeGreaterThan(0);
       age(folder);
-      const demo = (JSON.parse(readFileSync(join(dataDir, 'demo-credentials.json'), 'utf8')) as { credentials: DemoCredential[] }).credentials[0];
-      const token = (await (
-        await fetch(`${service.url}/connect/token`, {
-          method: 'POST',
-          headers: { 'svc-api-key': demo.apiKey, 'content-type': 'application/x-www-form-urlencoded' },
-          body: new URLSearchParams({ grant_type: 'client_credentials', client_id: demo.clientId, client_secret: demo.clientSecret }),
-        })
-      ).json()) as { access_token: string };
-      const headers = { 'svc-api-key': demo.apiKey, authorization: `Bearer ${token.access_token}` };
+      const { headers } = await demoHeaders(service.url, dataDir);
       const dishes = (await (await fetch(`${service.url}/menus/dishes?SvcClientId=1001&MenuId=101`, { headers })).json()) as {
         data: { dishes: { image: { url: string } | null }[] };
       };
@@ -108,15 +95,7 @@ describe('images sweep run with another database or image folder than the servic
     const settings = { DATA_DIR: dataDir, IMAGE_STORAGE: 'filesystem', IMAGE_STORAGE_DIR: folder, DEMO_DAYS: '1', LOG_LEVEL: 'warn' };
     const service = await startService(settings);
     try {
-      const demo = (JSON.parse(readFileSync(join(dataDir, 'demo-credentials.json'), 'utf8')) as { credentials: DemoCredential[] }).credentials[0];
-      const token = (await (
-        await fetch(`${service.url}/connect/token`, {
-          method: 'POST',
-          headers: { 'svc-api-key': demo.apiKey, 'content-type': 'application/x-www-form-urlencoded' },
-          body: new URLSearchParams({ grant_type: 'client_credentials', client_id: demo.clientId, client_secret: demo.clientSecret }),
-        })
-      ).json()) as { access_token: string };
-      const headers = { 'svc-api-key': demo.apiKey, authorization: `Bearer ${token.access_token}` };
+      const { headers } = await demoHeaders(service.url, dataDir);
       const dishesOf = async (menu: number): Promise<{ code: string; image: { url: string } | null }[]> =>
         ((await (await fetch(`${service.url}/menus/dishes?SvcClientId=1001&MenuId=${menu}`, { headers })).json()) as { data?: { dishes: { code: string; image: { url: string } | null }[] } }).data
           ?.dishes ?? [];

@@ -1,9 +1,10 @@
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { generateKeyPairSync } from 'node:crypto';
 import Database from 'better-sqlite3';
 import { cli, cliJson } from '../helpers/cli.js';
+import { demoHeaders } from '../helpers/demo-client.js';
 import { startService } from '../helpers/service-process.js';
 
 const SERVICE_KEY = 'the value the service runs with';
@@ -137,20 +138,11 @@ describe('commands that write visits, run with another RESULTS_TIMEZONE than the
     const settings = { DATA_DIR: dataDir, DEMO_DAYS: '1', LOG_LEVEL: 'warn', RESULTS_TIMEZONE: zone };
     const service = await startService(settings);
     try {
-      const demo = (JSON.parse(readFileSync(join(dataDir, 'demo-credentials.json'), 'utf8')) as { credentials: Issued[] }).credentials[0];
-      const token = (await (
-        await fetch(`${service.url}/connect/token`, {
-          method: 'POST',
-          headers: { 'svc-api-key': demo.apiKey, 'content-type': 'application/x-www-form-urlencoded' },
-          body: new URLSearchParams({ grant_type: 'client_credentials', client_id: demo.clientId, client_secret: demo.clientSecret }),
-        })
-      ).json()) as { access_token: string };
+      const { headers } = await demoHeaders(service.url, dataDir);
       const local = (at: Date): string => new Intl.DateTimeFormat('sv-SE', { timeZone: zone, dateStyle: 'short', timeStyle: 'medium' }).format(at).replace(' ', 'T');
       const yesterday = local(new Date(Date.now() - 86_400_000)).slice(0, 10);
       const firstVisit = async (): Promise<{ clientName: string; modificationDate: string }> => {
-        const response = await fetch(`${service.url}/visits/standard?SvcClientId=1001&FromDate=${yesterday}&ToDate=${yesterday}&Take=1&Skip=0`, {
-          headers: { 'svc-api-key': demo.apiKey, authorization: `Bearer ${token.access_token}` },
-        });
+        const response = await fetch(`${service.url}/visits/standard?SvcClientId=1001&FromDate=${yesterday}&ToDate=${yesterday}&Take=1&Skip=0`, { headers });
         return ((await response.json()) as { data: { visits: { clientName: string; modificationDate: string }[] } }).data.visits[0];
       };
       const before = await firstVisit();
