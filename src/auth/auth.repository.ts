@@ -12,7 +12,7 @@ type TextColumn = 'secretHash' | 'scopes' | 'clientIds' | 'brandIds' | 'visitTyp
 
 /** Credentials, their API keys and the token signing keys: all SQL of the auth feature. */
 /** What a retired key keeps of its private part: nothing (see retireSigningKey). */
-export const RETIRED_PRIVATE_KEY = '';
+const RETIRED_PRIVATE_KEY = '';
 
 @Injectable()
 export class AuthRepository {

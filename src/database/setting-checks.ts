@@ -26,7 +26,7 @@ const ZONE = 'RESULTS_TIMEZONE';
 const PREFIX = 'hmac-sha256$';
 
 /** The check value of an API_KEY_HASH_KEY: an HMAC of a label of its own, which no stored hash or sealing key is. */
-export function keyCheckValue(apiKeyHashKey: string): string {
+function keyCheckValue(apiKeyHashKey: string): string {
   return PREFIX + createHmac('sha256', apiKeyHashKey).update('results-service key check').digest('hex');
 }
 
