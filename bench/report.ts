@@ -123,7 +123,8 @@ export function printLegend(): void {
     '(req/s: mean of the two measured runs, listed under "runs": every party of a page ran once, then ' +
       'each again in the same order (A B A B), so drift of the machine shows; paths: distinct request paths the service cycles through, the references answer the first path\'s bytes; ' +
       'bare = node:http, floor = one-route NestJS/Express app, both serving the same bytes from memory; ' +
-      'compressed rows: the bare server sends the bytes the service compressed, with the same Content-Encoding)',
+      'compressed rows: the bare server sends the bytes the service compressed, with the same Content-Encoding; ' +
+      'compressed cache-off rows: those of the first page of the window the service walks)',
   );
   log(
     '(latency in ms as wrk reports it (corrected for coordinated omission), the mean of both runs, max the highest; ' +

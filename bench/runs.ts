@@ -162,18 +162,21 @@ export async function benchPage(context: RunContext, spec: PageSpec, skip: numbe
 
 /**
  * A page asked for with Accept-Encoding `encoding`, against the bare server sending the very
- * bytes the service compressed, with the same Content-Encoding. A service that answers
- * uncompressed gives a row "not compressed" and no run.
+ * bytes the service compressed, with the same Content-Encoding. With `cacheOff`, the cache-off
+ * service walks the window as the cache-off row of the page does (every request another page,
+ * compressed as it is asked for), against the bare server sending the first page's compressed
+ * bytes. A service that answers uncompressed gives a row "not compressed" and no run.
  */
-export async function benchCompressed(context: RunContext, spec: PageSpec, skip: number, encoding: Encoding): Promise<Row | null> {
-  const name = `${spec.name}-${encoding}`;
-  const service = context.cached;
+export async function benchCompressed(context: RunContext, spec: PageSpec, skip: number, encoding: Encoding, cacheOff: boolean): Promise<Row | null> {
+  const name = `${spec.name}-${encoding}${cacheOff ? '-off' : ''}`;
+  const service = cacheOff ? context.off : context.cached;
   if (!context.settings.only.has(name) || !service) return null;
-  const label = `${spec.label}, ${encoding}`;
+  const label = `${spec.label}, ${encoding}${cacheOff ? ', cache off' : ''}`;
   const path = pagePath(context.dates, skip, spec.take);
+  const paths = cacheOff ? offSkips(spec, skip, context.windowCount).map((s) => pagePath(context.dates, s, spec.take)) : [path];
   const headers = { ...(await pageHeaders(service.url, context.credential)), 'accept-encoding': encoding };
   const page = await fetchPage(`${service.url}${path}`, headers, spec.take);
-  const base = { name, label, path, distinctPaths: 1, contentEncoding: page.contentEncoding, bare: null, floor: null, service: null };
+  const base = { name, label, path, distinctPaths: paths.length, contentEncoding: page.contentEncoding, bare: null, floor: null, service: null };
   if (page.contentEncoding === undefined) {
     log(`[${context.kind}] ${label}: the service answered without Content-Encoding; not compressed, not measured`);
     return row({ ...base, bodyBytes: null, note: 'not compressed' });
@@ -184,11 +187,11 @@ export async function benchCompressed(context: RunContext, spec: PageSpec, skip:
     ]);
   }
   const what = `[${context.kind}] ${label}`;
-  log(`${what}: ${page.bytes.length} bytes ${encoding}`);
+  log(`${what}: ${page.bytes.length} bytes ${encoding}` + (cacheOff ? `; walks ${paths.length} pages` : ''));
   const bare = await startBareServer(await writeBody(context, name, page), page.contentType, encoding);
   const measured = await alternate(what, [
     referenceParty('bare', bare, { paths: [path], headers }, context),
-    serviceParty('service', service, { origin: service.url, paths: [path], headers }, context),
+    serviceParty('service', service, { origin: service.url, paths, headers }, context),
   ]);
   await bare.stop();
   const after = await fetchPage(`${service.url}${path}`, headers, spec.take);

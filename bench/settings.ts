@@ -72,6 +72,7 @@ export const ROW_NAMES: string[] = [
   ...PAGES.map((p) => p.name),
   ...PAGES.map((p) => `${p.name}-off`),
   ...PAGES.filter((p) => p.compressed).flatMap((p) => ENCODINGS.map((e) => `${p.name}-${e}`)),
+  ...PAGES.filter((p) => p.compressed).flatMap((p) => ENCODINGS.map((e) => `${p.name}-${e}-off`)),
   ...FEEDS.map((f) => f.name),
   'token',
 ];
@@ -120,7 +121,8 @@ export function readSettings(env: NodeJS.ProcessEnv = process.env): Settings {
 
 /**
  * The rows BENCH_ONLY selects: a name selects that row and the rows named after it with a
- * suffix ('first' is first, first-off, first-gzip and first-br; 'feed' both feeds).
+ * suffix ('first' is first, first-off, first-gzip, first-br, first-gzip-off and first-br-off;
+ * 'first-gzip' is first-gzip and first-gzip-off; 'feed' both feeds).
  */
 function onlyRows(raw: string | undefined): Set<string> {
   const names = listOf(raw, ROW_NAMES.join(','));

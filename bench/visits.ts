@@ -11,7 +11,9 @@
 // on a second service with the cache off (first-off ...: VISITS_CACHE_MB=0, every request
 // another page: many partners pulling different data at once); the first page and Take=1000
 // with Accept-Encoding gzip and br (first-gzip ...), against the bare server sending the same
-// compressed bytes; the change feed at Take=500 from the start of the history and at 95% of
+// compressed bytes, on both services (first-gzip-off ...: every request another page, each
+// compressed as it is asked for, which is what partners pulling different data cost and where
+// the service's memory peaks); the change feed at Take=500 from the start of the history and at 95% of
 // it (feed-start, feed-deep), every request the next page; POST /connect/token (token).
 //
 // Run: npm run bench (builds the service and the bench, then runs this file). Needs wrk (the
@@ -25,7 +27,8 @@
 //   BENCH_DATABASES        comma-separated, sqlite and/or postgres (default sqlite,postgres)
 //   BENCH_ONLY             comma-separated rows to run (default all); a name also selects the
 //                          rows named after it with a suffix: first = first, first-off,
-//                          first-gzip, first-br; feed = feed-start, feed-deep
+//                          first-gzip, first-br, first-gzip-off, first-br-off;
+//                          feed = feed-start, feed-deep
 //   BENCH_TOKEN_DURATION   seconds of the measured token run (default BENCH_DURATION)
 //   BENCH_POSTGRES_URL     server of the postgres runs (default postgres://postgres@127.0.0.1:5432/test)
 //
@@ -113,8 +116,10 @@ async function measureRows(context: RunContext, deepSkip: number): Promise<Row[]
   for (const spec of PAGES) rows.push(...(await benchPage(context, spec, skipOf(spec.deep))));
   // Cached rows first, then the cache-off rows, as the table has always listed them.
   rows.sort((a, b) => Number(a.name.endsWith('-off')) - Number(b.name.endsWith('-off')));
-  for (const spec of PAGES.filter((p) => p.compressed)) {
-    for (const encoding of ENCODINGS) rows.push(...[await benchCompressed(context, spec, skipOf(spec.deep), encoding)].filter((r) => r !== null));
+  for (const cacheOff of [false, true]) {
+    for (const spec of PAGES.filter((p) => p.compressed)) {
+      for (const encoding of ENCODINGS) rows.push(...[await benchCompressed(context, spec, skipOf(spec.deep), encoding, cacheOff)].filter((r) => r !== null));
+    }
   }
   for (const spec of FEEDS) rows.push(...[await benchFeed(context, spec)].filter((r) => r !== null));
   rows.push(...[await benchToken(context)].filter((r) => r !== null));
