@@ -394,20 +394,32 @@ describe(`GET /visits/standard/changes and /visits/plus/changes (${process.env.T
     expect((JSON.parse(res.text) as { errors: string[] }).errors).toEqual(["'after' is a page token of another query."]);
   });
 
-  it('gives a token held from before a restore the changes written after it: the sequence goes on from the clock, not from the backup', async () => {
+  it('refuses a token given out after the backup a restore went back to, also once the restored data is written to; one of before the backup reads on', async () => {
     const db = t.app.get(DataSource);
-    const { after } = await follow(`/visits/standard/changes?SvcClientId=1001&Since=${hourAgo()}&Take=1000`, '&Take=1000');
+    const { after: beforeBackup } = await follow(`/visits/standard/changes?SvcClientId=1001&Since=${hourAgo()}&Take=1000`, '&Take=1000');
     const [{ s: backup }] = await db.query<{ s: number | string }[]>('SELECT change_seq AS s FROM clients WHERE id = 1001');
     // Written after the backup: the partner reads it and holds the token after it.
     const [a, b] = client1001().slice(20, 22);
     await importVisits(t, [{ ...a, recommendComment: 'Before the restore' }]);
-    const read = await page(`/visits/standard/changes?SvcClientId=1001&Take=1000&after=${encodeURIComponent(after)}`);
+    const read = await page(`/visits/standard/changes?SvcClientId=1001&Take=1000&after=${encodeURIComponent(beforeBackup)}`);
     expect(read.data.visits.map((v) => [v.visitId, v.recommendComment])).toEqual([[a.visitId, 'Before the restore']]);
-    // The restore: the client's write sequence as the backup had it.
+    // The restore: the client's write sequence as the backup had it (the block of numbers the
+    // write above took, which the backup did not hold, goes with the next write), then a write
+    // moving the sequence past the token's number.
     await db.query(`UPDATE clients SET change_seq = ${Number(backup)} WHERE id = 1001`);
     await importVisits(t, [{ ...b, recommendComment: 'After the restore' }]);
-    const next = await page(`/visits/standard/changes?SvcClientId=1001&Take=1000&after=${encodeURIComponent(read.paging.after)}`);
-    expect(next.data.visits.map((v) => [v.visitId, v.recommendComment])).toEqual([[b.visitId, 'After the restore']]);
+    const lost = await get(`/visits/standard/changes?SvcClientId=1001&Take=1000&after=${encodeURIComponent(read.paging.after)}`);
+    expect(lost.status).toBe(400);
+    expect(lost.headers['content-type']).toBe(PROBLEM);
+    expect(JSON.parse(lost.text)).toMatchObject({
+      status: 400,
+      errors: ["'after' is further on than the feed: the service's data was restored from an earlier backup. Start again from 'Since' (a time before the backup was taken) and read the feed through."],
+    });
+    // A token of before the backup is one the restored database gave out: it reads the write after the restore.
+    const next = await page(`/visits/standard/changes?SvcClientId=1001&Take=1000&after=${encodeURIComponent(beforeBackup)}`);
+    expect(next.data.visits.map((v) => [v.visitId, v.recommendComment])).toContainEqual([b.visitId, 'After the restore']);
+    // And so does the token of that page, at the head.
+    expect((await page(`/visits/standard/changes?SvcClientId=1001&Take=1000&after=${encodeURIComponent(next.paging.after)}`)).data.visits).toEqual([]);
   });
 
   it('names data written after a restore by another ETag than any given out before it, though as many writes were made since the backup', async () => {

@@ -8,6 +8,7 @@ import { Client } from '../clients/entities/client.entity.js';
 import { DishImage } from '../menus/entities/dish-image.entity.js';
 import { Dish } from '../menus/entities/dish.entity.js';
 import { Menu } from '../menus/entities/menu.entity.js';
+import { SequenceBlock } from '../visits/entities/sequence-block.entity.js';
 import { VisitDeparture } from '../visits/entities/visit-departure.entity.js';
 import { VisitDocument } from '../visits/entities/visit-document.entity.js';
 import { VisitType } from '../visits/entities/visit-type.entity.js';
@@ -24,6 +25,7 @@ export const ENTITIES = [
   Visit,
   VisitDocument,
   VisitDeparture,
+  SequenceBlock,
   Menu,
   Dish,
   DishImage,

@@ -42,6 +42,7 @@ const COMMITTED_NAMES = [
   'AddDishMenuOrderIndex1796100000000', 'AddDishMenuOrderIndex1796100000001',
   'AddSettingChecks1796200000000', 'AddSettingChecks1796200000001',
   'EraseRetiredSigningKeys1796300000000', 'EraseRetiredSigningKeys1796300000001',
+  'RecordSequenceBlocks1796400000000', 'RecordSequenceBlocks1796400000001',
 ];
 
 describe('the names of the migrations', () => {

@@ -114,9 +114,11 @@ export class VisitChangesService {
     const scope = changesScope(query)!;
     const after = positionOf(query);
     const start = after ? Number(after[0]) : await this.sinceStart(query);
-    // A token past every write the client has had was issued before the database was restored
-    // from a backup: its changes since are numbered again below it, and would never be sent.
-    if (after && start > (await this.repo.changeHead(selection.clientId))) throw new ValidationProblem([AFTER_AHEAD_OF_FEED]);
+    // A token past every write the client has had, or between the blocks of numbers its writes
+    // took, was issued before the database was restored from an earlier backup: the writes it
+    // passed after the backup are gone (a partner's copy holds them still), and reading on
+    // from it would never tell.
+    if (after && !(await this.repo.gaveOutFeedPosition(selection.clientId, start))) throw new ValidationProblem([AFTER_AHEAD_OF_FEED]);
     // A credential given more brands or visit types since the token was given out: the visits
     // of those written before it are behind the token, and reading on would never show them.
     // (Brands of the credential's other clients are none of this feed's.)

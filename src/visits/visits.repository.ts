@@ -502,6 +502,30 @@ export class VisitsRepository {
   }
 
   /**
+   * Whether a change-feed token's position is one this database gave out: not past the client's
+   * last write sequence number, and not between two of the blocks of numbers its writes took
+   * (SequenceBlock), where only a token of the database as it was before a restore from an
+   * earlier backup can be: the writes after the backup that it passed are gone, and the first
+   * write after the restore moved the sequence past the clock, over the numbers they had. A
+   * number right before a block is the start of a feed from Since (changesStart); a number
+   * before every block kept is taken (a token from before blocks were recorded, or older than
+   * they are kept).
+   */
+  async gaveOutFeedPosition(clientId: number, position: number): Promise<boolean> {
+    // SQLite numbers its `?` in the order they are written: the position twice, then the client.
+    const [at, client, params] = this.postgres ? ['$2', '$1', [clientId, position]] : ['?', '?', [position, position, clientId]];
+    const [row] = await this.db.query<{ head: number | string; covering: number | string | null; earlier: number | boolean }[]>(
+      `SELECT c.change_seq AS head,
+        (SELECT b.first_seq FROM sequence_blocks b WHERE b.client_id = c.id AND b.last_seq >= ${at} ORDER BY b.last_seq LIMIT 1) AS covering,
+        EXISTS (SELECT 1 FROM sequence_blocks b WHERE b.client_id = c.id AND b.last_seq < ${at}) AS earlier
+      FROM clients c WHERE c.id = ${client}`,
+      params,
+    );
+    if (row === undefined || position > Number(row.head)) return false;
+    return row.covering === null || position >= Number(row.covering) - 1 || !row.earlier;
+  }
+
+  /**
    * The client's last write sequence number, committed with the visits that took it and every
    * smaller one (see upsertBatch): a feed read after this has seen every visit up to it.
    */
