@@ -8,4 +8,4 @@
  */
 export { createRandom, type Random } from './random.js';
 export { demoClients, demoMenus, type DemoClient, type DemoDish, type DemoMenu } from './demo-catalogue.js';
-export { demoReviews, demoVisits } from './demo-visits.js';
+export { DemoReviews, demoReviews, demoVisits, eachDemoVisit } from './demo-visits.js';

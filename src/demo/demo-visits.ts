@@ -63,18 +63,34 @@ function branchProfiles(random: Random): BranchProfile[] {
   );
 }
 
+/** What the demo's visits are made for: the days before `today`, in `zone`, from a seed. */
+export interface DemoVisitsOptions {
+  today: string;
+  days: number;
+  seed?: number;
+  zone?: string;
+}
+
 /**
  * Visit import records, one per visit, for each day from `today - days` to yesterday (today
  * itself is never included), with `completedAt` placed in `zone` (Europe/London by default).
  */
-export function demoVisits(options: { today: string; days: number; seed?: number; zone?: string }): Record<string, unknown>[] {
+export function demoVisits(options: DemoVisitsOptions): Record<string, unknown>[] {
+  return [...eachDemoVisit(options)];
+}
+
+/**
+ * The visits of demoVisits one at a time, as they are made: a year of them is some 80 MB of
+ * JSON and three times that as objects, more than the service's heap (the image gives it 256
+ * MB), so the demo writes each to its file as it comes.
+ */
+export function* eachDemoVisit(options: DemoVisitsOptions): Generator<Record<string, unknown>> {
   const { today, days, zone = DEFAULT_ZONE } = options;
   requireCalendarDate(today);
   if (!Number.isSafeInteger(days) || days < 0) throw new Error(`days must be a non-negative integer: ${days}`);
   const random = createRandom(options.seed ?? DEFAULT_SEED);
   const branches = branchProfiles(random);
   const context: VisitContext = { random, guests: new GuestBook(random), todayMs: midnightOf(today), zone };
-  const visits: Record<string, unknown>[] = [];
   let nextId = FIRST_VISIT_ID;
 
   for (let offset = days; offset >= 1; offset--) {
@@ -85,10 +101,9 @@ export function demoVisits(options: { today: string; days: number; seed?: number
       let count = 0;
       for (let slot = 0; slot < 3; slot++) if (random.chance(expected / 3)) count++;
       const starts = Array.from({ length: count }, () => visitStart(random)).sort((a, b) => a - b);
-      for (const start of starts) visits.push(buildVisit(context, nextId++, branch, dayMs + start * MINUTE));
+      for (const start of starts) yield buildVisit(context, nextId++, branch, dayMs + start * MINUTE);
     }
   }
-  return visits;
 }
 
 /** Minutes after midnight: lunch (12:00-14:45) or dinner (17:30-21:45), in five-minute steps. */
@@ -317,9 +332,35 @@ function answerQuestion(q: QuestionTemplate, context: AnswerContext): Answer {
  * back with their overall score moved by a few points, so the change feed has re-scored
  * visits to show after the first import.
  */
-export function demoReviews(visits: Record<string, unknown>[], perClient = 3): Record<string, unknown>[] {
-  const clients = [...new Set(visits.map((v) => v.clientId))];
-  const recent = clients.flatMap((client) => visits.filter((v) => v.clientId === client && v.visitType === 'MV').slice(-perClient));
+export function demoReviews(visits: Iterable<Record<string, unknown>>, perClient = 3): Record<string, unknown>[] {
+  const reviews = new DemoReviews(perClient);
+  for (const visit of visits) reviews.see(visit);
+  return reviews.reviews();
+}
+
+/**
+ * demoReviews of visits seen one at a time, in the order made: it keeps the last `perClient`
+ * MV visits of each client only (clients in the order their first visit came).
+ */
+export class DemoReviews {
+  private readonly recent = new Map<unknown, Record<string, unknown>[]>();
+
+  constructor(private readonly perClient = 3) {}
+
+  see(visit: Record<string, unknown>): void {
+    const kept = this.recent.get(visit.clientId) ?? [];
+    this.recent.set(visit.clientId, kept);
+    if (visit.visitType !== 'MV') return;
+    kept.push(visit);
+    if (kept.length > this.perClient) kept.shift();
+  }
+
+  reviews(): Record<string, unknown>[] {
+    return rescored([...this.recent.values()].flat());
+  }
+}
+
+function rescored(recent: Record<string, unknown>[]): Record<string, unknown>[] {
   return recent.map((visit, i) => {
     const score = Number(visit.visitScore);
     const moved = round(Math.min(100, Math.max(0, score + (i % 2 === 0 ? 2.5 : -3))), 1);

@@ -1,4 +1,7 @@
+import { once } from 'node:events';
+import { createWriteStream } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { finished } from 'node:stream/promises';
 import { hostname, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Injectable, Logger } from '@nestjs/common';
@@ -16,7 +19,7 @@ import { AppConfig } from '../config/app-config.js';
 import { oneProcessAtATime } from '../database/migration-tools.js';
 import { MenusImportService } from '../menus/menus-import.service.js';
 import { VisitsImportService } from '../visits/visits-import.service.js';
-import { demoClients, demoMenus, demoReviews, demoVisits } from './demo-data.js';
+import { DemoReviews, demoClients, demoMenus, eachDemoVisit } from './demo-data.js';
 import { writeDemoImage } from './demo-images.js';
 
 export const DEMO_CREDENTIALS_FILE = 'demo-credentials.json';
@@ -113,13 +116,14 @@ export class DemoService {
         await writeFile(file, JSON.stringify(client.branches));
         branches += check(await this.branches.importFile(client.id, file));
       }
+      // Written as they are made: a year of visits is more than the heap holds at once.
       const visitsFile = join(work, 'visits.ndjson');
-      const generated = demoVisits({ today, days: this.config.DEMO_DAYS, zone: this.config.RESULTS_TIMEZONE });
-      await writeFile(visitsFile, generated.map((v) => JSON.stringify(v)).join('\n'));
+      const reviews = new DemoReviews();
+      await writeJsonLines(visitsFile, eachDemoVisit({ today, days: this.config.DEMO_DAYS, zone: this.config.RESULTS_TIMEZONE }), (visit) => reviews.see(visit));
       const visits = check(await this.visits.importFile(visitsFile));
       // Then the reviews of the latest mystery visits, re-scored: the change feed shows them last.
       const reviewsFile = join(work, 'reviews.ndjson');
-      await writeFile(reviewsFile, demoReviews(generated).map((v) => JSON.stringify(v)).join('\n'));
+      await writeJsonLines(reviewsFile, reviews.reviews());
       check(await this.visits.importFile(reviewsFile));
 
       let menus = 0;
@@ -236,4 +240,18 @@ function check(report: ImportReport): number {
     throw new Error(`demo import of ${report.file} rejected records: ${JSON.stringify(report.rejected.slice(0, 3))}`);
   }
   return report.imported;
+}
+
+/** Writes each item as a line of JSON, at the pace the file takes them; `seen` is told each one. */
+async function writeJsonLines<T>(path: string, items: Iterable<T>, seen: (item: T) => void = () => undefined): Promise<void> {
+  const out = createWriteStream(path);
+  try {
+    for (const item of items) {
+      seen(item);
+      if (!out.write(`${JSON.stringify(item)}\n`)) await once(out, 'drain');
+    }
+  } finally {
+    out.end();
+  }
+  await finished(out);
 }
