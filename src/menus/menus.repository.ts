@@ -8,7 +8,7 @@ import { DishImage } from './entities/dish-image.entity.js';
 import { Dish } from './entities/dish.entity.js';
 import { Menu } from './entities/menu.entity.js';
 import type { PreparedImage } from './image-inspector.js';
-import type { ImageStorage, StoredBytes } from './image-storage.js';
+import { DamagedImageFile, type ImageStorage, type StoredBytes } from './image-storage.js';
 
 export const IMAGE_STORAGE = Symbol('ImageStorage');
 
@@ -272,14 +272,22 @@ export class MenusRepository {
   }
 
   /**
-   * Whether the file of a stored image (one kept in the folder) is still there at its size, as
-   * the image served (see FileImageStorage.read) needs it. The same image uploaded or imported
-   * again over a file lost or cut short (a restore that left it out, a disk fault) was taken
-   * for unchanged, and the image stayed a 500, where the README's way out is to upload it again.
+   * Whether the file of a stored image (one kept in the folder) still holds the image, checked
+   * as the image served is (FileImageStorage.read: its size, then its SHA-256). The same image
+   * uploaded or imported again over a file lost, cut short or changed at its size (a restore
+   * that left it out, a disk fault) was taken for unchanged, and the image stayed a 500, where
+   * the README's way out is to upload it again.
    */
   private async fileHolds(previous: Pick<DishImage, 'storageKey'>, image: PreparedImage): Promise<boolean> {
     if (previous.storageKey === null) return true;
-    return (await this.storage.folder.sizeOf(previous.storageKey)) === image.data.length;
+    const stored = { data: null, storageKey: previous.storageKey, bytes: image.data.length, sha256: image.sha256 };
+    return this.storage.folder.read(stored).then(
+      () => true,
+      (error: unknown) => {
+        if (error instanceof DamagedImageFile) return false;
+        throw error;
+      },
+    );
   }
 
   /** Every image kept in a file: its key, size and SHA-256 as stored (what `images sweep` checks the folder against). */
