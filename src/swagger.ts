@@ -19,6 +19,19 @@ const REQUEST_ID_HEADER = {
   schema: { type: 'string', maxLength: 128 },
 };
 
+/**
+ * The id of a discovery document's answer, which shared caches keep and serve to everyone: always
+ * one of its own, never the caller's (see src/common/shared-answer.ts). Named apart from
+ * X-Request-Id in the contract's headers, as the response header is the same.
+ */
+const SHARED_REQUEST_ID = 'X-Request-Id.sharedAnswer';
+const SHARED_REQUEST_ID_HEADER = {
+  required: true,
+  description:
+    "The answer's id, as the service's logs keep it: a UUID of its own, never the request's `X-Request-Id` (shared caches keep this answer and serve it to everyone). Quote it with the problem's `instance` when reporting an error.",
+  schema: { type: 'string', maxLength: 128 },
+};
+
 const RETRY_AFTER = {
   required: true,
   description: 'Seconds to wait before retrying.',
@@ -140,7 +153,7 @@ function complete(document: OpenAPIObject, config: AppConfig): OpenAPIObject {
         if (status === '401') headers['WWW-Authenticate'] = ref(path === TOKEN_PATH ? TOKEN_CHALLENGE : 'WWW-Authenticate');
         if (status === '403') headers['WWW-Authenticate'] = ref(INSUFFICIENT_SCOPE_HEADER);
         if (status === '429' || status === '503') headers['Retry-After'] = ref('Retry-After');
-        headers['X-Request-Id'] = ref('X-Request-Id');
+        headers['X-Request-Id'] = ref(path.startsWith('/.well-known/') ? SHARED_REQUEST_ID : 'X-Request-Id');
         if (Object.keys(headers).length > 0) response.headers = headers;
       }
     }
@@ -153,6 +166,7 @@ function complete(document: OpenAPIObject, config: AppConfig): OpenAPIObject {
       ...RATE_LIMIT_HEADERS,
       'Retry-After': RETRY_AFTER,
       'X-Request-Id': REQUEST_ID_HEADER,
+      [SHARED_REQUEST_ID]: SHARED_REQUEST_ID_HEADER,
       'WWW-Authenticate': WWW_AUTHENTICATE,
       [TOKEN_CHALLENGE]: TOKEN_WWW_AUTHENTICATE,
       [INSUFFICIENT_SCOPE_HEADER]: INSUFFICIENT_SCOPE,

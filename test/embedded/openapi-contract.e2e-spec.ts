@@ -155,6 +155,22 @@ describe('the committed contract (openapi/openapi.json) says what the API does',
     }
   });
 
+  it("documents X-Request-Id on every response: the caller's own echoed, but for the discovery documents, which always get a generated one", () => {
+    let discovery = 0;
+    for (const { where, path, operation } of operations) {
+      for (const [code, response] of Object.entries(operation.responses)) {
+        const at = `${where} -> ${code}`;
+        const { description } = headersOf(response)['X-Request-Id'] as { description?: string };
+        // A shared cache keeps a discovery document, and serves its headers to everyone (src/common/shared-answer.ts).
+        const shared = path.startsWith('/.well-known/');
+        if (shared) discovery++;
+        expect({ at, echoed: /echoed/.test(description ?? '') }).toEqual({ at, echoed: !shared });
+        expect({ at, generated: /UUID/.test(description ?? '') }).toEqual({ at, generated: true });
+      }
+    }
+    expect(discovery).toBeGreaterThanOrEqual(2);
+  });
+
   it('documents the rate-limit headers, IETF and X-Rate-Limit-*, on every rate-limited response', () => {
     const names = ['RateLimit', 'RateLimit-Policy', 'X-Rate-Limit-Limit', 'X-Rate-Limit-Remaining', 'X-Rate-Limit-Reset'];
     let checked = 0;

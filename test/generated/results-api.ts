@@ -743,6 +743,8 @@ export interface components {
         "X-Rate-Limit-Reset": string;
         /** @description The request's id, as the service's logs keep it: the request's own `X-Request-Id` when that is 1 to 128 letters, digits and `-_.:` (it is echoed), else a UUID. Quote it with the problem's `instance` when reporting an error. */
         "X-Request-Id": string;
+        /** @description The answer's id, as the service's logs keep it: a UUID of its own, never the request's `X-Request-Id` (shared caches keep this answer and serve it to everyone). Quote it with the problem's `instance` when reporting an error. */
+        "X-Request-Id.sharedAnswer": string;
     };
     pathItems: never;
 }
@@ -760,7 +762,7 @@ export interface operations {
             /** @description RFC 7517 key set; `kid` is the RFC 7638 thumbprint. */
             200: {
                 headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Request-Id": components["headers"]["X-Request-Id.sharedAnswer"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -784,7 +786,7 @@ export interface operations {
             /** @description An `Expect` other than `100-continue`, which is the only expectation met; the connection closes. */
             417: {
                 headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Request-Id": components["headers"]["X-Request-Id.sharedAnswer"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -802,7 +804,7 @@ export interface operations {
             /** @description The request line and headers are larger than 16 KiB; the connection closes. */
             431: {
                 headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Request-Id": components["headers"]["X-Request-Id.sharedAnswer"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -820,7 +822,7 @@ export interface operations {
             /** @description Internal error; quote the instance. */
             500: {
                 headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Request-Id": components["headers"]["X-Request-Id.sharedAnswer"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -839,7 +841,7 @@ export interface operations {
             503: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Request-Id": components["headers"]["X-Request-Id.sharedAnswer"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -868,7 +870,7 @@ export interface operations {
             /** @description Issuer, token endpoint, JWKS address, grant types, authentication methods and scopes. */
             200: {
                 headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Request-Id": components["headers"]["X-Request-Id.sharedAnswer"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -887,7 +889,7 @@ export interface operations {
             /** @description An `Expect` other than `100-continue`, which is the only expectation met; the connection closes. */
             417: {
                 headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Request-Id": components["headers"]["X-Request-Id.sharedAnswer"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -905,7 +907,7 @@ export interface operations {
             /** @description The request line and headers are larger than 16 KiB; the connection closes. */
             431: {
                 headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Request-Id": components["headers"]["X-Request-Id.sharedAnswer"];
                     [name: string]: unknown;
                 };
                 content: {
