@@ -4,7 +4,9 @@ import { DataSource, IsNull, type FindOptionsWhere } from 'typeorm';
 import { ApiKey } from './entities/api-key.entity.js';
 import { Credential } from './entities/credential.entity.js';
 import { SigningKey } from './entities/signing-key.entity.js';
+import type { AppConfig } from '../config/app-config.js';
 import { databaseNow } from '../database/database-clock.js';
+import { assertKeyCheck } from '../database/setting-checks.js';
 import { inTransaction } from '../database/transaction.js';
 
 /** The columns of a credential a compare and set may compare: its texts (a timestamp reads back in another form). */
@@ -125,6 +127,14 @@ export class AuthRepository {
 
   allSigningKeys(): Promise<SigningKey[]> {
     return this.db.getRepository(SigningKey).find({ order: { createdAt: 'DESC', kid: 'DESC' } });
+  }
+
+  /**
+   * Refuses (an OperatorError), before a signing key is sealed, when the database's check value
+   * of API_KEY_HASH_KEY is another value's (see src/database/setting-checks.ts).
+   */
+  assertKeyCheck(config: AppConfig): Promise<void> {
+    return assertKeyCheck(this.db, config);
   }
 
   /** In a transaction, for the event loop's sake as replaceSecretHash: the service makes its first key on first use when it could not at start. */

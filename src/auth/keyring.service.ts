@@ -331,7 +331,11 @@ export class KeyringService implements OnModuleInit {
       );
     }
     // A key sealed under another API_KEY_HASH_KEY than the service's would verify everywhere and
-    // sign nowhere: a command run with another value is refused before it adds one.
+    // sign nowhere: a command run with another value is refused before it adds one. Judged by the
+    // database's check value first: the first key of an empty ring, which every process (any
+    // command too) makes at its start, was sealed under whatever value the process had, and
+    // a service that opened none of the keys stopped (exit 78).
+    await this.repo.assertKeyCheck(this.config);
     const unopened = (await this.repo.activeSigningKeys()).filter((row) => this.opened(row) === null).map((row) => row.kid);
     if (unopened.length > 0) {
       throw new OperatorError(

@@ -95,6 +95,26 @@ describe('commands that issue or seal keys and secrets, run with another API_KEY
     await (await startService(settings)).stop();
   });
 
+  it("writes no first signing key into the database's empty ring, sealed under its other value, where the service could open none then", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'results-setting-checks-'));
+    // Keys from the setting: the database's ring stays empty, and the start stores the check value.
+    const pem = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+    const ring = { DATA_DIR: dataDir, SEED_DEMO: 'false', LOG_LEVEL: 'warn', API_KEY_HASH_KEY: SERVICE_KEY };
+    await (await startService({ ...ring, JWT_SIGNING_KEYS: pem })).stop();
+
+    // Any command, run where the keys' setting is not given and with another value.
+    const listed = await cli(['clients', 'list'], { ...ring, API_KEY_HASH_KEY: OTHER_KEY });
+    expect(listed.code).toBe(0);
+    const db = new Database(join(dataDir, 'results.sqlite'));
+    const stored = db.prepare('SELECT kid FROM signing_keys').all();
+    db.close();
+    expect(stored).toEqual([]);
+
+    // Moved to the database's ring, the service makes its first key and serves.
+    await (await startService(ring)).stop();
+    expect(await cliJson<unknown[]>(['signing-keys', 'list'], ring)).toHaveLength(1);
+  });
+
   it('changed on purpose, as the README says (the check removed, the old signing keys retired with --force), the service starts with the new value', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'results-setting-checks-'));
     const settings = { DATA_DIR: dataDir, SEED_DEMO: 'false', LOG_LEVEL: 'warn', API_KEY_HASH_KEY: SERVICE_KEY };
