@@ -63,12 +63,14 @@ export interface SessionSettings {
   timezone: string;
   intervalstyle: string;
   extra_float_digits: string;
+  /** The server's version (120000 for 12.0): what extra_float_digits needs depends on it. */
+  server_version_num: string;
 }
 
 export const SESSION_SETTINGS_SQL =
   "SELECT current_setting('search_path') AS search_path, current_setting('DateStyle') AS datestyle, " +
   "current_setting('TimeZone') AS timezone, current_setting('IntervalStyle') AS intervalstyle, " +
-  "current_setting('extra_float_digits') AS extra_float_digits";
+  "current_setting('extra_float_digits') AS extra_float_digits, current_setting('server_version_num') AS server_version_num";
 
 /**
  * What differs between the settings a session was started with and those it runs with, in one
@@ -87,8 +89,10 @@ export function sessionSettingsProblem(row: SessionSettings, schema: string): st
     ...(row.datestyle.startsWith('ISO,') ? [] : [`DateStyle is ${row.datestyle}, not ISO`]),
     ...(['UTC', 'Etc/UTC'].includes(row.timezone) ? [] : [`TimeZone is ${row.timezone}, not UTC`]),
     ...(row.intervalstyle === 'postgres' ? [] : [`IntervalStyle is ${row.intervalstyle}, not postgres`]),
-    // Any value from 1 writes each double exactly (see SESSION_SETTINGS): a role's 1, PostgreSQL's default, passes.
-    ...(Number(row.extra_float_digits) >= 1 ? [] : [`extra_float_digits is ${row.extra_float_digits}, not 1 or more`]),
+    // From PostgreSQL 12 any value from 1 writes each double exactly (see SESSION_SETTINGS): a
+    // role's 1, PostgreSQL's default, passes. Before 12 a value is digits added to 15, and a
+    // double needs 17: 1 wrote 16, read back as another number.
+    ...(Number(row.extra_float_digits) >= leastFloatDigits(row) ? [] : [`extra_float_digits is ${row.extra_float_digits}, not ${leastFloatDigits(row)} or more`]),
   ];
   if (wrong.length === 0) return null;
   return (
@@ -97,6 +101,9 @@ export function sessionSettingsProblem(row: SessionSettings, schema: string): st
     'Give them to the role instead (README, "Running on PostgreSQL and Redis")'
   );
 }
+
+/** The least extra_float_digits with which the server writes each double exactly. */
+const leastFloatDigits = (row: SessionSettings): number => (Number(row.server_version_num) >= 120000 ? 1 : 2);
 
 /**
  * Checks each connection of the pool once, when it is made, before it runs anything: where the
