@@ -39,9 +39,10 @@ export function registerMenus(program: Command, cli: CliContext): void {
     .description('import menus with their dishes and images (JSON); all of the file or nothing')
     .requiredOption('--client <id>', 'client id', positiveInt('--client'))
     .argument('<file>', 'file to import')
+    .option('--force', "write images into a folder that holds none of the database's image files: its own, their files all lost (a restore that left them out)")
     .action(
-      cli.action(async (file: string, opts: { client: number }) =>
-        cli.withApp(async (app) => importOutput(await app.get(MenusImportService).importFile(opts.client, cli.file(file)))),
+      cli.action(async (file: string, opts: { client: number; force?: boolean }) =>
+        cli.withApp(async (app) => importOutput(await app.get(MenusImportService).importFile(opts.client, cli.file(file), { force: opts.force === true }))),
       ),
     );
   program

@@ -33,7 +33,8 @@ export class MenusImportService {
     @Inject(IMAGE_STORAGE) private readonly storage: ImageStorage,
   ) {}
 
-  async importFile(clientId: number, path: string): Promise<ImportReport> {
+  /** `force`: write images into a folder that holds none of the database's image files (see refuseAnotherFolder). */
+  async importFile(clientId: number, path: string, { force = false }: { force?: boolean } = {}): Promise<ImportReport> {
     await this.clients.requireClient(clientId);
     const report: ImportReport = { file: path, imported: 0, rejected: [] };
     const menus: MenuWithDishes[] = [];
@@ -56,7 +57,7 @@ export class MenusImportService {
       } else report.rejected.push(rejectedAt(record, errors));
     }
     if (report.rejected.length === 0) {
-      if (menus.some((m) => m.dishes.some((d) => d.image !== null))) await this.refuseAnotherFolder();
+      if (!force && menus.some((m) => m.dishes.some((d) => d.image !== null))) await this.refuseAnotherFolder();
       await this.repo.saveMenus(menus);
       report.imported = menus.length;
     }
@@ -67,7 +68,9 @@ export class MenusImportService {
    * Refuses to write image files into a folder that holds none of the database's: run with
    * another IMAGE_STORAGE_DIR than the service's, an import wrote its images where the service
    * never reads them, exit 0, and each answered 500 from then on. Up to LOOKED_FOR of the
-   * database's image files are looked for; a database with none (a new one) cannot tell.
+   * database's image files are looked for; a database with none (a new one) cannot tell. The
+   * service's own folder whose files were all lost (a restore that left them out) looks the
+   * same, and an import writing them again is the way out: it goes with `force`.
    */
   private async refuseAnotherFolder(): Promise<void> {
     if (!(this.storage instanceof FileImageStorage)) return;
@@ -77,7 +80,8 @@ export class MenusImportService {
     throw new OperatorError(
       `IMAGE_STORAGE_DIR ${this.storage.dir} holds none of the files of the database's images (${keys.length} looked for): ` +
         'the service keeps them in another folder, and would not serve the images this import wrote here. ' +
-        'Run it with the IMAGE_STORAGE_DIR the service runs with (images sweep --verify --dry-run lists images whose files are missing). Nothing was written.',
+        'Run it with the IMAGE_STORAGE_DIR the service runs with (images sweep --verify --dry-run lists images whose files are missing), ' +
+        'or with --force if this is that folder and the files were lost. Nothing was written.',
     );
   }
 

@@ -1,4 +1,4 @@
-import { copyFileSync, mkdtempSync, readdirSync, utimesSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readdirSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { cli, cliJson } from '../helpers/cli.js';
@@ -119,7 +119,8 @@ describe('images sweep run with another database or image folder than the servic
         stderr:
           `error: IMAGE_STORAGE_DIR ${another} holds none of the files of the database's images (${readdirSync(folder).length} looked for): ` +
           'the service keeps them in another folder, and would not serve the images this import wrote here. ' +
-          'Run it with the IMAGE_STORAGE_DIR the service runs with (images sweep --verify --dry-run lists images whose files are missing). Nothing was written.\n',
+          'Run it with the IMAGE_STORAGE_DIR the service runs with (images sweep --verify --dry-run lists images whose files are missing), ' +
+          'or with --force if this is that folder and the files were lost. Nothing was written.\n',
       });
       expect(readdirSync(another)).toEqual([]);
       expect(await dishesOf(9101)).toEqual([]);
@@ -129,6 +130,18 @@ describe('images sweep run with another database or image folder than the servic
       const [dish] = await dishesOf(9101);
       expect(dish.code).toBe('IM-1');
       expect(await imageStatus(dish.image!.url)).toBe(200);
+
+      // The service's own folder, every file of it lost (a restore that left them out): the
+      // import that writes them again, the way out the README gives, is refused as well, and
+      // goes with --force.
+      for (const name of readdirSync(folder)) rmSync(join(folder, name));
+      expect(await imageStatus(dish.image!.url)).toBe(500);
+      const lost = await cli(['menus', 'import', '--client', '1001', menus], settings);
+      expect([lost.code, lost.stdout]).toEqual([1, '']);
+      expect(lost.stderr).toMatch(/^error: IMAGE_STORAGE_DIR \S+ holds none of the files of the database's images /);
+      await cliJson(['menus', 'import', '--client', '1001', '--force', menus], settings);
+      const [again] = await dishesOf(9101);
+      expect(await imageStatus(again.image!.url)).toBe(200);
     } finally {
       await service.stop();
     }
