@@ -186,6 +186,33 @@ describe(`health and errors (${process.env.TEST_DATABASE})`, () => {
     }
   });
 
+  it('GET /health/ready asked by many at once checks the database once for all of them, so that it cannot be used to fill the pool', async () => {
+    const db = t.app.get(DataSource);
+    const real = db.showMigrations.bind(db);
+    let checks = 0;
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const check = jest.spyOn(db, 'showMigrations').mockImplementation(async () => {
+      checks++;
+      await held;
+      return real();
+    });
+    try {
+      const answers = Array.from({ length: 40 }, () => request(t.http).get('/health/ready').then((res) => res.status));
+      // Every request has reached the check under way before it ends.
+      for (let i = 0; i < 50 && checks === 0; i++) await new Promise((resolve) => setTimeout(resolve, 20));
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      release();
+      expect(await Promise.all(answers)).toEqual(Array.from({ length: 40 }, () => 200));
+      expect(checks).toBe(1);
+      // One asked after it checks again: nothing is kept past the check.
+      expect((await request(t.http).get('/health/ready')).status).toBe(200);
+      expect(checks).toBe(2);
+    } finally {
+      check.mockRestore();
+    }
+  });
+
   it("GET /health/ready says a role without rights on the tables is that, not that migrations failed", async () => {
     const denied = Object.assign(new Error('permission denied for table migrations'), { code: '42501' });
     const refused = jest.spyOn(t.app.get(DataSource), 'showMigrations').mockRejectedValue(denied);

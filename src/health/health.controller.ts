@@ -1,7 +1,7 @@
 import { Controller, Get, Header, Inject, ServiceUnavailableException } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { ApiExpectationFailed, ApiHeadersTooLarge, ApiProblemResponse } from '../common/api-responses.js';
-import { HealthCheckService, HealthIndicatorService } from '@nestjs/terminus';
+import { HealthCheckService, HealthIndicatorService, type HealthCheckResult } from '@nestjs/terminus';
 import { SkipThrottle } from '@nestjs/throttler';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { Redis } from 'ioredis';
@@ -43,6 +43,15 @@ const READINESS_SCHEMA = {
 @ApiExpectationFailed()
 @Controller('health')
 export class HealthController {
+  /**
+   * The readiness check under way, which every readiness request that comes meanwhile shares:
+   * the endpoint is public and unthrottled, and each check takes two statements on a
+   * connection of the pool, so that a flood of readiness requests (3,000 at once) filled the
+   * pool, queued the data requests behind them and failed the checks themselves past their
+   * timeout, which made the replica not ready. One check at a time, and nothing kept after it.
+   */
+  private running: Promise<HealthCheckResult> | null = null;
+
   constructor(
     private readonly health: HealthCheckService,
     private readonly indicators: HealthIndicatorService,
@@ -76,41 +85,9 @@ export class HealthController {
     if (this.lifecycle.shuttingDown) {
       throw new ProblemException(503, 'Not ready: shutting down.', { headers: { 'Retry-After': '5' } });
     }
-    const redis = this.redis;
     try {
-      return await this.health.check([
-        // Redis only shares rate-limit counters; without it the service keeps serving with
-        // counters per process, so it is reported degraded, never not-ready.
-        ...(redis ? [() => this.redisCheck(redis)] : []),
-        // Announcements that do not reach this replica (a pooler in transaction mode without
-        // DATABASE_DIRECT_URL): pages stay right, each reads its version, so degraded, never not-ready.
-        ...(this.versions.notificationsMissing
-          ? [() => this.indicators.check('notifications').degraded({ message: 'not reaching this process: data versions read per request' })]
-          : []),
-        () =>
-          this.indicators
-            .check('database')
-            .attempt(async () => {
-              if (!this.dataSource.isInitialized) throw new Error('not connected');
-              await this.dataSource.query('SELECT 1');
-            })
-            .withTimeout(CHECK_TIMEOUT_MS),
-        () =>
-          this.indicators
-            .check('migrations')
-            .attempt(async () => {
-              let pending: boolean;
-              try {
-                pending = await this.dataSource.showMigrations();
-              } catch (error) {
-                // The migrations table readable by the owner but not by this role: say so, not "migrations failed".
-                if ((error as { code?: unknown }).code === '42501') throw new Error('permission denied', { cause: error });
-                throw error;
-              }
-              if (pending) throw new Error('pending migrations');
-            })
-            .withTimeout(CHECK_TIMEOUT_MS),
-      ]);
+      this.running ??= this.check().finally(() => (this.running = null));
+      return await this.running;
     } catch (error) {
       if (!(error instanceof ServiceUnavailableException)) throw error;
       const result = error.getResponse() as { error?: Record<string, { message?: unknown } | undefined> };
@@ -126,6 +103,44 @@ export class HealthController {
         headers: { 'Retry-After': '5' },
       });
     }
+  }
+
+  /** The checks of readiness: ServiceUnavailableException when one fails. */
+  private check(): Promise<HealthCheckResult> {
+    const redis = this.redis;
+    return this.health.check([
+      // Redis only shares rate-limit counters; without it the service keeps serving with
+      // counters per process, so it is reported degraded, never not-ready.
+      ...(redis ? [() => this.redisCheck(redis)] : []),
+      // Announcements that do not reach this replica (a pooler in transaction mode without
+      // DATABASE_DIRECT_URL): pages stay right, each reads its version, so degraded, never not-ready.
+      ...(this.versions.notificationsMissing
+        ? [() => this.indicators.check('notifications').degraded({ message: 'not reaching this process: data versions read per request' })]
+        : []),
+      () =>
+        this.indicators
+          .check('database')
+          .attempt(async () => {
+            if (!this.dataSource.isInitialized) throw new Error('not connected');
+            await this.dataSource.query('SELECT 1');
+          })
+          .withTimeout(CHECK_TIMEOUT_MS),
+      () =>
+        this.indicators
+          .check('migrations')
+          .attempt(async () => {
+            let pending: boolean;
+            try {
+              pending = await this.dataSource.showMigrations();
+            } catch (error) {
+              // The migrations table readable by the owner but not by this role: say so, not "migrations failed".
+              if ((error as { code?: unknown }).code === '42501') throw new Error('permission denied', { cause: error });
+              throw error;
+            }
+            if (pending) throw new Error('pending migrations');
+          })
+          .withTimeout(CHECK_TIMEOUT_MS),
+    ]);
   }
 
   private async redisCheck(redis: Redis) {
