@@ -205,6 +205,28 @@ describe(`webhooks (${process.env.TEST_DATABASE})`, () => {
     expect(metrics).toMatch(/^results_webhook_delivery_duration_seconds_count\{outcome="delivered"\} [1-9]/m);
   });
 
+  it('answers a scrape in a few seconds when the database does not answer the outbox query, the outbox gauges left as they were', async () => {
+    const registry = t.app.get(MetricsService).registry;
+    const depth = (text: string): string | undefined => /^results_webhook_outbox_depth (\S+)$/m.exec(text)?.[1];
+    const before = depth(await registry.metrics());
+    let answer!: () => void;
+    // A query that waits for a connection of a full pool, or on a database that stopped answering:
+    // it ends only at DATABASE_QUERY_TIMEOUT_MS (10 s), Prometheus's own scrape timeout.
+    const hung = jest
+      .spyOn(t.app.get(WebhooksRepository), 'outboxStats')
+      .mockImplementation(() => new Promise((resolve) => (answer = () => resolve({ depth: 7, oldest: null, now: new Date() }))));
+    try {
+      const started = performance.now();
+      const scraped = await Promise.race([registry.metrics(), new Promise((resolve) => setTimeout(resolve, 5000, 'no answer within 5 s'))]);
+      expect(performance.now() - started).toBeLessThan(5000);
+      expect(scraped).toMatch(/^results_db_pool_waiting_requests \d+$/m);
+      expect(depth(String(scraped))).toBe(before);
+    } finally {
+      answer();
+      hung.mockRestore();
+    }
+  });
+
   it('withdraws the events waiting for a credential that may no longer read their client: narrowed to another client, or left no visits scope', async () => {
     const narrowedToClient = await issueCredential(t, { clients: [1001, 1002] });
     const leftNoScope = await issueCredential(t, { clients: [1001] });

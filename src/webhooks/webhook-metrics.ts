@@ -3,6 +3,9 @@ import { Counter, Gauge, Histogram } from 'prom-client';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { WebhooksRepository } from './webhooks.repository.js';
 
+/** How long a scrape waits for the outbox query before it answers with the outbox gauges as they were. */
+const OUTBOX_READ_MS = 2000;
+
 export type DeliveryOutcome = 'delivered' | 'failed' | 'given_up';
 
 /**
@@ -38,7 +41,13 @@ export class WebhookMetrics {
         .outboxStats()
         .catch(() => null)
         .finally(() => (this.stats = null));
-      return this.stats;
+      // Within OUTBOX_READ_MS: a query waiting for a connection of a full pool, or on a database
+      // that stopped answering, ends only at DATABASE_QUERY_TIMEOUT_MS (10 s), Prometheus's own
+      // scrape timeout, and the whole scrape was lost (the pool's gauges with it) when it was
+      // wanted most. A later scrape waits for the same query, never a second one.
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<null>((resolve) => (timer = setTimeout(resolve, OUTBOX_READ_MS, null)));
+      return Promise.race([this.stats, late]).finally(() => clearTimeout(timer));
     };
     new Gauge({
       name: 'results_webhook_outbox_depth',
