@@ -25,6 +25,20 @@ export function routeOf(req: IncomingMessage): string {
   return routeTemplateOf((req as IncomingMessage & { app?: unknown }).app, pathOf(req)) ?? 'unmatched';
 }
 
+/**
+ * The methods counted by their names: those of HTTP's common use, which routes answer (HEAD with
+ * GET) or browsers send (OPTIONS). Any other that Node's parser reads (PROPFIND, MKCALENDAR,
+ * M-SEARCH: 34 in all) is `other`: a scanner's sweep of every method over every path made a
+ * series of each, and as many of the latency histogram's buckets, for requests that are all
+ * 404s and 405s.
+ */
+const COUNTED_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
+
+/** The method label of a request: its method when COUNTED_METHODS has it, else `other`. */
+function methodLabel(method: string | undefined): string {
+  return method !== undefined && COUNTED_METHODS.has(method) ? method : 'other';
+}
+
 /** Requests timed already: one timed before Express (see VisitPagesLane) is not timed twice. */
 const timed = new WeakSet<IncomingMessage>();
 
@@ -38,7 +52,7 @@ export class RequestMetricsMiddleware implements NestMiddleware {
     timed.add(req);
     const started = process.hrtime.bigint();
     res.once('finish', () => {
-      const labels = { method: req.method, route: routeOf(req), status: String(res.statusCode) };
+      const labels = { method: methodLabel(req.method), route: routeOf(req), status: String(res.statusCode) };
       this.metrics.requests.inc(labels);
       this.metrics.duration.observe(labels, Number(process.hrtime.bigint() - started) / 1e9);
     });

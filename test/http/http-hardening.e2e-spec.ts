@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { METHODS } from 'node:http';
 import { connect } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import request from 'supertest';
@@ -293,6 +294,22 @@ describe(`HTTP hardening (${process.env.TEST_DATABASE})`, () => {
     const after = await t.app.get(MetricsService).registry.metrics();
     expect([count(after, wrongMethod) - count(before, wrongMethod), count(after, nowhere) - count(before, nowhere)]).toEqual([1, 1]);
     expect(after).not.toContain('{/*splat}');
+  });
+
+  it("counts the methods no route answers as one method, other, whatever a client sends: a scan of Node's 34 methods adds no series per method", async () => {
+    const scanned = METHODS.filter((m) => m !== 'CONNECT');
+    for (const method of scanned) {
+      for (const path of ['/branches', '/no/such/path']) {
+        const answer = await rawExchange(`${method} ${path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
+        expect([method, path, answer.slice(0, 12)]).toEqual([method, path, expect.stringMatching(/^HTTP\/1\.1 4\d\d$/)]);
+      }
+    }
+    const text = await t.app.get(MetricsService).registry.metrics();
+    const labelled = new Set([...text.matchAll(/^results_http_request(?:s_total|_duration_seconds_count)\{[^}]*method="([^"]*)"/gm)].map((m) => m[1]));
+    expect([...labelled].sort()).toEqual(['DELETE', 'GET', 'HEAD', 'OPTIONS', 'PATCH', 'POST', 'PUT', 'other'].filter((m) => labelled.has(m)));
+    expect(labelled).toContain('other');
+    const count = (labels: string): number => Number(new RegExp(`^results_http_requests_total\\{${labels}\\} (\\d+)$`, 'm').exec(text)?.[1] ?? 0);
+    expect(count('(?=.*method="other")(?=.*route="/branches")(?=.*status="405")[^}]*')).toBeGreaterThanOrEqual(scanned.length - 7);
   });
 
   it('answers a method a path does not have with 405 and Allow, and a path no route has with 404', async () => {
