@@ -2,6 +2,7 @@ import { request as httpRequest, type IncomingMessage, type ServerResponse } fro
 import type { AddressInfo } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import { jest } from '@jest/globals';
+import { AuthCacheService } from '../../src/auth/auth-cache.service.js';
 import type { IssuedCredential } from '../../src/auth/credentials.service.js';
 import { TokenLane } from '../../src/auth/token-lane.js';
 import { TokenService } from '../../src/auth/token.service.js';
@@ -188,6 +189,27 @@ describe(`token requests answered ahead of Express (${process.env.TEST_DATABASE}
     const timed = (await seconds()) - before;
     expect(timed).toBeGreaterThan(0);
     expect(timed).toBeLessThan(0.9);
+  });
+
+  it("times the look-up of the request's API key, as Express's path does in its guards: a database slow to answer is the service's time", async () => {
+    const metrics = t.app.get(MetricsService);
+    const seconds = async (): Promise<number> =>
+      (await metrics.duration.get()).values.find((v) => v.metricName === 'results_http_request_duration_seconds_sum' && v.labels.route === '/connect/token' && String(v.labels.status) === '200')?.value ?? 0;
+    const cache = t.app.get(AuthCacheService);
+    const lookUp = cache.keyOwner;
+    const slow = jest.spyOn(cache, 'keyOwner').mockImplementation(async (presented) => {
+      await new Promise((resolve) => setTimeout(resolve, 600));
+      return lookUp(presented);
+    });
+    try {
+      const before = await seconds();
+      watch.answered.length = 0;
+      expect((await post(grant())).status).toBe(200);
+      expect(watch.answered).toEqual([true]);
+      expect((await seconds()) - before).toBeGreaterThan(0.5);
+    } finally {
+      slow.mockRestore();
+    }
   });
 
   it('hands on a form it could not read, which Express refuses without reading it again, counted once', async () => {
