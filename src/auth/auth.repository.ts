@@ -12,10 +12,10 @@ import { inTransaction } from '../database/transaction.js';
 /** The columns of a credential a compare and set may compare: its texts (a timestamp reads back in another form). */
 type TextColumn = 'secretHash' | 'scopes' | 'clientIds' | 'brandIds' | 'visitTypes' | 'name';
 
-/** Credentials, their API keys and the token signing keys: all SQL of the auth feature. */
 /** What a retired key keeps of its private part: nothing (see retireSigningKey). */
 const RETIRED_PRIVATE_KEY = '';
 
+/** Credentials, their API keys and the token signing keys: all SQL of the auth feature. */
 @Injectable()
 export class AuthRepository {
   constructor(@InjectDataSource() private readonly db: DataSource) {}
@@ -142,11 +142,11 @@ export class AuthRepository {
     await inTransaction(this.db, (tx) => tx.getRepository(SigningKey).insert(key));
   }
 
-  /** `at`: the time the retirement was judged by (now()), not this host's clock. */
   /**
    * Retires a key for good: its private part is erased with it (a retired key never signs or
    * verifies again), so that the table and every backup taken from then on hold no key that
    * signed tokens, sealed or not; its id, public key and dates stay for `signing-keys list`.
+   * `at`: the time the retirement was judged by (now()), not this host's clock.
    */
   async retireSigningKey(kid: string, at: Date): Promise<boolean> {
     const result = await this.db.getRepository(SigningKey).update({ kid, retiredAt: IsNull() }, { retiredAt: at, privateKey: RETIRED_PRIVATE_KEY });

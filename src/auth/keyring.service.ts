@@ -242,7 +242,7 @@ export class KeyringService implements OnModuleInit {
       const unopened = this.keys.filter((key) => !canSign(key)).map((key) => key.kid);
       if (unopened.join(' ') !== this.unopened && unopened.length > 0) {
         const signs = this.turns.length > 0 ? 'this process signs with the others' : 'this process can sign no token';
-        this.logger.error(`${cannotOpen(unopened)}: they verify tokens, and ${signs}; retire them (signing-keys retire KID --force) if they were added by mistake`);
+        this.logger.error(`${cannotOpen(unopened)}: ${unopened.length === 1 ? 'it verifies' : 'they verify'} tokens, and ${signs}; retire ${unopened.length === 1 ? 'it' : 'them'} (signing-keys retire KID --force) if added by mistake`);
       }
       this.unopened = unopened.join(' ');
     }

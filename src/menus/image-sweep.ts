@@ -42,7 +42,7 @@ export class ImageSweeper {
   /**
    * `verify`: also read every image file and compare its SHA-256 with the stored one. `force`:
    * sweep a folder of which the database names no file though it is not the database's folder
-   * by the look of it (see notTheDatabasesFolder).
+   * by the look of it (see refuseAnotherDatabasesFolder).
    */
   async sweep(options: { minAgeMs: number; dryRun: boolean; verify?: boolean; force?: boolean; now?: Date }): Promise<SweepReport> {
     const folder = this.storage.folder;
