@@ -8,7 +8,8 @@ const DEFAULT_MIN_AGE_MINUTES = 60;
 
 function sweepText(report: SweepReport): string {
   if (!report.folder) return 'images are kept in the database (IMAGE_STORAGE=database): nothing to sweep';
-  return [orphansText(report), ...damagedText(report)].join('\n');
+  const doubt = report.notThisDatabasesFolder === undefined ? [] : [`the sweep itself would be refused: ${report.notThisDatabasesFolder}`];
+  return [...doubt, orphansText(report), ...damagedText(report)].join('\n');
 }
 
 function orphansText(report: SweepReport): string {
@@ -54,7 +55,7 @@ export function registerMenus(program: Command, cli: CliContext): void {
         'list images whose file is missing or not of the size stored, with --verify also of other bytes (exit 1)',
     )
     .option('--min-age-minutes <n>', `leave files younger than this: a write may be under way (default ${DEFAULT_MIN_AGE_MINUTES})`, positiveInt('--min-age-minutes'))
-    .option('--dry-run', 'list what would be removed, remove nothing')
+    .option('--dry-run', 'list what would be removed, remove nothing (never refused: says why the sweep would be)')
     .option('--verify', "also read every image file and compare it with the stored SHA-256 (a file of the right size with other bytes)")
     .option('--force', 'sweep a folder of which the database names no file, though the database keeps no image or the files of its images are elsewhere')
     .action(
@@ -62,8 +63,10 @@ export function registerMenus(program: Command, cli: CliContext): void {
         cli.withApp(async (app) => {
           const minAgeMs = (opts.minAgeMinutes ?? DEFAULT_MIN_AGE_MINUTES) * 60_000;
           const report = await app.get(ImageSweeper).sweep({ minAgeMs, dryRun: opts.dryRun === true, verify: opts.verify === true, force: opts.force === true });
-          // Damaged images make the run fail, so that a scheduled sweep is noticed.
-          return { json: report, text: sweepText(report), code: report.damaged.length > 0 ? 1 : 0 };
+          // Damaged images make the run fail, so that a scheduled sweep is noticed; so does a dry
+          // run of a sweep that would be refused.
+          const failed = report.damaged.length > 0 || report.notThisDatabasesFolder !== undefined;
+          return { json: report, text: sweepText(report), code: failed ? 1 : 0 };
         }),
       ),
     );

@@ -20,6 +20,11 @@ export interface SweepReport {
    * the operator.
    */
   damaged: { name: string; bytes: number | null; storedBytes: number; why: 'missing' | 'size' | 'content' }[];
+  /**
+   * Of a dry run, why the sweep itself would be refused (the folder does not look like the
+   * database's: see anotherDatabasesFolder); absent when it would not be.
+   */
+  notThisDatabasesFolder?: string;
 }
 
 /**
@@ -42,7 +47,7 @@ export class ImageSweeper {
   /**
    * `verify`: also read every image file and compare its SHA-256 with the stored one. `force`:
    * sweep a folder of which the database names no file though it is not the database's folder
-   * by the look of it (see refuseAnotherDatabasesFolder).
+   * by the look of it (see anotherDatabasesFolder); a dry run is never refused, it says so.
    */
   async sweep(options: { minAgeMs: number; dryRun: boolean; verify?: boolean; force?: boolean; now?: Date }): Promise<SweepReport> {
     const folder = this.storage.folder;
@@ -70,7 +75,10 @@ export class ImageSweeper {
     // Judged by the image files it would remove: the young file of a first upload under way (its
     // row not committed yet) in a new deployment's folder is no sign of another database's.
     const imageOrphans = orphans.filter((f) => f.kind === 'image').length;
-    if (!options.force) await this.refuseAnotherDatabasesFolder(folder.dir, imageOrphans, named.size, damaged);
+    // A dry run removes nothing: it lists what it finds and says why the sweep would be refused
+    // (it is what an operator runs to see the damage, such as a restore that left files out).
+    const doubt = options.force ? null : await this.anotherDatabasesFolder(folder.dir, imageOrphans, named.size, damaged);
+    if (doubt !== null && !options.dryRun) throw new OperatorError(`${doubt} Nothing was removed; give --force to sweep the folder all the same.`);
     if (!options.dryRun) {
       // Asked again just before, with no writer mid-way on SQLite: an image committed since the first look keeps its file.
       await this.repo.withoutImageWriters(async () => {
@@ -85,27 +93,28 @@ export class ImageSweeper {
       tooRecent: unnamed.length - orphans.length,
       removed: !options.dryRun,
       damaged,
+      ...(doubt === null ? {} : { notThisDatabasesFolder: doubt }),
     };
   }
 
   /**
-   * Refuses to sweep a folder that holds image files of which the database names none, when the
-   * database keeps no image at all (a mistyped DATABASE_SCHEMA or DATA_DIR: a new, empty one) or
-   * the files of its own images are not in the folder (IMAGE_STORAGE_DIR naming another
-   * deployment's folder). Such a sweep removed every image file the service serves, and its
-   * images answered 500 from then on, the command saying only what it removed. The folder of a
-   * database whose images were all moved into it (IMAGE_STORAGE=database) is swept as before.
+   * Why a sweep of the folder is refused, or null: it holds image files of which the database
+   * names none, and the database keeps no image at all (a mistyped DATABASE_SCHEMA or DATA_DIR:
+   * a new, empty one) or the files of its own images are not in the folder (IMAGE_STORAGE_DIR
+   * naming another deployment's folder). Such a sweep removed every image file the service
+   * serves, and its images answered 500 from then on, the command saying only what it removed.
+   * The folder of a database whose images were all moved into it (IMAGE_STORAGE=database) is
+   * swept as before.
    */
-  private async refuseAnotherDatabasesFolder(dir: string, orphans: number, named: number, damaged: SweepReport['damaged']): Promise<void> {
-    if (orphans === 0 || named > 0) return;
+  private async anotherDatabasesFolder(dir: string, orphans: number, named: number, damaged: SweepReport['damaged']): Promise<string | null> {
+    if (orphans === 0 || named > 0) return null;
     const missing = damaged.filter((d) => d.why === 'missing').length;
     const none = missing === 0 && (await this.repo.count()).images === 0;
-    if (!none && missing === 0) return;
+    if (!none && missing === 0) return null;
     const why = none ? 'the database keeps no image at all' : `the files of ${missing} of its images are not in it`;
-    throw new OperatorError(
+    return (
       `${dir} holds ${orphans} image files old enough to sweep, and the database names none of its files (${why}): it does not look like this database's image folder. ` +
-        'Are DATABASE_SCHEMA (or DATA_DIR) and IMAGE_STORAGE_DIR those the service runs with? Nothing was removed; ' +
-        'give --force to sweep the folder all the same.',
+      'Are DATABASE_SCHEMA (or DATA_DIR) and IMAGE_STORAGE_DIR those the service runs with?'
     );
   }
 

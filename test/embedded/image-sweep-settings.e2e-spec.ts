@@ -1,4 +1,4 @@
-import { copyFileSync, mkdtempSync, readdirSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readdirSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { cli, cliJson } from '../helpers/cli.js';
@@ -46,14 +46,23 @@ describe('images sweep run with another database or image folder than the servic
 
       // DATA_DIR mistyped: a new, empty database, which names none of the service's files.
       const typo = { ...settings, DATA_DIR: join(dataDir, 'typo') };
-      for (const args of [['images', 'sweep'], ['images', 'sweep', '--dry-run']]) {
-        const refused = await cli(args, typo);
-        expect([refused.code, refused.stdout]).toEqual([1, '']);
-        // The first run made the database, and said so: a note is no refusal, and it swept on.
-        const note = `note: there was no database at ${join(typo.DATA_DIR, 'results.sqlite')}; a new, empty one was made (is DATA_DIR right?)\n`;
-        expect(refused.stderr.startsWith(note)).toBe(args.length === 2);
-        expect(refused.stderr.replace(note, '')).toMatch(refusal(folder, files.length, 'the database keeps no image at all'));
-      }
+      const refused = await cli(['images', 'sweep'], typo);
+      expect([refused.code, refused.stdout]).toEqual([1, '']);
+      // The run made the database, and said so: a note is no refusal, and it swept on.
+      const note = `note: there was no database at ${join(typo.DATA_DIR, 'results.sqlite')}; a new, empty one was made (is DATA_DIR right?)\n`;
+      expect(refused.stderr.startsWith(note)).toBe(true);
+      expect(refused.stderr.replace(note, '')).toMatch(refusal(folder, files.length, 'the database keeps no image at all'));
+      // A dry run removes nothing: it lists what it finds, says why the sweep would be refused, and fails.
+      const dry = await cli(['images', 'sweep', '--dry-run'], typo);
+      expect([dry.code, dry.stderr]).toEqual([1, '']);
+      const doubt = `${folder} holds ${files.length} image files old enough to sweep, and the database names none of its files (the database keeps no image at all): it does not look like this database's image folder. Are DATABASE_SCHEMA (or DATA_DIR) and IMAGE_STORAGE_DIR those the service runs with?`;
+      expect(dry.stdout.split('\n').slice(0, 2)).toEqual([
+        `the sweep itself would be refused: ${doubt}`,
+        `${folder}: ${files.length} files checked; would remove (--dry-run) ${files.length} that no image names (${files.reduce((sum, f) => sum + statSync(join(folder, f)).size, 0)} bytes)`,
+      ]);
+      const dryJson = await cli(['images', 'sweep', '--dry-run', '--json'], typo);
+      expect(dryJson.code).toBe(1);
+      expect(JSON.parse(dryJson.stdout)).toMatchObject({ folder, checked: files.length, removed: false, damaged: [], notThisDatabasesFolder: doubt });
       expect(readdirSync(folder).sort()).toEqual(files);
       expect(await imageStatus()).toBe(200);
 
