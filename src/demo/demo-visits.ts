@@ -360,6 +360,7 @@ export class DemoReviews {
   }
 }
 
+/** The visits with their overall score moved by a few points, up and down in turn. */
 function rescored(recent: Record<string, unknown>[]): Record<string, unknown>[] {
   return recent.map((visit, i) => {
     const score = Number(visit.visitScore);
