@@ -106,6 +106,10 @@ describe('shutdown while the database does not answer (postgres, through a TCP p
     service = await startService({
       ...env,
       DATABASE_URL: viaProxy.toString(),
+      // The listening connection straight to the server: the answer the test holds back is then
+      // always one of the pool's queries (the poller's), which closing the application waits
+      // for, never the listener's periodic check, which it does not wait for.
+      DATABASE_DIRECT_URL: PG.toString(),
       MIGRATIONS_RUN: 'false',
       SHUTDOWN_GRACE_SECONDS: '1',
       DATABASE_QUERY_TIMEOUT_MS: '90000',
