@@ -111,4 +111,27 @@ describe(`the blocks of write sequence numbers (${process.env.TEST_DATABASE})`, 
     expect(await repo.gaveOutFeedPosition(1001, kept[kept.length - 1][1])).toBe(false);
     expect(await repo.gaveOutFeedPosition(1001, backup)).toBe(true);
   });
+
+  it("refuses, after a restore, a token of a write since the upgrade, where the backup holds no block of the client: the upgrade's head is one", async () => {
+    // A client written to before the upgrade alone (the release before recorded no block).
+    await db.undoLastMigration({ transaction: 'each' });
+    await db.query(`INSERT INTO clients (id, name) VALUES (${p(1)}, ${p(2)})`, [1003, 'Quiet Group']);
+    await write(7, 1003);
+    await db.runMigrations({ transaction: 'each' });
+    // A backup of it then (before any write since the upgrade); a write, whose feed token a partner reads on from.
+    const upgraded = await head(1003);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    await write(3, 1003);
+    const lost = await head(1003);
+    // The backup restored (the blocks as it holds them), then written to.
+    await db.query(`UPDATE clients SET change_seq = ${p(1)} WHERE id = ${p(2)}`, [upgraded, 1003]);
+    await db.query(`DELETE FROM sequence_blocks WHERE client_id = ${p(1)} AND last_seq > ${p(2)}`, [1003, upgraded]);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    await write(1, 1003);
+    expect(await repo.gaveOutFeedPosition(1003, lost)).toBe(false);
+    // The positions the restored data gave are taken: its head, and those of before the upgrade.
+    expect(await repo.gaveOutFeedPosition(1003, upgraded)).toBe(true);
+    expect(await repo.gaveOutFeedPosition(1003, upgraded - 5)).toBe(true);
+    expect(await repo.gaveOutFeedPosition(1003, await head(1003))).toBe(true);
+  });
 });

@@ -13,7 +13,8 @@ const KEPT_US = 400 * 86_400 * 1_000_000;
  * writer moved the sequence by (its visits; one at least), ending at the number the trigger
  * settled on. Blocks more than KEPT_US before the newest, and any past the sequence before the
  * write, are removed with each new one. Every writer's move goes through it, a replica's of the
- * release before during a rollout too. A change-feed token naming a number between two blocks
+ * release before during a rollout too. Each client's sequence as the migration finds it is
+ * recorded as a block of its own. A change-feed token naming a number between two blocks
  * was given out before a restore from an earlier backup (see
  * VisitsRepository.gaveOutFeedPosition).
  *
@@ -30,6 +31,9 @@ export class RecordSequenceBlocks1796400000001 implements MigrationInterface {
     await queryRunner.query(
       `CREATE TABLE "sequence_blocks" ("client_id" integer NOT NULL, "last_seq" bigint NOT NULL, "first_seq" bigint NOT NULL, CONSTRAINT "PK_fcd22d9d987739f3b7f8e8b45cc" PRIMARY KEY ("client_id", "last_seq"))`,
     );
+    // No writer between the sequences read below and the commit: a write committed in between
+    // would have numbers past the block recorded for its client, and none of its own.
+    await queryRunner.query(`LOCK TABLE "clients" IN SHARE MODE`);
     await queryRunner.query(`CREATE OR REPLACE FUNCTION "sequence_follows_data_version"() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
   taken bigint := GREATEST(NEW.change_seq - OLD.change_seq, 1);
@@ -44,6 +48,10 @@ BEGIN
   RETURN NEW;
 END
 $$`);
+    // Each client's sequence as it stands is a block: a token of a write after this one lies
+    // past it, so a backup holding no write of the client since (taken before this migration,
+    // or before the client's first write after it) still tells it from the positions it gave.
+    await queryRunner.query(`INSERT INTO "sequence_blocks" ("client_id", "last_seq", "first_seq") SELECT "id", "change_seq", "change_seq" FROM "clients"`);
   }
 
   async down(queryRunner: QueryRunner): Promise<void> {

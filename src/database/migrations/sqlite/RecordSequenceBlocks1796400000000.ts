@@ -12,7 +12,8 @@ const KEPT_US = 400 * 86_400 * 1_000_000;
  * (SequenceFollowsDataVersion), which now also records the block: the numbers from the
  * sequence before the write's own move (NEW: by as many as it wrote visits, or none) to the
  * number the trigger settled on. Blocks more than KEPT_US before the newest, and any past the
- * sequence before the write, are removed with each new one. A change-feed token naming a
+ * sequence before the write, are removed with each new one; each client's sequence as the
+ * migration finds it is a block of its own. A change-feed token naming a
  * number between two blocks was given out before a restore from an earlier backup (see
  * VisitsRepository.gaveOutFeedPosition).
  */
@@ -40,6 +41,10 @@ export class RecordSequenceBlocks1796400000000 implements MigrationInterface {
         `SELECT "id", "change_seq", "change_seq" - MAX(NEW."change_seq" - OLD."change_seq", 1) + 1 FROM "clients" WHERE "id" = NEW."id"; ` +
         `END`,
     );
+    // Each client's sequence as it stands is a block: a token of a write after this one lies
+    // past it, so a backup holding no write of the client since (taken before this migration,
+    // or before the client's first write after it) still tells it from the positions it gave.
+    await queryRunner.query(`INSERT INTO "sequence_blocks" ("client_id", "last_seq", "first_seq") SELECT "id", "change_seq", "change_seq" FROM "clients"`);
   }
 
   async down(queryRunner: QueryRunner): Promise<void> {
