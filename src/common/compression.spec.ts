@@ -153,6 +153,10 @@ describe('compressResponses and sendBody on an Express app', () => {
       res.type('application/json');
       void sendBody(req, res, Buffer.from(big), { sending: (sent) => announced.push(sent) });
     });
+    app.get('/compression-fails', (req: Request, res: Response) => {
+      res.type('application/json');
+      void sendBody(req, res, Buffer.from(big), { compressed: () => Promise.reject(new Error('the compression worker ended (exit code 1)')) });
+    });
     server = app.listen(0, '127.0.0.1');
     await once(server, 'listening');
   });
@@ -178,6 +182,15 @@ describe('compressResponses and sendBody on an Express app', () => {
     expect(res.status).toBe(200);
     expect(res.headers['content-type']).toBe('application/json; charset=utf-8');
     expectCompressed(res, encoding, big);
+  });
+
+  it('sends the body as it is, with its length and Vary, when its compression fails (memory, a worker thread that ended)', async () => {
+    const res = await get('/compression-fails', 'br, gzip');
+    expect(res.status).toBe(200);
+    expect(res.headers['content-encoding']).toBeUndefined();
+    expect(res.headers.vary).toBe('Accept-Encoding');
+    expect(res.headers['content-length']).toBe(String(Buffer.byteLength(big)));
+    expect(res.body.toString()).toBe(big);
   });
 
   it('sends the body as it is without Accept-Encoding, with Vary', async () => {

@@ -6,6 +6,7 @@ import type { NextFunction, Request, Response } from 'express';
 import { LRUCache } from 'lru-cache';
 import { lookup as lookupType } from 'mime-types';
 import vary from 'vary';
+import { CompressionWorkers } from './compression-workers.js';
 
 /** The content codings the service compresses with (RFC 9110 §8.4.1). */
 export type Encoding = 'br' | 'gzip';
@@ -85,22 +86,31 @@ export function negotiate(header: string | undefined): Encoding | null {
 
 /**
  * Compressions run at once, the others waiting their turn. Every compressor's memory (brotli's
- * window and hash tables, allocated in the libuv thread that runs it, and kept by that thread's
- * malloc arena) counts against no budget, unlike the bodies (PAGES_IN_FLIGHT_MB): with as many
- * as the threadpool runs (4), 50 connections asking for br-coded pages the cache did not hold
- * peaked at 366 MB; with 2, 279-289 MB (3: 296-299), for 10% fewer such pages a second on two
- * cores (README "Performance", Memory).
+ * window and hash tables, kept by the malloc arena of the thread that runs it) counts against
+ * no budget, unlike the bodies (PAGES_IN_FLIGHT_MB): with as many as libuv's threadpool runs
+ * (4), 50 connections asking for br-coded pages the cache did not hold peaked at 366 MB; with 2,
+ * 279-289 MB (3: 296-299), for 10% fewer such pages a second on two cores (README
+ * "Performance", Memory).
  */
 const COMPRESSIONS_AT_ONCE = 2;
 const compressions = pLimit(COMPRESSIONS_AT_ONCE);
 
-/** The body in `encoding`, compressed in the libuv threadpool, off the event loop (COMPRESSIONS_AT_ONCE at a time). */
+/**
+ * Bodies this large or larger are compressed in br by a worker thread (see CompressionWorkers):
+ * brotli's memory for them (megabytes), reported to the service's heap, ran full collections of
+ * it. A smaller body, and gzip's (whose compressor takes some 256 KB), is compressed in libuv's
+ * threadpool: a round trip to a worker, and its copy of the body, would cost more.
+ */
+const WORKER_MIN_BYTES = 256 * 1024;
+const workers = new CompressionWorkers(COMPRESSIONS_AT_ONCE);
+
+/** The body in `encoding`, compressed off the event loop (COMPRESSIONS_AT_ONCE at a time): a large one in br by a worker thread, else in libuv's threadpool. */
 export function compress(body: Buffer, encoding: Encoding): Promise<Buffer> {
-  return compressions(() =>
-    encoding === 'gzip'
-      ? gzipAsync(body, { level: GZIP_LEVEL })
-      : brotliAsync(body, { params: { [constants.BROTLI_PARAM_QUALITY]: BROTLI_QUALITY, [constants.BROTLI_PARAM_SIZE_HINT]: body.length } }),
-  );
+  return compressions(() => {
+    if (encoding === 'gzip') return gzipAsync(body, { level: GZIP_LEVEL });
+    if (body.length >= WORKER_MIN_BYTES) return workers.run(body, 'br', BROTLI_QUALITY);
+    return brotliAsync(body, { params: { [constants.BROTLI_PARAM_QUALITY]: BROTLI_QUALITY, [constants.BROTLI_PARAM_SIZE_HINT]: body.length } });
+  });
 }
 
 /** How many compressions run now and wait their turn (for tests). */
@@ -181,14 +191,16 @@ export async function sendBody(req: IncomingMessage, res: ServerResponse, body: 
   encodedBySender.add(res);
   vary(res, 'Accept-Encoding');
   const encoding = body.length <= COMPRESS_MIN_BYTES ? null : negotiate(req.headers['accept-encoding']);
-  if (encoding === null) {
+  const identity = (): void => {
     res.setHeader('Content-Length', body.length);
     options.sending?.(body);
     res.end(body);
-    return;
-  }
+  };
+  if (encoding === null) return identity();
   if (req.method === 'HEAD') return endHeadEncoded(res, encoding, () => res.end());
-  const sent = await (options.compressed ?? ((coding: Encoding) => compress(body, coding)))(encoding);
+  // A compression that failed (memory, a worker thread that ended) sends the body as it is.
+  const sent = await (options.compressed ?? ((coding: Encoding) => compress(body, coding)))(encoding).catch(() => null);
+  if (sent === null) return identity();
   res.setHeader('Content-Encoding', encoding);
   res.setHeader('Content-Length', sent.length);
   options.sending?.(sent);
