@@ -5,6 +5,7 @@ import { inTransaction } from '../src/database/transaction.js';
 import type { WebhookOutbox } from '../src/webhooks/webhook-outbox.js';
 import { VisitsRepository } from '../src/visits/visits.repository.js';
 import { cliJson } from './helpers/cli.js';
+import { migratedUpTo } from './helpers/migrated.js';
 import { isolatedConfig, onPostgres } from './helpers/test-config.js';
 
 const DAY_US = 86_400 * 1_000_000;
@@ -162,5 +163,55 @@ describe(`the blocks of write sequence numbers (${process.env.TEST_DATABASE})`, 
     expect(await repo.gaveOutFeedPosition(1003, upgraded)).toBe(true);
     expect(await repo.gaveOutFeedPosition(1003, upgraded - 5)).toBe(true);
     expect(await repo.gaveOutFeedPosition(1003, await head(1003))).toBe(true);
+  });
+});
+
+/**
+ * A database of the release before the blocks (a backup of it restored to roll back, then
+ * migrated again): the migration records the block each client's sequence is at, so that a
+ * token given out after that backup's point is one no write of the restored data gave, after
+ * the next write too.
+ */
+describe(`RecordSequenceBlocks over a database of the release before (${process.env.TEST_DATABASE})`, () => {
+  const { config, drop } = isolatedConfig();
+  let db: DataSource;
+  let repo: VisitsRepository;
+  const p = (i: number): string => (onPostgres() ? `$${i}` : '?');
+  const head = async (): Promise<number> => {
+    const [row] = await db.query<{ s: number | string }[]>(`SELECT change_seq AS s FROM clients WHERE id = ${p(1)}`, [1001]);
+    return Number(row.s);
+  };
+  const write = (visits: number): Promise<unknown> =>
+    db.query(`UPDATE clients SET change_seq = change_seq + ${visits}, data_version = data_version + 1 WHERE id = ${p(1)}`, [1001]);
+  const tick = (): Promise<unknown> => new Promise((resolve) => setTimeout(resolve, 5));
+
+  beforeAll(async () => {
+    db = await migratedUpTo(config, 'RecordSequenceBlocks');
+    repo = new VisitsRepository(db, undefined as unknown as WebhookOutbox);
+  });
+  afterAll(async () => {
+    await db.destroy();
+    await drop();
+  });
+
+  it('refuses a token past the point of a backup of the release before, restored and migrated, after the next write too; one of before that point reads on', async () => {
+    await db.query(`INSERT INTO clients (id, name, data_version, change_seq) VALUES (${p(1)}, ${p(2)}, 0, 0)`, [1001, 'Acme Dining']);
+    await write(5);
+    // The backup's point: a token there, and one inside the write before it.
+    const backup = await head();
+    await tick();
+    // Written after the backup, by either release: a partner holds a token past it.
+    await write(3);
+    const lost = await head();
+    // The restore: the client's row as the backup had it, then this release's migration.
+    await db.query(`UPDATE clients SET change_seq = ${p(1)} WHERE id = ${p(2)}`, [backup, 1001]);
+    await db.runMigrations({ transaction: 'each' });
+    await tick();
+    await write(2);
+    expect(await head()).toBeGreaterThan(lost);
+    expect(await repo.gaveOutFeedPosition(1001, lost)).toBe(false);
+    for (const known of [backup - 3, backup - 1, backup, (await head()) - 2, await head()]) {
+      expect([known, await repo.gaveOutFeedPosition(1001, known)]).toEqual([known, true]);
+    }
   });
 });
