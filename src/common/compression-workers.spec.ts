@@ -1,3 +1,4 @@
+import { runInNewContext } from 'node:vm';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { CompressionWorkers } from './compression-workers.js';
 
@@ -24,6 +25,12 @@ describe('CompressionWorkers', () => {
     // A body that is a part of a larger buffer: its own bytes only.
     const within = Buffer.concat([Buffer.from('before'), bodies[1], Buffer.from('after')]).subarray(6, 6 + bodies[1].length);
     expect(brotliDecompressSync(await workers.run(within, 'br', 4)).equals(bodies[1])).toBe(true);
+  });
+
+  it("leaves V8's --expose-gc off once its workers run (their contexts have gc, no context made after)", async () => {
+    expect(runInNewContext('typeof gc')).toBe('undefined');
+    await Promise.all([workers.run(body(0), 'br', 4), workers.run(body(1), 'br', 4)]);
+    expect(runInNewContext('typeof gc')).toBe('undefined');
   });
 
   it('refuses more jobs at once than it has workers (its callers limit them)', async () => {

@@ -1,64 +1,74 @@
+import { setFlagsFromString } from 'node:v8';
 import { Worker } from 'node:worker_threads';
 
 /** The content codings the workers compress with (the service sends them br only: see compress). */
 export type WorkerCoding = 'br' | 'gzip';
 
-/** What a worker is asked: a body to compress, with the coding's settings. */
+/** What a worker is asked: the first `length` bytes of its shared buffer, compressed (`shared` when it is a new one). */
 interface Job {
   id: number;
-  body: Uint8Array;
+  length: number;
   coding: WorkerCoding;
   level: number;
+  shared?: SharedArrayBuffer;
 }
 
 /** What a worker answers: the compressed bytes (moved, not copied), or why it could not. */
 type Answer = { id: number; out: Uint8Array } | { id: number; error: string };
 
+/** The buffers a worker's jobs leave before it collects them (see WORKER_CODE). */
+const GARBAGE_BYTES = 4 * 1024 * 1024;
+
 /**
  * A worker's code, run from this text (`eval`): the service runs from dist/ and its tests from
- * the TypeScript sources, and a worker needs a file of JavaScript. It compresses each body it is
- * sent with the synchronous call (it has nothing else to do), moves the result back, and runs a
- * full collection of its own small heap: the copy of the body it was sent is freed at once, and
- * zlib's memory, which Node reports to the heap of the thread that made the compressor, counts
- * in this heap, not the service's (see CompressionWorkers).
+ * the TypeScript sources, and a worker needs a file of JavaScript. It compresses the body in the
+ * buffer it shares with the service's thread with the synchronous call (it has nothing else to
+ * do) and moves the result back. zlib's memory, which Node reports to the heap of the thread
+ * that made the compressor, counts in this heap, not the service's (see CompressionWorkers), and
+ * the body is never copied into it. It collects its heap (`gc`, exposed to it as it starts: see
+ * startWorker) once its jobs' buffers pass GARBAGE_BYTES.
  */
 const WORKER_CODE = `
 const { parentPort } = require('node:worker_threads');
-const { setFlagsFromString } = require('node:v8');
-const { runInNewContext } = require('node:vm');
 const zlib = require('node:zlib');
-setFlagsFromString('--expose-gc');
-const collect = runInNewContext('gc');
-setFlagsFromString('--no-expose-gc');
+const collect = typeof globalThis.gc === 'function' ? globalThis.gc : null;
+let shared = null;
 parentPort.on('message', (job) => {
+  if (job.shared) shared = job.shared;
   try {
-    const body = Buffer.from(job.body.buffer, job.body.byteOffset, job.body.byteLength);
+    const body = Buffer.from(shared, 0, job.length);
     const out = job.coding === 'gzip'
       ? zlib.gzipSync(body, { level: job.level })
       : zlib.brotliCompressSync(body, { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: job.level, [zlib.constants.BROTLI_PARAM_SIZE_HINT]: body.length } });
-    const bytes = new Uint8Array(out.buffer, out.byteOffset, out.byteLength);
-    parentPort.postMessage({ id: job.id, out: bytes }, out.byteOffset === 0 && out.byteLength === out.buffer.byteLength ? [out.buffer] : []);
+    const whole = out.byteOffset === 0 && out.byteLength === out.buffer.byteLength;
+    parentPort.postMessage({ id: job.id, out: new Uint8Array(out.buffer, out.byteOffset, out.byteLength) }, whole ? [out.buffer] : []);
   } catch (error) {
-    parentPort.postMessage({ id: job.id, error: String(error && error.message || error) });
+    parentPort.postMessage({ id: job.id, error: String((error && error.message) || error) });
   }
-  job = null;
-  collect();
+  // The jobs' buffers (zlib's output chunks) once they are a few megabytes: V8 would wait for
+  // 64 MB of them, kept by this thread's malloc arena.
+  if (collect && process.memoryUsage().arrayBuffers > shared.byteLength + ${GARBAGE_BYTES}) collect();
 });
 `;
 
-/** A worker and the job it runs, if any. */
+/** A worker, the buffer it shares with this thread (the body of its job is copied into it), and the job it runs, if any. */
 interface Slot {
   worker: Worker;
+  shared: SharedArrayBuffer | null;
   job: { id: number; resolve: (out: Buffer) => void; reject: (error: Error) => void } | null;
 }
+
+/** The least shared buffer a worker is given: grown to the next power of two that holds a body. */
+const SHARED_MIN_BYTES = 1024 * 1024;
 
 /**
  * Compressions in worker threads, one job at a time each. In the libuv threadpool (zlib's
  * asynchronous calls), each brotli compression of a large page made a 4 MB window and a 16 MB
  * hash table that Node reports to V8 as the service's external memory, and V8 ran a full
  * collection of the service's heap for every other such page: 64 for 119 pages of 1,000 visits
- * asked for in br (README "Performance"). A worker's reports go to its own heap, of a few
- * megabytes, which it collects after each job.
+ * asked for in br (README "Performance"). A worker's reports go to its own heap. The body goes
+ * to the worker through a buffer the two threads share, kept for its next job (grown when a body
+ * does not fit): neither a copy of it in the worker's heap nor a new buffer in the service's.
  *
  * The caller limits how many run at once (no more than there are workers). A worker that
  * fails (its thread ends) fails its job and is replaced; the workers never keep the process
@@ -74,9 +84,14 @@ export class CompressionWorkers {
   run(body: Buffer, coding: WorkerCoding, level: number): Promise<Buffer> {
     const slot = this.freeSlot();
     const id = this.nextId++;
+    const job: Job = { id, length: body.length, coding, level };
+    if (slot.shared === null || slot.shared.byteLength < body.length) {
+      slot.shared = new SharedArrayBuffer(Math.max(SHARED_MIN_BYTES, 2 ** Math.ceil(Math.log2(body.length))));
+      job.shared = slot.shared;
+    }
+    body.copy(new Uint8Array(slot.shared), 0, 0, body.length);
     return new Promise<Buffer>((resolve, reject) => {
       slot.job = { id, resolve, reject };
-      const job: Job = { id, body, coding, level };
       slot.worker.postMessage(job);
     });
   }
@@ -97,9 +112,9 @@ export class CompressionWorkers {
   }
 
   private start(): Slot {
-    const worker = new Worker(WORKER_CODE, { eval: true });
+    const worker = startWorker();
     worker.unref();
-    const slot: Slot = { worker, job: null };
+    const slot: Slot = { worker, shared: null, job: null };
     worker.on('message', (answer: Answer) => {
       const job = slot.job;
       if (!job || job.id !== answer.id) return;
@@ -118,4 +133,26 @@ export class CompressionWorkers {
     worker.on('exit', (code) => gone(new Error(`the compression worker ended (exit code ${code})`)));
     return slot;
   }
+}
+
+/** Workers starting now, whose context is made with `gc` (see startWorker). */
+let starting = 0;
+
+/**
+ * A worker of WORKER_CODE, started with V8's `--expose-gc` on (a flag of the whole process, which
+ * a worker's `execArgv` may not name) until it is running: its context then has `gc`. The flag is
+ * turned off again once no worker is starting, as fullCollection does for the service's thread.
+ */
+function startWorker(): Worker {
+  if (starting++ === 0) setFlagsFromString('--expose-gc');
+  let started = false;
+  const running = (): void => {
+    if (started) return;
+    started = true;
+    if (--starting === 0) setFlagsFromString('--no-expose-gc');
+  };
+  const worker = new Worker(WORKER_CODE, { eval: true });
+  worker.once('online', running);
+  worker.once('exit', running);
+  return worker;
 }
