@@ -3,7 +3,7 @@ import type { Server } from 'node:http';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import express, { type Request, type Response } from 'express';
 import fc from 'fast-check';
-import { COMPRESS_MIN_BYTES, CompressedBodies, compress, compressionsUnderWay, compressResponses, negotiate, sendBody } from './compression.js';
+import { COMPRESS_MIN_BYTES, CompressedBodies, closeCompressionWorkers, compress, compressionsUnderWay, compressResponses, negotiate, sendBody } from './compression.js';
 import { rawRequest, type RawResponse } from '../../test/helpers/raw-http.js';
 import { propertyRuns } from '../../test/helpers/property-runs.js';
 
@@ -93,6 +93,8 @@ describe('compress', () => {
 });
 
 describe('compress, many at once', () => {
+  afterAll(() => closeCompressionWorkers());
+
   it('runs two compressions at a time, the others waiting their turn, and gives each its own bytes', async () => {
     // Bodies of a page's size, each its own (a JSON-like run with its index throughout).
     const bodies = Array.from({ length: 6 }, (_, i) => Buffer.from(JSON.stringify(Array.from({ length: 20_000 }, (_, n) => ({ body: i, n, text: `visit ${n} of ${i}` })))));

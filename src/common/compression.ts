@@ -113,6 +113,9 @@ export function compress(body: Buffer, encoding: Encoding): Promise<Buffer> {
   });
 }
 
+/** Ends the compression workers (for tests: the service's end with the process; a later compression starts them again). */
+export const closeCompressionWorkers = (): Promise<void> => workers.close();
+
 /** How many compressions run now and wait their turn (for tests). */
 export const compressionsUnderWay = (): { active: number; pending: number } => ({ active: compressions.activeCount, pending: compressions.pendingCount });
 
