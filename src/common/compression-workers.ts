@@ -1,15 +1,11 @@
 import { setFlagsFromString } from 'node:v8';
 import { Worker } from 'node:worker_threads';
 
-/** The content codings the workers compress with (the service sends them br only: see compress). */
-export type WorkerCoding = 'br' | 'gzip';
-
-/** What a worker is asked: the first `length` bytes of its shared buffer, compressed (`shared` when it is a new one). */
+/** What a worker is asked: the first `length` bytes of its shared buffer, in br at `quality` (`shared` when it is a new one). */
 interface Job {
   id: number;
   length: number;
-  coding: WorkerCoding;
-  level: number;
+  quality: number;
   shared?: SharedArrayBuffer;
 }
 
@@ -37,9 +33,7 @@ parentPort.on('message', (job) => {
   if (job.shared) shared = job.shared;
   try {
     const body = Buffer.from(shared, 0, job.length);
-    const out = job.coding === 'gzip'
-      ? zlib.gzipSync(body, { level: job.level })
-      : zlib.brotliCompressSync(body, { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: job.level, [zlib.constants.BROTLI_PARAM_SIZE_HINT]: body.length } });
+    const out = zlib.brotliCompressSync(body, { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: job.quality, [zlib.constants.BROTLI_PARAM_SIZE_HINT]: body.length } });
     const whole = out.byteOffset === 0 && out.byteLength === out.buffer.byteLength;
     parentPort.postMessage({ id: job.id, out: new Uint8Array(out.buffer, out.byteOffset, out.byteLength) }, whole ? [out.buffer] : []);
   } catch (error) {
@@ -62,7 +56,7 @@ interface Slot {
 const SHARED_MIN_BYTES = 1024 * 1024;
 
 /**
- * Compressions in worker threads, one job at a time each. In the libuv threadpool (zlib's
+ * Brotli compressions in worker threads, one job at a time each. In the libuv threadpool (zlib's
  * asynchronous calls), each brotli compression of a large page made a 4 MB window and a 16 MB
  * hash table that Node reports to V8 as the service's external memory, and V8 ran a full
  * collection of the service's heap for every other such page: 64 for 119 pages of 1,000 visits
@@ -80,11 +74,11 @@ export class CompressionWorkers {
 
   constructor(private readonly size: number) {}
 
-  /** `body` compressed in `coding` at `level` (brotli's quality, gzip's level) by a free worker. */
-  run(body: Buffer, coding: WorkerCoding, level: number): Promise<Buffer> {
+  /** `body` compressed in br at `quality` by a free worker. */
+  brotli(body: Buffer, quality: number): Promise<Buffer> {
     const slot = this.freeSlot();
     const id = this.nextId++;
-    const job: Job = { id, length: body.length, coding, level };
+    const job: Job = { id, length: body.length, quality };
     if (slot.shared === null || slot.shared.byteLength < body.length) {
       slot.shared = new SharedArrayBuffer(Math.max(SHARED_MIN_BYTES, 2 ** Math.ceil(Math.log2(body.length))));
       job.shared = slot.shared;

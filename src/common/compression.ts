@@ -108,7 +108,7 @@ const workers = new CompressionWorkers(COMPRESSIONS_AT_ONCE);
 export function compress(body: Buffer, encoding: Encoding): Promise<Buffer> {
   return compressions(() => {
     if (encoding === 'gzip') return gzipAsync(body, { level: GZIP_LEVEL });
-    if (body.length >= WORKER_MIN_BYTES) return workers.run(body, 'br', BROTLI_QUALITY);
+    if (body.length >= WORKER_MIN_BYTES) return workers.brotli(body, BROTLI_QUALITY);
     return brotliAsync(body, { params: { [constants.BROTLI_PARAM_QUALITY]: BROTLI_QUALITY, [constants.BROTLI_PARAM_SIZE_HINT]: body.length } });
   });
 }
