@@ -20,12 +20,17 @@ function age(folder: string): void {
   for (const name of readdirSync(folder)) utimesSync(join(folder, name), twoHoursAgo, twoHoursAgo);
 }
 
+/** A service of the demo data set keeping its images in files, in a folder of its own. */
+async function startWithImageFolder(): Promise<{ dataDir: string; folder: string; settings: Record<string, string>; service: Awaited<ReturnType<typeof startService>> }> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'results-sweep-settings-'));
+  const folder = mkdtempSync(join(tmpdir(), 'results-sweep-images-'));
+  const settings = { DATA_DIR: dataDir, IMAGE_STORAGE: 'filesystem', IMAGE_STORAGE_DIR: folder, DEMO_DAYS: '1', LOG_LEVEL: 'warn' };
+  return { dataDir, folder, settings, service: await startService(settings) };
+}
+
 describe('images sweep run with another database or image folder than the service', () => {
   it("refuses to sweep a folder of which the database names no file, where it removed every image the service serves", async () => {
-    const dataDir = mkdtempSync(join(tmpdir(), 'results-sweep-settings-'));
-    const folder = mkdtempSync(join(tmpdir(), 'results-sweep-images-'));
-    const settings = { DATA_DIR: dataDir, IMAGE_STORAGE: 'filesystem', IMAGE_STORAGE_DIR: folder, DEMO_DAYS: '1', LOG_LEVEL: 'warn' };
-    const service = await startService(settings);
+    const { dataDir, folder, settings, service } = await startWithImageFolder();
     try {
       const files = readdirSync(folder).sort();
       expect(files.length).toBeGreaterThan(0);
@@ -99,10 +104,7 @@ describe('images sweep run with another database or image folder than the servic
   });
 
   it('menus import refuses to write images into a folder that holds none of the database\'s, where the service answered 500 for each', async () => {
-    const dataDir = mkdtempSync(join(tmpdir(), 'results-sweep-settings-'));
-    const folder = mkdtempSync(join(tmpdir(), 'results-sweep-images-'));
-    const settings = { DATA_DIR: dataDir, IMAGE_STORAGE: 'filesystem', IMAGE_STORAGE_DIR: folder, DEMO_DAYS: '1', LOG_LEVEL: 'warn' };
-    const service = await startService(settings);
+    const { dataDir, folder, settings, service } = await startWithImageFolder();
     try {
       const { headers } = await demoHeaders(service.url, dataDir);
       const dishesOf = async (menu: number): Promise<{ code: string; image: { url: string } | null }[]> =>
