@@ -111,6 +111,8 @@ async function bootstrap(): Promise<void> {
     ]);
     clearTimeout(closeTimer);
     if (!closed) logger.warn(`the application did not close within ${Math.round((closeBy - started) / 1000)} s of ${signal}: exiting without waiting for it`);
+    // The last line of a process that stopped as asked (one that crashed has none): how long its stop took.
+    logger.log(`stopped ${((performance.now() - started) / 1000).toFixed(1)} s after ${signal}`);
     process.exit(0);
   };
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {

@@ -44,3 +44,21 @@ export function whenGone(res: ServerResponse, done: () => void): void {
   }
   waiting.add(once);
 }
+
+/**
+ * Calls `done` once the response is finished with (see whenGone), saying whether the client
+ * took it whole. 'close' follows 'finish' on every response, and comes alone when the client
+ * went away before the response was ended. One ended whose body the connection never took
+ * whole (a large page, the client gone or the stall rule closing it) gets 'finish' too, from
+ * the socket's destruction (and `writableFinished` then holds): whole only when the socket
+ * still stood at 'finish'. A response queued on a pipelined connection that closed before its
+ * turn never emits either: it is not whole.
+ */
+export function whenEnded(res: ServerResponse, done: (whole: boolean) => void): void {
+  const socket = res.socket;
+  let whole = false;
+  res.once('finish', () => {
+    whole = socket === null ? res.writableFinished : !socket.destroyed;
+  });
+  whenGone(res, () => done(whole));
+}

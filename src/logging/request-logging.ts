@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { pino, type DestinationStream, type Level, type Logger } from 'pino';
 import { holdsCredential, loggableUrl } from '../common/loggable-url.js';
-import { whenGone } from '../common/response-gone.js';
+import { whenEnded } from '../common/response-gone.js';
 import type { AppConfig } from '../config/app-config.js';
 import { routeOf } from '../metrics/request-metrics.middleware.js';
 
@@ -36,9 +36,9 @@ export function createRootLogger(config: Pick<AppConfig, 'LOG_LEVEL'>, destinati
 /**
  * One JSON line per request, written when its response ends: `req` (request id, method,
  * URL), `res` (status), `responseTime` in ms, the route template, the caller's client id and,
- * on errors, the problem instance id; `request completed` at info, or at error for a 5xx
- * status, and `request errored` at error when the client went away before the response was
- * complete. The request id is taken from `X-Request-Id` when it is a plain token, generated
+ * on errors, the problem instance id; `request completed` at info, at warn for a 503 and at
+ * error for another 5xx status, and `request aborted` (with `aborted: true`) at warn when the
+ * connection closed before the response was complete. The request id is taken from `X-Request-Id` when it is a plain token, generated
  * otherwise, and echoed in `X-Request-Id`.
  *
  * Nothing is built for a line the level leaves out: a request costs an id, a header and a
@@ -80,19 +80,9 @@ export function requestLogger(root: Logger): (req: IncomingMessage, res: ServerR
     res.setHeader('X-Request-Id', id);
     const since = performance.now();
     const url = req.url ?? '';
-    // 'close' follows 'finish' on every response, and comes alone when the client went away
-    // before the response was ended. One ended whose body the connection never took whole (a
-    // large page, the client gone or the stall rule closing it) gets 'finish' too, from the
-    // socket's destruction (and `writableFinished` then holds): whole only when the socket still
-    // stood at 'finish'.
-    const socket = res.socket;
-    let whole = false;
-    res.once('finish', () => {
-      whole = socket === null ? res.writableFinished : !socket.destroyed;
-    });
-    // Also for a response queued on a pipelined connection that closed before its turn, which
-    // never emits 'close' itself (see whenGone): its line says it was aborted.
-    whenGone(res, () => {
+    // A response whose client did not take it whole (gone, or cut off by the stall rule or the
+    // shutdown's grace) has its line say it was aborted.
+    whenEnded(res, (whole) => {
       logged();
       const aborted = !whole;
       // A 503 says the service cannot answer for now (a database away, a replica not ready or

@@ -19,7 +19,7 @@ export class MetricsService {
 
   readonly requests = new Counter({
     name: 'results_http_requests_total',
-    help: 'HTTP requests answered, by method, route template and status.',
+    help: 'HTTP requests answered (the response taken whole), by method, route template and status.',
     labelNames: ['method', 'route', 'status'] as const,
     registers: [this.registry],
   });
@@ -29,6 +29,13 @@ export class MetricsService {
     help: 'Time from request to the end of the response, by method, route template and status.',
     labelNames: ['method', 'route', 'status'] as const,
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [this.registry],
+  });
+
+  readonly aborted = new Counter({
+    name: 'results_http_requests_aborted_total',
+    help: 'HTTP requests whose connection closed before the response was complete (the client gone or timed out, or a stalled connection closed), by method and route template.',
+    labelNames: ['method', 'route'] as const,
     registers: [this.registry],
   });
 
@@ -78,7 +85,8 @@ export class MetricsService {
   });
 
   constructor(@InjectDataSource() db: DataSource) {
-    collectDefaultMetrics({ register: this.registry, prefix: 'results_process_' });
+    // prom-client's names begin with process_ or nodejs_ already: results_process_cpu_seconds_total, results_nodejs_heap_size_used_bytes.
+    collectDefaultMetrics({ register: this.registry, prefix: 'results_' });
     const pool = (): PgPool | undefined =>
       db.isInitialized && db.options.type === 'postgres' ? (db.driver as unknown as { master?: PgPool }).master : undefined;
     for (const [name, help, read] of [

@@ -2,6 +2,7 @@ import { Injectable, type NestMiddleware } from '@nestjs/common';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isResourceRoute, routeTemplateOf } from '../common/allowed-methods.js';
 import { pathOf } from '../common/lane.js';
+import { whenEnded } from '../common/response-gone.js';
 import { MetricsService } from './metrics.service.js';
 
 /** Routes of requests answered before Express routed them (see VisitPagesLane). */
@@ -42,7 +43,11 @@ function methodLabel(method: string | undefined): string {
 /** Requests timed already: one timed before Express (see VisitPagesLane) is not timed twice. */
 const timed = new WeakSet<IncomingMessage>();
 
-/** Counts and times every response by method, route template and status. */
+/**
+ * Counts and times every response the client took whole by method, route template and status,
+ * and counts apart those whose connection closed before the response was complete (a client's
+ * timeout, a client gone, the stall rule): their time is the client's, not the service's.
+ */
 @Injectable()
 export class RequestMetricsMiddleware implements NestMiddleware {
   constructor(private readonly metrics: MetricsService) {}
@@ -51,8 +56,14 @@ export class RequestMetricsMiddleware implements NestMiddleware {
     if (timed.has(req)) return next();
     timed.add(req);
     const started = process.hrtime.bigint();
-    res.once('finish', () => {
-      const labels = { method: methodLabel(req.method), route: routeOf(req), status: String(res.statusCode) };
+    whenEnded(res, (whole) => {
+      const method = methodLabel(req.method);
+      const route = routeOf(req);
+      if (!whole) {
+        this.metrics.aborted.inc({ method, route });
+        return;
+      }
+      const labels = { method, route, status: String(res.statusCode) };
       this.metrics.requests.inc(labels);
       this.metrics.duration.observe(labels, Number(process.hrtime.bigint() - started) / 1e9);
     });

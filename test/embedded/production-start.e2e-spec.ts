@@ -148,6 +148,10 @@ describe('the production start path: production dependencies, migration Job, the
       expect(exposition).toMatch(/^results_http_requests_total\{method="GET",route="\/health\/ready",status="200"\} 1$/m);
       // The idle collector's count, none yet.
       expect(exposition).toMatch(/^results_idle_collections_total 0$/m);
+      // The process's own metrics under the service's prefix, each word once.
+      expect(exposition).toMatch(/^results_process_resident_memory_bytes \d+$/m);
+      expect(exposition).toMatch(/^results_nodejs_eventloop_lag_seconds [\d.e-]+$/m);
+      expect(exposition).not.toMatch(/^results_process_(process|nodejs)_/m);
       expect((await fetch(`${service.url}/metrics`)).status).toBe(404);
 
       // No demo data: SEED_DEMO=false.

@@ -46,6 +46,13 @@ describe('a request cut off at the end of the shutdown grace', () => {
       }),
     ]);
     expect(service.output()).toContain('grace period over: closing the remaining connections');
+    // Its last line says it stopped as asked, and when.
+    const jsonLines = service
+      .output()
+      .split('\n')
+      .filter((line) => line.startsWith('{'));
+    const last = JSON.parse(jsonLines[jsonLines.length - 1]) as Record<string, unknown>;
+    expect(last).toEqual(expect.objectContaining({ level: 30, context: 'Shutdown', msg: expect.stringMatching(/^stopped \d+\.\d s after SIGTERM$/) as unknown }));
   });
 });
 

@@ -5,6 +5,7 @@ import type { IssuedCredential } from '../../src/auth/credentials.service.js';
 import { Menu } from '../../src/menus/entities/menu.entity.js';
 import { MenusRepository } from '../../src/menus/menus.repository.js';
 import { UPLOADS_BUSY_DETAIL, UploadsInFlight } from '../../src/menus/uploads-in-flight.js';
+import { MetricsService } from '../../src/metrics/metrics.service.js';
 import { issueCredential, seedClients, tokenFor } from '../helpers/auth.js';
 import { eventually } from '../helpers/eventually.js';
 import { makeImage } from '../helpers/images.js';
@@ -20,6 +21,16 @@ interface RawConnection {
   until(text: string): Promise<string>;
   /** Resolves with everything that came back once the service has closed the connection. */
   closed: Promise<string>;
+}
+
+/** The upload route's counts in the metrics: requests answered (any status) and those whose connection closed first. */
+async function uploadCounts(t: TestApp): Promise<{ answered: number; aborted: number }> {
+  const text = await t.app.get(MetricsService).registry.metrics();
+  const sum = (pattern: RegExp): number => [...text.matchAll(pattern)].reduce((total, m) => total + Number(m[1]), 0);
+  return {
+    answered: sum(/^results_http_requests_total\{(?=[^}]*method="POST")(?=[^}]*route="\/menus\/dishes")[^}]*\} (\d+)$/gm),
+    aborted: sum(/^results_http_requests_aborted_total\{(?=[^}]*method="POST")(?=[^}]*route="\/menus\/dishes")[^}]*\} (\d+)$/gm),
+  };
 }
 
 async function startWithMenu(settings: Record<string, string>): Promise<{ t: TestApp; port: number }> {
@@ -143,9 +154,12 @@ describe(`upload bodies in flight (${process.env.TEST_DATABASE})`, () => {
     await expectBusy(track(open(port, uploadHead(c, 'Transfer-Encoding: chunked\r\nExpect: 100-continue\r\n'))));
     expect(inFlight.inFlight).toBe(3.5 * MiB);
 
-    // A's client goes away: its room comes back, and C's upload is taken whole.
+    // A's client goes away: its room comes back, and C's upload is taken whole. The metrics
+    // count A's upload as aborted, not as answered (the three 503s are).
+    const before = await uploadCounts(t);
     first.socket.destroy();
     expect(await eventually(() => Promise.resolve(inFlight.inFlight), (bytes) => bytes === 2 * MiB)).toBe(2 * MiB);
+    expect(await eventually(() => uploadCounts(t), (counts) => counts.aborted > before.aborted)).toEqual({ answered: before.answered, aborted: before.aborted + 1 });
     const image = await makeImage('png');
     const res = await request(t.http)
       .post('/menus/dishes?SvcClientId=1001')
@@ -156,6 +170,7 @@ describe(`upload bodies in flight (${process.env.TEST_DATABASE})`, () => {
     expect(res.status).toBe(200);
     expect(res.headers['cache-control']).toBe('no-store');
     expect(res.body.data.dish).toMatchObject({ menuId: 101, code: 'HAL-01', description: 'Chargrilled halloumi' });
+    expect(await uploadCounts(t)).toEqual({ answered: before.answered + 1, aborted: before.aborted + 1 });
     // Its room is given back once its response is done.
     expect(await eventually(() => Promise.resolve(inFlight.inFlight), (bytes) => bytes === 2 * MiB)).toBe(2 * MiB);
     second.socket.destroy();
@@ -185,5 +200,7 @@ describe(`an upload whose body stops arriving (${process.env.TEST_DATABASE})`, (
     // No answer: the connection is closed once nothing has come for a second, and the room is free.
     expect(await connection.closed).toBe('HTTP/1.1 100 Continue\r\n\r\n');
     expect(await eventually(() => Promise.resolve(inFlight.inFlight), (bytes) => bytes === 0)).toBe(0);
+    // Counted as aborted, with no status: none was sent.
+    expect(await eventually(() => uploadCounts(t), (counts) => counts.aborted === 1)).toEqual({ answered: 0, aborted: 1 });
   });
 });
