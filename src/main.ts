@@ -7,7 +7,7 @@ import { AppModule } from './app.module.js';
 import { KeyringService } from './auth/keyring.service.js';
 import { BodyPool } from './common/body-pool.js';
 import { environmentFailure } from './common/environment-failure.js';
-import { establishSettingChecks } from './database/setting-checks.js';
+import { establishSettingChecks, SettingChecksUnreadableError } from './database/setting-checks.js';
 import { drainConnections, openConnections } from './common/idle-connections.js';
 import { startIdleCollector } from './common/idle-collector.js';
 import { listen } from './common/listen.js';
@@ -145,7 +145,8 @@ bootstrap().catch((error: unknown) => {
   // (exit 69, EX_UNAVAILABLE); the orchestrator starts the process again after a pause.
   // A schema the migrations have not made yet (MIGRATIONS_RUN=false, the migration Job still to
   // run) is the database's state too: the start is tried again, and succeeds once it is made.
-  const environment = error instanceof SchemaMissingError ? error.message : environmentFailure(error);
+  // A stored setting check the start cannot read is the database's state too (see setting-checks.ts).
+  const environment = error instanceof SchemaMissingError || error instanceof SettingChecksUnreadableError ? error.message : environmentFailure(error);
   if (environment !== undefined) {
     process.stderr.write(`results-service cannot start: ${environment}\n`);
     process.exit(69);

@@ -25,6 +25,21 @@ const SETTING = 'API_KEY_HASH_KEY';
 const ZONE = 'RESULTS_TIMEZONE';
 const PREFIX = 'hmac-sha256$';
 
+/**
+ * A zone's canonical name in the time zone database (`US/Eastern` is `America/New_York`,
+ * `Etc/UTC` is `UTC`): two names of one zone date alike. A name no longer known keeps its form.
+ */
+function canonicalZone(zone: string): string {
+  try {
+    return new Intl.DateTimeFormat('en-GB', { timeZone: zone }).resolvedOptions().timeZone;
+  } catch {
+    return zone;
+  }
+}
+
+/** Whether two zone names name the same zone. */
+const sameZone = (a: string, b: string): boolean => a === b || canonicalZone(a) === canonicalZone(b);
+
 /** The check value of an API_KEY_HASH_KEY: an HMAC of a label of its own, which no stored hash or sealing key is. */
 function keyCheckValue(apiKeyHashKey: string): string {
   return PREFIX + createHmac('sha256', apiKeyHashKey).update('results-service key check').digest('hex');
@@ -66,32 +81,64 @@ const DIFFERS = `${SETTING} is not the value the database's API keys, client sec
  * refused, and what the process issued or sealed would work on no other replica.
  */
 export async function establishSettingChecks(db: DataSource, config: AppConfig): Promise<void> {
+  const stored = await checkAtStart(db, SETTING);
   try {
-    await establish(db, config);
+    if (stored === null) {
+      // Replicas starting together store one value: the first insert wins, the others read it.
+      await db.createQueryBuilder().insert().into(SettingCheck).values({ name: SETTING, value: keyCheckValue(config.API_KEY_HASH_KEY) }).orIgnore().execute();
+    }
   } catch (error) {
-    // A start goes on without them, as it serves with what it cannot write (a table the
-    // migrations have not made yet with MIGRATIONS_RUN=false, a role without the grant, a
-    // database read-only for maintenance): the next start stores them, and commands meanwhile
-    // have nothing to compare.
-    if (!(error instanceof QueryFailedError)) throw error;
-    if (!missingTable(error)) new Logger('SettingChecks').warn(`the settings' checks cannot be stored (${error.message}): commands run with other settings than this process's are not refused`);
+    notStored(error);
   }
-}
-
-async function establish(db: DataSource, config: AppConfig): Promise<void> {
-  let stored = await storedCheck(db, SETTING);
-  if (stored === null) {
-    // Replicas starting together store one value: the first insert wins, the others read it.
-    await db.createQueryBuilder().insert().into(SettingCheck).values({ name: SETTING, value: keyCheckValue(config.API_KEY_HASH_KEY) }).orIgnore().execute();
-    stored = await storedCheck(db, SETTING);
-  }
-  if (stored !== null && !matches(stored, config.API_KEY_HASH_KEY)) {
+  const kept = stored ?? (await checkAtStart(db, SETTING));
+  if (kept !== null && !matches(kept, config.API_KEY_HASH_KEY)) {
     throw new ConfigError([`${DIFFERS}: set the value they were stored under`]);
   }
   // The service's zone is the one its answers judge dates in: the start's value is stored, a
   // change of it included (nothing stored depends on it being kept).
-  if ((await storedCheck(db, ZONE)) !== config.RESULTS_TIMEZONE) {
-    await db.getRepository(SettingCheck).upsert({ name: ZONE, value: config.RESULTS_TIMEZONE }, ['name']);
+  try {
+    if ((await storedCheck(db, ZONE)) !== config.RESULTS_TIMEZONE) {
+      await db.getRepository(SettingCheck).upsert({ name: ZONE, value: config.RESULTS_TIMEZONE }, ['name']);
+    }
+  } catch (error) {
+    notStored(error);
+  }
+}
+
+/**
+ * The stored check of `name` at the start. One that cannot be read (a statement the database
+ * refuses, a role without the grant to read it) stops the start as a database that cannot be
+ * used (exit 69, tried again): served without it, a start with another API_KEY_HASH_KEY than
+ * the database's refused every API key and client secret, and sealed what no other replica opens.
+ */
+async function checkAtStart(db: DataSource, name: string): Promise<string | null> {
+  try {
+    return await storedCheck(db, name);
+  } catch (error) {
+    if (error instanceof QueryFailedError) throw new SettingChecksUnreadableError(name, error.message);
+    throw error;
+  }
+}
+
+/**
+ * A check the start cannot write: it goes on without it, as it serves with what it cannot write
+ * (a table the migrations have not made yet with MIGRATIONS_RUN=false, a role without the grant,
+ * a database read-only for maintenance); the next start stores it, and commands meanwhile have
+ * nothing to compare.
+ */
+function notStored(error: unknown): void {
+  if (!(error instanceof QueryFailedError)) throw error;
+  if (!missingTable(error)) new Logger('SettingChecks').warn(`the settings' checks cannot be stored (${error.message}): commands run with other settings than this process's are not refused`);
+}
+
+/** The start could not read a setting's stored check: it does not serve without knowing it (see checkAtStart). */
+export class SettingChecksUnreadableError extends Error {
+  constructor(name: string, cause: string) {
+    super(
+      `the database cannot be used: the stored check of ${name} cannot be read (${cause}); ` +
+        `without it a start with another value than the one the database's keys were stored under would serve, refusing every API key`,
+    );
+    this.name = 'SettingChecksUnreadableError';
   }
 }
 
@@ -114,12 +161,13 @@ export async function assertKeyCheck(db: DataSource, config: AppConfig): Promise
 /**
  * Before a command writes local times the API serves (visits written or written again: imports,
  * renames, a branch's move of brand, the demo data set): refuses, writing nothing, when the
- * service's last start stored another RESULTS_TIMEZONE than this process's. A database without
- * one cannot tell, and is written to.
+ * service's last start stored another RESULTS_TIMEZONE than this process's (another zone: two
+ * names of one zone, such as `US/Eastern` and `America/New_York`, are the same). A database
+ * without one cannot tell, and is written to.
  */
 export async function assertZoneCheck(db: DataSource, config: AppConfig): Promise<void> {
   const stored = await storedCheck(db, ZONE);
-  if (stored !== null && stored !== config.RESULTS_TIMEZONE) {
+  if (stored !== null && !sameZone(stored, config.RESULTS_TIMEZONE)) {
     throw new OperatorError(
       `RESULTS_TIMEZONE is ${config.RESULTS_TIMEZONE}, and the service runs with ${stored} (as its last start stored): ` +
         `the modification dates this command writes would be in another zone than those it serves; run it with RESULTS_TIMEZONE=${stored}. Nothing was written.`,

@@ -186,8 +186,8 @@ describe('commands that write visits, run with another RESULTS_TIMEZONE than the
       }
       expect(await firstVisit()).toEqual(before);
 
-      // With the service's zone the rename is written, dated by now in that zone.
-      await cliJson(['clients', 'add', '--id', '1001', '--name', 'Renamed'], settings);
+      // With the service's zone, here by another of its names, the rename is written, dated by now in that zone.
+      await cliJson(['clients', 'add', '--id', '1001', '--name', 'Renamed'], { ...settings, RESULTS_TIMEZONE: 'US/Eastern' });
       const renamed = await firstVisit();
       expect(renamed.clientName).toBe('Renamed');
       expect(renamed.modificationDate <= local(new Date(Date.now() + 1000))).toBe(true);

@@ -2,6 +2,7 @@ import { chmodSync, chownSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import pg from 'pg';
 import { cli } from '../helpers/cli.js';
 import { startService } from '../helpers/service-process.js';
@@ -119,6 +120,28 @@ describe('a start whose database is out of reach', () => {
       await cleanup.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
       await cleanup.end();
     }
+  });
+
+  it("stops with exit 69 and one line when the database's stored check of API_KEY_HASH_KEY cannot be read, rather than serve without knowing it", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'results-refusals-'));
+    const settings = { DATA_DIR: dataDir, SEED_DEMO: 'false' };
+    await (await startService(settings)).stop();
+    // A statement the database refuses on the check's table (here a column renamed under it).
+    const alter = (from: string, to: string): void => {
+      const db = new Database(join(dataDir, 'results.sqlite'));
+      db.exec(`ALTER TABLE setting_checks RENAME COLUMN ${from} TO ${to}`);
+      db.close();
+    };
+    alter('value', 'renamed');
+    const refusal = startService({ ...settings, LOG_LEVEL: 'warn' });
+    // JSON log lines (stdout) may come after the refusal (stderr): the two streams reach the test in no set order.
+    await expect(refusal).rejects.toThrow(
+      /^service exited with 69:\n(.*\n)*results-service cannot start: the database cannot be used: the stored check of API_KEY_HASH_KEY cannot be read \([^\n]*no such column[^\n]*\); without it a start with another value than the one the database's keys were stored under would serve, refusing every API key\n(\{.*\}\n)*$/,
+    );
+    await expect(refusal).rejects.not.toThrow(/\n {4}at /);
+    // Readable again, the start serves.
+    alter('renamed', 'value');
+    await (await startService(settings)).stop();
   });
 
   it('stops with exit 69 and one line when its port is taken, naming the address', async () => {
