@@ -553,7 +553,7 @@ describe(`operator CLI (${process.env.TEST_DATABASE})`, () => {
     const row = async () => (await db.query<Record<string, unknown>[]>(`SELECT * FROM credentials WHERE client_id = '${issued.clientId}'`))[0];
     const before = await row();
     const kept = await cliJson<{ clientId: string; clientSecret: string; previousSecretUntil: string }>(['credentials', 'rotate-secret', issued.clientId, '--keep-old-hours', '1.5'], env);
-    expect(kept).toEqual({ clientId: issued.clientId, clientSecret: expect.stringMatching(/^[\w-]{43}$/), previousSecretUntil: expect.any(String) });
+    expect(kept).toEqual({ clientId: issued.clientId, clientSecret: expect.stringMatching(/^svcs_[\w-]{43}$/), previousSecretUntil: expect.any(String) });
     expect(Date.parse(kept.previousSecretUntil) - Date.now()).toBeGreaterThan(5_000_000);
     const after = await row();
     expect(after.previous_secret_hash).toBe(before.secret_hash);

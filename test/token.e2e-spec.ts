@@ -580,7 +580,7 @@ describe(`POST /connect/token (${process.env.TEST_DATABASE})`, () => {
       const c = await issueCredential(t, { clients: [1002], scopes: ['visits/standard.read'] });
       const before = (await post(creds(c), c.apiKey)).body.access_token as string;
       const rotated = await rotate(c, 0);
-      expect(rotated).toEqual({ clientId: c.clientId, clientSecret: expect.stringMatching(/^[\w-]{43}$/), previousSecretUntil: null });
+      expect(rotated).toEqual({ clientId: c.clientId, clientSecret: expect.stringMatching(/^svcs_[\w-]{43}$/), previousSecretUntil: null });
       expectOAuthError(await post(creds(c), c.apiKey), 401, 'invalid_client', 'Client authentication failed.');
       const res = await post({ ...creds(c), client_secret: rotated.clientSecret }, c.apiKey);
       expect(res.status).toBe(200);

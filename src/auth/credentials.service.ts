@@ -5,7 +5,7 @@ import { AppConfig } from '../config/app-config.js';
 import { AuthRepository } from './auth.repository.js';
 import { Credential } from './entities/credential.entity.js';
 import { isScope, Scope } from './scopes.js';
-import { clientSecretKey, DISPLAY_PREFIX_LENGTH, hashApiKey, hashSecret, newApiKey, matchingSecret, newClientId, randomToken } from './secrets.js';
+import { clientSecretKey, DISPLAY_PREFIX_LENGTH, hashApiKey, hashSecret, newApiKey, matchingSecret, newClientId, newClientSecret } from './secrets.js';
 import { VisitTypeCatalogue } from './visit-type-catalogue.js';
 
 export interface NewCredentialInput {
@@ -95,7 +95,7 @@ export class CredentialsService {
    */
   async make(input: NewCredentialInput): Promise<MadeCredential> {
     const entitlements = await this.checkedEntitlements(input);
-    const clientSecret = randomToken(32);
+    const clientSecret = newClientSecret();
     const { apiKey, prefix } = newApiKey();
     const credential = Object.assign(new Credential(), {
       clientId: newClientId(),
@@ -153,7 +153,7 @@ export class CredentialsService {
     for (let attempt = 0; attempt < WRITE_ATTEMPTS; attempt++) {
       const current = await this.requireCredential(clientId);
       const before: SecretState = { secretHash: current.secretHash, previousSecretHash: current.previousSecretHash, previousSecretUntil: current.previousSecretUntil };
-      const clientSecret = randomToken(32);
+      const clientSecret = newClientSecret();
       const until = keepOldHours > 0 ? new Date(Date.now() + Math.round(keepOldHours * 3_600_000)) : null;
       const secretHash = hashSecret(clientSecret, clientSecretKey(this.config.API_KEY_HASH_KEY));
       // Only over the secret read: the old one kept is the one this rotation replaced, not one a rotation meanwhile made.

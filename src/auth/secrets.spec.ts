@@ -1,6 +1,6 @@
 import { createHmac } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { clientSecretKey, hashApiKey, hashSecret, needsUpgrade, newApiKey, newClientId, randomToken, scryptSecretHash, verifySecret } from './secrets.js';
+import { clientSecretKey, hashApiKey, hashSecret, needsUpgrade, newApiKey, newClientId, newClientSecret, randomToken, scryptSecretHash, verifySecret } from './secrets.js';
 
 const KEY = clientSecretKey('key-one-0123456789');
 
@@ -55,6 +55,16 @@ describe('client secrets', () => {
       expect([stored, await verifySecret('x', stored, KEY)]).toEqual([stored, false]);
       expect([stored, needsUpgrade(stored)]).toEqual([stored, true]);
     }
+  });
+});
+
+describe('client secrets', () => {
+  it('are 256-bit random values with a prefix of their own, which verify by their whole value', async () => {
+    const secret = newClientSecret();
+    expect(secret).toMatch(/^svcs_[\w-]{43}$/);
+    expect(newClientSecret()).not.toBe(secret);
+    const stored = hashSecret(secret, KEY);
+    expect([await verifySecret(secret, stored, KEY), await verifySecret(secret.slice(5), stored, KEY)]).toEqual([true, false]);
   });
 });
 

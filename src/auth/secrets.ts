@@ -120,6 +120,18 @@ export function newApiKey(): { apiKey: string; prefix: string } {
   return { apiKey, prefix: apiKey.slice(0, DISPLAY_PREFIX_LENGTH) };
 }
 
+/**
+ * Client secrets begin with `svcs_`, as API keys with `svck_` and webhook secrets with `whsec_`:
+ * one pasted where it does not belong (a request id, a query value, a ticket) is known by its
+ * form and redacted in logs and answers, and a secret scanner can look for it. Secrets issued
+ * before had no prefix, and still verify: a secret is compared whole, whatever its form.
+ */
+export const CLIENT_SECRET_PREFIX = 'svcs_';
+
+export function newClientSecret(): string {
+  return `${CLIENT_SECRET_PREFIX}${randomToken(32)}`;
+}
+
 export function newClientId(): string {
   return `svc_${randomBytes(10).toString('hex')}`;
 }

@@ -40,6 +40,9 @@ describe('loggableUrl', () => {
     expect(loggableUrl(`/branches?SvcClientId=1&t=${jwt}`)).toBe('/branches?SvcClientId=1&t=[redacted]');
     expect(loggableUrl(`/${jwt}/x`)).toBe('/[redacted]/x');
     expect(loggableUrl('/branches;k=svck_AbC-123_x?SvcClientId=1&h=whsec_Zz9')).toBe('/branches;k=[redacted]?SvcClientId=1&h=[redacted]');
+    // A client secret, by its prefix, wherever it stands; a request id that is one is no request id.
+    expect(loggableUrl('/branches/svcs_AbC-123_x?SvcClientId=svcs_Zz9')).toBe('/branches/[redacted]?SvcClientId=[redacted]');
+    expect([holdsCredential('svcs_AbC-123_x'), holdsCredential('order-svcs_1'), holdsCredential('svc_0123abcd')]).toEqual([true, true, false]);
     // Escaped, a credential's form is still its form; names holding a credential's word are credentials' names.
     expect(loggableUrl('/health/live?k=%73vck_AbC123&j=%65yJa.b.c&x-api-key=SEKRET10&sessionToken=t&my_secret=s&Take=5')).toBe(
       '/health/live?k=[redacted]&j=[redacted]&x-api-key=[redacted]&sessionToken=[redacted]&my_secret=[redacted]&Take=5',

@@ -13,8 +13,8 @@ const SECRET_WORD = /secret|token|apikey|password|passwd|assertion|credential|si
 
 /**
  * Values that are credentials wherever they stand (another parameter name, a path segment, a
- * matrix parameter): a JWT (its header is base64url JSON, `eyJ…`), this service's API keys and
- * webhook signing secrets by their prefixes. A JWT's first segment is taken whole even when no
+ * matrix parameter): a JWT (its header is base64url JSON, `eyJ…`), this service's API keys,
+ * client secrets and webhook signing secrets by their prefixes. A JWT's first segment is taken whole even when no
  * two more segments follow it (the group is then unmatched, and it is no JWT): failed there, the
  * search would start again at each later `eyJ` of the same run and read the run to its end
  * again, time that grows with the square of the run's length (a URL of 5,000 `eyJ` in a row
@@ -23,10 +23,10 @@ const SECRET_WORD = /secret|token|apikey|password|passwd|assertion|credential|si
  * `Turk[redacted]`, now that answers are redacted too); the prefixes of keys and secrets occur
  * in no word, and are taken wherever they stand.
  */
-const SECRET_VALUE = /(?<![A-Za-z0-9])eyJ[\w-]*(\.[\w-]+\.[\w-]*)?|svck_[\w-]+|whsec_[\w-]+/g;
+const SECRET_VALUE = /(?<![A-Za-z0-9])eyJ[\w-]*(\.[\w-]+\.[\w-]*)?|svck_[\w-]+|svcs_[\w-]+|whsec_[\w-]+/g;
 
 /** The API keys and signing secrets of SECRET_VALUE, for the run of a first segment that is no JWT. */
-const PREFIXED_SECRET = /svck_[\w-]+|whsec_[\w-]+/g;
+const PREFIXED_SECRET = /svck_[\w-]+|svcs_[\w-]+|whsec_[\w-]+/g;
 
 /** The text with every value that is a credential by its form (see SECRET_VALUE) replaced by `[redacted]`. */
 function redactForms(text: string): string {
