@@ -3,6 +3,7 @@ import { gzipSync } from 'node:zlib';
 import { jest } from '@jest/globals';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
+import { issueCredential, seedClients } from './helpers/auth.js';
 import { startTestApp, type TestApp } from './helpers/test-app.js';
 
 const INSTANCE = /^urn:svc:api:results:error:[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
@@ -44,6 +45,16 @@ describe(`health and errors (${process.env.TEST_DATABASE})`, () => {
     // Answers no shared cache keeps still echo the caller's.
     const live = await request(t.http).get('/health/live').set('X-Request-Id', 'partner-a-job-42');
     expect([live.headers['cache-control'], live.headers['x-request-id']]).toEqual(['no-store', 'partner-a-job-42']);
+  });
+
+  it('never echoes or keeps a request id that is a credential by its form (a client secret, an API key): the request gets an id of its own', async () => {
+    await seedClients(t);
+    const { clientSecret, apiKey } = await issueCredential(t);
+    expect(clientSecret).toMatch(/^svcs_/);
+    for (const given of [clientSecret, apiKey]) {
+      const res = await request(t.http).get('/health/live').set('X-Request-Id', given);
+      expect([res.status, res.headers['x-request-id']]).toEqual([200, expect.stringMatching(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/)]);
+    }
   });
 
   it('keeps an idle connection open longer than the proxies in front keep theirs, and says so', async () => {
