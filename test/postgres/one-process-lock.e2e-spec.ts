@@ -95,4 +95,31 @@ describe('one process at a time on PostgreSQL', () => {
     // The lost connection was not handed back to the pool: the next holder and queries work on.
     await expect(oneProcessAtATime(db, 'migrations', 'the migrations', () => db.query('SELECT 1 AS one'))).resolves.toEqual([{ one: 1 }]);
   });
+
+  it('fails, and hands no lost connection back to the pool, when the holder is lost while it waits for another process', async () => {
+    // Another process holds the lock.
+    const first = new pg.Client({ connectionString: config.DATABASE_URL });
+    await first.connect();
+    try {
+      await first.query('BEGIN');
+      await first.query('SELECT pg_advisory_xact_lock(hashtext($1))', [key]);
+      let worked = false;
+      const waiting = oneProcessAtATime(db, 'migrations', 'the migrations', () => Promise.resolve((worked = true)));
+      // The waiter's connection, trying the lock again and again, is ended by the server: the
+      // pool's one connection handed out (the others are idle in it).
+      const pool = (db.driver as unknown as { master: { _clients: { processID: number }[]; _idle: { processID: number }[] } }).master;
+      const waiter = (): number | undefined => pool._clients.find((c) => !pool._idle.includes(c))?.processID;
+      let pid: number | undefined;
+      while ((pid = waiter()) === undefined) await new Promise((resolve) => setTimeout(resolve, 20));
+      await other.query('SELECT pg_terminate_backend($1)', [pid]);
+      await expect(waiting).rejects.toThrow();
+      expect(worked).toBe(false);
+    } finally {
+      await first.query('ROLLBACK').catch(() => undefined);
+      await first.end();
+    }
+    // Every connection the pool hands out next is a live one.
+    for (let i = 0; i < 12; i++) expect(await db.query('SELECT 1 AS one')).toEqual([{ one: 1 }]);
+    await expect(oneProcessAtATime(db, 'migrations', 'the migrations', () => db.query('SELECT 2 AS two'))).resolves.toEqual([{ two: 2 }]);
+  });
 });
