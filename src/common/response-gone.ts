@@ -52,10 +52,12 @@ export function whenGone(res: ServerResponse, done: () => void): void {
  * whole (a large page, the client gone or the stall rule closing it) gets 'finish' too, from
  * the socket's destruction (and `writableFinished` then holds): whole only when the socket
  * still stood at 'finish'. A response queued on a pipelined connection that closed before its
- * turn never emits either: it is not whole.
+ * turn never emits either: it is not whole. The connection is the request's: a response queued
+ * behind others has no socket of its own when this is called, and its `writableFinished` holds
+ * at a 'finish' that the connection's destruction emitted.
  */
 export function whenEnded(res: ServerResponse, done: (whole: boolean) => void): void {
-  const socket = res.socket;
+  const socket = (res.req as { socket?: Socket | null } | undefined)?.socket ?? res.socket;
   let whole = false;
   res.once('finish', () => {
     whole = socket === null ? res.writableFinished : !socket.destroyed;

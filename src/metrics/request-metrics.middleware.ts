@@ -23,7 +23,11 @@ export function routeOf(req: IncomingMessage): string {
   if (isResourceRoute(routed) && typeof routed.path === 'string') return routed.path;
   const answered = answeredRoutes.get(req);
   if (answered !== undefined) return answered;
-  return routeTemplateOf((req as IncomingMessage & { app?: unknown }).app, pathOf(req)) ?? 'unmatched';
+  // The URL as it came: inside a middleware Express mounted on a path (Nest's, this one's), req.url
+  // is what is left of it after the mount path, and a request whose connection closed before the
+  // router was reached is counted from there.
+  const { app, originalUrl } = req as IncomingMessage & { app?: unknown; originalUrl?: string };
+  return routeTemplateOf(app, pathOf({ url: originalUrl ?? req.url } as IncomingMessage)) ?? 'unmatched';
 }
 
 /**

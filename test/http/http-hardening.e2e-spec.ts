@@ -6,6 +6,7 @@ import request from 'supertest';
 import { jest } from '@jest/globals';
 import { AppLogger } from '../../src/logging/app-logger.js';
 import { MetricsService } from '../../src/metrics/metrics.service.js';
+import { eventually } from '../helpers/eventually.js';
 import { startTestApp, type TestApp } from '../helpers/test-app.js';
 
 const ORDER = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'];
@@ -294,6 +295,30 @@ describe(`HTTP hardening (${process.env.TEST_DATABASE})`, () => {
     const after = await t.app.get(MetricsService).registry.metrics();
     expect([count(after, wrongMethod) - count(before, wrongMethod), count(after, nowhere) - count(before, nowhere)]).toEqual([1, 1]);
     expect(after).not.toContain('{/*splat}');
+  });
+
+  it('counts a request whose client left while its body came as aborted, under its route', async () => {
+    const text = (): Promise<string> => t.app.get(MetricsService).registry.metrics();
+    const count = (exposition: string, name: string, labels: string): number =>
+      Number(new RegExp(`^${name}\\{${labels}\\} (\\d+)$`, 'm').exec(exposition)?.[1] ?? 0);
+    const abortedToken = '(?=[^}]*method="POST")(?=[^}]*route="/connect/token")[^}]*';
+    const before = await text();
+    // The client goes away after part of its form (the 100 Continue says the service was reading it).
+    if (!t.app.getHttpServer().listening) await t.app.listen(0, '127.0.0.1');
+    const { port } = t.app.getHttpServer().address() as AddressInfo;
+    const socket = connect(port, '127.0.0.1');
+    socket.on('error', () => undefined);
+    const continued = new Promise<void>((resolve) => socket.once('data', () => resolve()));
+    // From addresses of their own: this file's rate limit is 2 a minute.
+    socket.write('POST /connect/token HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: 198.51.100.77\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 100\r\nExpect: 100-continue\r\n\r\n');
+    await continued;
+    socket.write('grant_type=client');
+    // Gone: a reset.
+    socket.resetAndDestroy();
+    const aborted = async (): Promise<number> => count(await text(), 'results_http_requests_aborted_total', abortedToken) - count(before, 'results_http_requests_aborted_total', abortedToken);
+    expect(await eventually(aborted, (n) => n === 1)).toBe(1);
+    const unmatched = '(?=[^}]*route="unmatched")[^}]*';
+    expect(count(await text(), 'results_http_requests_aborted_total', unmatched)).toBe(count(before, 'results_http_requests_aborted_total', unmatched));
   });
 
   it("counts the methods no route answers as one method, other, whatever a client sends: a scan of Node's 34 methods adds no series per method", async () => {
