@@ -26,19 +26,30 @@ const ZONE = 'RESULTS_TIMEZONE';
 const PREFIX = 'hmac-sha256$';
 
 /**
- * A zone's canonical name in the time zone database (`US/Eastern` is `America/New_York`,
- * `Etc/UTC` is `UTC`): two names of one zone date alike. A name no longer known keeps its form.
+ * A zone's UTC offsets at instants around now (a year back and forward, a quarter apart), or
+ * null for a name the time zone database does not know.
  */
-function canonicalZone(zone: string): string {
+function offsetsAround(zone: string, now: number): string[] | null {
   try {
-    return new Intl.DateTimeFormat('en-GB', { timeZone: zone }).resolvedOptions().timeZone;
+    const format = new Intl.DateTimeFormat('en-GB', { timeZone: zone, timeZoneName: 'longOffset' });
+    return [-365, -273, -182, -91, 0, 91, 182, 273, 365].map((days) => format.format(now + days * 86_400_000));
   } catch {
-    return zone;
+    return null;
   }
 }
 
-/** Whether two zone names name the same zone. */
-const sameZone = (a: string, b: string): boolean => a === b || canonicalZone(a) === canonicalZone(b);
+/**
+ * Whether two zone names date this service's writes alike: the same name, or zones whose
+ * offsets agree around now (`US/Eastern` and `America/New_York`, `Etc/UTC` and `UTC`, which
+ * are one zone under two names). Judged by what the zones do rather than by a canonical name,
+ * which engines are to stop giving (Intl's resolvedOptions().timeZone keeps the name asked for).
+ */
+function sameZone(a: string, b: string): boolean {
+  if (a === b) return true;
+  const now = Date.now();
+  const [x, y] = [offsetsAround(a, now), offsetsAround(b, now)];
+  return x !== null && y !== null && x.every((offset, i) => offset === y[i]);
+}
 
 /** The check value of an API_KEY_HASH_KEY: an HMAC of a label of its own, which no stored hash or sealing key is. */
 function keyCheckValue(apiKeyHashKey: string): string {
@@ -162,7 +173,7 @@ export async function assertKeyCheck(db: DataSource, config: AppConfig): Promise
  * Before a command writes local times the API serves (visits written or written again: imports,
  * renames, a branch's move of brand, the demo data set): refuses, writing nothing, when the
  * service's last start stored another RESULTS_TIMEZONE than this process's (another zone: two
- * names of one zone, such as `US/Eastern` and `America/New_York`, are the same). A database
+ * names of one zone, such as `US/Eastern` and `America/New_York`, are the same; see sameZone). A database
  * without one cannot tell, and is written to.
  */
 export async function assertZoneCheck(db: DataSource, config: AppConfig): Promise<void> {
