@@ -34,7 +34,7 @@ export class MetricsService {
 
   readonly aborted = new Counter({
     name: 'results_http_requests_aborted_total',
-    help: 'HTTP requests whose connection closed before the response was complete (the client gone or timed out, or a stalled connection closed), by method and route template.',
+    help: 'HTTP requests whose connection closed before the response was complete (the client gone or timed out, a stalled connection closed, a body the parser refused while it was read), by method and route template.',
     labelNames: ['method', 'route'] as const,
     registers: [this.registry],
   });
