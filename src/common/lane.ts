@@ -55,7 +55,7 @@ export function putAhead<R>(
 }
 
 /** The path of a request's URL, without its query. */
-export function pathOf(req: IncomingMessage): string {
+export function pathOf(req: Pick<IncomingMessage, 'url'>): string {
   const url = req.url ?? '';
   const at = url.indexOf('?');
   return at < 0 ? url : url.slice(0, at);

@@ -9,10 +9,13 @@ describe('whenEnded', () => {
   let server: Server;
   let port: number;
   const seen: Array<[string, boolean]> = [];
+  const again: Array<[string, boolean]> = [];
 
   beforeAll(async () => {
     server = createServer((req, res) => {
       whenEnded(res, (whole) => seen.push([req.url ?? '', whole]));
+      // Asked again for the same response (as its log line and its metrics do): the same verdict.
+      whenEnded(res, (whole) => again.push([req.url ?? '', whole]));
       if (req.url === '/big') res.end(BIG);
       else res.end('ok');
     });
@@ -40,15 +43,19 @@ describe('whenEnded', () => {
 
   it('says whole for pipelined responses the client read to the end', async () => {
     seen.length = 0;
+    again.length = 0;
     await send(head('/a') + head('/big') + head('/b', 'Connection: close\r\n'));
     await judged(3);
     expect(seen).toEqual([['/a', true], ['/big', true], ['/b', true]]);
+    expect(again).toEqual(seen);
   });
 
   it('says not whole for a pipelined response queued behind another and cut off in its body', async () => {
     seen.length = 0;
+    again.length = 0;
     await send(head('/a') + head('/big'), 1_000_000);
     await judged(2);
     expect(seen).toEqual([['/a', true], ['/big', false]]);
+    expect(again).toEqual(seen);
   });
 });

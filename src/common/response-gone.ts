@@ -57,10 +57,24 @@ export function whenGone(res: ServerResponse, done: () => void): void {
  * at a 'finish' that the connection's destruction emitted.
  */
 export function whenEnded(res: ServerResponse, done: (whole: boolean) => void): void {
+  // Asked for twice a request (its log line and its metrics): the listeners are one pair.
+  const waiting = judging.get(res);
+  if (waiting) {
+    waiting.push(done);
+    return;
+  }
+  const callbacks = [done];
+  judging.set(res, callbacks);
   const socket = (res.req as { socket?: Socket | null } | undefined)?.socket ?? res.socket;
   let whole = false;
   res.once('finish', () => {
     whole = socket === null ? res.writableFinished : !socket.destroyed;
   });
-  whenGone(res, () => done(whole));
+  whenGone(res, () => {
+    judging.delete(res);
+    for (const call of callbacks) call(whole);
+  });
 }
+
+/** For each response being judged by whenEnded, what waits for its verdict. */
+const judging = new WeakMap<ServerResponse, ((whole: boolean) => void)[]>();

@@ -27,7 +27,7 @@ export function routeOf(req: IncomingMessage): string {
   // is what is left of it after the mount path, and a request whose connection closed before the
   // router was reached is counted from there.
   const { app, originalUrl } = req as IncomingMessage & { app?: unknown; originalUrl?: string };
-  return routeTemplateOf(app, pathOf({ url: originalUrl ?? req.url } as IncomingMessage)) ?? 'unmatched';
+  return routeTemplateOf(app, pathOf({ url: originalUrl ?? req.url })) ?? 'unmatched';
 }
 
 /**

@@ -10,6 +10,10 @@ import { eventually } from '../helpers/eventually.js';
 import { startTestApp, type TestApp } from '../helpers/test-app.js';
 
 const ORDER = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'];
+
+/** The value of the sample of metric `name` whose labels match `labels` (a pattern) in a Prometheus exposition; 0 when there is none. */
+const sampleOf = (exposition: string, name: string, labels: string): number =>
+  Number(new RegExp(`^${name}\\{${labels}\\} (\\d+)$`, 'm').exec(exposition)?.[1] ?? 0);
 const TITLES: Record<number, string> = { 400: 'Bad Request', 414: 'URI Too Long', 431: 'Request Header Fields Too Large', 501: 'Not Implemented' };
 
 describe(`HTTP hardening (${process.env.TEST_DATABASE})`, () => {
@@ -287,7 +291,7 @@ describe(`HTTP hardening (${process.env.TEST_DATABASE})`, () => {
 
   it('counts a 405 in the metrics under the route whose path it named, and a 404 as unmatched', async () => {
     const before = await t.app.get(MetricsService).registry.metrics();
-    const count = (text: string, labels: string): number => Number(new RegExp(`^results_http_requests_total\\{${labels}\\} (\\d+)$`, 'm').exec(text)?.[1] ?? 0);
+    const count = (text: string, labels: string): number => sampleOf(text, 'results_http_requests_total', labels);
     const wrongMethod = '(?=.*method="POST")(?=.*route="/health/live")(?=.*status="405")[^}]*';
     const nowhere = '(?=.*method="GET")(?=.*route="unmatched")(?=.*status="404")[^}]*';
     expect((await request(t.http).post('/health/live')).status).toBe(405);
@@ -299,8 +303,6 @@ describe(`HTTP hardening (${process.env.TEST_DATABASE})`, () => {
 
   it('counts a request whose client left while its body came as aborted, under its route', async () => {
     const text = (): Promise<string> => t.app.get(MetricsService).registry.metrics();
-    const count = (exposition: string, name: string, labels: string): number =>
-      Number(new RegExp(`^${name}\\{${labels}\\} (\\d+)$`, 'm').exec(exposition)?.[1] ?? 0);
     const abortedToken = '(?=[^}]*method="POST")(?=[^}]*route="/connect/token")[^}]*';
     const before = await text();
     // The client goes away after part of its form (the 100 Continue says the service was reading it).
@@ -315,10 +317,10 @@ describe(`HTTP hardening (${process.env.TEST_DATABASE})`, () => {
     socket.write('grant_type=client');
     // Gone: a reset.
     socket.resetAndDestroy();
-    const aborted = async (): Promise<number> => count(await text(), 'results_http_requests_aborted_total', abortedToken) - count(before, 'results_http_requests_aborted_total', abortedToken);
+    const aborted = async (): Promise<number> => sampleOf(await text(), 'results_http_requests_aborted_total', abortedToken) - sampleOf(before, 'results_http_requests_aborted_total', abortedToken);
     expect(await eventually(aborted, (n) => n === 1)).toBe(1);
     const unmatched = '(?=[^}]*route="unmatched")[^}]*';
-    expect(count(await text(), 'results_http_requests_aborted_total', unmatched)).toBe(count(before, 'results_http_requests_aborted_total', unmatched));
+    expect(sampleOf(await text(), 'results_http_requests_aborted_total', unmatched)).toBe(sampleOf(before, 'results_http_requests_aborted_total', unmatched));
   });
 
   it("counts the methods no route answers as one method, other, whatever a client sends: a scan of Node's 34 methods adds no series per method", async () => {
@@ -333,7 +335,7 @@ describe(`HTTP hardening (${process.env.TEST_DATABASE})`, () => {
     const labelled = new Set([...text.matchAll(/^results_http_request(?:s_total|_duration_seconds_count)\{[^}]*method="([^"]*)"/gm)].map((m) => m[1]));
     expect([...labelled].sort()).toEqual(['DELETE', 'GET', 'HEAD', 'OPTIONS', 'PATCH', 'POST', 'PUT', 'other'].filter((m) => labelled.has(m)));
     expect(labelled).toContain('other');
-    const count = (labels: string): number => Number(new RegExp(`^results_http_requests_total\\{${labels}\\} (\\d+)$`, 'm').exec(text)?.[1] ?? 0);
+    const count = (labels: string): number => sampleOf(text, 'results_http_requests_total', labels);
     expect(count('(?=.*method="other")(?=.*route="/branches")(?=.*status="405")[^}]*')).toBeGreaterThanOrEqual(scanned.length - 7);
   });
 
@@ -543,10 +545,7 @@ describe(`HTTP hardening (${process.env.TEST_DATABASE})`, () => {
   });
 
   it('counts each request answered before the application by its status, where a dashboard sees them', async () => {
-    const counted = async (status: number): Promise<number> => {
-      const line = (await t.app.get(MetricsService).registry.metrics()).split('\n').find((l) => l.startsWith(`results_http_refused_total{status="${status}"} `));
-      return line === undefined ? 0 : Number(line.split(' ')[1]);
-    };
+    const counted = async (status: number): Promise<number> => sampleOf(await t.app.get(MetricsService).registry.metrics(), 'results_http_refused_total', `status="${status}"`);
     const before = await Promise.all([505, 431, 501, 417, 400].map(counted));
     expect((await rawExchange('GET / HTTP/3.0\r\nHost: x\r\n\r\n')).split('\r\n')[0]).toBe('HTTP/1.1 505 HTTP Version Not Supported');
     expect((await rawExchange(`GET /branches HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`)).split('\r\n')[0]).toBe('HTTP/1.1 431 Request Header Fields Too Large');
