@@ -9,7 +9,9 @@ export class TcpProxy {
   private server: Server | null = null;
   private readonly sockets = new Set<Socket>();
   private readonly timers = new Set<NodeJS.Timeout>();
-  private readonly holdListeners = new Set<() => void>();
+  private readonly holdListeners = new Set<{ queries: boolean; heard: () => void }>();
+  /** The connections whose server has said ReadyForQuery: their startup (and its connect timeout) is over. */
+  private readonly started = new WeakSet<Socket>();
   /** While set, what the server sends is queued per connection, in order, until release(). */
   private held: { client: Socket; chunk: Buffer }[] | null = null;
   delayMs = 0;
@@ -32,6 +34,8 @@ export class TcpProxy {
       }
       client.on('data', (chunk: Buffer) => upstream.write(chunk));
       upstream.on('data', (chunk: Buffer) => {
+        const startedBefore = this.started.has(client);
+        if (endsReady(chunk)) this.started.add(client);
         if (this.dropping) return;
         if (this.held) return void this.held.push({ client, chunk });
         if (this.delayMs === 0) return void client.write(chunk);
@@ -40,7 +44,7 @@ export class TcpProxy {
           client.write(chunk);
         }, this.delayMs);
         this.timers.add(timer);
-        for (const listener of [...this.holdListeners]) listener();
+        for (const listener of [...this.holdListeners]) if (startedBefore || !listener.queries) listener.heard();
       });
       client.on('close', () => upstream.destroy());
       upstream.on('close', () => client.destroy());
@@ -53,13 +57,18 @@ export class TcpProxy {
 
   /**
    * Resolves when the proxy next holds back an answer of the database (with `delayMs` set):
-   * a query of the service is then in flight.
+   * something of the service waits on the database. `queries`: only an answer on a connection
+   * whose startup was over, that is to a query (a connection's startup answer held back ends
+   * at the driver's connect timeout, a query's at the statement's).
    */
-  answerHeldBack(): Promise<void> {
+  answerHeldBack(options: { queries?: boolean } = {}): Promise<void> {
     return new Promise((done) => {
-      const listener = (): void => {
-        this.holdListeners.delete(listener);
-        done();
+      const listener = {
+        queries: options.queries ?? false,
+        heard: (): void => {
+          this.holdListeners.delete(listener);
+          done();
+        },
       };
       this.holdListeners.add(listener);
     });
@@ -95,4 +104,9 @@ export class TcpProxy {
   async stop(): Promise<void> {
     await this.cut();
   }
+}
+
+/** Whether a chunk of the server's ends with ReadyForQuery ('Z', length 5, a status byte): the end of a startup or of a query's answer. */
+function endsReady(chunk: Buffer): boolean {
+  return chunk.length >= 6 && chunk[chunk.length - 6] === 0x5a && chunk.readInt32BE(chunk.length - 5) === 5;
 }
