@@ -287,7 +287,6 @@ export function withoutEmptySegments(path: string): string {
 
 /** Swagger UI at /docs, the contract at /docs/openapi.json. */
 export function setupSwagger(app: INestApplication, config: AppConfig): void {
-  const document = buildOpenApi(app, config);
   // Swagger UI's page links its files relative to itself, and tells /docs from /docs/ by the
   // URL's last character: a query (/docs/?x=1) would make it link /docs/docs/… from /docs/.
   // /docs/index.html is served the page of /docs, whose links then miss by a folder: it is sent to /docs/.
@@ -313,7 +312,10 @@ export function setupSwagger(app: INestApplication, config: AppConfig): void {
     dropRangeOfWeakIfRange(req);
     next();
   });
-  SwaggerModule.setup('docs', app, document, {
+  // The contract is built when first asked for (Swagger UI's page, /docs/openapi.json), not by
+  // every start (50-60 ms of scanning the routes on a quiet machine, for a replica, or a test's
+  // application, that may never serve it).
+  SwaggerModule.setup('docs', app, () => buildOpenApi(app, config), {
     jsonDocumentUrl: 'docs/openapi.json',
     yamlDocumentUrl: 'docs/openapi.yaml',
     customSiteTitle: 'Results service API',
