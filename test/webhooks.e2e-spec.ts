@@ -9,7 +9,7 @@ import { readVisitRecord } from '../src/visits/visit-record.js';
 import { VisitsRepository } from '../src/visits/visits.repository.js';
 import { WebhookDelivery } from '../src/webhooks/entities/webhook-delivery.entity.js';
 import { WebhooksRepository } from '../src/webhooks/webhooks.repository.js';
-import { WebhooksService } from '../src/webhooks/webhooks.service.js';
+import { WebhooksService, type EndpointSummary } from '../src/webhooks/webhooks.service.js';
 import { issueCredential } from './helpers/auth.js';
 import { webhookViolations } from './helpers/contract.js';
 import { eventually } from './helpers/eventually.js';
@@ -448,6 +448,8 @@ describe(`webhooks: coalescing and giving up (${process.env.TEST_DATABASE})`, ()
     const [backedUp] = await outbox.find({ where: { endpointId: id } });
     expect(backedUp).toMatchObject({ attempts: 0, count: 1 });
     const [first] = await eventually(delivered, (r) => r.length === 1, 30_000, 50);
+    // Its delivery recorded: the receiver's answer has reached the service, which removed the event.
+    await eventually(() => outbox.count({ where: { endpointId: id } }), (n) => n === 0, 30_000, 50);
 
     // The backup restored: the event waits again (here still within its window, so that the
     // import below meets it before a claim), then a change written after the restore joins it.
@@ -474,7 +476,8 @@ describe(`webhooks: coalescing and giving up (${process.env.TEST_DATABASE})`, ()
     const credential = await issueCredential(t, { clients: [1001] });
     const { id } = await t.app.get(WebhooksService).add(credential.clientId, `${receiver.url}/failing`);
     await importVisits(t, [visitRecord(201, 'B-1')]);
-    const [failing] = await eventually(() => t.app.get(WebhooksService).list(), ([e]) => e?.state === 'failing', 60_000, 50);
+    const endpoint = (): Promise<EndpointSummary | undefined> => t.app.get(WebhooksService).list().then((all) => all.find((e) => e.id === id));
+    const failing = (await eventually(endpoint, (e) => e?.state === 'failing', 60_000, 50))!;
     expect(failing).toMatchObject({ id, state: 'failing', lastError: 'HTTP 500: broken', pendingEvents: 0, lastDeliveryAt: null });
     expect(Date.parse(failing.failingSince!)).toBeGreaterThan(0);
     expect(receiver.received.length).toBeGreaterThanOrEqual(2);
@@ -484,7 +487,7 @@ describe(`webhooks: coalescing and giving up (${process.env.TEST_DATABASE})`, ()
 
     receiver.answer = () => ({ status: 200 });
     await importVisits(t, [visitRecord(202, 'B-1')]);
-    const [healthy] = await eventually(() => t.app.get(WebhooksService).list(), ([e]) => e?.state === 'active', 60_000, 50);
+    const healthy = (await eventually(endpoint, (e) => e?.state === 'active', 60_000, 50))!;
     expect(healthy).toMatchObject({ state: 'active', failingSince: null, pendingEvents: 0 });
     expect(healthy.lastDeliveryAt).not.toBeNull();
   });
