@@ -24,10 +24,12 @@ export default {
   // A test or hook that starts the built service (migrations, demo data) or Chromium takes
   // tens of seconds on a busy 2-core machine; waits inside tests are for conditions.
   testTimeout: 120_000,
-  // Two workers more than the two cores: a test waiting on a spawned process, a browser or a
-  // database leaves a core idle otherwise (measured: 8 min 0 s with 2 workers, 6 min 30 s with 3;
-  // on 2026-12-06 with 1,839 tests, jest 6 min 46 s with 3, 6 min 11 s with 4).
-  maxWorkers: 4,
+  // One more worker than the two cores: a test waiting on a spawned process, a browser or a
+  // database leaves a core idle otherwise (measured: 8 min 0 s with 2 workers, 6 min 30 s with 3).
+  // Four were measured on 2026-12-06 (1,839 tests), alternating with three: npm test 414 and
+  // 372 s against 404 and 412 s, a difference within the machine's variation from run to run,
+  // with more tests racing each other for the cores.
+  maxWorkers: 3,
   testSequencer: '<rootDir>/test/support/sequencer.mjs',
   projects: [
     { ...common, displayName: 'unit', roots: ['<rootDir>/src'], testMatch: ['**/*.spec.ts'] },
