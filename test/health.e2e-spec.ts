@@ -185,6 +185,18 @@ describe(`health and errors (${process.env.TEST_DATABASE})`, () => {
     );
   });
 
+  it('serves at /docs/openapi.json, built when first asked for, the contract the code generates (openapi/openapi.json with the default settings)', async () => {
+    const defaults = await startTestApp({ RATE_LIMIT_PER_MINUTE: '60', TOKEN_RATE_LIMIT_PER_MINUTE: '10' });
+    try {
+      const served = await request(defaults.http).get('/docs/openapi.json');
+      expect(served.status).toBe(200);
+      expect(served.body).toEqual(JSON.parse(readFileSync(new URL('../openapi/openapi.json', import.meta.url), 'utf8')));
+      expect((await request(defaults.http).get('/docs/openapi.json')).text).toBe(served.text);
+    } finally {
+      await defaults.close();
+    }
+  });
+
   it('GET /health/ready is a 503 saying migrations are pending while they are, not that they failed', async () => {
     const pending = jest.spyOn(t.app.get(DataSource), 'showMigrations').mockResolvedValue(true);
     try {
