@@ -190,6 +190,7 @@ describe(`health and errors (${process.env.TEST_DATABASE})`, () => {
     try {
       const served = await request(defaults.http).get('/docs/openapi.json');
       expect(served.status).toBe(200);
+      expect(served.headers['content-type']).toBe('application/json; charset=utf-8');
       expect(served.body).toEqual(JSON.parse(readFileSync(new URL('../openapi/openapi.json', import.meta.url), 'utf8')));
       expect((await request(defaults.http).get('/docs/openapi.json')).text).toBe(served.text);
     } finally {

@@ -1,5 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import { connect, type AddressInfo } from 'node:net';
+import { eventually } from '../../test/helpers/eventually.js';
 import { whenEnded } from './response-gone.js';
 
 /** More than the loopback connection's buffers hold on both sides: cut off by a client that stops reading, it cannot have been handed over whole. */
@@ -36,10 +37,8 @@ describe('whenEnded', () => {
       socket.on('close', () => resolve(got));
     });
   const head = (path: string, extra = ''): string => `GET ${path} HTTP/1.1\r\nHost: x\r\n${extra}\r\n`;
-  /** Resolves once `count` responses were judged. */
-  const judged = async (count: number): Promise<void> => {
-    while (seen.length < count) await new Promise((resolve) => setTimeout(resolve, 10));
-  };
+  /** Resolves once `count` responses were judged (or a minute has passed: the assertions then say what was). */
+  const judged = (count: number): Promise<number> => eventually(() => Promise.resolve(seen.length), (n) => n >= count, 60_000, 10);
 
   it('says whole for pipelined responses the client read to the end', async () => {
     seen.length = 0;

@@ -1,6 +1,7 @@
 import pg from 'pg';
 import type { DataSource } from 'typeorm';
 import { oneProcessAtATime, openDataSource } from '../../src/database/migration-tools.js';
+import { eventually } from '../helpers/eventually.js';
 import { isolatedConfig } from '../helpers/test-config.js';
 
 /**
@@ -113,8 +114,8 @@ describe('one process at a time on PostgreSQL', () => {
       // pool's one connection handed out (the others are idle in it).
       const pool = (db.driver as unknown as { master: { _clients: { processID: number }[]; _idle: { processID: number }[] } }).master;
       const waiter = (): number | undefined => pool._clients.find((c) => !pool._idle.includes(c))?.processID;
-      let pid: number | undefined;
-      while ((pid = waiter()) === undefined) await new Promise((resolve) => setTimeout(resolve, 20));
+      const pid = await eventually(() => Promise.resolve(waiter()), (id) => id !== undefined, 60_000, 20);
+      expect(pid).toEqual(expect.any(Number));
       await other.query('SELECT pg_terminate_backend($1)', [pid]);
       expect(await waiting).toBe('failed');
       expect(worked).toBe(false);
