@@ -15,6 +15,12 @@ const common = {
   // ts-jest transpiles each file on its own (tsconfig isolatedModules); `npm test` type-checks separately.
   transform: { '^.+\\.ts$': ['ts-jest', { useESM: true, tsconfig: 'tsconfig.json' }] },
   testEnvironment: 'node',
+  // A worker keeps what it resolved and compiled from one test file to the next (the files
+  // say why): the modules every file loads afresh cost it less. Measured on 2026-12-06, 22
+  // HTTP test files in one process, alternately with and without: 40.1 and 42.4 s of CPU
+  // against 46.1 and 47.3 s.
+  runtime: '<rootDir>/test/support/runtime.cjs',
+  resolver: '<rootDir>/test/support/resolver.cjs',
 };
 
 /** Tests that start the built service or CLI: dist/ is rebuilt first when the sources changed. */
