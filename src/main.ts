@@ -6,6 +6,7 @@ import { DataSource } from 'typeorm';
 import { AppModule } from './app.module.js';
 import { KeyringService } from './auth/keyring.service.js';
 import { BodyPool } from './common/body-pool.js';
+import { letGoOfCompressionBuffers } from './common/compression.js';
 import { environmentFailure } from './common/environment-failure.js';
 import { establishSettingChecks, SettingChecksUnreadableError } from './database/setting-checks.js';
 import { drainConnections, openConnections } from './common/idle-connections.js';
@@ -63,12 +64,16 @@ async function bootstrap(): Promise<void> {
     );
   }
   const metrics = config.METRICS_PORT > 0 ? await startMetricsServer(app.get(MetricsService), config.METRICS_PORT, config.HOST) : null;
-  // Dead page bodies, and those kept for re-use, are given back when the process goes quiet (see IdleCollector).
+  // Dead page bodies, those kept for re-use and the compression workers' buffers are given
+  // back when the process goes quiet (see IdleCollector).
   const idleCollections = app.get(MetricsService).idleCollections;
   const pageBodies = app.get(BodyPool);
   const idleCollector =
     config.IDLE_GC_SECONDS > 0
-      ? startIdleCollector(config.IDLE_GC_SECONDS, { collected: () => idleCollections.inc(), letGo: () => pageBodies.letGo() })
+      ? startIdleCollector(config.IDLE_GC_SECONDS, {
+          collected: () => idleCollections.inc(),
+          letGo: () => pageBodies.letGo() + letGoOfCompressionBuffers(),
+        })
       : null;
   const logger = new Logger('Shutdown');
 

@@ -34,6 +34,24 @@ describe('CompressionWorkers', () => {
     expect(runInNewContext('typeof gc')).toBe('undefined');
   });
 
+  it('lets go of the buffers of the workers without a job, once each, and compresses with new ones after', async () => {
+    expect(workers.letGo()).toBe(0);
+    await Promise.all([workers.brotli(body(0), 4), workers.brotli(body(1), 4)]);
+    // Each worker's buffer: the next power of two that holds a body, at least 1 MiB.
+    const size = Math.max(1024 * 1024, 2 ** Math.ceil(Math.log2(body(0).length)));
+    expect(workers.letGo()).toBe(2 * size);
+    expect(workers.letGo()).toBe(0);
+    // A worker with a job keeps its buffer while it runs.
+    const running = workers.brotli(body(2), 4);
+    expect(workers.letGo()).toBe(0);
+    expect(brotliDecompressSync(await running).equals(body(2))).toBe(true);
+    const [again, other] = await Promise.all([workers.brotli(body(3), 4), workers.brotli(body(4).subarray(0, 5000), 4)]);
+    expect(brotliDecompressSync(again).equals(body(3))).toBe(true);
+    expect(brotliDecompressSync(other).equals(body(4).subarray(0, 5000))).toBe(true);
+    // New buffers, each the size of its own job's body: 1 MiB for the small one.
+    expect(workers.letGo()).toBe(size + 1024 * 1024);
+  });
+
   it('refuses more jobs at once than it has workers (its callers limit them)', async () => {
     const running = [workers.brotli(body(0), 4), workers.brotli(body(1), 4)];
     expect(() => workers.brotli(body(2), 4)).toThrow('more than 2 compressions at once');

@@ -9,6 +9,11 @@ interface Job {
   shared?: SharedArrayBuffer;
 }
 
+/** What a worker is told when the process has gone quiet: let go of its shared buffer and collect its heap. */
+interface Release {
+  release: true;
+}
+
 /** What a worker answers: the compressed bytes (moved, not copied), or why it could not. */
 type Answer = { id: number; out: Uint8Array } | { id: number; error: string };
 
@@ -22,7 +27,7 @@ const GARBAGE_BYTES = 4 * 1024 * 1024;
  * do) and moves the result back. zlib's memory, which Node reports to the heap of the thread
  * that made the compressor, counts in this heap, not the service's (see CompressionWorkers), and
  * the body is never copied into it. It collects its heap (`gc`, exposed to it as it starts: see
- * startWorker) once its jobs' buffers pass GARBAGE_BYTES.
+ * startWorker) once its jobs' buffers pass GARBAGE_BYTES, and when told to let go of its buffer.
  */
 const WORKER_CODE = `
 const { parentPort } = require('node:worker_threads');
@@ -30,6 +35,11 @@ const zlib = require('node:zlib');
 const collect = typeof globalThis.gc === 'function' ? globalThis.gc : null;
 let shared = null;
 parentPort.on('message', (job) => {
+  if (job.release) {
+    shared = null;
+    if (collect) collect();
+    return;
+  }
   if (job.shared) shared = job.shared;
   try {
     const body = Buffer.from(shared, 0, job.length);
@@ -62,7 +72,8 @@ const SHARED_MIN_BYTES = 1024 * 1024;
  * collection of the service's heap for every other such page: 64 for 119 pages of 1,000 visits
  * asked for in br (README "Performance"). A worker's reports go to its own heap. The body goes
  * to the worker through a buffer the two threads share, kept for its next job (grown when a body
- * does not fit): neither a copy of it in the worker's heap nor a new buffer in the service's.
+ * does not fit, let go when the process goes quiet): neither a copy of it in the worker's heap
+ * nor a new buffer in the service's.
  *
  * The caller limits how many run at once (no more than there are workers). A worker that
  * fails (its thread ends) fails its job and is replaced; the workers never keep the process
@@ -88,6 +99,24 @@ export class CompressionWorkers {
       slot.job = { id, resolve, reject };
       slot.worker.postMessage(job);
     });
+  }
+
+  /**
+   * Lets go of the shared buffer of every worker without a job (its next job is given a new
+   * one) and has each collect its heap: called when the process has gone quiet, so that a run of
+   * large pages does not leave a buffer the size of the largest, a few megabytes each, behind.
+   * Gives the bytes let go.
+   */
+  letGo(): number {
+    let bytes = 0;
+    for (const slot of this.slots) {
+      if (slot.job !== null || slot.shared === null) continue;
+      bytes += slot.shared.byteLength;
+      slot.shared = null;
+      const release: Release = { release: true };
+      slot.worker.postMessage(release);
+    }
+    return bytes;
   }
 
   /** Ends every worker (for tests; the service's workers end with the process). */

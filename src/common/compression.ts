@@ -113,6 +113,9 @@ export function compress(body: Buffer, encoding: Encoding): Promise<Buffer> {
   });
 }
 
+/** Lets go of what the compression workers keep for their next job (see CompressionWorkers.letGo): the bytes let go. */
+export const letGoOfCompressionBuffers = (): number => workers.letGo();
+
 /** Ends the compression workers (for tests: the service's end with the process; a later compression starts them again). */
 export const closeCompressionWorkers = (): Promise<void> => workers.close();
 
