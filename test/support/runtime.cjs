@@ -41,11 +41,14 @@ const DYNAMIC_IMPORT = /\bimport\s*\(/;
 function withCodeCache(Base, nameOf, keepWhenMade) {
   return class extends Base {
     constructor(source, options) {
-      const name = typeof source === 'string' && !DYNAMIC_IMPORT.test(source) ? nameOf(options) : undefined;
+      // vm.Script also takes its file name alone for its options.
+      const given = typeof options === 'string' ? { filename: options } : options;
+      const name = typeof source === 'string' && !DYNAMIC_IMPORT.test(source) ? nameOf(given) : undefined;
       const known = name === undefined ? undefined : compiled.get(name);
       const cachedData = known !== undefined && known.source === source ? known.data : undefined;
-      super(source, cachedData === undefined ? options : { ...options, cachedData });
-      if (cachedData !== undefined || name === undefined) return;
+      super(source, cachedData === undefined ? options : { ...given, cachedData });
+      // Refused data (V8 compiled afresh) is replaced by this code's.
+      if (name === undefined || (cachedData !== undefined && this.cachedDataRejected !== true)) return;
       if (keepWhenMade) keep(name, source, this);
       else fresh.push({ name, source, code: this });
     }
@@ -54,7 +57,7 @@ function withCodeCache(Base, nameOf, keepWhenMade) {
 
 // A script's code is kept once its file has run: it then holds the functions compiled lazily
 // as they were first called. A module's can only be made before it is evaluated.
-vm.Script = withCodeCache(vm.Script, (options) => (typeof options === 'string' ? options : options?.filename), false);
+vm.Script = withCodeCache(vm.Script, (options) => options?.filename, false);
 if (vm.SourceTextModule) vm.SourceTextModule = withCodeCache(vm.SourceTextModule, (options) => options?.identifier, true);
 
 class CodeCachingRuntime extends Runtime {
