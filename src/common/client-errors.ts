@@ -181,6 +181,20 @@ function earlyOAuthError(description: string): EarlyAnswer {
   return earlyAnswer(oauthErrorBody('invalid_request', description), 'application/json', NO_STORE_HEADERS);
 }
 
+/**
+ * Whether a request's target is the token endpoint, however its path is spelt (`/Connect/Token/`,
+ * `/%63onnect/token`, an http URL): every answer it gets is OAuth's form (RFC 6749 §5.2).
+ */
+function forTokenEndpoint(url: string | undefined, tokenPath: string): boolean {
+  if (url === undefined || absoluteFormProblem(url) !== undefined) return false;
+  return routeSpelling(unescapeUnreserved(originForm(url)).split(/[?#]/)[0]) === tokenPath;
+}
+
+/** An early refusal of a request for `url`: OAuth JSON for the token endpoint, a problem for any other. */
+function earlyRefusal(status: number, detail: string, url: string | undefined, tokenPath: string): EarlyAnswer {
+  return forTokenEndpoint(url, tokenPath) ? earlyOAuthError(detail) : earlyProblem(status, detail);
+}
+
 function answer(res: ServerResponse, status: number, problem: EarlyAnswer, log: EarlyAnswerLog, req: IncomingMessage, detail: string): void {
   res.writeHead(status, problem.headers);
   res.end(problem.body);
@@ -262,7 +276,8 @@ function malformedHead(req: IncomingMessage): { status: number; detail: string }
  * line, conflicting Content-Length and Transfer-Encoding, a request too slow to arrive) with
  * a problem document, as every other error is answered, instead of Node's bare status line;
  * then closes the connection, which can carry nothing more; the same for an HTTP/1.1 request
- * without Host or with two Host headers, and a 417 for an Expect it cannot meet. None of these
+ * without Host or with two Host headers, and a 417 for an Expect it cannot meet. A request for
+ * the token endpoint whose head was read is answered in OAuth's form instead. None of these
  * requests reaches the application; each is logged (`log`, an info line) with its request id and
  * problem instance, so that the ids a partner quotes find it. A request the application was
  * already reading when the parser gave up on it (a body too slow) is logged by its own line.
@@ -294,7 +309,7 @@ export function answerClientErrors(server: Server, tokenPath: string, log: Early
       return undefined;
     },
     (req, res, { status, detail }) => {
-      answer(res, status, earlyProblem(status, detail), log, req, detail);
+      answer(res, status, earlyRefusal(status, detail, req.url, tokenPath), log, req, detail);
       return Promise.resolve(true);
     },
   );
@@ -303,9 +318,7 @@ export function answerClientErrors(server: Server, tokenPath: string, log: Early
     const detail = `The expectation '${String(req.headers.expect).slice(0, 100)}' cannot be met; only 100-continue is supported.`;
     // A preflight (OPTIONS) is the CORS middleware's own answer, not a header to add.
     if (cors !== null && req.method !== 'OPTIONS') cors(req, res, nothing);
-    // The token endpoint answers every error in OAuth's form (RFC 6749 §5.2), however its path is spelt.
-    if (routeSpelling(unescapeUnreserved(originForm(req.url ?? '')).split('?')[0]) === tokenPath) answer(res, 417, earlyOAuthError(detail), log, req, detail);
-    else answer(res, 417, earlyProblem(417, detail), log, req, detail);
+    answer(res, 417, earlyRefusal(417, detail, req.url, tokenPath), log, req, detail);
   });
   // CONNECT asks for a tunnel, which no endpoint gives: Node would close the connection without a word.
   server.on('connect', (req: IncomingMessage, socket: Duplex) => {
@@ -342,7 +355,9 @@ export function answerClientErrors(server: Server, tokenPath: string, log: Early
       return;
     }
     const { status, detail } = refusal(error.code, error.rawPacket, error.bytesParsed, (socket as AnsweringSocket).bytesRead);
-    const problem = earlyProblem(status, detail);
+    // A request whose head was read (its body refused, or too slow) is answered in its
+    // endpoint's form; one whose head the parser could not read names no endpoint.
+    const problem = earlyRefusal(status, detail, reading?.url, tokenPath);
     if (reading !== undefined || error.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
       // Refused now: the request is the application's already, or the connection too slow to
       // wait on (after a timeout the parser would read on and hand later requests over).

@@ -51,14 +51,14 @@ describe(`HTTP hardening (${process.env.TEST_DATABASE})`, () => {
     // Bytes that are no request line at all: a TLS handshake sent to the plain port.
     ['a TLS handshake', '\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03', 400, 'The request is not well-formed HTTP/1.1.'],
     // HTTP/1.0 has no Transfer-Encoding: faulty framing, and the connection closes although it asked to stay open (RFC 9112 §6.1).
-    ['an HTTP/1.0 request with Transfer-Encoding', 'POST /connect/token HTTP/1.0\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\nContent-Type: application/x-www-form-urlencoded\r\n\r\n0\r\n\r\nGET /health/live HTTP/1.0\r\n\r\n', 400, 'An HTTP/1.0 request cannot carry Transfer-Encoding: send its body with Content-Length.'],
+    ['an HTTP/1.0 request with Transfer-Encoding', 'POST /menus/dishes HTTP/1.0\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\nContent-Type: multipart/form-data; boundary=a\r\n\r\n0\r\n\r\nGET /health/live HTTP/1.0\r\n\r\n', 400, 'An HTTP/1.0 request cannot carry Transfer-Encoding: send its body with Content-Length.'],
     ['a header line without a colon', 'GET /branches HTTP/1.1\r\nHost: x\r\nno colon here\r\n\r\n', 400, 'The request is not well-formed HTTP/1.1.'],
     ['Content-Length beside Transfer-Encoding', 'POST /connect/token HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n', 400, 'The request is not well-formed HTTP/1.1.'],
     ['two Content-Length headers', 'POST /connect/token HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab', 400, 'The request is not well-formed HTTP/1.1.'],
     ['an HTTP/1.1 request without Host', 'GET /health/live HTTP/1.1\r\n\r\n', 400, 'The request is not well-formed HTTP/1.1.'],
     ['two Host headers', 'GET /health/live HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n', 400, 'The request has more than one Host header; it must have one.'],
     ['a Transfer-Encoding that does not end in chunked', 'GET /branches HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n', 400, 'The request is not well-formed HTTP/1.1.'],
-    ['Transfer-Encoding: identity on a token request', 'POST /connect/token HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: identity\r\nContent-Type: application/x-www-form-urlencoded\r\n\r\ngrant_type=client_credentials', 400, 'The request is not well-formed HTTP/1.1.'],
+    ['Transfer-Encoding: identity on an upload', 'POST /menus/dishes HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: identity\r\nContent-Type: multipart/form-data; boundary=a\r\n\r\n--a--', 400, 'The request is not well-formed HTTP/1.1.'],
     ['a Host with a space', 'GET /health/live HTTP/1.1\r\nHost: a b\r\n\r\n', 400, "The request's Host header is not a host name or address with an optional port."],
     ['a Host with a path', 'GET /health/live HTTP/1.1\r\nHost: a/b?c\r\n\r\n', 400, "The request's Host header is not a host name or address with an optional port."],
     ['a Host with userinfo', 'GET /health/live HTTP/1.1\r\nHost: user@a\r\n\r\n', 400, "The request's Host header is not a host name or address with an optional port."],
@@ -69,10 +69,10 @@ describe(`HTTP hardening (${process.env.TEST_DATABASE})`, () => {
     ['a fragment in the target', 'GET /branches#x?SvcClientId=1001 HTTP/1.1\r\nHost: x\r\n\r\n', 400, "The request target holds '#', which a request does not carry: leave the fragment out, and send '#' in a value as %23."],
     ["a '#' in a query value", 'GET /visits/standard?Take=1#frag HTTP/1.1\r\nHost: x\r\n\r\n', 400, "The request target holds '#', which a request does not carry: leave the fragment out, and send '#' in a value as %23."],
     // Node keeps the first Content-Type and joins Content-Encodings: a proxy may read the body by another.
-    ['two Content-Type headers on the token endpoint', 'POST /connect/token HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Type: text/plain\r\nContent-Length: 0\r\n\r\n', 400, 'The request has more than one Content-Type header; it may have one.'],
+    ['two Content-Type headers', 'PUT /branches HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Type: text/plain\r\nContent-Length: 0\r\n\r\n', 400, 'The request has more than one Content-Type header; it may have one.'],
     ['two multipart Content-Type headers on an upload', 'POST /menus/dishes HTTP/1.1\r\nHost: x\r\ncontent-type: multipart/form-data; boundary=a\r\nCONTENT-TYPE: multipart/form-data; boundary=b\r\nContent-Length: 0\r\n\r\n', 400, 'The request has more than one Content-Type header; it may have one.'],
-    ['two Content-Encoding headers', 'POST /connect/token HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Encoding: gzip\r\nContent-Encoding: identity\r\nContent-Length: 0\r\n\r\n', 400, 'The request has more than one Content-Encoding header; it may have one.'],
-    ['a Content-Type naming a parameter twice', 'POST /connect/token HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded; charset=utf-8; Charset="utf-16"\r\nContent-Length: 0\r\n\r\n', 400, "The request's Content-Type names its Content-Type parameter 'charset' more than once: send each once."],
+    ['two Content-Encoding headers', 'POST /menus/dishes HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=a\r\nContent-Encoding: gzip\r\nContent-Encoding: identity\r\nContent-Length: 0\r\n\r\n', 400, 'The request has more than one Content-Encoding header; it may have one.'],
+    ['a Content-Type naming a parameter twice', 'POST /menus/dishes HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=a; Boundary="b"\r\nContent-Length: 0\r\n\r\n', 400, "The request's Content-Type names its Content-Type parameter 'boundary' more than once: send each once."],
     ['a second Host after 2000 other headers', `GET /health/live HTTP/1.1\r\nHost: a\r\n${'a: 1\r\n'.repeat(2000)}Host: b\r\n\r\n`, 400, 'The request has more than one Host header; it must have one.'],
   ])('answers what the HTTP parser refuses (%s) with a problem document, and closes', async (_what, raw, status, detail) => {
     const logged = jest.spyOn(t.app.get(AppLogger), 'infoFields');
@@ -109,6 +109,33 @@ describe(`HTTP hardening (${process.env.TEST_DATABASE})`, () => {
     });
   });
 
+  it.each([
+    ['an HTTP/1.0 request with Transfer-Encoding', 'POST /connect/token HTTP/1.0\r\nTransfer-Encoding: chunked\r\nContent-Type: application/x-www-form-urlencoded\r\n\r\n0\r\n\r\n', 400, 'An HTTP/1.0 request cannot carry Transfer-Encoding: send its body with Content-Length.'],
+    ['Transfer-Encoding: identity', 'POST /connect/token HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: identity\r\nContent-Type: application/x-www-form-urlencoded\r\n\r\ngrant_type=client_credentials', 400, 'The request is not well-formed HTTP/1.1.'],
+    ['a transfer coding before chunked', 'POST /connect/token HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\nContent-Type: application/x-www-form-urlencoded\r\n\r\n0\r\n\r\n', 501, 'The request has a transfer coding the service does not apply: send its body with Transfer-Encoding: chunked alone, or with Content-Length.'],
+    ['no Host', 'POST /connect/token HTTP/1.1\r\nContent-Length: 0\r\n\r\n', 400, 'The request is not well-formed HTTP/1.1.'],
+    ['a Host that is no host', 'POST /Connect/Token/ HTTP/1.1\r\nHost: a b\r\nContent-Length: 0\r\n\r\n', 400, "The request's Host header is not a host name or address with an optional port."],
+    ['two Content-Type headers', 'POST /connect/token HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Type: text/plain\r\nContent-Length: 0\r\n\r\n', 400, 'The request has more than one Content-Type header; it may have one.'],
+    ['two Content-Encoding headers', 'POST http://x/connect/token HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Encoding: gzip\r\nContent-Encoding: identity\r\nContent-Length: 0\r\n\r\n', 400, 'The request has more than one Content-Encoding header; it may have one.'],
+    ['a Content-Type naming a parameter twice', 'POST /connect/%74oken HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded; charset=utf-8; Charset="utf-16"\r\nContent-Length: 0\r\n\r\n', 400, "The request's Content-Type names its Content-Type parameter 'charset' more than once: send each once."],
+    ['a fragment in the target', 'POST /connect/token#x HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n', 400, "The request target holds '#', which a request does not carry: leave the fragment out, and send '#' in a value as %23."],
+    ['a request line of HTTP/2.0', 'POST /connect/token HTTP/2.0\r\nHost: x\r\nContent-Length: 0\r\n\r\n', 505, 'The HTTP version of the request is not supported: send HTTP/1.1.'],
+  ])("answers a token request whose head it refuses (%s) in OAuth's form, as every error of that endpoint, and closes", async (_what, raw, status, detail) => {
+    const logged = jest.spyOn(t.app.get(AppLogger), 'infoFields');
+    const answer = await rawExchange(raw);
+    expect(answer.match(/HTTP\/1\.1 \d{3} /g)).toEqual([`HTTP/1.1 ${status} `]);
+    const [head, body] = answer.split('\r\n\r\n');
+    const lines = head.split('\r\n');
+    expect(lines).toEqual(
+      expect.arrayContaining(['Content-Type: application/json; charset=utf-8', 'Cache-Control: no-store', 'Pragma: no-cache', 'Connection: close', `Content-Length: ${Buffer.byteLength(body)}`]),
+    );
+    expect(JSON.parse(body)).toEqual({ error: 'invalid_request', error_description: detail });
+    const requestId = lines.find((l) => l.startsWith('X-Request-Id: '))?.slice('X-Request-Id: '.length);
+    expect(requestId).toMatch(/^[0-9a-f-]{36}$/);
+    expect(logged.mock.calls).toEqual([[expect.objectContaining({ req: expect.objectContaining({ id: requestId }), res: { statusCode: status }, detail }), 'request refused before the application']]);
+    logged.mockRestore();
+  });
+
   it("reads a Content-Type whose parameter names appear again only inside a quoted value", async () => {
     const answer = await rawExchange('GET /health/live HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain; a="x; a=y"; b=1\r\nConnection: close\r\n\r\n');
     expect(answer.split('\r\n')[0]).toBe('HTTP/1.1 200 OK');
@@ -121,7 +148,13 @@ describe(`HTTP hardening (${process.env.TEST_DATABASE})`, () => {
       'GET /health/live HTTP/1.1\r\nHost: x\r\n\r\nPOST /connect/token HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nContent-Type: application/x-www-form-urlencoded\r\n\r\nZZ\r\n',
     );
     expect(answer.match(/HTTP\/1\.1 \d{3} /g)?.at(-1)).toBe('HTTP/1.1 400 ');
-    expect(JSON.parse(answer.slice(answer.lastIndexOf('\r\n\r\n') + 4))).toMatchObject({ status: 400, detail: 'The request is not well-formed HTTP/1.1.' });
+    // The token endpoint's, in OAuth's form: the request's head was read, so its endpoint is known.
+    expect(JSON.parse(answer.slice(answer.lastIndexOf('\r\n\r\n') + 4))).toEqual({ error: 'invalid_request', error_description: 'The request is not well-formed HTTP/1.1.' });
+    const upload = await rawExchange(
+      'GET /health/live HTTP/1.1\r\nHost: x\r\n\r\nPOST /menus/dishes HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: 203.0.113.31\r\nTransfer-Encoding: chunked\r\nContent-Type: multipart/form-data; boundary=a\r\n\r\nZZ\r\n',
+    );
+    expect(upload.match(/HTTP\/1\.1 \d{3} /g)?.at(-1)).toBe('HTTP/1.1 400 ');
+    expect(JSON.parse(upload.slice(upload.lastIndexOf('\r\n\r\n') + 4))).toMatchObject({ status: 400, detail: 'The request is not well-formed HTTP/1.1.' });
   });
 
   it('closes without a second answer when a malformed chunk comes after its request was answered', async () => {
@@ -406,7 +439,7 @@ describe(`HTTP hardening (${process.env.TEST_DATABASE})`, () => {
   });
 
   it('answers a transfer coding before chunked, which it does not apply, with a 501 problem', async () => {
-    const answer = await rawExchange('POST /connect/token HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\nContent-Type: application/x-www-form-urlencoded\r\n\r\n0\r\n\r\n');
+    const answer = await rawExchange('POST /menus/dishes HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\nContent-Type: multipart/form-data; boundary=a\r\n\r\n0\r\n\r\n');
     const [head, body] = answer.split('\r\n\r\n');
     expect(head.split('\r\n')[0]).toBe('HTTP/1.1 501 Not Implemented');
     expect(JSON.parse(body)).toMatchObject({
