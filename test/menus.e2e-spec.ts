@@ -705,15 +705,31 @@ describe(`menus and dishes (${process.env.TEST_DATABASE})`, () => {
         }
         const bom = await form({ type: 'application/json; charset=utf-8', json: Buffer.from(`\ufeff${dish({ code: 'BOM-DECLARED' })}`, 'utf8') });
         expect({ status: bom.status, code: bom.body.data?.dish.code }).toEqual({ status: 200, code: 'BOM-DECLARED' });
-        // windows-1252 is read as ISO-8859-1: its € and quotes would be stored as C1 controls, so they are refused.
+        // C1 controls are no text sent in a charset: ISO-8859-1's 0x80-0x9F, UTF-8's U+0085.
         const c1 = "The 'json' part holds a C1 control character (U+0080 to U+009F) in a part that names its charset: send it as UTF-8, without a charset parameter.";
-        for (const charset of ['windows-1252', 'iso-8859-1', 'utf-8']) {
-          const json = charset === 'utf-8' ? Buffer.from(dish({ code: 'NEL-\u0085' }), 'utf8') : Buffer.from(dish({ code: 'EUR-\u0080\u0093' }), 'latin1');
+        for (const [charset, json] of [
+          ['iso-8859-1', Buffer.from(dish({ code: 'EUR-\u0080\u0093' }), 'latin1')],
+          ['utf-8', Buffer.from(dish({ code: 'NEL-\u0085' }), 'utf8')],
+        ] as const) {
           const res = await form({ type: `application/json; charset=${charset}`, json });
           expect({ charset, status: res.status, errors: problem(res).errors }).toEqual({ charset, status: 400, errors: [c1] });
         }
-        const cp1252Letters = await form({ type: 'application/json; charset=windows-1252', json: Buffer.from(dish({ code: 'CAF\u00c9' }), 'latin1') });
-        expect({ status: cp1252Letters.status, code: cp1252Letters.body.data?.dish.code }).toEqual({ status: 200, code: 'CAF\u00c9' });
+        // A byte windows-1252 leaves undefined (0x81, 0x8D, 0x8F, 0x90, 0x9D) is one its charset cannot read.
+        const undefinedByte = await form({ type: 'application/json; charset=windows-1252', json: Buffer.from(dish({ code: 'UNDEFINED-\u0081' }), 'latin1') });
+        expect({ status: undefinedByte.status, errors: problem(undefinedByte).errors }).toEqual({ status: 400, errors: [declaredMessage] });
+        // windows-1252 is read as windows-1252 (the multipart reader decodes it as ISO-8859-1): 0x80 is €, 0x93 and 0x94 quotes.
+        for (const charset of ['windows-1252', 'CP1252', 'x-cp1252']) {
+          const cp1252 = await form({ type: `application/json; charset=${charset}`, json: Buffer.from(dish({ code: `${charset}-CAF\u00c9-\u0080-\u0093Q\u0094` }), 'latin1') });
+          expect({ charset, status: cp1252.status, code: cp1252.body.data?.dish.code }).toEqual({ charset, status: 200, code: `${charset}-CAF\u00c9-\u20ac-\u201cQ\u201d` });
+        }
+        // US-ASCII is read as ISO-8859-1 by the reader too: a byte over 0x7F is none of it, and refused.
+        const outside = "The 'json' part names the charset US-ASCII but holds bytes outside it: send it as UTF-8, without a charset parameter.";
+        for (const charset of ['us-ascii', 'ASCII']) {
+          const res = await form({ type: `text/plain; charset=${charset}`, json: Buffer.from(dish({ code: 'ASCII-\u00e9\u00ff' }), 'latin1') });
+          expect({ charset, status: res.status, errors: problem(res).errors }).toEqual({ charset, status: 400, errors: [outside] });
+        }
+        const ascii = await form({ type: 'text/plain; charset="us-ascii"', json: Buffer.from(dish({ code: 'PLAIN-ASCII' }), 'latin1') });
+        expect({ status: ascii.status, code: ascii.body.data?.dish.code }).toEqual({ status: 200, code: 'PLAIN-ASCII' });
         const undeclared = await form({ json: Buffer.from(dish({ code: 'NEL-\u0085' }), 'utf8') });
         expect({ status: undeclared.status, code: undeclared.body.data?.dish.code }).toEqual({ status: 200, code: 'NEL-\u0085' });
         const plain = await form({ json: Buffer.from(dish({ code: 'NA\u00cfVE' }), 'utf8') });

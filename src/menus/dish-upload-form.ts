@@ -1,3 +1,5 @@
+import { isAscii } from 'node:buffer';
+import iconv from 'iconv-lite';
 import { duplicateKey, quotedKey } from '../common/json-duplicates.js';
 import { parseRecordJson } from '../common/json-numbers.js';
 
@@ -8,6 +10,8 @@ export interface UploadParts {
   fields: Record<string, unknown>;
   /** The same parts read with latin1 for a part that names no charset (see `fieldText`). */
   fieldsAsLatin1: Record<string, unknown>;
+  /** The charset the `json` text part names (in lower case), as its head says; undefined when it names none. */
+  jsonCharset?: string;
 }
 
 /** What the multipart reader gives for a text part that declares no charset: its bytes, in base64. */
@@ -16,6 +20,13 @@ export const UNDECLARED_CHARSET = 'base64';
 const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true });
 
 const C1_CONTROL = /[\u0080-\u009f]/;
+
+/** The names the multipart reader takes for US-ASCII, which it decodes as ISO-8859-1. */
+const ASCII_NAMES = new Set(['ascii', 'us-ascii']);
+
+/** The names the multipart reader takes for windows-1252, which it decodes as ISO-8859-1. */
+const WINDOWS_1252_NAMES = new Set(['windows-1252', 'cp1252', 'x-cp1252']);
+
 
 /** What an upload form holds: the image's bytes and the dish as parsed JSON, or what is wrong with the form. */
 export interface UploadForm {
@@ -49,7 +60,7 @@ function jsonPart(parts: UploadParts, errors: string[]): unknown {
     return undefined;
   }
   const declared = typeof asField === 'string' && asField === parts.fieldsAsLatin1.json;
-  const text = asFile[0] ? strictUtf8(asFile[0].buffer) : typeof asField === 'string' ? fieldText(asField, declared) : asField;
+  const text = asFile[0] ? strictUtf8(asFile[0].buffer) : typeof asField === 'string' ? fieldText(asField, declared, parts.jsonCharset) : asField;
   if (text === undefined) {
     errors.push("The 'json' part is required: the dish as JSON.");
     return undefined;
@@ -61,6 +72,10 @@ function jsonPart(parts: UploadParts, errors: string[]): unknown {
         ? "The 'json' part is not valid UTF-8, or holds U+FFFD in a part that names its charset: send U+FFFD in a part without a charset parameter."
         : "The 'json' part is not valid UTF-8.",
     );
+    return undefined;
+  }
+  if (text === OUTSIDE_ASCII) {
+    errors.push("The 'json' part names the charset US-ASCII but holds bytes outside it: send it as UTF-8, without a charset parameter.");
     return undefined;
   }
   if (typeof text !== 'string') {
@@ -98,17 +113,29 @@ function strictUtf8(bytes: Buffer): string | null {
   }
 }
 
+/** What fieldText gives for a part that names US-ASCII and holds a byte outside it. */
+const OUTSIDE_ASCII = Symbol('outside US-ASCII');
+
 /**
  * A text part's text, or null when its bytes were not UTF-8. A part that names no charset (as
  * browsers, curl and HTTP libraries send one) reaches the reader as its bytes in base64
  * (UNDECLARED_CHARSET), read here strictly as UTF-8, so that no byte of it is lost or made up.
  * One that names a charset arrives decoded by it (`declared`: the reader's second reading,
  * with latin1 for undeclared parts, gave the same text). A U+FFFD in it may stand for bytes
- * its charset could not read: such a part is refused.
+ * its charset could not read: such a part is refused. The reader decodes US-ASCII and
+ * windows-1252 as ISO-8859-1, one character a byte, so `charset` (what the part's head names)
+ * tells them apart: a byte over 0x7F in a US-ASCII part is none of it, and a windows-1252
+ * part's bytes are read again as windows-1252 (0x80 is €, not a C1 control; a byte it leaves
+ * undefined is refused as one its charset could not read).
  */
-function fieldText(value: string, declared: boolean): string | null {
+function fieldText(value: string, declared: boolean, charset: string | undefined): string | null | typeof OUTSIDE_ASCII {
   if (!declared) return strictUtf8(Buffer.from(value, 'base64'));
   if (value.includes('\uFFFD')) return null;
+  const bytes = Buffer.from(value, 'latin1');
+  if (charset !== undefined && ASCII_NAMES.has(charset) && !isAscii(bytes)) return OUTSIDE_ASCII;
+  // Node 20's TextDecoder reads windows-1252 as ISO-8859-1 too; the five bytes it leaves undefined come out as U+FFFD.
+  const text = charset !== undefined && WINDOWS_1252_NAMES.has(charset) ? iconv.decode(bytes, 'windows-1252') : value;
+  if (text !== value && text.includes('\uFFFD')) return null;
   // A byte-order mark is no part of the text, as strict decoding drops it too.
-  return value.startsWith('\uFEFF') ? value.slice(1) : value;
+  return text.startsWith('\uFEFF') ? text.slice(1) : text;
 }

@@ -147,7 +147,7 @@ export class DishUploadInterceptor implements NestInterceptor {
       }
       let closed = 0;
       const closeOne = (): void => {
-        if (++closed === 2 && !failed) resolve(parts);
+        if (++closed === 2 && !failed) resolve({ ...parts, jsonCharset: heads?.charsetOf('json') });
       };
       twin.on('close', closeOne);
       refuseCodedParts(parser, fail);

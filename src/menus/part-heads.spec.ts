@@ -45,6 +45,42 @@ describe('PartHeadWatcher', () => {
   });
 });
 
+describe('PartHeadWatcher.charsetOf', () => {
+  /** The charset the watcher reads for the text part `name` of a body fed in chunks of `size` bytes. */
+  function charsetOf(body: string, size: number, name = 'json'): string | undefined {
+    const watcher = new PartHeadWatcher('B');
+    const bytes = Buffer.from(body, 'latin1');
+    for (let at = 0; at < bytes.length; at += size) watcher.feed(bytes.subarray(at, at + size));
+    return watcher.charsetOf(name);
+  }
+
+  it.each([
+    ['a token', 'Content-Disposition: form-data; name="json"\r\nContent-Type: text/plain; charset=US-ASCII', 'us-ascii'],
+    ['a quoted string', 'content-disposition: FORM-DATA; name=json\r\ncontent-type: application/json; format=x; charset="Windows-1252"', 'windows-1252'],
+    ['a folded line', 'Content-Disposition: form-data;\r\n name="json"\r\nContent-Type: application/json;\r\n charset=cp1252', 'cp1252'],
+    ['no charset', 'Content-Disposition: form-data; name="json"\r\nContent-Type: application/json', undefined],
+    ['no Content-Type', 'Content-Disposition: form-data; name="json"', undefined],
+  ])("reads the charset a text part's Content-Type names (%s), in lower case, whatever the chunks", (_what, head, charset) => {
+    const body = `${part('Content-Disposition: form-data; name="file"; filename="a.png"\r\nContent-Type: image/png; charset=utf-16', 'png')}${part(head, '{}')}--B--\r\n`;
+    for (const size of CHUNKS) expect([size, charsetOf(body, size)]).toEqual([size, charset]);
+  });
+
+  it('reads none for a part the multipart reader takes for a file or passes over', () => {
+    for (const head of [
+      'Content-Disposition: form-data; name="json"; filename="dish.json"\r\nContent-Type: application/json; charset=us-ascii',
+      "Content-Disposition: form-data; name=\"json\"; filename*=UTF-8''dish.json\r\nContent-Type: application/json; charset=us-ascii",
+      'Content-Disposition: form-data; name="json"\r\nContent-Type: application/octet-stream; charset=us-ascii',
+      'Content-Disposition: attachment; name="json"\r\nContent-Type: application/json; charset=us-ascii',
+      'Content-Type: application/json; charset=us-ascii',
+    ]) {
+      expect([head, charsetOf(`${part(head, '{}')}--B--\r\n`, 1000)]).toEqual([head, undefined]);
+    }
+    // Another part's name is its own.
+    expect(charsetOf(`${part('Content-Disposition: form-data; name="note"\r\nContent-Type: text/plain; charset=us-ascii')}--B--\r\n`, 1000)).toBeUndefined();
+    expect(charsetOf(`${part('Content-Disposition: form-data; name="note"\r\nContent-Type: text/plain; charset=us-ascii')}--B--\r\n`, 1000, 'note')).toBe('us-ascii');
+  });
+});
+
 describe('parameterNames and boundaryOf', () => {
   it.each([
     ['form-data; name="a"; filename="b"', ['name', 'filename']],

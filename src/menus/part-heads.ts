@@ -50,6 +50,8 @@ export class PartHeadWatcher {
   /** Bytes not yet looked at, from the last place a delimiter or the end of a head could start. */
   private pending: Buffer;
   private mode: 'seek' | 'boundary-line' | 'head' | 'done' = 'seek';
+  /** The charset each text part (form-data without a filename) names, by the part's name; the last such part of a name. */
+  private readonly charsets = new Map<string, string | undefined>();
 
   constructor(boundary: string) {
     this.delimiter = Buffer.from(`\r\n--${boundary}`, 'latin1');
@@ -99,8 +101,11 @@ export class PartHeadWatcher {
         // The head starts after the boundary line's CRLF (kept in `pending`), so an empty one is CRLF CRLF too.
         const end = this.pending.indexOf(HEAD_END);
         if (end < 0 || end > HEAD_MAX) return end > HEAD_MAX || this.pending.length > HEAD_MAX ? this.finish() : MORE;
-        const reason = ambiguousHead(this.pending.toString('latin1', 2, end));
+        const head = this.pending.toString('latin1', 2, end);
+        const reason = ambiguousHead(head);
         if (reason !== undefined) return { refuse: reason };
+        const text = textPart(head);
+        if (text !== undefined) this.charsets.set(text.name, text.charset);
         // The part's body begins after the blank line; the delimiter that ends it starts with its own CRLF.
         this.pending = this.pending.subarray(end + HEAD_END.length);
         this.mode = 'seek';
@@ -109,6 +114,14 @@ export class PartHeadWatcher {
       case 'done':
         return MORE;
     }
+  }
+
+  /**
+   * The charset (in lower case) the text part `name` names in its Content-Type, as the
+   * multipart reader takes it; undefined when it names none, or no such part was seen.
+   */
+  charsetOf(name: string): string | undefined {
+    return this.charsets.get(name);
   }
 
   private finish(): typeof MORE {
@@ -130,6 +143,28 @@ function unfolded(head: string): string[] {
     else fields.push(line);
   }
   return fields;
+}
+
+/**
+ * A head's text part, as the multipart reader tells one: a form-data part with a name and
+ * without a filename; its name and the charset its Content-Type names (in lower case). Undefined
+ * for a file part, or a part the reader passes over.
+ */
+function textPart(head: string): { name: string; charset: string | undefined } | undefined {
+  let disposition: string | undefined;
+  let contentType: string | undefined;
+  for (const line of unfolded(head)) {
+    const colon = line.indexOf(':');
+    if (colon <= 0) continue;
+    const name = line.slice(0, colon).trim().toLowerCase();
+    if (name === 'content-disposition') disposition ??= line.slice(colon + 1);
+    else if (name === 'content-type') contentType ??= line.slice(colon + 1);
+  }
+  if (disposition === undefined || disposition.split(';')[0].trim().toLowerCase() !== 'form-data') return undefined;
+  const name = parameterValue(disposition, 'name');
+  if (name === undefined || parameterValue(disposition, 'filename') !== undefined || parameterValue(disposition, 'filename*') !== undefined) return undefined;
+  if (contentType !== undefined && /^\s*application\/octet-stream\s*(?:;|$)/i.test(contentType)) return undefined;
+  return { name, charset: contentType === undefined ? undefined : parameterValue(contentType, 'charset')?.toLowerCase() };
 }
 
 /** Why a part's head (its header lines) cannot be read one way, if it cannot. */
