@@ -74,16 +74,16 @@ function jsonPart(parts: UploadParts, errors: string[]): unknown {
     );
     return undefined;
   }
-  if (text === OUTSIDE_ASCII) {
-    errors.push("The 'json' part names the charset US-ASCII but holds bytes outside it: send it as UTF-8, without a charset parameter.");
+  if (text instanceof Unreadable) {
+    errors.push(text.message);
     return undefined;
   }
   if (typeof text !== 'string') {
     errors.push("The 'json' part must be JSON text.");
     return undefined;
   }
-  // The multipart reader reads windows-1252 as ISO-8859-1: its 0x80–0x9F (€, –, “ …) would be
-  // stored as C1 control characters, which no text sent in a charset means.
+  // An ISO-8859-1 part's 0x80–0x9F are C1 control characters, which senders mean as
+  // windows-1252's €, – or “ more often than as controls, and no text sent in a charset means.
   if (declared && C1_CONTROL.test(text)) {
     errors.push("The 'json' part holds a C1 control character (U+0080 to U+009F) in a part that names its charset: send it as UTF-8, without a charset parameter.");
     return undefined;
@@ -113,8 +113,16 @@ function strictUtf8(bytes: Buffer): string | null {
   }
 }
 
-/** What fieldText gives for a part that names US-ASCII and holds a byte outside it. */
-const OUTSIDE_ASCII = Symbol('outside US-ASCII');
+/** What fieldText gives for a part whose bytes its declared charset does not read, and why. */
+class Unreadable {
+  constructor(readonly message: string) {}
+}
+
+const OUTSIDE_ASCII = new Unreadable("The 'json' part names the charset US-ASCII but holds bytes outside it: send it as UTF-8, without a charset parameter.");
+
+const UNDEFINED_IN_1252 = new Unreadable(
+  "The 'json' part names the charset windows-1252 but holds a byte it leaves undefined (0x81, 0x8D, 0x8F, 0x90 or 0x9D): send it as UTF-8, without a charset parameter.",
+);
 
 /**
  * A text part's text, or null when its bytes were not UTF-8. A part that names no charset (as
@@ -126,16 +134,16 @@ const OUTSIDE_ASCII = Symbol('outside US-ASCII');
  * windows-1252 as ISO-8859-1, one character a byte, so `charset` (what the part's head names)
  * tells them apart: a byte over 0x7F in a US-ASCII part is none of it, and a windows-1252
  * part's bytes are read again as windows-1252 (0x80 is €, not a C1 control; a byte it leaves
- * undefined is refused as one its charset could not read).
+ * undefined is refused).
  */
-function fieldText(value: string, declared: boolean, charset: string | undefined): string | null | typeof OUTSIDE_ASCII {
+function fieldText(value: string, declared: boolean, charset: string | undefined): string | null | Unreadable {
   if (!declared) return strictUtf8(Buffer.from(value, 'base64'));
   if (value.includes('\uFFFD')) return null;
   const bytes = Buffer.from(value, 'latin1');
   if (charset !== undefined && ASCII_NAMES.has(charset) && !isAscii(bytes)) return OUTSIDE_ASCII;
   // Node 20's TextDecoder reads windows-1252 as ISO-8859-1 too; the five bytes it leaves undefined come out as U+FFFD.
   const text = charset !== undefined && WINDOWS_1252_NAMES.has(charset) ? iconv.decode(bytes, 'windows-1252') : value;
-  if (text !== value && text.includes('\uFFFD')) return null;
+  if (text !== value && text.includes('\uFFFD')) return UNDEFINED_IN_1252;
   // A byte-order mark is no part of the text, as strict decoding drops it too.
   return text.startsWith('\uFEFF') ? text.slice(1) : text;
 }
