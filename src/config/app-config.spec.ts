@@ -78,7 +78,7 @@ describe('loadConfig', () => {
       expect.arrayContaining([
         'PORT="eighty": expected an integer from 0 to 65535',
         'VISITS_TAKE_MAX="0": expected an integer from 1 to 100000',
-        'SEED_DEMO="maybe": expected true or false',
+        'SEED_DEMO="maybe": expected true or false (also 1 or 0, yes or no, on or off)',
         'DEMO_DAYS="0": expected an integer from 1 to 366',
         'DATABASE_URL="mysql://x": expected a postgres:// or postgresql:// URL',
       ]),

@@ -39,7 +39,7 @@ export function DecimalSetting(min: number, max: number, message: string): Prope
 
 /** true/false, also 1/0, yes/no and on/off, in any case. */
 export function BooleanSetting(): PropertyDecorator {
-  return applyDecorators(Transform(toBool), IsBoolean({ message: 'true or false' }));
+  return applyDecorators(Transform(toBool), IsBoolean({ message: 'true or false (also 1 or 0, yes or no, on or off)' }));
 }
 
 /** One of a fixed list of words; the message lists them unless told otherwise. */
