@@ -1,9 +1,11 @@
 import { readFileSync } from 'node:fs';
+import type { Server } from 'node:http';
 import { gzipSync } from 'node:zlib';
 import { jest } from '@jest/globals';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
 import { issueCredential, seedClients } from './helpers/auth.js';
+import { eventually } from './helpers/eventually.js';
 import { startTestApp, type TestApp } from './helpers/test-app.js';
 
 const INSTANCE = /^urn:svc:api:results:error:[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
@@ -221,11 +223,16 @@ describe(`health and errors (${process.env.TEST_DATABASE})`, () => {
       await held;
       return real();
     });
+    // The requests the server has read: from there to the check is no I/O, so a timer after the
+    // last finds each of them waiting on the check under way, however slowly they connected.
+    let received = 0;
+    const server = t.http as unknown as Server;
+    const counted = (): number => received++;
+    server.on('request', counted);
     try {
       const answers = Array.from({ length: 40 }, () => request(t.http).get('/health/ready').then((res) => res.status));
-      // Every request has reached the check under way before it ends.
-      for (let i = 0; i < 50 && checks === 0; i++) await new Promise((resolve) => setTimeout(resolve, 20));
-      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(await eventually(() => Promise.resolve(received), (n) => n === 40, 60_000, 10)).toBe(40);
+      await new Promise((resolve) => setTimeout(resolve, 20));
       release();
       expect(await Promise.all(answers)).toEqual(Array.from({ length: 40 }, () => 200));
       expect(checks).toBe(1);
@@ -233,6 +240,7 @@ describe(`health and errors (${process.env.TEST_DATABASE})`, () => {
       expect((await request(t.http).get('/health/ready')).status).toBe(200);
       expect(checks).toBe(2);
     } finally {
+      server.off('request', counted);
       check.mockRestore();
     }
   });
