@@ -37,7 +37,7 @@ export function registerMenus(program: Command, cli: CliContext): void {
     .command('menus')
     .description('menus and dishes')
     .command('import')
-    .description('import menus with their dishes and images (JSON); all of the file or nothing')
+    .description('import menus with their dishes and images (JSON array or NDJSON; CSV for menus without dishes); all of the file or nothing')
     .requiredOption('--client <id>', 'client id', positiveInt('--client'))
     .argument('<file>', 'file to import')
     .option('--force', "write images into a folder that holds none of the database's image files: its own, their files all lost (a restore that left them out)")

@@ -90,14 +90,14 @@ describe('readAllRecords', () => {
     expect((await readAllRecords(file('limit.ndjson', `${atLimit}\n`)))[0]).toMatchObject({ line: 1, value: { id: 5 } });
   });
 
-  it('gives a CSV record the line its last line is on, CRLF line ends and cells over several lines alike', async () => {
+  it('gives a CSV record the line it starts on (as a JSON array element), CRLF line ends and cells over several lines alike', async () => {
     const crlf = file('multi-crlf.csv', 'id,name\r\nB-20,"A\r\nx"\r\n\r\nB-21,B\r\nB-22,"q\r\n\r\nw"\r\nB-23,z\r\n');
     const lf = file('multi-lf.csv', 'id,name\nB-20,"A\nx"\n\nB-21,B\nB-22,"q\n\nw"\nB-23,z\n');
     for (const path of [crlf, lf]) {
       expect((await readAllRecords(path)).map((r) => [r.line, 'value' in r ? (r.value as { id: string }).id : r.error])).toEqual([
-        [3, 'B-20'],
+        [2, 'B-20'],
         [5, 'B-21'],
-        [8, 'B-22'],
+        [6, 'B-22'],
         [9, 'B-23'],
       ]);
     }
@@ -114,7 +114,7 @@ describe('readAllRecords', () => {
     expect(small.map((r) => [r.line, r.error ?? (r.value as { id: string }).id])).toEqual([
       [2, 'A'],
       [3, 'not valid CSV: the record has 3 cells, the header names 2 columns'],
-      [5, 'C'],
+      [4, 'C'],
       [6, 'not valid CSV: the record has 1 cell, the header names 2 columns'],
       [7, 'E'],
     ]);
@@ -189,14 +189,20 @@ describe('readAllRecords', () => {
     ]);
   });
 
-  it('refuses a CSV file whose header names columns the import does not know, or that has no header', async () => {
+  it('refuses a CSV file whose header names none of the columns the import knows, or that has no header; other names are the records\' to judge', async () => {
     const columns = ['id', 'name', 'branchCode', 'brandId'];
-    const wrong = file('wrong.csv', 'ID,Name,branchCode\nB1,Leeds,LDS\n');
+    const wrong = file('wrong.csv', 'ID,Name,Code\nB1,Leeds,LDS\n');
     await expect(readAllRecords(wrong, { columns })).rejects.toEqual(
-      new RecordFileError(`${wrong}: the CSV header names unknown columns ('ID', 'Name'); its first row must name the columns, of id, name, branchCode, brandId.`),
+      new RecordFileError(`${wrong}: the CSV header names none of the columns ('ID', 'Name', 'Code'); its first row must name the columns, of id, name, branchCode, brandId.`),
     );
     const headless = file('headless.csv', 'BR-3001-0023,No header,N1,301\n');
-    await expect(readAllRecords(headless, { columns })).rejects.toThrow(/the CSV header names unknown columns \('BR-3001-0023', 'No header', 'N1', '301'\)/);
+    await expect(readAllRecords(headless, { columns })).rejects.toThrow(/the CSV header names none of the columns \('BR-3001-0023', 'No header', 'N1', '301'\)/);
+    const cr = file('cr.csv', 'id,name,branchCode,brandId\rR-5,a,x,5\rR-6,b,x,5\r');
+    await expect(readAllRecords(cr, { columns })).rejects.toEqual(new RecordFileError(`${cr}: its lines end in CR alone; save it with LF or CRLF line ends.`));
+    // A column of another name, or of a field's name in another case, is read as JSON's would be.
+    expect(await readAllRecords(file('extra.csv', 'id,Name,branchCode,region\nB1,Leeds,LDS,North\n'), { columns })).toEqual([
+      { line: 2, value: { id: 'B1', Name: 'Leeds', branchCode: 'LDS', region: 'North' }, text: true },
+    ]);
     expect(await readAllRecords(file('some.csv', 'name,id\nLeeds,B1\n'), { columns })).toEqual([{ line: 2, value: { name: 'Leeds', id: 'B1' }, text: true }]);
     const twice = file('twice.csv', 'id, id,name\nB1,B2,Leeds\n');
     await expect(readAllRecords(twice, { columns })).rejects.toEqual(new RecordFileError(`${twice}: the CSV header names a column more than once ('id').`));

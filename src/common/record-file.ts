@@ -1,6 +1,6 @@
 import { isUtf8 } from 'node:buffer';
-import { createReadStream } from 'node:fs';
-import { readFile, stat } from 'node:fs/promises';
+import { constants, createReadStream } from 'node:fs';
+import { access, readFile, stat } from 'node:fs/promises';
 import { extname } from 'node:path';
 import { parse as parseCsv } from 'csv-parse';
 import { duplicateKey, quotedKey } from './json-duplicates.js';
@@ -17,7 +17,7 @@ export type RecordFormat = 'json' | 'ndjson' | 'csv';
 
 export class RecordFileError extends Error {}
 
-/** An import file must exist and be a file: said in one line, as an operator's mistake. */
+/** An import file must exist, be a file and be readable: said in one line, as an operator's mistake. */
 async function mustBeFile(path: string): Promise<void> {
   let isFile: boolean;
   try {
@@ -27,6 +27,13 @@ async function mustBeFile(path: string): Promise<void> {
     throw new RecordFileError(code === 'ENOENT' ? `${path} does not exist.` : `${path} cannot be read (${code ?? 'error'}).`);
   }
   if (!isFile) throw new RecordFileError(`${path} is not a file.`);
+  // A file the process may not read is the operator's mistake too (exit 1), not the
+  // environment's failing it half-way (exit 2).
+  try {
+    await access(path, constants.R_OK);
+  } catch (error) {
+    throw new RecordFileError(`${path} cannot be read (${(error as NodeJS.ErrnoException).code ?? 'error'}).`);
+  }
 }
 
 async function sniff(path: string): Promise<RecordFormat> {
@@ -246,24 +253,31 @@ function namedTwice(names: readonly string[]): string[] {
   return [...twice];
 }
 
+/** The header row's names: it names the fields; one that names none the import knows (or no header at all) refuses the file. */
+function csvHeader(path: string, cells: string[], known: readonly string[] | undefined): string[] {
+  // Lines ended by CR alone (classic Mac OS) are no line ends here: the whole file is one row.
+  if (cells.some((name) => name.includes('\r'))) {
+    throw new RecordFileError(`${path}: its lines end in CR alone; save it with LF or CRLF line ends.`);
+  }
+  // Names are trimmed (`id, name`); values are not: a cell is kept as written.
+  const names = cells.map((name) => name.trim());
+  // Other names are ignored, as in JSON, and one in another case refuses its records by the
+  // field to write; a header naming none of the fields is no header (a file of data alone).
+  const none = known !== undefined && !names.some((name) => known.includes(name));
+  const twice = namedTwice(names);
+  // Two columns of one name: which is meant is the operator's to say (the last would win silently).
+  if (twice.length > 0) {
+    throw new RecordFileError(`${path}: the CSV header names a column more than once (${twice.map((n) => `'${n}'`).join(', ')}).`);
+  }
+  if (none) {
+    throw new RecordFileError(
+      `${path}: the CSV header names none of the columns (${names.map((n) => `'${n}'`).join(', ')}); its first row must name the columns, of ${known.join(', ')}.`,
+    );
+  }
+  return names;
+}
+
 async function* csv(path: string, known?: readonly string[]): AsyncGenerator<FileRecord> {
-  // The header row names the fields; one that names none the import knows (or no header at all) refuses the file.
-  const header = (cells: string[]): string[] => {
-    // Names are trimmed (`id, name`); values are not: a cell is kept as written.
-    const names = cells.map((name) => name.trim());
-    const unknown = known ? names.filter((name) => !known.includes(name)) : [];
-    const twice = namedTwice(names);
-    // Two columns of one name: which is meant is the operator's to say (the last would win silently).
-    if (twice.length > 0) {
-      throw new RecordFileError(`${path}: the CSV header names a column more than once (${twice.map((n) => `'${n}'`).join(', ')}).`);
-    }
-    if (unknown.length > 0) {
-      throw new RecordFileError(
-        `${path}: the CSV header names unknown columns (${unknown.map((n) => `'${n}'`).join(', ')}); its first row must name the columns, of ${known!.join(', ')}.`,
-      );
-    }
-    return names;
-  };
   await mustBeUtf8(path);
   // A record of the wrong number of cells is refused by itself and the reading goes on; one
   // that breaks the file's structure (a quote not closed, a record over MAX_LINE_BYTES) leaves
@@ -277,13 +291,17 @@ async function* csv(path: string, known?: readonly string[]): AsyncGenerator<Fil
   // (inside a quoted cell, or in a file of mixed line ends): taken off, so that a record's line is the file's.
   let overcount = 0;
   const crlfs = (raw: string): number => raw.split('\r\n').length - 1;
+  // A record is said by the line it starts on: csv-parse counts the one it ends on, after the
+  // line ends inside its quoted cells (those `raw` holds around it aside: its own, and the
+  // blank lines skipped before it).
+  const within = (raw: string): number => raw.replace(/^(?:\r?\n)+/, '').replace(/\r?\n$/, '').split('\n').length - 1;
   let lastLine = 1;
   const broken = (message: string): RecordFileError =>
     new RecordFileError(`${path}: the record after line ${lastLine} is not valid CSV (${message}); the records after it cannot be told apart, so the file is refused whole and nothing of it was written.`);
   const parser = createReadStream(path).pipe(
     parseCsv({
       columns: (cells: string[]) => {
-        const names = header(cells);
+        const names = csvHeader(path, cells, known);
         columns = names.length;
         return names;
       },
@@ -300,7 +318,7 @@ async function* csv(path: string, known?: readonly string[]): AsyncGenerator<Fil
       on_record: (row: CsvRow) => {
         overcount += crlfs(row.raw);
         lastLine = row.info.lines - overcount;
-        return { ...row, line: lastLine };
+        return { ...row, line: lastLine - within(row.raw) };
       },
       on_skip: (problem, raw) => {
         if (!problem) return undefined;
@@ -310,7 +328,7 @@ async function* csv(path: string, known?: readonly string[]): AsyncGenerator<Fil
         if (!RECORD_LEVEL.has((problem as CsvProblem).code ?? '')) throw broken(problem.message);
         overcount += crlfs(raw ?? '');
         lastLine = ((problem as CsvProblem).lines ?? 0) - overcount;
-        found.push({ rawLine: (problem as CsvProblem).lines ?? 0, line: lastLine, cells: (problem as CsvProblem & { record?: unknown[] }).record?.length });
+        found.push({ rawLine: (problem as CsvProblem).lines ?? 0, line: lastLine - within(raw ?? ''), cells: (problem as CsvProblem & { record?: unknown[] }).record?.length });
         return undefined;
       },
     }),
@@ -370,7 +388,7 @@ export async function* readRecords(path: string, options: RecordFileOptions = {}
 
 export interface RecordFileOptions {
   format?: RecordFormat;
-  /** The fields a CSV header may name; a header naming another refuses the file. */
+  /** The fields a CSV header may name; a header naming none of them refuses the file (others are ignored). */
   columns?: readonly string[];
 }
 
