@@ -1,11 +1,13 @@
-import type { INestApplication } from '@nestjs/common';
+import { PreconditionFailedException, type INestApplication } from '@nestjs/common';
 import { DocumentBuilder, SwaggerModule, type OpenAPIObject } from '@nestjs/swagger';
 import type { NextFunction, Request, Response } from 'express';
 import { apiKeyChallenge, basicChallenge, bearerChallenge } from './auth/challenges.js';
 import { SCOPE_DESCRIPTIONS } from './auth/scopes.js';
 import { API_KEY_SCHEME, OAUTH_SCHEME } from './common/openapi-names.js';
 import { countOf, dayCount } from './common/clock.js';
+import { ifMatchFailure, preconditionMembers } from './common/conditional-get.js';
 import { dropRangeOfWeakIfRange } from './common/if-range.js';
+import { ownRequestId } from './common/shared-answer.js';
 import { AppConfig } from './config/app-config.js';
 import { imageTooLargeMessage } from './menus/image-inspector.js';
 import { TOKEN_PATH } from './rate-limit/rate-limit.guard.js';
@@ -285,6 +287,9 @@ export function withoutEmptySegments(path: string): string {
   return `${'../'.repeat(ups)}${path.split('/').filter(real).join('/')}`;
 }
 
+/** What ifMatchFailure needs to know of the tags under /docs: that they are weak. */
+const WEAK_TAG = 'W/"docs"';
+
 /** Swagger UI at /docs, the contract at /docs/openapi.json. */
 export function setupSwagger(app: INestApplication, config: AppConfig): void {
   // Swagger UI's page links its files relative to itself, and tells /docs from /docs/ by the
@@ -308,6 +313,25 @@ export function setupSwagger(app: INestApplication, config: AppConfig): void {
       return;
     }
     if (req.path === '/' && req.originalUrl.includes('?')) req.originalUrl = req.originalUrl.slice(0, req.originalUrl.indexOf('?'));
+    if (req.method === 'GET' || req.method === 'HEAD') {
+      // A shared cache may keep these answers (no-cache) and serve them to everyone: no
+      // caller's request id in them (see ownRequestId).
+      ownRequestId(req, res);
+      // Their tags are weak (the file server's and Express's): no If-Match but `*` holds by the
+      // strong comparison it asks for (RFC 9110 §13.1.1); those servers compare weakly.
+      const failure = ifMatchFailure(req.headers['if-match'], WEAK_TAG);
+      if (failure !== null) {
+        next(new PreconditionFailedException(failure));
+        return;
+      }
+      // An If-None-Match that is no list of tags names none the client holds: the full answer,
+      // If-Modified-Since not weighed beside it (those servers would find a tag in `abc, W/"…"`).
+      const ifNoneMatch = req.headers['if-none-match'];
+      if (ifNoneMatch !== undefined && preconditionMembers(ifNoneMatch) === null) {
+        delete req.headers['if-none-match'];
+        delete req.headers['if-modified-since'];
+      }
+    }
     // The file server answers ranges; an If-Range naming its weak tag must get the whole file.
     dropRangeOfWeakIfRange(req);
     next();

@@ -148,9 +148,31 @@ describe(`health and errors (${process.env.TEST_DATABASE})`, () => {
     expect([missing.status, missing.headers['cache-control']]).toEqual([404, 'no-store']);
   });
 
+  it('takes If-Match under /docs by strong comparison, which its weak tags never pass, and an If-None-Match that is no list of tags as naming none', async () => {
+    const path = '/docs/swagger-ui.css';
+    const tag = (await request(t.http).get(path)).headers.etag;
+    expect(tag).toMatch(/^W\/"/);
+    for (const ifMatch of [tag, tag.slice(2), 'abc']) {
+      const res = await request(t.http).get(path).set('If-Match', ifMatch);
+      expect([ifMatch, res.status, res.headers['content-type']]).toEqual([ifMatch, 412, 'application/problem+json; charset=utf-8']);
+    }
+    expect((await request(t.http).get(path).set('If-Match', '*')).status).toBe(200);
+    // The contract has no tag: one named in If-Match is none of its.
+    expect((await request(t.http).get('/docs/openapi.json').set('If-Match', '"x"')).status).toBe(412);
+    expect((await request(t.http).get('/docs/openapi.json').set('If-Match', '*')).status).toBe(200);
+    // A list of tags that holds the current one: 304; a field that is no list: the whole answer, If-Modified-Since not weighed.
+    expect((await request(t.http).get(path).set('If-None-Match', `"x", ${tag}`)).status).toBe(304);
+    const unlisted = await request(t.http).get(path).set('If-None-Match', `abc, ${tag}`).set('If-Modified-Since', new Date(Date.now() + 86_400_000).toUTCString());
+    expect([unlisted.status, unlisted.headers.etag]).toEqual([200, tag]);
+  });
+
   it('serves Swagger UI at /docs and the contract at /docs/openapi.json', async () => {
+    // A shared cache may keep it (no-cache): its request id is its own, never the caller's.
     const ui = await request(t.http).get('/docs/').set('X-Request-Id', 'docs-check-1');
-    expect(ui.headers['x-request-id']).toBe('docs-check-1');
+    expect(ui.headers['x-request-id']).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
+    for (const path of ['/docs', '/docs/openapi.json', '/docs/swagger-ui.css']) {
+      expect([path, (await request(t.http).get(path).set('X-Request-Id', 'docs-check-2')).headers['x-request-id']]).not.toEqual([path, 'docs-check-2']);
+    }
     expect(ui.status).toBe(200);
     expect(ui.text).toContain('swagger-ui');
     // Its files are linked relative to the page, a query or none: /docs/ links ./swagger-ui.css, /docs ./docs/swagger-ui.css.
