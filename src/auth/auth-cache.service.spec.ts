@@ -126,3 +126,36 @@ describe('AuthCacheService', () => {
     expect((await Promise.all(later)).map((c) => c?.credential.secretHash)).toEqual(Array(20).fill('second'));
     expect(state.reads).toBe(3);
   });});
+
+describe('AuthCacheService credential reads', () => {
+  it("reads an unrestricted credential's brands and the visit types side by side, so a slow database costs one wait for both", async () => {
+    const started: string[] = [];
+    let answer!: () => void;
+    const held = new Promise<void>((resolve) => (answer = resolve));
+    const repo = {
+      findCredential: (clientId: string) =>
+        Promise.resolve({ clientId, disabled: false, scopes: 'svc-results-api', clientIds: '1,2', brandIds: null, visitTypes: null, secretHash: 'x' }),
+    } as unknown as AuthRepository;
+    const clients = {
+      listBrands: async (id: number) => {
+        started.push(`brands ${id}`);
+        await held;
+        return [{ id: id * 10 }];
+      },
+    } as unknown as ClientsService;
+    const visitTypes = {
+      codes: async () => {
+        started.push('visit types');
+        await held;
+        return new Set(['MV']);
+      },
+    };
+    const cache = new AuthCacheService(repo, config(10), visitTypes, clients);
+    const read = cache.credential('svc_a');
+    // Every read under way before any has answered.
+    for (let i = 0; i < 20 && started.length < 3; i++) await Promise.resolve();
+    expect([...started].sort()).toEqual(['brands 1', 'brands 2', 'visit types']);
+    answer();
+    expect(await read).toMatchObject({ brands: null, visitTypes: null, selectableBrands: new Set([10, 20]), selectableVisitTypes: new Set(['MV']) });
+  });
+});

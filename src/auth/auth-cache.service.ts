@@ -175,6 +175,11 @@ export class AuthCacheService {
     const clients = new Set(splitList(c.clientIds).map(Number));
     const brands = c.brandIds === null ? null : new Set(splitList(c.brandIds).map(Number));
     const visitTypes = c.visitTypes === null ? null : new Set(splitList(c.visitTypes));
+    // Read side by side: a database that answers slowly costs a request one wait, not two.
+    const [selectableBrands, selectableVisitTypes] = await Promise.all([
+      brands ?? Promise.all([...clients].map((id) => this.clients.listBrands(id))).then((lists) => new Set(lists.flat().map((b) => b.id))),
+      visitTypes ?? this.visitTypes.codes(),
+    ]);
     return {
       clientId: c.clientId,
       disabled: c.disabled,
@@ -182,8 +187,8 @@ export class AuthCacheService {
       clients,
       brands,
       visitTypes,
-      selectableBrands: brands ?? new Set((await Promise.all([...clients].map((id) => this.clients.listBrands(id)))).flat().map((b) => b.id)),
-      selectableVisitTypes: visitTypes ?? (await this.visitTypes.codes()),
+      selectableBrands,
+      selectableVisitTypes,
       credential: c,
     };
   }
