@@ -810,6 +810,16 @@ describe(`operator CLI (${process.env.TEST_DATABASE})`, () => {
     const endpoint = await cli(['webhooks', 'add', owner.clientId, '--url', 'https://10.1.2.3/hook', '--allow-private'], env, { stdoutFails: full });
     expect(endpoint.code).toBe(2);
     expect(await cliJson(['webhooks', 'list'], env)).toEqual([]);
+
+    // A rotation whose new secret was not shown is taken back: the receiver's secret signs on alone.
+    const hook = await cliJson<{ id: string }>(['webhooks', 'add', owner.clientId, '--url', 'https://10.1.2.4/hook', '--allow-private'], env);
+    const rotation = await cli(['webhooks', 'rotate-secret', hook.id], env, { stdoutFails: full });
+    expect([rotation.code, rotation.stderr]).toEqual([2, expect.stringMatching(/^error: cannot write the output \(ENOSPC[^)]*\): what it would have shown once was taken back; nothing was made\n$/)]);
+    const [listedHook] = await cliJson<{ id: string; previousSecretUntil: string | null }[]>(['webhooks', 'list'], env);
+    expect([listedHook.id, listedHook.previousSecretUntil]).toEqual([hook.id, null]);
+    // So a rotation now keeps the receiver's secret signing for its 24 hours, and drops none.
+    const again = await cliJson<{ previousSecretUntil: string | null; secretDroppedEarly: string | null }>(['webhooks', 'rotate-secret', hook.id], env);
+    expect([typeof again.previousSecretUntil, again.secretDroppedEarly]).toEqual(['string', null]);
   });
 
   it('reports keys and credentials that do not exist', async () => {

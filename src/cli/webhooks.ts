@@ -60,15 +60,16 @@ export function registerWebhooks(program: Command, cli: CliContext): void {
     .action(
       cli.action(async (id: string) =>
         cli.withApp(async (app) => {
-          const issued = await app.get(WebhooksService).rotateSecret(id);
+          const { issued, takeBack } = await app.get(WebhooksService).rotateSecret(id);
           const note = issued.previousSecretUntil
             ? `; the previous one signs too until ${issued.previousSecretUntil}`
             : '; the previous one could not be decrypted and signs no more';
           const dropped = issued.secretDroppedEarly
             ? `the secret before the previous rotation, which was to sign until ${issued.secretDroppedEarly}, signs no more: a receiver still verifying with it fails from now on`
             : '';
-          // The previous secret signs on: a rotation whose new secret was not shown is made again.
-          return cli.printOnce(secretOutput(issued, note, dropped), { lost: `the new signing secret of ${id} was not shown; rotate it again` });
+          // A rotation whose new secret nobody saw is taken back: rotated again instead, the secret
+          // the receiver verifies with would stop signing (two secrets sign at most).
+          return cli.printOnce(secretOutput(issued, note, dropped), takeBack);
         }, { writesSecrets: true }),
       ),
     );

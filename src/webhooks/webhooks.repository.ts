@@ -186,7 +186,7 @@ export class WebhooksRepository {
       const endpoint = await endpoints.findOne({ where: { id }, ...(this.postgres ? { lock: { mode: 'for_no_key_update' as const } } : {}) });
       if (!endpoint) return null;
       const { patch, result } = change(endpoint);
-      await endpoints.update({ id }, patch);
+      if (Object.keys(patch).length > 0) await endpoints.update({ id }, patch);
       return result;
     });
   }

@@ -49,6 +49,15 @@ const iso = (at: Date | null): string | null => at?.toISOString() ?? null;
 /** The operator's webhook commands (CLI): endpoints, their secrets, and a test event. */
 const noEndpoint = (id: string): OperatorError => new OperatorError(`webhook endpoint '${id}' does not exist`);
 
+/** An endpoint's signing secrets as stored (encrypted). */
+type EndpointSecrets = Pick<WebhookEndpoint, 'secret' | 'previousSecret' | 'previousSecretUntil'>;
+
+/** A rotation: the new secret as shown once, and how to take the rotation back when it could not be shown. */
+export interface RotatedSecret {
+  issued: IssuedSecret & { previousSecretUntil: string | null; secretDroppedEarly: string | null };
+  takeBack: () => Promise<void>;
+}
+
 @Injectable()
 export class WebhooksService {
   private readonly box: SecretBox;
@@ -152,8 +161,9 @@ export class WebhooksService {
    * PREVIOUS_SECRET_HOURS, unless it no longer opens (the server key changed): then the new
    * one signs alone.
    */
-  async rotateSecret(id: string): Promise<IssuedSecret & { previousSecretUntil: string | null; secretDroppedEarly: string | null }> {
+  async rotateSecret(id: string): Promise<RotatedSecret> {
     const secret = newSigningSecret();
+    const sealed = this.box.seal(secret);
     // Judged on the endpoint as it stands under its lock: of two rotations at once, the second
     // sees the first's secret as the current one, and the secret before both stops signing.
     const rotated = await this.repo.changeEndpoint(id, (endpoint) => {
@@ -161,13 +171,26 @@ export class WebhooksService {
       const until = opens(this.box, endpoint.secret) ? new Date(now.getTime() + PREVIOUS_SECRET_HOURS * 3_600_000) : null;
       // Two secrets sign at most: the one before the last rotation, if it still signed, stops now.
       const dropped = endpoint.previousSecret && endpoint.previousSecretUntil && endpoint.previousSecretUntil > now ? endpoint.previousSecretUntil : null;
+      const before = { secret: endpoint.secret, previousSecret: endpoint.previousSecret, previousSecretUntil: endpoint.previousSecretUntil };
       return {
-        patch: { secret: this.box.seal(secret), previousSecret: until ? endpoint.secret : null, previousSecretUntil: until },
-        result: { id, url: endpoint.url, credential: endpoint.credentialId, secret, previousSecretUntil: iso(until), secretDroppedEarly: iso(dropped) },
+        patch: { secret: sealed, previousSecret: until ? endpoint.secret : null, previousSecretUntil: until },
+        result: {
+          issued: { id, url: endpoint.url, credential: endpoint.credentialId, secret, previousSecretUntil: iso(until), secretDroppedEarly: iso(dropped) },
+          takeBack: () => this.restoreSecrets(id, sealed, before),
+        },
       };
     });
     if (!rotated) throw noEndpoint(id);
     return rotated;
+  }
+
+  /**
+   * Puts back the secrets a rotation replaced: one whose new secret could not be shown (the
+   * CLI's output failed), which nobody holds, so that the secret the receiver verifies with
+   * signs on as before; only while the secret that rotation made is still the current one.
+   */
+  private async restoreSecrets(id: string, sealed: string, before: EndpointSecrets): Promise<void> {
+    await this.repo.changeEndpoint(id, (endpoint) => ({ patch: endpoint.secret === sealed ? before : {}, result: undefined }));
   }
 
   /** Sends a ping event now, from this process, signed as deliveries are; the receiver's answer is the result. */

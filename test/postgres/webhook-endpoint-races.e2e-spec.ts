@@ -132,7 +132,7 @@ describe('webhook endpoints changed at once (postgres)', () => {
       service.rotateSecret(id),
     ]);
     expect(queued).toBe(2);
-    const rotations = outcomes.map((o) => (o.status === 'fulfilled' ? o.value : null));
+    const rotations = outcomes.map((o) => (o.status === 'fulfilled' ? o.value.issued : null));
     // One rotated the original away (keeping it for a while), the other rotated that one's secret, ending the original at once.
     const earlier = rotations.find((r) => r?.secretDroppedEarly === null)!;
     const later = rotations.find((r) => r && r.secretDroppedEarly !== null)!;
