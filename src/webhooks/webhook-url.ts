@@ -99,6 +99,10 @@ export async function checkEndpointUrl(text: string, policy: AddressPolicy): Pro
   if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new Error(`the URL must be https: '${text}'`);
   if (url.username || url.password) throw new Error('the URL must not carry a user name or password');
   if (url.hash) throw new Error('the URL must not have a fragment (#…)');
+  // Node's HTTP client takes port 0 for none given, and would send to 80 or 443 instead.
+  if (url.port === '0') throw new Error(`the URL's port must be from 1 to 65535: '${text}'`);
+  // An empty query names the same receiver as none: one spelling, so it cannot be added twice.
+  if (url.search === '') url.search = '';
   if (url.href.length > 2048) throw new Error('the URL is longer than 2048 characters');
   // http goes to loopback only, and only where allowed: without that, no address can make it right.
   if (url.protocol === 'http:' && !policy.allowHttpLoopback) throw new Error(`the URL must be https (http is allowed only to a loopback address with WEBHOOKS_ALLOW_HTTP_LOOPBACK=true): '${text}'`);

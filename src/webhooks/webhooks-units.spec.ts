@@ -119,5 +119,10 @@ describe('endpoint addresses', () => {
     expect((await checkEndpointUrl('http://localhost:8080/hook', dev)).href).toBe('http://localhost:8080/hook');
     expect((await checkEndpointUrl('https://10.0.0.5/hook', privateOk)).href).toBe('https://10.0.0.5/hook');
     expect((await checkEndpointUrl('HTTPS://93.184.215.14/a b', strict)).href).toBe('https://93.184.215.14/a%20b');
+    // Port 0 would be sent to 80 or 443 (Node's client takes it for none); an empty query is none.
+    await expect(checkEndpointUrl('https://93.184.215.14:0/hook', strict)).rejects.toThrow("the URL's port must be from 1 to 65535: 'https://93.184.215.14:0/hook'");
+    await expect(checkEndpointUrl('http://127.0.0.1:0/hook', dev)).rejects.toThrow("the URL's port must be from 1 to 65535");
+    expect((await checkEndpointUrl('https://93.184.215.14/hook?', strict)).href).toBe('https://93.184.215.14/hook');
+    expect((await checkEndpointUrl('https://93.184.215.14/hook?a=1', strict)).href).toBe('https://93.184.215.14/hook?a=1');
   });
 });
