@@ -201,10 +201,15 @@ function answer(res: ServerResponse, status: number, problem: EarlyAnswer, log: 
   log(lineOf(status, problem, detail, req), 'request refused before the application', status);
 }
 
-/** Writes an early answer straight to a connection no response object stands for, and ends it, dated as Node dates its responses (RFC 9110 §6.6.1). */
-function writeRaw(socket: Duplex, status: number, answer: EarlyAnswer): void {
+/**
+ * Writes an early answer straight to a connection no response object stands for, and ends it,
+ * dated as Node dates its responses (RFC 9110 §6.6.1); `sent` runs once it is all written.
+ */
+function writeRaw(socket: Duplex, status: number, answer: EarlyAnswer, sent?: () => void): void {
   const lines = Object.entries({ Date: new Date().toUTCString(), ...answer.headers }).map(([name, value]) => `${name}: ${value}\r\n`);
-  socket.end(`HTTP/1.1 ${status} ${statusTitle(status)}\r\n${lines.join('')}\r\n${answer.body}`);
+  socket.end(`HTTP/1.1 ${status} ${statusTitle(status)}\r\n${lines.join('')}\r\n${answer.body}`, (error?: Error | null) => {
+    if (!error) sent?.();
+  });
 }
 
 /** The log line of an early answer: its ids, its status and why, and the request as far as it was read. */
@@ -361,12 +366,13 @@ export function answerClientErrors(server: Server, tokenPath: string, log: Early
     if (reading !== undefined || error.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
       // Refused now: the request is the application's already, or the connection too slow to
       // wait on (after a timeout the parser would read on and hand later requests over).
-      writeRaw(socket, status, problem);
-      if (own) {
+      const locals = own ? ((pending as ServerResponse & { locals?: Record<string, unknown> }).locals ??= {}) : undefined;
+      // Once all of it went out, the refusal is the request's whole answer (see whenEnded), not an abort.
+      writeRaw(socket, status, problem, locals && (() => (locals.answeredOnSocket = true)));
+      if (own && locals) {
         // A request the application was reading: its own line says how it ended, with this
         // status and instance rather than the 200 it had not yet changed.
         pending.statusCode = status;
-        const locals = ((pending as ServerResponse & { locals?: Record<string, unknown> }).locals ??= {});
         locals.problemInstance = problem.instance;
         // Written on the socket, not through the response: what the line says was sent.
         locals.writtenStatus = status;

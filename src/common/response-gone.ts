@@ -54,7 +54,8 @@ export function whenGone(res: ServerResponse, done: () => void): void {
  * still stood at 'finish'. A response queued on a pipelined connection that closed before its
  * turn never emits either: it is not whole. The connection is the request's: a response queued
  * behind others has no socket of its own when this is called, and its `writableFinished` holds
- * at a 'finish' that the connection's destruction emitted.
+ * at a 'finish' that the connection's destruction emitted. One answered on its socket by a
+ * refusal of its body is whole once that answer was all written (`locals.answeredOnSocket`).
  */
 export function whenEnded(res: ServerResponse, done: (whole: boolean) => void): void {
   // Asked for twice a request (its log line and its metrics): the listeners are one pair.
@@ -72,7 +73,11 @@ export function whenEnded(res: ServerResponse, done: (whole: boolean) => void): 
   });
   whenGone(res, () => {
     judging.delete(res);
-    for (const call of callbacks) call(whole);
+    // A request whose body the HTTP parser refused while it was read was answered on the
+    // socket itself (a 400 or 408, see answerClientErrors): once that answer went out whole,
+    // it is the request's whole response.
+    const answered = (res as ServerResponse & { locals?: { answeredOnSocket?: boolean } }).locals?.answeredOnSocket === true;
+    for (const call of callbacks) call(whole || answered);
   });
 }
 

@@ -356,6 +356,19 @@ describe(`HTTP hardening (${process.env.TEST_DATABASE})`, () => {
     expect(sampleOf(await text(), 'results_http_requests_aborted_total', unmatched)).toBe(sampleOf(before, 'results_http_requests_aborted_total', unmatched));
   });
 
+  it('counts a request whose body the parser refused as answered with that status, not as aborted', async () => {
+    const text = (): Promise<string> => t.app.get(MetricsService).registry.metrics();
+    const token = '(?=[^}]*method="POST")(?=[^}]*route="/connect/token")';
+    const refused = `${token}(?=[^}]*status="400")[^}]*`;
+    const before = await text();
+    // A chunk that is no chunk, in the body of a token request the application was reading.
+    const answer = await rawExchange('POST /connect/token HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: 198.51.100.78\r\nTransfer-Encoding: chunked\r\nContent-Type: application/x-www-form-urlencoded\r\n\r\nZZ\r\n');
+    expect(answer.split('\r\n')[0]).toBe('HTTP/1.1 400 Bad Request');
+    const counted = async (): Promise<number> => sampleOf(await text(), 'results_http_requests_total', refused) - sampleOf(before, 'results_http_requests_total', refused);
+    expect(await eventually(counted, (n) => n === 1)).toBe(1);
+    expect(sampleOf(await text(), 'results_http_requests_aborted_total', `${token}[^}]*`)).toBe(sampleOf(before, 'results_http_requests_aborted_total', `${token}[^}]*`));
+  });
+
   it("counts the methods no route answers as one method, other, whatever a client sends: a scan of Node's 34 methods adds no series per method", async () => {
     const scanned = METHODS.filter((m) => m !== 'CONNECT');
     for (const method of scanned) {
