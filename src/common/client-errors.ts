@@ -367,8 +367,11 @@ export function answerClientErrors(server: Server, tokenPath: string, log: Early
       // Refused now: the request is the application's already, or the connection too slow to
       // wait on (after a timeout the parser would read on and hand later requests over).
       const locals = own ? ((pending as ServerResponse & { locals?: Record<string, unknown> }).locals ??= {}) : undefined;
-      // Once all of it went out, the refusal is the request's whole answer (see whenEnded), not an abort.
-      writeRaw(socket, status, problem, locals && (() => (locals.answeredOnSocket = true)));
+      // Once all of it went out, the refusal is the request's whole answer (see whenEnded), not
+      // an abort; unless the client closed its side before its body ended (EOF), which says it
+      // left: the answer then meets a closed client.
+      const answered = locals && error.code !== 'HPE_INVALID_EOF_STATE' ? () => (locals.answeredOnSocket = true) : undefined;
+      writeRaw(socket, status, problem, answered);
       if (own && locals) {
         // A request the application was reading: its own line says how it ended, with this
         // status and instance rather than the 200 it had not yet changed.
