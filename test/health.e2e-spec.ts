@@ -168,10 +168,14 @@ describe(`health and errors (${process.env.TEST_DATABASE})`, () => {
 
   it('serves Swagger UI at /docs and the contract at /docs/openapi.json', async () => {
     // A shared cache may keep it (no-cache): its request id is its own, never the caller's.
+    const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
     const ui = await request(t.http).get('/docs/').set('X-Request-Id', 'docs-check-1');
-    expect(ui.headers['x-request-id']).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
+    expect(ui.headers['x-request-id']).toMatch(uuid);
     for (const path of ['/docs', '/docs/openapi.json', '/docs/swagger-ui.css']) {
-      expect([path, (await request(t.http).get(path).set('X-Request-Id', 'docs-check-2')).headers['x-request-id']]).not.toEqual([path, 'docs-check-2']);
+      for (const method of ['get', 'head'] as const) {
+        const res = await request(t.http)[method](path).set('X-Request-Id', 'docs-check-2');
+        expect([path, method, res.status, res.headers['x-request-id']]).toEqual([path, method, 200, expect.stringMatching(uuid)]);
+      }
     }
     expect(ui.status).toBe(200);
     expect(ui.text).toContain('swagger-ui');

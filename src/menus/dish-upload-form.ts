@@ -27,7 +27,6 @@ const ASCII_NAMES = new Set(['ascii', 'us-ascii']);
 /** The names the multipart reader takes for windows-1252, which it decodes as ISO-8859-1. */
 const WINDOWS_1252_NAMES = new Set(['windows-1252', 'cp1252', 'x-cp1252']);
 
-
 /** What an upload form holds: the image's bytes and the dish as parsed JSON, or what is wrong with the form. */
 export interface UploadForm {
   image?: Buffer;
@@ -139,11 +138,14 @@ const UNDEFINED_IN_1252 = new Unreadable(
 function fieldText(value: string, declared: boolean, charset: string | undefined): string | null | Unreadable {
   if (!declared) return strictUtf8(Buffer.from(value, 'base64'));
   if (value.includes('\uFFFD')) return null;
-  const bytes = Buffer.from(value, 'latin1');
-  if (charset !== undefined && ASCII_NAMES.has(charset) && !isAscii(bytes)) return OUTSIDE_ASCII;
-  // Node 20's TextDecoder reads windows-1252 as ISO-8859-1 too; the five bytes it leaves undefined come out as U+FFFD.
-  const text = charset !== undefined && WINDOWS_1252_NAMES.has(charset) ? iconv.decode(bytes, 'windows-1252') : value;
-  if (text !== value && text.includes('\uFFFD')) return UNDEFINED_IN_1252;
+  let text = value;
+  // Both come decoded as ISO-8859-1, a character a byte: their bytes are `value` in latin1.
+  if (charset !== undefined && ASCII_NAMES.has(charset) && !isAscii(Buffer.from(value, 'latin1'))) return OUTSIDE_ASCII;
+  if (charset !== undefined && WINDOWS_1252_NAMES.has(charset)) {
+    // Node 20's TextDecoder reads windows-1252 as ISO-8859-1 too; the five bytes it leaves undefined come out as U+FFFD.
+    text = iconv.decode(Buffer.from(value, 'latin1'), 'windows-1252');
+    if (text.includes('\uFFFD')) return UNDEFINED_IN_1252;
+  }
   // A byte-order mark is no part of the text, as strict decoding drops it too.
   return text.startsWith('\uFEFF') ? text.slice(1) : text;
 }

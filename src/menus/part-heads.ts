@@ -101,10 +101,10 @@ export class PartHeadWatcher {
         // The head starts after the boundary line's CRLF (kept in `pending`), so an empty one is CRLF CRLF too.
         const end = this.pending.indexOf(HEAD_END);
         if (end < 0 || end > HEAD_MAX) return end > HEAD_MAX || this.pending.length > HEAD_MAX ? this.finish() : MORE;
-        const head = this.pending.toString('latin1', 2, end);
-        const reason = ambiguousHead(head);
+        const fields = unfolded(this.pending.toString('latin1', 2, end));
+        const reason = ambiguousHead(fields);
         if (reason !== undefined) return { refuse: reason };
-        const text = textPart(head);
+        const text = textPart(fields);
         if (text !== undefined) this.charsets.set(text.name, text.charset);
         // The part's body begins after the blank line; the delimiter that ends it starts with its own CRLF.
         this.pending = this.pending.subarray(end + HEAD_END.length);
@@ -146,14 +146,14 @@ function unfolded(head: string): string[] {
 }
 
 /**
- * A head's text part, as the multipart reader tells one: a form-data part with a name and
+ * A head's text part (its header fields, unfolded), as the multipart reader tells one: a form-data part with a name and
  * without a filename; its name and the charset its Content-Type names (in lower case). Undefined
  * for a file part, or a part the reader passes over.
  */
-function textPart(head: string): { name: string; charset: string | undefined } | undefined {
+function textPart(fields: readonly string[]): { name: string; charset: string | undefined } | undefined {
   let disposition: string | undefined;
   let contentType: string | undefined;
-  for (const line of unfolded(head)) {
+  for (const line of fields) {
     const colon = line.indexOf(':');
     if (colon <= 0) continue;
     const name = line.slice(0, colon).trim().toLowerCase();
@@ -167,10 +167,10 @@ function textPart(head: string): { name: string; charset: string | undefined } |
   return { name, charset: contentType === undefined ? undefined : parameterValue(contentType, 'charset')?.toLowerCase() };
 }
 
-/** Why a part's head (its header lines) cannot be read one way, if it cannot. */
-function ambiguousHead(head: string): string | undefined {
+/** Why a part's head (its header fields, unfolded) cannot be read one way, if it cannot. */
+function ambiguousHead(fields: readonly string[]): string | undefined {
   const seen = new Set<string>();
-  for (const line of unfolded(head)) {
+  for (const line of fields) {
     const colon = line.indexOf(':');
     if (colon <= 0) continue;
     const name = line.slice(0, colon).trim().toLowerCase();
