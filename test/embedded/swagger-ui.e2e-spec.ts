@@ -3,6 +3,7 @@ import { networkInterfaces, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { chromium, type Browser, type Locator, type Page, type Request } from 'playwright-core';
 import { addDays, localDate } from '../../src/common/clock.js';
+import { makeImage } from '../helpers/images.js';
 import { freePort } from '../helpers/listen.js';
 import { startService, type ServiceProcess } from '../helpers/service-process.js';
 
@@ -263,5 +264,124 @@ describe('Swagger UI at an address other than localhost', () => {
     } finally {
       await page.close();
     }
+  });
+});
+
+/**
+ * QA exercises every operation from Swagger UI, not only the reads above: a dish uploaded with
+ * the file chooser and the JSON text, the menus and dishes paged with the `after` token a page
+ * gave, the plus variant, the change feed, the token endpoint's own "Try it out", and a 400
+ * shown as the problem body. Pages of one, so that the demo client's
+ * two menus take two pages.
+ */
+describe('Swagger UI: the other operations', () => {
+  let service: ServiceProcess;
+  let page: Page;
+  let demo: DemoCredential;
+
+  beforeAll(async () => {
+    let port: number;
+    ({ service, demo, port } = await startDemoService((at) => ({ PUBLIC_BASE_URL: `http://localhost:${at}`, MENUS_PAGE_SIZE: '1' })));
+    page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+    await authorize(page, `http://localhost:${port}/docs`, demo);
+  });
+  afterAll(async () => {
+    await page?.close();
+    await service?.stop();
+  });
+
+  it('pages GET /menus with the after token the first page gave', async () => {
+    const first = await tryItOut(page, 'listMenus', { SvcClientId: '1001' });
+    expect(first.status).toBe('200');
+    const one = JSON.parse(first.body) as { data: { menus: { id: number }[] }; paging?: { after?: string } };
+    expect(one.data.menus).toHaveLength(1);
+    expect(one.paging?.after).toMatch(/^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/);
+    const second = await tryItOut(page, 'listMenus', { SvcClientId: '1001', after: one.paging!.after! });
+    expect(second.status).toBe('200');
+    const two = JSON.parse(second.body) as { data: { menus: { id: number }[] }; paging: { after?: string } };
+    expect(two.data.menus).toHaveLength(1);
+    expect(two.data.menus[0].id).not.toBe(one.data.menus[0].id);
+    expect(two.paging.after).toBeUndefined();
+  });
+
+  it('uploads a dish from the file chooser and the JSON text, then finds it on GET /menus/dishes', async () => {
+    const block = page.locator('.opblock[id$="-upsertDish"]');
+    await block.waitFor();
+    await block.locator('.opblock-summary').first().click();
+    await block.locator('button.try-out__btn').click();
+    await block.locator('tr[data-param-name="SvcClientId"] input').fill('1001');
+    await block.locator('tr[data-property-name="file"] input[type="file"]').setInputFiles({ name: 'plate.png', mimeType: 'image/png', buffer: await makeImage('png', 40, 30) });
+    const dish = { menuId: 101, code: 'QA-SWAGGER-01', description: 'Tried from the docs', type: 'Main', order: 7, keywords: ['qa'] };
+    await block.locator('tr[data-property-name="json"] :is(input, textarea)').first().fill(JSON.stringify(dish));
+    const upload = page.waitForRequest((r) => r.method() === 'POST' && new URL(r.url()).pathname === '/menus/dishes');
+    await block.locator('button.execute').click();
+    const request = await upload;
+    expect(request.headers()['content-type']).toMatch(/^multipart\/form-data; boundary=/);
+    expect((await request.response())?.status()).toBe(200);
+    const status = block.locator('.live-responses-table .response .response-col_status').first();
+    await status.waitFor({ timeout: 90_000 });
+    expect((await status.innerText()).trim()).toBe('200');
+    const body = JSON.parse(await block.locator('.live-responses-table .response .response-col_description pre').first().innerText()) as {
+      data: { dish: { code: string; order: number; keywords: string[]; image: { contentType: string; width: number; height: number } } };
+    };
+    expect(body.data.dish).toMatchObject({ code: dish.code, order: 7, keywords: ['qa'], image: { contentType: 'image/png', width: 40, height: 30 } });
+
+    const found: { code: string }[] = [];
+    let after: string | undefined;
+    for (let pages = 0; pages < 100 && !found.some((d) => d.code === dish.code); pages++) {
+      const listed = await tryItOut(page, 'listDishes', { SvcClientId: '1001', menuId: '101', after: after ?? '' });
+      expect(listed.status).toBe('200');
+      const answer = JSON.parse(listed.body) as { data: { dishes: { code: string }[] }; paging?: { after?: string } };
+      found.push(...answer.data.dishes);
+      after = answer.paging?.after;
+      if (after === undefined) break;
+    }
+    expect(found.filter((d) => d.code === dish.code)).toHaveLength(1);
+  });
+
+  it('executes GET /visits/plus and GET /visits/plus/changes', async () => {
+    const today = localDate('Europe/London');
+    const plus = await tryItOut(page, 'getPlusVisits', { SvcClientId: '1001', FromDate: addDays(today, -7), ToDate: addDays(today, -1), Skip: '0', Take: '3' });
+    expect(plus.status).toBe('200');
+    const visits = (JSON.parse(plus.body) as { data: { visits: Record<string, unknown>[] } }).data.visits;
+    expect(visits).toHaveLength(3);
+    expect(visits.every((v) => 'optIns' in v && 'guestId' in v)).toBe(true);
+    const feed = await tryItOut(page, 'getPlusVisitChanges', { SvcClientId: '1001', Since: `${addDays(today, -2)}T00:00:00Z`, Take: '2' });
+    expect(feed.status).toBe('200');
+    const changes = JSON.parse(feed.body) as { data: { visits: unknown[] }; paging: { after: string } };
+    expect(changes.data.visits).toHaveLength(2);
+    expect(changes.paging.after).toMatch(/^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/);
+  });
+
+  it('shows a refused query as the problem body, every broken rule in it', async () => {
+    const today = localDate('Europe/London');
+    const { status, body } = await tryItOut(page, 'getStandardVisits', { SvcClientId: '1001', FromDate: addDays(today, -1), ToDate: addDays(today, -3), Skip: '0', Take: '5' });
+    expect(status).toBe('400');
+    expect(JSON.parse(body)).toEqual({
+      title: 'Bad Request',
+      status: 400,
+      detail: expect.any(String),
+      instance: expect.stringMatching(/^urn:svc:api:results:error:[0-9a-f-]{36}$/),
+      errors: ["'ToDate' must be greater than or equal to 'FromDate'."],
+    });
+  });
+
+  it('executes POST /connect/token from its own form and shows the token', async () => {
+    const block = page.locator('.opblock[id$="-createToken"]');
+    await block.waitFor();
+    await block.locator('.opblock-summary').first().click();
+    await block.locator('button.try-out__btn').click();
+    for (const [name, value] of Object.entries({ grant_type: 'client_credentials', client_id: demo.clientId, client_secret: demo.clientSecret })) {
+      const field = block.locator(`tr[data-property-name="${name}"]`);
+      const choice = field.locator('select');
+      if ((await choice.count()) > 0) await choice.selectOption(value);
+      else await field.locator('input:not([type="checkbox"])').fill(value);
+    }
+    await block.locator('button.execute').click();
+    const status = block.locator('.live-responses-table .response .response-col_status').first();
+    await status.waitFor({ timeout: 90_000 });
+    expect((await status.innerText()).trim()).toBe('200');
+    const token = JSON.parse(await block.locator('.live-responses-table .response .response-col_description pre').first().innerText()) as Record<string, unknown>;
+    expect(token).toEqual({ access_token: expect.stringMatching(/^ey/), expires_in: 3600, token_type: 'Bearer', scope: expect.stringContaining('svc-results-api') });
   });
 });
