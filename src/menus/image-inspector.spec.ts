@@ -2,10 +2,23 @@ import { readFileSync } from 'node:fs';
 import { deflateSync } from 'node:zlib';
 import sharp, { type CreateRaw } from 'sharp';
 import { animatedPng, animatedWebp, jpegWith, jpegWithLocation, makeImage, pngOfSize, pngWith, pngWithBefore, pngWithExtraPixelData, pngWithinInflatedData, pngWithinPixelData, webpChunkGrown, webpChunkReplaced, webpPaddedWith, webpWith, webpWithinFrame } from '../../test/helpers/images.js';
-import { ABANDONED, decodeWeight, ImageRejected, prepareImage } from './image-inspector.js';
+import { ABANDONED, decodeWeight, ImageRejected, pixelsAsRead, prepareImage } from './image-inspector.js';
 
 const HTML = Buffer.from('<html><script>alert(document.domain)</script></html>', 'latin1');
 const limits = { maxBytes: 1_000_000, maxPixels: 1_000_000 };
+
+describe('pixelsAsRead', () => {
+  it('names a whole number of megapixels as such, and any other limit exactly, never rounded', () => {
+    expect([40_000_000, 1_000_000, 2_500_000, 999_999, 1000, 1].map(pixelsAsRead)).toEqual([
+      '40 megapixels',
+      '1 megapixel',
+      '2,500,000 pixels',
+      '999,999 pixels',
+      '1,000 pixels',
+      '1 pixel',
+    ]);
+  });
+});
 
 describe('decodeWeight', () => {
   it('weighs an image waiting to be decoded by its bytes, or by its decoding when that is more', () => {
@@ -324,7 +337,7 @@ describe('prepareImage', () => {
   it("counts every frame of an animation against the pixel limit", async () => {
     const animation = await animatedWebp(3);
     const tight = { maxBytes: 1_000_000, maxPixels: 32 * 32 * 3 - 1 };
-    await expect(prepareImage(animation, tight)).rejects.toThrow(new ImageRejected('The image must be at most 0 megapixels, all its frames together.'));
+    await expect(prepareImage(animation, tight)).rejects.toThrow(new ImageRejected('The image must be at most 3,071 pixels, all its frames together.'));
     expect((await prepareImage(animation, { ...tight, maxPixels: 32 * 32 * 3 })).width).toBe(32);
     expect((await prepareImage(await makeImage('webp', 32, 32), tight)).width).toBe(32);
   });

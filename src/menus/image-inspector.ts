@@ -49,6 +49,15 @@ export function imageTooLargeMessage(maxBytes: number): string {
 }
 
 /**
+ * A pixel limit as people read it, never rounded to a figure an image within it would break:
+ * `40 megapixels` for whole millions, the exact count otherwise (`2,500,000 pixels`).
+ */
+export function pixelsAsRead(pixels: number): string {
+  if (pixels % 1_000_000 === 0) return `${pixels / 1_000_000} megapixel${pixels === 1_000_000 ? '' : 's'}`;
+  return `${pixels.toLocaleString('en-US')} pixel${pixels === 1 ? '' : 's'}`;
+}
+
+/**
  * Judges an image by its bytes alone: JPEG, PNG or WebP, decodable to the end, within the
  * size and pixel limits. Metadata (EXIF with its location, XMP, IPTC, comments) is not
  * kept, nor bytes after the image's end: an image that carries any is re-encoded without
@@ -87,13 +96,13 @@ export async function prepareImage(input: Buffer, limits: ImageLimits, abandoned
   const maxFrames = limits.maxFrames ?? IMAGE_MAX_FRAMES;
   if (frames > maxFrames) throw new ImageRejected(`The image must have at most ${maxFrames} frames.`);
   if (width * height * frames * sampleBytes > limits.maxPixels) {
-    const megapixels = (limits.maxPixels / 1_000_000).toFixed(0);
+    const limit = pixelsAsRead(limits.maxPixels);
     throw new ImageRejected(
       frames > 1
-        ? `The image must be at most ${megapixels} megapixels, all its frames together.`
+        ? `The image must be at most ${limit}, all its frames together.`
         : sampleBytes === 1
-          ? `The image must be at most ${megapixels} megapixels.`
-          : `The image must be at most ${megapixels} megapixels; one with 16-bit samples counts twice.`,
+          ? `The image must be at most ${limit}.`
+          : `The image must be at most ${limit}; one with 16-bit samples counts twice.`,
     );
   }
   const format = meta.format as keyof typeof IMAGE_TYPES;
