@@ -184,13 +184,15 @@ describe(`menus and dishes (${process.env.TEST_DATABASE})`, () => {
       expect(problem(res).errors).toEqual(["'after' is a page token of another query."]);
     });
 
-    it('answers 404 for a menu that does not exist and 403 for a menu of another client', async () => {
+    it("answers a menu of another client and a menu id no menu has alike, 403: the answer tells nothing of other clients' menus", async () => {
       const missing = await get('/menus/dishes?SvcClientId=1001&menuId=999');
-      expect(missing.status).toBe(404);
-      expect(problem(missing)).toMatchObject({ title: 'Not Found', status: 404, detail: 'Menu 999 does not exist.' });
       const foreign = await get('/menus/dishes?SvcClientId=1001&menuId=201');
-      expect(foreign.status).toBe(403);
-      expect(problem(foreign).detail).toBe('Menu 201 is not a menu of SvcClientId 1001.');
+      for (const [res, menuId] of [[missing, 999], [foreign, 201]] as const) {
+        expect(res.status).toBe(403);
+        expect(res.headers['content-type']).toBe('application/problem+json; charset=utf-8');
+        expect(problem(res)).toEqual({ title: 'Forbidden', status: 403, detail: `Menu ${menuId} is not a menu of SvcClientId 1001.`, instance: expect.stringMatching(/^urn:svc:api:results:error:/) });
+      }
+      expect(Object.keys(missing.headers).sort()).toEqual(Object.keys(foreign.headers).sort());
     });
 
     it('validates its parameters', async () => {
@@ -480,7 +482,6 @@ describe(`menus and dishes (${process.env.TEST_DATABASE})`, () => {
           (r) => r.attach('', png, 'a.png').field('json', dish({ expiryDate: '0000-01-01T10:00:00Z' })),
           ["'expiryDate' must be a date in the years 0001 to 9999: '0000-01-01T10:00:00Z'."],
         ],
-        ['a menu that does not exist', (r) => r.attach('', png, 'a.png').field('json', dish({ menuId: 999 })), ["'menuId' 999 is not a menu of client 1001."]],
         ['a menu id past 32 bits', (r) => r.attach('', png, 'a.png').field('json', dish({ menuId: 3000000000 })), ["'menuId' must be less than or equal to '2147483647'."]],
       ];
 
@@ -507,7 +508,7 @@ describe(`menus and dishes (${process.env.TEST_DATABASE})`, () => {
         const huge = await sharp({ create: { width: 1200, height: 1000, channels: 3, background: '#000' } }).png().toBuffer();
         const res = await post((r) => r.attach('', huge, 'huge.png').field('json', dish()));
         expect(res.status).toBe(400);
-        expect(problem(res).errors).toEqual(['The image must be at most 1 megapixels.']);
+        expect(problem(res).errors).toEqual(['The image must be at most 1 megapixel.']);
       });
 
       it('an image whose decoded samples outgrow the pixel limit: 16 bits a sample count twice', async () => {
@@ -517,12 +518,12 @@ describe(`menus and dishes (${process.env.TEST_DATABASE})`, () => {
         expect((await sharp(deep).metadata()).depth).toBe('ushort');
         const refused = await post((r) => r.attach('', deep, 'deep.png').field('json', dish({ code: 'DEEP-16' })));
         expect(refused.status).toBe(400);
-        expect(problem(refused).errors).toEqual(['The image must be at most 1 megapixels; one with 16-bit samples counts twice.']);
+        expect(problem(refused).errors).toEqual(['The image must be at most 1 megapixel; one with 16-bit samples counts twice.']);
         // One channel of 16 bits, as small in memory as 8-bit RGB, counts twice all the same.
         const grey = await sharp({ create: { ...pixels, channels: 3 } }).toColourspace('grey16').png().toBuffer();
         expect((await sharp(grey).metadata()).depth).toBe('ushort');
         const greyRefused = await post((r) => r.attach('', grey, 'grey.png').field('json', dish({ code: 'GREY-16' })));
-        expect(problem(greyRefused).errors).toEqual(['The image must be at most 1 megapixels; one with 16-bit samples counts twice.']);
+        expect(problem(greyRefused).errors).toEqual(['The image must be at most 1 megapixel; one with 16-bit samples counts twice.']);
         const shallow = await sharp({ create: pixels }).png().toBuffer();
         expect((await post((r) => r.attach('', shallow, 'shallow.png').field('json', dish({ code: 'DEEP-8' })))).status).toBe(200);
       });
@@ -750,10 +751,14 @@ describe(`menus and dishes (${process.env.TEST_DATABASE})`, () => {
         expect(lastDay.status).toBe(200);
       });
 
-      it('a menu of another client is a 403', async () => {
-        const res = await post((r) => r.attach('', png, 'a.png').field('json', dish({ menuId: 201 })));
-        expect(res.status).toBe(403);
-        expect(problem(res).detail).toBe('Menu 201 is not a menu of SvcClientId 1001.');
+      it('a menu of another client, and a menu id no menu has, alike: a 403, nothing written', async () => {
+        const before = [await count('dishes'), await count('dish_images')];
+        for (const menuId of [201, 999]) {
+          const res = await post((r) => r.attach('', png, 'a.png').field('json', dish({ menuId })));
+          expect(res.status).toBe(403);
+          expect(problem(res)).toEqual({ title: 'Forbidden', status: 403, detail: `Menu ${menuId} is not a menu of SvcClientId 1001.`, instance: expect.any(String) });
+        }
+        expect([await count('dishes'), await count('dish_images')]).toEqual(before);
       });
     });
 
@@ -870,9 +875,9 @@ describe(`menus and dishes (${process.env.TEST_DATABASE})`, () => {
         'If-None-Match is neither * nor a list of entity tags ("tag" or W/"tag"), and nothing was written: send If-None-Match: * to add only, or leave it out.',
       ]);
       expect(await db.query<{ o: number }[]>("SELECT sort_order AS o FROM dishes WHERE code = 'ONCE'")).toEqual([{ o: 97 }]);
-      // A precondition is weighed last: a menu that does not exist is its 400, whatever If-Match says.
+      // A precondition is weighed last: a menu id that is none of the client's is its 403, whatever If-Match says.
       const elsewhere = await post((r) => r.set('If-Match', '"abc"').attach('', png, 'p.png').field('json', dish({ menuId: 999_999, code: 'ONCE' })));
-      expect(elsewhere.status).toBe(400);
+      expect([elsewhere.status, problem(elsewhere).detail]).toEqual([403, 'Menu 999999 is not a menu of SvcClientId 1001.']);
     });
   });
 });

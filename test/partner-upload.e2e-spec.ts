@@ -68,12 +68,12 @@ describe(`the partner upload script of the README (${process.env.TEST_DATABASE})
       clientId: partner.clientId,
       clientSecret: partner.clientSecret,
       svcClientId: 1001,
-      dish: { menuId: 999, code: 'X', description: 'X', type: 'Main' },
+      dish: { menuId: 101, code: 'X'.repeat(51), description: 'X', type: 'Main' },
       image,
       imageType: 'image/png',
     });
     // The status and the problem as the service gave them: the rule the dish broke.
-    await expect(refused).rejects.toThrow(/^upload failed: 400 \{"title":"Bad Request","status":400,.*"errors":\["'menuId' 999 is not a menu of client 1001\."\]\}$/);
+    await expect(refused).rejects.toThrow(/^upload failed: 400 \{"title":"Bad Request","status":400,.*"errors":\["'code' must be at most 50 characters\."\]\}$/);
   });
 });
 

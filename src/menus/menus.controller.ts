@@ -65,7 +65,6 @@ export class MenusController {
     summary: 'The dishes of one of the client menus, by display order then id, a page at a time.',
   })
   @ApiOkResponse({ type: DishesPageDto, headers: NEXT_PAGE_LINK })
-  @ApiProblemResponse(404, 'No menu has this id.', 'Menu 101 does not exist.')
   @ApiDataErrors(["'menuId' must not be empty."])
   async dishes(@EntitledQuery() query: DishesQueryDto, @Res({ passthrough: true }) res: Response): Promise<DishesPageDto> {
     const page = await this.menus.dishes(query.SvcClientId, query.menuId, positionOf(query));

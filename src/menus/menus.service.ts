@@ -75,13 +75,14 @@ export class MenusService {
   }
 
   /**
-   * 404 for a menu that does not exist; 403 for a menu of another client than SvcClientId
-   * (which the entitlement check has already matched against the credential).
+   * 403 for a menu id that is not one of SvcClientId's menus (which the entitlement check has
+   * already matched against the credential), whether another client's or none at all: menu ids
+   * are small integers, and a 404 for the ids no menu has would tell a credential which ids
+   * other clients' menus have.
    */
   private async requireMenu(clientId: number, menuId: number): Promise<void> {
     const menu = await this.repo.findMenu(menuId);
-    if (!menu) throw new ProblemException(404, `Menu ${menuId} does not exist.`);
-    if (menu.clientId !== clientId) throw ofAnotherClient(`Menu ${menuId} is not a menu`, clientId);
+    if (menu?.clientId !== clientId) throw notAMenuOf(menuId, clientId);
   }
 
   /**
@@ -122,8 +123,8 @@ export class MenusService {
     if (form.errors.length > 0 || !fields || !image) throw new ValidationProblem(form.errors.length > 0 ? form.errors : ['The form is incomplete.']);
     const menuId = fields.menuId;
     const admit = (menu: Menu | null): void => {
-      if (!menu) throw new ValidationProblem([`'menuId' ${menuId} is not a menu of client ${clientId}.`]);
-      if (menu.clientId !== clientId) throw ofAnotherClient(`Menu ${menuId} is not a menu`, clientId);
+      // Another client's menu and a menu id none has are refused alike (see requireMenu).
+      if (menu?.clientId !== clientId) throw notAMenuOf(menuId, clientId);
       // A menu as GET /menus lists them: one that has ended takes no new dishes.
       if (menu.endDate !== null && menu.endDate < localDate(this.config.RESULTS_TIMEZONE)) {
         throw new ValidationProblem([`'menuId' ${menuId} is a menu that ended on ${menu.endDate}: dishes are added to active menus (as GET /menus lists them).`]);
@@ -190,4 +191,9 @@ export class MenusService {
       url: `${this.config.baseUrl}/menus/dishes/images/${image.id}?SvcClientId=${clientId}`,
     };
   }
+}
+
+/** The refusal of a menu id that is not one of the client's menus: the same whether another client's or none. */
+function notAMenuOf(menuId: number, clientId: number): ProblemException {
+  return ofAnotherClient(`Menu ${menuId} is not a menu`, clientId);
 }

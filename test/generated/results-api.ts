@@ -1862,29 +1862,6 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDto"];
                 };
             };
-            /** @description No menu has this id. */
-            404: {
-                headers: {
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                    "X-Rate-Limit-Limit": components["headers"]["X-Rate-Limit-Limit"];
-                    "X-Rate-Limit-Remaining": components["headers"]["X-Rate-Limit-Remaining"];
-                    "X-Rate-Limit-Reset": components["headers"]["X-Rate-Limit-Reset"];
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "detail": "Menu 101 does not exist.",
-                     *       "instance": "urn:svc:api:results:error:3f1c2a9e-8b7d-4c55-9a10-2f4e6d8b1c07",
-                     *       "status": 404,
-                     *       "title": "Not Found"
-                     *     }
-                     */
-                    "application/problem+json": components["schemas"]["ProblemDto"];
-                };
-            };
             /** @description An `Expect` other than `100-continue`, which is the only expectation met; the connection closes. */
             417: {
                 headers: {
