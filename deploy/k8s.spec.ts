@@ -244,6 +244,7 @@ describe('the Kubernetes manifests (kubectl kustomize deploy/k8s)', () => {
       TOKEN_RATE_LIMIT_PER_MINUTE: '10',
       UPLOADS_IN_FLIGHT_MB: '64',
       UPLOADS_STALL_SECONDS: '30',
+      UPLOADS_MIN_KB_PER_SECOND: '8',
       TRUST_PROXY: '1',
       CORS_ORIGINS: '',
       SHUTDOWN_GRACE_SECONDS: '25',

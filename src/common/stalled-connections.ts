@@ -2,9 +2,10 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 
 /**
- * Whether a connection has stopped taking the bytes written to it: fed what it has taken so
- * far and what still waits for it, it says so once nothing more was taken for `ms` while
- * bytes waited. Bytes taken, or none waiting, start the time afresh.
+ * Whether a connection has stopped moving bytes: fed what it has moved so far and what still
+ * waits, it says so once fewer than `atLeast` bytes (by default one) moved in `ms` while bytes
+ * waited. That many bytes moved, or none waiting, start the time afresh. `atLeast` is given
+ * what had moved when the time last started.
  */
 export class StallClock {
   private since: number;
@@ -13,12 +14,13 @@ export class StallClock {
     private taken: number,
     now: number,
     private readonly ms: number,
+    private readonly atLeast: (taken: number) => number = () => 1,
   ) {
     this.since = now;
   }
 
   stalled(taken: number, waiting: number, now: number): boolean {
-    if (taken !== this.taken || waiting === 0) {
+    if (taken - this.taken >= this.atLeast(this.taken) || waiting === 0) {
       this.taken = taken;
       this.since = now;
       return false;
@@ -60,16 +62,20 @@ export function dropWhenStalled(res: ServerResponse, ms: number): void {
 }
 
 /**
- * Closes the request's connection once its body has brought no bytes for `ms`, looking every
- * tenth of that (at most every second), until the body has arrived or the response closes: a
- * client that stops sending would otherwise hold what the body holds so far until the
- * server's request timeout (300 s).
+ * Closes the request's connection once its body has brought no bytes for `ms`, or fewer than
+ * `minBytesPerSecond` a second over `ms` (or than the rest of the `expected` bytes, when
+ * those are fewer), looking every tenth of that (at most every second), until the body has
+ * arrived or the response closes: a client that stops sending, or sends a byte now and then,
+ * would otherwise hold what the body reserved until the server's request timeout (300 s).
  */
-export function dropWhenBodyStalls(req: IncomingMessage, res: ServerResponse, ms: number): void {
+export function dropWhenBodyStalls(req: IncomingMessage, res: ServerResponse, ms: number, { minBytesPerSecond = 0, expected = Infinity } = {}): void {
   const socket = req.socket;
   if (socket.destroyed || req.complete) return;
   // Bytes read from the connection: the body's, once its head has been read.
-  const clock = new StallClock(socket.bytesRead, performance.now(), ms);
+  const start = socket.bytesRead;
+  const perWindow = Math.ceil((minBytesPerSecond * ms) / 1000);
+  const atLeast = (taken: number): number => Math.max(1, Math.min(perWindow, expected - (taken - start)));
+  const clock = new StallClock(start, performance.now(), ms, atLeast);
   const timer = setInterval(
     () => {
       if (req.complete) clearInterval(timer);

@@ -271,6 +271,15 @@ export class AppConfig {
   @IntSetting(1, 3600)
   UPLOADS_STALL_SECONDS = 30;
 
+  /**
+   * The least an upload's body must bring, in KiB a second over each UPLOADS_STALL_SECONDS
+   * (or the rest of its declared length, when that is less), before its connection is closed:
+   * a client sending a byte now and then would otherwise hold its room in UPLOADS_IN_FLIGHT_MB
+   * until the server's request timeout (300 s). 0: only a body that brings nothing is dropped.
+   */
+  @IntSetting(0, 1048576)
+  UPLOADS_MIN_KB_PER_SECOND = 8;
+
   /** Changes of one client within this many milliseconds go out as one webhook event. */
   @IntSetting(0, 600000)
   WEBHOOKS_COALESCE_MS = 5000;

@@ -18,16 +18,20 @@ export const UPLOADS_BUSY_DETAIL = 'The service is receiving as many uploads as 
  * form) before any of it is read, and is refused at once when that does not fit: waiting
  * would only queue more connections. One credential holds at most half of the budget (its
  * first upload goes whatever its size, as on an empty budget), and a body that brings no
- * bytes for UPLOADS_STALL_SECONDS is dropped with its connection, which gives its room back.
+ * bytes for UPLOADS_STALL_SECONDS, or fewer than UPLOADS_MIN_KB_PER_SECOND over that time
+ * (a byte every few seconds held 5 MB of room for the 300 s of the request timeout), is
+ * dropped with its connection, which gives its room back.
  */
 @Injectable()
 export class UploadsInFlight {
   private readonly bodies: BodiesInFlight;
   private readonly stallMs: number;
+  private readonly minBytesPerSecond: number;
 
   constructor(config: AppConfig) {
     this.bodies = new BodiesInFlight(config.UPLOADS_IN_FLIGHT_MB === 0 ? Infinity : config.UPLOADS_IN_FLIGHT_MB * 1024 * 1024);
     this.stallMs = config.UPLOADS_STALL_SECONDS * 1000;
+    this.minBytesPerSecond = config.UPLOADS_MIN_KB_PER_SECOND * 1024;
   }
 
   /** The bytes reserved by the uploads in flight. */
@@ -49,6 +53,7 @@ export class UploadsInFlight {
       throw new ProblemException(503, UPLOADS_BUSY_DETAIL, { headers: { 'Retry-After': '5' } });
     }
     whenGone(res, () => slot.cancel());
-    dropWhenBodyStalls(req, res, this.stallMs);
+    // `bytes` is the declared length, or the largest form: the rest of it is all a window must bring.
+    dropWhenBodyStalls(req, res, this.stallMs, { minBytesPerSecond: this.minBytesPerSecond, expected: bytes });
   }
 }

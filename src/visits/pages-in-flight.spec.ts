@@ -296,4 +296,21 @@ describe('StallClock', () => {
     expect(clock.stalled(10, 70, 9999)).toBe(false);
     expect(clock.stalled(10, 70, 10_000)).toBe(true);
   });
+
+  it('counts a connection that moves fewer than atLeast bytes in the time as stalled, a trickle too', () => {
+    // At least 100 bytes a second, or the rest of 250 expected (and always one, as dropWhenBodyStalls asks).
+    const clock = new StallClock(0, 0, 1000, (taken) => Math.max(1, Math.min(100, 250 - taken)));
+    expect(clock.stalled(60, 1, 500)).toBe(false);
+    expect(clock.stalled(99, 1, 999)).toBe(false);
+    // 99 bytes in a second: stalled, however many came.
+    expect(clock.stalled(99, 1, 1000)).toBe(true);
+    const moving = new StallClock(0, 0, 1000, (taken) => Math.max(1, Math.min(100, 250 - taken)));
+    expect(moving.stalled(100, 1, 900)).toBe(false);
+    expect(moving.stalled(200, 1, 1800)).toBe(false);
+    // 50 bytes were left: 50 in the next second is enough.
+    expect(moving.stalled(249, 1, 2700)).toBe(false);
+    expect(moving.stalled(250, 1, 2790)).toBe(false);
+    expect(moving.stalled(250, 1, 3789)).toBe(false);
+    expect(moving.stalled(250, 1, 3790)).toBe(true);
+  });
 });

@@ -204,3 +204,60 @@ describe(`an upload whose body stops arriving (${process.env.TEST_DATABASE})`, (
     expect(await eventually(() => uploadCounts(t), (counts) => counts.aborted === 1)).toEqual({ answered: 0, aborted: 1 });
   });
 });
+
+describe(`an upload whose body comes slower than the least rate (${process.env.TEST_DATABASE})`, () => {
+  let t: TestApp;
+  let port: number;
+  let partner: { apiKey: string; token: string };
+
+  beforeAll(async () => {
+    // At least 64 KiB over each second.
+    ({ t, port } = await startWithMenu({ UPLOADS_STALL_SECONDS: '1', UPLOADS_MIN_KB_PER_SECOND: '64' }));
+    const credential = await issueCredential(t);
+    partner = { apiKey: credential.apiKey, token: await tokenFor(t.http, credential) };
+  });
+  afterAll(async () => {
+    await t.close();
+  });
+
+  it('is dropped with its connection though bytes keep coming, which gives its room back', async () => {
+    const inFlight = t.app.get(UploadsInFlight);
+    const connection = open(port, waitingUpload(partner, 4 * MiB));
+    await connection.until('HTTP/1.1 100 Continue\r\n\r\n');
+    connection.socket.write(PART_HEAD);
+    // A byte every 20 ms, 50 bytes a second, for as long as the connection lasts.
+    const trickle = setInterval(() => connection.socket.write('x'), 20);
+    try {
+      expect(await connection.closed).toBe('HTTP/1.1 100 Continue\r\n\r\n');
+    } finally {
+      clearInterval(trickle);
+    }
+    expect(await eventually(() => Promise.resolve(inFlight.inFlight), (bytes) => bytes === 0)).toBe(0);
+    expect(await eventually(() => uploadCounts(t), (counts) => counts.aborted === 1)).toEqual({ answered: 0, aborted: 1 });
+  });
+
+  it('takes a body whose rest, fewer bytes than the rate asks over the time, comes within it', async () => {
+    const image = await makeImage('png', 8, 8);
+    const tail = `\r\n--b\r\nContent-Disposition: form-data; name="json"\r\n\r\n{"menuId":101,"code":"SLOW-TAIL","description":"d","type":"t"}\r\n--b--\r\n`;
+    const body = Buffer.concat([Buffer.from(PART_HEAD, 'latin1'), image, Buffer.from(tail, 'latin1')]);
+    const connection = open(port, waitingUpload(partner, body.length));
+    await connection.until('HTTP/1.1 100 Continue\r\n\r\n');
+    // Far fewer than 64 KiB in the second, in two writes: all that was declared.
+    connection.socket.write(body.subarray(0, 100));
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    connection.socket.write(body.subarray(100));
+    // The whole answer: its JSON reads.
+    const whole = (text: string): boolean => {
+      try {
+        finalAnswer(text);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    const answer = finalAnswer(await eventually(() => Promise.resolve(connection.received()), whole, 30_000, 20));
+    expect(answer.status).toBe(200);
+    expect(answer.body).toMatchObject({ data: { dish: { code: 'SLOW-TAIL', image: { width: 8, height: 8 } } } });
+    connection.socket.destroy();
+  });
+});
