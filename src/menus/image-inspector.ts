@@ -61,9 +61,10 @@ export function pixelsAsRead(pixels: number): string {
  * Judges an image by its bytes alone: JPEG, PNG or WebP, decodable to the end, within the
  * size and pixel limits. Metadata (EXIF with its location, XMP, IPTC, comments) is not
  * kept, nor bytes after the image's end: an image that carries any is re-encoded without
- * them, with its orientation applied.
+ * them, with its orientation applied. `owner` (the credential) takes its turn in the process's
+ * queue of decodes beside the others' (see `decodes`).
  */
-export async function prepareImage(input: Buffer, limits: ImageLimits, abandoned: () => boolean = () => false): Promise<PreparedImage> {
+export async function prepareImage(input: Buffer, limits: ImageLimits, abandoned: () => boolean = () => false, owner = ''): Promise<PreparedImage> {
   if (input.length === 0) throw new ImageRejected('The image is empty.');
   if (input.length > limits.maxBytes) {
     throw new ImageRejected(imageTooLargeMessage(limits.maxBytes));
@@ -134,7 +135,7 @@ export async function prepareImage(input: Buffer, limits: ImageLimits, abandoned
     if (animated && (meta.orientation ?? 1) !== 1) return turnedAnimation(input, meta, frames);
     return reencode(input, format, animated, meta.depth === 'ushort' ? ((meta.channels ?? 3) <= 2 ? 'grey16' : 'rgb16') : undefined, keepsProfile(meta), fullChroma(meta));
     // Weighed by the bytes the waiting upload holds, or by its decoding's work when that is more (see `decodes`).
-  }, decodeWeight(input.length, width * height * frames * sampleBytes));
+  }, decodeWeight(input.length, width * height * frames * sampleBytes), owner);
   return { contentType, width, height, data, sha256: createHash('sha256').update(data).digest('hex') };
 }
 
@@ -168,7 +169,9 @@ const SAMPLE_BYTES: Readonly<Record<string, number>> = { uchar: 1, char: 1, usho
  * Decodes run one at a time in this process (each holds up to IMAGE_MAX_PIXELS of raw pixels).
  * Each waiting upload holds its body and its client: past 40 MiB of images waiting (eight of
  * 5 MiB), a client is told to come back (503, Retry-After) rather than kept waiting minutes
- * behind the others. An image weighs its bytes, or its decoding's work when that weighs more
+ * behind the others. Credentials take turns, and one holds at most half of it: a credential
+ * sending 40-megapixel PNGs of one colour (39 KB each, a second of decoding) from 16
+ * connections kept another's 16 KB JPEG waiting 8 to 10 s when they ran in the order they came. An image weighs its bytes, or its decoding's work when that weighs more
  * (DECODED_SAMPLES_PER_BYTE): a PNG of 40 megapixels in one colour is some 100 KB, and takes
  * a second to decode, as long as a JPEG of 5 MiB.
  */

@@ -115,12 +115,13 @@ export class MenusController {
     'Temporarily unavailable; retry after `Retry-After` seconds: the database cannot be reached; or the upload bodies being received ' +
       'already take `UPLOADS_IN_FLIGHT_MB` (64 MiB per process by default, each counted by its declared length, or as the largest form ' +
       'when it declares none), or half of it for one credential: the body is not read and the connection closes (`Retry-After: 5`); ' +
-      `or 40 MiB of images already wait to be checked (\`Retry-After: 5\`); or storage cannot be written (\`Retry-After: 60\`). Busy with uploads, the detail is '${UPLOADS_BUSY_DETAIL}'`,
+      `or 40 MiB of images already wait to be checked, or half of that for its credential (\`Retry-After: 5\`); or storage cannot be written (\`Retry-After: 60\`). Busy with uploads, the detail is '${UPLOADS_BUSY_DETAIL}'`,
   )
   async upload(@QueryWithRules(ClientQueryDto) rules: QueryRules<ClientQueryDto>, @Req() req: UploadRequest & AuthenticatedRequest): Promise<DishResponseDto> {
     // The query's rules and the form's are one request's: every broken one in one 400, before the entitlements.
     // An image waiting for the decoder is not checked once its connection has closed.
-    const form = await this.menus.readForm(req.uploadParts, req.uploadErrors, () => req.socket.destroyed);
+    // The credential takes its turn among the others' images waiting for the decoder.
+    const form = await this.menus.readForm(req.uploadParts, req.uploadErrors, () => req.socket.destroyed, req.principal?.clientId);
     const errors = [...rules.errors, ...form.errors];
     if (errors.length > 0 || !rules.query) throw new ValidationProblem(errors);
     const query = entitle(rules.query, req.principal);

@@ -88,15 +88,16 @@ export class MenusService {
   /**
    * The rules of an upload's form that need nothing stored: its parts, the image's bytes and
    * the dish's fields. Every broken one is listed (with `framing`, why the body could not be
-   * read as a form, when it could not).
+   * read as a form, when it could not). `owner`: the credential, whose image takes its turn
+   * among the others' in the queue of decodes.
    */
-  async readForm(parts: UploadParts | undefined, framing: readonly string[] = [], abandoned?: () => boolean): Promise<CheckedForm> {
+  async readForm(parts: UploadParts | undefined, framing: readonly string[] = [], abandoned?: () => boolean, owner?: string): Promise<CheckedForm> {
     if (framing.length > 0 || !parts) return { errors: framing.length > 0 ? [...framing] : ['The form is incomplete.'], fields: null, image: null };
     const { image: imageBytes, json, errors } = readUploadForm(parts);
     let image: PreparedImage | null = null;
     if (imageBytes) {
       try {
-        image = await prepareImage(imageBytes, this.imageLimits, abandoned);
+        image = await prepareImage(imageBytes, this.imageLimits, abandoned, owner);
       } catch (error) {
         if (!(error instanceof ImageRejected)) throw error;
         errors.push(error.message);
