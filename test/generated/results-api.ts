@@ -2236,7 +2236,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDto"];
                 };
             };
-            /** @description Temporarily unavailable; retry after `Retry-After` seconds: the database cannot be reached; or the upload bodies being received already take `UPLOADS_IN_FLIGHT_MB` (64 MiB per process by default, each counted by its declared length, or as the largest form when it declares none), or half of it for one credential: the body is not read and the connection closes (`Retry-After: 5`); or 40 MiB of images already wait to be checked (`Retry-After: 5`); or storage cannot be written (`Retry-After: 60`). Busy with uploads, the detail is 'The service is receiving as many uploads as it holds; retry after the time in Retry-After.' */
+            /** @description Temporarily unavailable; retry after `Retry-After` seconds: the database cannot be reached; or the upload bodies being received already take `UPLOADS_IN_FLIGHT_MB` (64 MiB per process by default, each counted by its declared length, or as the largest form when it declares none), or half of it for one credential: the body is not read and the connection closes (`Retry-After: 5`); or 40 MiB of images already wait to be checked, or half of that for its credential (`Retry-After: 5`); or storage cannot be written (`Retry-After: 60`). Busy with uploads, the detail is 'The service is receiving as many uploads as it holds; retry after the time in Retry-After.' */
             503: {
                 headers: {
                     RateLimit: components["headers"]["RateLimit"];
@@ -2821,7 +2821,7 @@ export interface operations {
             query: {
                 /** @description The client the request is made for. Names of query parameters match case-insensitively. */
                 SvcClientId: number;
-                /** @description First call only: changes written at or after this point (up to five minutes before it may be included, also when it is ahead of the clock). An ISO 8601 date-time with an offset (2026-11-01T00:00:00Z), or without one in the service's time zone; seconds and a fraction of them are optional, T and Z may be lower case. At most CHANGES_RETENTION_DAYS (90) days ago. Exactly one of Since and after. */
+                /** @description First call only: changes written at or after this point (up to five minutes before it may be included, also when it is ahead of the clock). An ISO 8601 date-time with an offset (2026-11-01T00:00:00Z), or without one in the service's time zone; seconds and a fraction of them are optional, T and Z may be lower case. A local time the clocks skip (a spring-forward gap) names the moment they changed; one they pass twice, the first of the two. At most CHANGES_RETENTION_DAYS (90) days ago. Exactly one of Since and after. */
                 Since?: string;
                 /** @description The `paging.after` token of the page before: the next changes. Exactly one of Since and after. */
                 after?: string;
@@ -3310,7 +3310,7 @@ export interface operations {
             query: {
                 /** @description The client the request is made for. Names of query parameters match case-insensitively. */
                 SvcClientId: number;
-                /** @description First call only: changes written at or after this point (up to five minutes before it may be included, also when it is ahead of the clock). An ISO 8601 date-time with an offset (2026-11-01T00:00:00Z), or without one in the service's time zone; seconds and a fraction of them are optional, T and Z may be lower case. At most CHANGES_RETENTION_DAYS (90) days ago. Exactly one of Since and after. */
+                /** @description First call only: changes written at or after this point (up to five minutes before it may be included, also when it is ahead of the clock). An ISO 8601 date-time with an offset (2026-11-01T00:00:00Z), or without one in the service's time zone; seconds and a fraction of them are optional, T and Z may be lower case. A local time the clocks skip (a spring-forward gap) names the moment they changed; one they pass twice, the first of the two. At most CHANGES_RETENTION_DAYS (90) days ago. Exactly one of Since and after. */
                 Since?: string;
                 /** @description The `paging.after` token of the page before: the next changes. Exactly one of Since and after. */
                 after?: string;

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import fc from 'fast-check';
 import { instantOfLocal, localDateTime } from '../../common/clock.js';
 import { positionOf } from '../../common/page-token-param.js';
@@ -7,7 +8,32 @@ import { queryContext, TEST_PAGE_TOKENS } from '../../../test/helpers/query-cont
 import { ChangesQueryDto, PlusChangesQueryDto, sinceInstant } from './changes-query.dto.js';
 import { propertyRuns } from '../../../test/helpers/property-runs.js';
 
+/** Since as the published contract gives it. */
+const sinceSchema = (
+  JSON.parse(readFileSync('openapi/openapi.json', 'utf8')) as { paths: Record<string, { get: { parameters: { name: string; schema: { pattern: string } }[] } }> }
+).paths['/visits/standard/changes'].get.parameters.find((p) => p.name === 'Since')!.schema;
+
 describe('Since of the change feed', () => {
+  it.each([
+    '2026-07-01T12:00:00Z',
+    '2026-07-01t12:00z',
+    '2026-07-01T23:59:59.123456789+14:00',
+    '2026-07-01T00:00:00-23:59',
+    '2026-07-01T12:00:00+24:00',
+    '2026-07-01T12:00:00+05:60',
+    '2026-07-01T24:00:00',
+    '2026-07-01T12:60:00',
+    '2026-07-01T12:00:60',
+    '2026-13-01T12:00:00',
+    '2026-00-10T12:00:00',
+    '2026-07-32T12:00:00',
+    '2026-07-00T12:00:00',
+    '2026-07-01T12:00:00+0545',
+    '2026-07-01 12:00:00',
+  ])("the contract's pattern takes %j exactly when the service does", (given) => {
+    expect(new RegExp(sinceSchema.pattern, 'u').test(given)).toBe(sinceInstant(given, 'Europe/London') !== undefined);
+  });
+
   it('reads a date-time with an offset as that instant', () => {
     expect(sinceInstant('2026-07-01T12:00:00Z', 'Europe/London')?.toISOString()).toBe('2026-07-01T12:00:00.000Z');
     expect(sinceInstant('2026-07-01T12:00:00+02:00', 'Europe/London')?.toISOString()).toBe('2026-07-01T10:00:00.000Z');

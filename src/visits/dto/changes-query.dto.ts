@@ -112,11 +112,14 @@ export class ChangesQueryDto {
       'First call only: changes written at or after this point (up to five minutes before it may be included, also when it is ahead of the clock). ' +
       "An ISO 8601 date-time with an offset (2026-11-01T00:00:00Z), or without one in the service's time zone; " +
       'seconds and a fraction of them are optional, T and Z may be lower case. ' +
+      'A local time the clocks skip (a spring-forward gap) names the moment they changed; one they pass twice, the first of the two. ' +
       'At most CHANGES_RETENTION_DAYS (90) days ago. Exactly one of Since and after.',
     // No example: Swagger UI would fill it in beside a pasted `after` (one of the two only), and a date goes stale.
     maxLength: 40,
-    // SINCE_FORMAT, as a JSON Schema pattern (no flags: T and Z in either case spelt out).
-    pattern: '^\\d{4}-\\d{2}-\\d{2}[Tt]\\d{2}:\\d{2}(:\\d{2}(\\.\\d{1,9})?)?([Zz]|[+-]\\d{2}:\\d{2})?$',
+    // SINCE_FORMAT, as a JSON Schema pattern (no flags: T and Z in either case spelt out), with
+    // the ranges of months, days, hours, minutes, seconds and offsets that sinceInstant takes.
+    pattern:
+      '^\\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\\d|3[01])[Tt]([01]\\d|2[0-3]):[0-5]\\d(:[0-5]\\d(\\.\\d{1,9})?)?([Zz]|[+-]([01]\\d|2[0-3]):[0-5]\\d)?$',
   })
   @Transform(emptyIsAbsent)
   @IsOptional()
