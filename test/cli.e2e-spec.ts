@@ -825,6 +825,12 @@ describe(`operator CLI (${process.env.TEST_DATABASE})`, () => {
   it('reports keys and credentials that do not exist', async () => {
     expect((await cli(['keys', 'revoke', 'svck_nothing'], env)).stderr).toContain("no API key has the prefix 'svck_nothing'");
     expect((await cli(['credentials', 'disable', 'svc_nobody'], env)).stderr).toContain("credential 'svc_nobody' does not exist");
+    // A client secret pasted for the id is not echoed into the terminal's or the Job's log.
+    for (const verb of ['disable', 'rotate-secret']) {
+      expect((await cli(['credentials', verb, 'svcs_Pasted-By-Mistake_0123456789'], env)).stderr).toBe(
+        "error: credential '[redacted]' does not exist: that is a secret, an API key or a token by its form, not a client id (svc_…, as credentials list shows them)\n",
+      );
+    }
   });
 
   it('takes a signing key id that begins with a dash as the key id, not as an option', async () => {

@@ -96,6 +96,8 @@ describe(`webhooks operator commands (${process.env.TEST_DATABASE})`, () => {
       WEBHOOKS_ALLOW_HTTP_LOOPBACK: 'false',
     });
     for (const verb of ['disable', 'enable', 'remove', 'rotate-secret', 'test']) await refused([verb, 'wh_nope'], /^error: webhook endpoint 'wh_nope' does not exist\n$/);
+    // A signing secret pasted for the id is not echoed.
+    await refused(['remove', 'whsec_Pasted0123456789'], /^error: webhook endpoint '\[redacted\]' does not exist\n$/);
     expect(await list()).toEqual([]);
     // The same URL twice for one credential: its receiver would get every event twice.
     const { id } = await add('/once');

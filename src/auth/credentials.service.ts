@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { ClientsService } from '../clients/clients.service.js';
+import { withoutCredentials } from '../common/loggable-url.js';
 import { OperatorError } from '../common/operator-error.js';
 import { AppConfig } from '../config/app-config.js';
 import { AuthRepository } from './auth.repository.js';
@@ -235,7 +236,7 @@ export class CredentialsService {
 
   private async requireCredential(clientId: string): Promise<Credential> {
     const credential = await this.repo.findCredential(clientId);
-    if (!credential) throw new OperatorError(`credential '${clientId}' does not exist`);
+    if (!credential) throw noCredential(clientId);
     return credential;
   }
 
@@ -311,4 +312,15 @@ export class CredentialsService {
     await this.repo.revokeKey(prefixOrKey);
     return prefixOrKey;
   }
+}
+
+/**
+ * The error for a credential id that no credential has. A client secret, an API key or a token
+ * pasted where a client id goes is quoted `[redacted]` and named for what it is: the error lands
+ * in a terminal's or a Job's log.
+ */
+function noCredential(clientId: string): OperatorError {
+  const shown = withoutCredentials(clientId);
+  if (shown === clientId) return new OperatorError(`credential '${clientId}' does not exist`);
+  return new OperatorError(`credential '${shown}' does not exist: that is a secret, an API key or a token by its form, not a client id (svc_…, as credentials list shows them)`);
 }

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { ServerResponse, type IncomingMessage, type Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { nothing, putAhead, type Middleware } from './lane.js';
-import { loggableUrl } from './loggable-url.js';
+import { loggableUrl, withoutCredentials } from './loggable-url.js';
 import { routeSpelling, unescapeUnreserved } from './path-escapes.js';
 import { NO_STORE_HEADERS, oauthErrorBody } from './oauth-error.js';
 import { authorizationCount, REPEATED_AUTHORIZATION } from './repeated-authorization.js';
@@ -76,7 +76,8 @@ function refusal(code: string | undefined, raw?: Buffer, parsed?: number, connec
   if (code === 'HPE_PAUSED_H2_UPGRADE') return VERSION_NOT_SUPPORTED;
   if (code === 'HPE_INVALID_METHOD') {
     const method = unknownMethod(raw, parsed);
-    if (method !== undefined) return { status: 501, detail: `The method '${method}' is not one the service implements.` };
+    // Quoted as answers quote what a request sent: a credential by its form as [redacted].
+    if (method !== undefined) return { status: 501, detail: `The method '${withoutCredentials(method)}' is not one the service implements.` };
   }
   if (code === 'HPE_HEADER_OVERFLOW') {
     if (targetTooLong(raw, parsed, connectionBytes)) return { status: 414, detail: 'The request target is longer than the service accepts (16 KiB with the headers).' };
@@ -126,7 +127,7 @@ function absoluteFormProblem(url: string): string | undefined {
   const absolute = ABSOLUTE_FORM.exec(url);
   if (absolute === null) return undefined;
   const [, scheme, authority] = absolute;
-  if (!/^https?$/i.test(scheme)) return `The request target is a URL of the scheme '${scheme}': send a path, or an http or https URL.`;
+  if (!/^https?$/i.test(scheme)) return `The request target is a URL of the scheme '${withoutCredentials(scheme)}': send a path, or an http or https URL.`;
   // RFC 9110 §4.2.4: userinfo in an http(s) URL is to be treated as an error.
   if (authority.includes('@')) return 'The request target holds a user name or password before its host, which a request does not carry: leave them out.';
   return undefined;
@@ -216,7 +217,7 @@ function writeRaw(socket: Duplex, status: number, answer: EarlyAnswer, sent?: ()
 function lineOf(status: number, problem: EarlyAnswer, detail: string, req?: IncomingMessage): object {
   return {
     problemInstance: problem.instance,
-    req: { id: problem.headers['X-Request-Id'], ...(req ? { method: req.method, url: loggableUrl(req.url ?? '') } : {}) },
+    req: { id: problem.headers['X-Request-Id'], ...(req ? { method: req.method === undefined ? undefined : withoutCredentials(req.method), url: loggableUrl(req.url ?? '') } : {}) },
     res: { statusCode: status },
     detail,
   };
@@ -320,7 +321,8 @@ export function answerClientErrors(server: Server, tokenPath: string, log: Early
   );
   // An Expect other than 100-continue (RFC 9110 §10.1.1): a 417 problem instead of Node's empty answer.
   server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
-    const detail = `The expectation '${String(req.headers.expect).slice(0, 100)}' cannot be met; only 100-continue is supported.`;
+    // A credential by its form as [redacted], as any answer quotes it: redacted whole, then cut (cut first, it may no longer have a credential's form).
+    const detail = `The expectation '${withoutCredentials(String(req.headers.expect)).slice(0, 100)}' cannot be met; only 100-continue is supported.`;
     // A preflight (OPTIONS) is the CORS middleware's own answer, not a header to add.
     if (cors !== null && req.method !== 'OPTIONS') cors(req, res, nothing);
     answer(res, 417, earlyRefusal(417, detail, req.url, tokenPath), log, req, detail);

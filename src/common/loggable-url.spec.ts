@@ -78,6 +78,21 @@ describe('loggableUrl', () => {
     expect(performance.now() - started).toBeLessThan(1000);
   });
 
+  it('redacts a JWT glued to what stands before it, known by its two JSON segments, and keeps what is glued', () => {
+    const jwt = 'eyJhbGciOiJFUzI1NiJ9.eyJzdWIiOiJ4In0.c2ln';
+    expect(withoutCredentials(`'Take' must be an integer: '1${jwt}'.`)).toBe("'Take' must be an integer: '1[redacted]'.");
+    expect(loggableUrl(`/visits/standard?Take=1${jwt}&x=x${jwt}.more`)).toBe('/visits/standard?Take=1[redacted]&x=x[redacted].more');
+    // Unsigned (an empty third segment), and two in one run.
+    expect(withoutCredentials(`a${jwt.slice(0, -4)} b${jwt}.c${jwt}`)).toBe('a[redacted] b[redacted].c[redacted]');
+    // Two segments only, or a second that is no JSON object: no JWT.
+    for (const text of [`x${jwt.split('.').slice(0, 2).join('.')}`, 'TurkeyJerky.Large.2', 'okeyJ.eyes.x']) expect(withoutCredentials(text)).toBe(text);
+    // Linear: runs of segments that start as JSON do.
+    const run = `a${'eyJ.'.repeat(100_000)}`;
+    const started = performance.now();
+    expect(withoutCredentials(`${run} svck_1`)).toBe(`a[redacted].${'[redacted].'.repeat(33_332)}eyJ. [redacted]`);
+    expect(performance.now() - started).toBeLessThan(1000);
+  });
+
   it('finds a key or secret in a run that starts as a JWT but is none', () => {
     expect(loggableUrl('/x?a=eyJabc_svck_AbC.d&b=eyJ.e')).toBe('/x?a=eyJabc_[redacted].d&b=eyJ.e');
     expect(loggableUrl('/x?a=eyJa.whsec_Zz9&b=eyJ-eyJ.p.q')).toBe('/x?a=eyJa.[redacted]&b=[redacted]');

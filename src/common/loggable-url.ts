@@ -28,12 +28,43 @@ const SECRET_VALUE = /(?<![A-Za-z0-9])eyJ[\w-]*(\.[\w-]+\.[\w-]*)?|svck_[\w-]+|s
 /** The API keys and signing secrets of SECRET_VALUE, for the run of a first segment that is no JWT. */
 const PREFIXED_SECRET = /svck_[\w-]+|svcs_[\w-]+|whsec_[\w-]+/g;
 
-/** The text with every value that is a credential by its form (see SECRET_VALUE) replaced by `[redacted]`. */
+/** The text with every value that is a credential by its form (see SECRET_VALUE, gluedJwts) replaced by `[redacted]`. */
 function redactForms(text: string): string {
-  return text.replace(SECRET_VALUE, (found: string, jwtRest: string | undefined) =>
+  // Glued ones first: SECRET_VALUE would take the payload onwards of `x<jwt>.more` (a dot stands before it) for a JWT, and leave the header.
+  return gluedJwts(text).replace(SECRET_VALUE, (found: string, jwtRest: string | undefined) =>
     // A run of `eyJ` that is no JWT: the rest of the run may still hold a key or a secret.
     found.startsWith('eyJ') && jwtRest === undefined ? found.replace(PREFIXED_SECRET, '[redacted]') : '[redacted]',
   );
+}
+
+/** Runs of word characters, dots and hyphens: where a JWT stands, with whatever is glued to it. */
+const DOTTED_RUN = /[\w.-]+/g;
+
+/**
+ * A JWT glued to what stands before it (`Take=1eyJ…`, a token pasted onto a value), which
+ * SECRET_VALUE leaves, as it leaves `eyJ` inside a word: taken by its first two segments, which
+ * are both base64url JSON objects (`eyJ…`), as no word's are (`TurkeyJerky.Large.2` is no JWT).
+ * From its `eyJ` to the end of its third segment, `[redacted]`; what is glued before it stays.
+ * Found in segments split at dots, not by a pattern that backtracks: linear in the text.
+ */
+function gluedJwts(text: string): string {
+  if (!text.includes('.eyJ')) return text;
+  return text.replace(DOTTED_RUN, (run) => {
+    if (!run.includes('.eyJ')) return run;
+    const parts = run.split('.');
+    const kept: string[] = [];
+    for (let i = 0; i < parts.length; ) {
+      const at = parts[i].indexOf('eyJ');
+      if (at >= 0 && i + 2 < parts.length && parts[i + 1].startsWith('eyJ')) {
+        kept.push(`${parts[i].slice(0, at)}[redacted]`);
+        i += 3;
+      } else {
+        kept.push(parts[i]);
+        i += 1;
+      }
+    }
+    return kept.join('.');
+  });
 }
 
 /**

@@ -25,6 +25,12 @@ export const REDACTED_PATHS = [
   // hash, an image's bytes (megabytes of a line). The statement itself is kept.
   'err.parameters',
   'err.driverError.parameters',
+  // PostgreSQL's DETAIL of a failed statement repeats its values (`Failing row contains (…)` of
+  // a check constraint, `Key (code)=(…) already exists`): the error's message and its
+  // constraint, table and column say what failed, without them. (A ProblemException's detail
+  // is its message too.)
+  'err.detail',
+  'err.driverError.detail',
 ];
 
 /** The root logger of the process: JSON lines on stdout (or `destination`), credentials redacted. */

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { CredentialsService } from '../auth/credentials.service.js';
 import { readsVisits } from '../auth/scopes.js';
+import { withoutCredentials } from '../common/loggable-url.js';
 import { OperatorError } from '../common/operator-error.js';
 import type { SecretBox } from '../common/secret-box.js';
 import { AppConfig } from '../config/app-config.js';
@@ -47,7 +48,8 @@ export interface EndpointSummary {
 const iso = (at: Date | null): string | null => at?.toISOString() ?? null;
 
 /** The operator's webhook commands (CLI): endpoints, their secrets, and a test event. */
-const noEndpoint = (id: string): OperatorError => new OperatorError(`webhook endpoint '${id}' does not exist`);
+// A signing secret pasted for an endpoint id is quoted [redacted]: the error lands in a terminal's or a Job's log.
+const noEndpoint = (id: string): OperatorError => new OperatorError(`webhook endpoint '${withoutCredentials(id)}' does not exist`);
 
 /** An endpoint's signing secrets as stored (encrypted). */
 type EndpointSecrets = Pick<WebhookEndpoint, 'secret' | 'previousSecret' | 'previousSecretUntil'>;

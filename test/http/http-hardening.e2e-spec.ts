@@ -47,6 +47,8 @@ describe(`HTTP hardening (${process.env.TEST_DATABASE})`, () => {
     // A method the service does not know, in a request line otherwise well-formed (RFC 9110 §9.1); methods are case-sensitive.
     ['an unknown method', 'BREW /branches HTTP/1.1\r\nHost: x\r\n\r\n', 501, "The method 'BREW' is not one the service implements."],
     ['a method in lower case', 'get /health/live HTTP/1.1\r\nHost: x\r\n\r\n', 501, "The method 'get' is not one the service implements."],
+    // Quoted as any answer quotes what a request sent: a credential by its form (a client secret pasted as the method) as [redacted], in the log too.
+    ['an unknown method that is a client secret', 'svcs_k3Y-secret /branches HTTP/1.1\r\nHost: x\r\n\r\n', 501, "The method '[redacted]' is not one the service implements."],
     ['an unknown method after a pipelined request', 'GET /health/live HTTP/1.1\r\nHost: x\r\n\r\nPROPFINDX /branches HTTP/1.1\r\nHost: x\r\n\r\n', 501, "The method 'PROPFINDX' is not one the service implements."],
     // Bytes that are no request line at all: a TLS handshake sent to the plain port.
     ['a TLS handshake', '\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03', 400, 'The request is not well-formed HTTP/1.1.'],
@@ -522,6 +524,16 @@ describe(`HTTP hardening (${process.env.TEST_DATABASE})`, () => {
       expect.arrayContaining(['Content-Type: application/problem+json; charset=utf-8', 'Cache-Control: no-store', 'Connection: close', expect.stringMatching(/^X-Request-Id: [0-9a-f-]{36}$/)]),
     );
     expect(JSON.parse(body)).toMatchObject({ title: 'Expectation Failed', status: 417, detail: "The expectation 'foo' cannot be met; only 100-continue is supported." });
+  });
+
+  it('quotes an Expect holding a credential with the credential redacted, in the answer and the log', async () => {
+    const logged = jest.spyOn(t.app.get(AppLogger), 'infoFields');
+    const answer = await rawExchange('GET /health/live HTTP/1.1\r\nHost: x\r\nExpect: 100-continue, svcs_k3Y-secret\r\n\r\n');
+    const detail = "The expectation '100-continue, [redacted]' cannot be met; only 100-continue is supported.";
+    expect(JSON.parse(answer.split('\r\n\r\n')[1])).toMatchObject({ status: 417, detail });
+    expect(logged.mock.calls).toEqual([[expect.objectContaining({ res: { statusCode: 417 }, detail }), 'request refused before the application']]);
+    expect(JSON.stringify(logged.mock.calls)).not.toContain('k3Y');
+    logged.mockRestore();
   });
 
   it("answers it on the token endpoint in OAuth's form, as every error there", async () => {
