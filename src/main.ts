@@ -8,7 +8,7 @@ import { KeyringService } from './auth/keyring.service.js';
 import { BodyPool } from './common/body-pool.js';
 import { letGoOfCompressionBuffers } from './common/compression.js';
 import { environmentFailure } from './common/environment-failure.js';
-import { establishSettingChecks, SettingChecksUnreadableError } from './database/setting-checks.js';
+import { establishSettingChecks, SettingChecksUnreadableError, storeSettingChecksLater } from './database/setting-checks.js';
 import { drainConnections, openConnections } from './common/idle-connections.js';
 import { startIdleCollector } from './common/idle-collector.js';
 import { listen } from './common/listen.js';
@@ -52,7 +52,7 @@ async function bootstrap(): Promise<void> {
   // A database ring none of whose keys this API_KEY_HASH_KEY opens: exit 78, as a wrong setting.
   app.get(KeyringService).assertCanSign();
   // The check value of API_KEY_HASH_KEY, stored when the database has none; another stored is exit 78 (see setting-checks.ts).
-  await establishSettingChecks(app.get(DataSource), config);
+  const settingChecks = await establishSettingChecks(app.get(DataSource), config);
   // Tracked from before the server listens: a connection accepted while the start still awaits
   // (the metrics server's host name looked up) was missed, and the shutdown waited out the
   // whole grace period for it.
@@ -76,14 +76,20 @@ async function bootstrap(): Promise<void> {
         })
       : null;
   const logger = new Logger('Shutdown');
+  // No table for the checks yet (started before the migrations Job): stored once it is there;
+  // a check another replica stored meanwhile under another API_KEY_HASH_KEY stops this one as
+  // a start would (exit 78), after the usual drain.
+  const differs = (error: Error): void => (new Logger('SettingChecks').error(error.message), void stop('a differing API_KEY_HASH_KEY', 78).catch(() => process.exit(78)));
+  const stopStoringChecks = settingChecks === 'no-table' ? storeSettingChecksLater(app.get(DataSource), config, differs) : () => undefined;
 
   // SIGTERM (a rolling update) or SIGINT: fail readiness, stop accepting connections, let
   // in-flight requests finish for up to SHUTDOWN_GRACE_SECONDS, close the database and
   // Redis, exit 0.
   let stopping = false;
-  const stop = async (signal: string): Promise<void> => {
+  const stop = async (signal: string, exitCode = 0): Promise<void> => {
     if (stopping) return;
     stopping = true;
+    stopStoringChecks();
     const started = performance.now();
     const graceEnds = started + config.SHUTDOWN_GRACE_SECONDS * 1000;
     app.get(LifecycleService).shuttingDown = true;
@@ -118,8 +124,14 @@ async function bootstrap(): Promise<void> {
     if (!closed) logger.warn(`the application did not close within ${Math.round((closeBy - started) / 1000)} s of ${signal}: exiting without waiting for it`);
     // The last line of a process that stopped as asked (one that crashed has none): how long its stop took.
     logger.log(`stopped ${((performance.now() - started) / 1000).toFixed(1)} s after ${signal}`);
-    process.exit(0);
+    process.exit(exitCode);
   };
+  stopOnSignals(stop);
+  await app.get(DemoService).announce(url);
+}
+
+/** SIGTERM (a rolling update) and SIGINT run `stop`; a stop that fails exits 1. */
+function stopOnSignals(stop: (signal: string) => Promise<void>): void {
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     process.once(signal, () => {
       stop(signal).catch((error: unknown) => {
@@ -128,7 +140,6 @@ async function bootstrap(): Promise<void> {
       });
     });
   }
-  await app.get(DemoService).announce(url);
 }
 
 /**

@@ -238,6 +238,24 @@ describe(`health and errors (${process.env.TEST_DATABASE})`, () => {
     }
   });
 
+  it("GET /health/ready says migrations are pending on a database without their table, and does not make it (a replica told not to migrate runs no DDL)", async () => {
+    const db = t.app.get(DataSource);
+    const exists = async (name: string): Promise<boolean> =>
+      process.env.TEST_DATABASE === 'postgres'
+        ? (await db.query<{ present: boolean }[]>(`SELECT to_regclass($1) IS NOT NULL AS present`, [name]))[0].present
+        : (await db.query<unknown[]>(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?`, [name])).length > 0;
+    await db.query('ALTER TABLE migrations RENAME TO migrations_aside');
+    try {
+      const res = await request(t.http).get('/health/ready');
+      expect(res.status).toBe(503);
+      expect(JSON.parse(res.text)).toMatchObject({ status: 503, detail: 'Not ready: migrations pending.' });
+      expect(await exists('migrations')).toBe(false);
+    } finally {
+      await db.query('ALTER TABLE migrations_aside RENAME TO migrations');
+    }
+    expect((await request(t.http).get('/health/ready')).status).toBe(200);
+  });
+
   it('GET /health/ready asked by many at once checks the database once for all of them, so that it cannot be used to fill the pool', async () => {
     const db = t.app.get(DataSource);
     const real = db.showMigrations.bind(db);

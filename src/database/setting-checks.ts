@@ -86,20 +86,28 @@ const missingTable = (error: unknown): boolean =>
 const DIFFERS = `${SETTING} is not the value the database's API keys, client secrets and webhook secrets were stored under (its check value differs)`;
 
 /**
+ * What establishSettingChecks found: the check stored (this process's, or the same value
+ * another stored), no table for it yet (a database the migrations have not reached), or a
+ * check that could not be stored for another reason (said in a warning).
+ */
+export type SettingChecksOutcome = 'stored' | 'no-table' | 'not-stored';
+
+/**
  * At the service's start: stores this process's check value when the database has none (the
  * first start of a release that keeps one, or of a new database), and stops (exit 78, as a
  * wrong setting) when the one stored is another's: every API key and client secret would be
  * refused, and what the process issued or sealed would work on no other replica.
  */
-export async function establishSettingChecks(db: DataSource, config: AppConfig): Promise<void> {
+export async function establishSettingChecks(db: DataSource, config: AppConfig): Promise<SettingChecksOutcome> {
   const stored = await checkAtStart(db, SETTING);
+  let outcome: SettingChecksOutcome = 'stored';
   try {
     if (stored === null) {
       // Replicas starting together store one value: the first insert wins, the others read it.
       await db.createQueryBuilder().insert().into(SettingCheck).values({ name: SETTING, value: keyCheckValue(config.API_KEY_HASH_KEY) }).orIgnore().execute();
     }
   } catch (error) {
-    notStored(error);
+    outcome = notStored(error);
   }
   const kept = stored ?? (await checkAtStart(db, SETTING));
   if (kept !== null && !matches(kept, config.API_KEY_HASH_KEY)) {
@@ -114,6 +122,37 @@ export async function establishSettingChecks(db: DataSource, config: AppConfig):
   } catch (error) {
     notStored(error);
   }
+  return kept === null ? (outcome === 'stored' ? 'not-stored' : outcome) : 'stored';
+}
+
+/**
+ * A start that found no table for the checks (a replica started with MIGRATIONS_RUN=false
+ * before the migrations Job made it) stores them once the table is there, trying every `everyMs`:
+ * until a start of a later process did, no check was kept, and a command run with another
+ * API_KEY_HASH_KEY issued credentials no replica took. A check another process stored meanwhile
+ * with another value is `differs`'s (the start's exit 78, for a process already serving); a
+ * database out of reach is tried again. Returns what stops the tries.
+ */
+export function storeSettingChecksLater(db: DataSource, config: AppConfig, differs: (error: ConfigError) => void, everyMs = 5000): () => void {
+  let trying = false;
+  const timer = setInterval(() => {
+    if (trying) return;
+    trying = true;
+    establishSettingChecks(db, config)
+      .then((outcome) => {
+        if (outcome !== 'no-table') clearInterval(timer);
+        if (outcome === 'stored') new Logger('SettingChecks').log("the settings' checks are stored, now that the migrations have made their table");
+      })
+      .catch((error: unknown) => {
+        if (error instanceof ConfigError) {
+          clearInterval(timer);
+          differs(error);
+        }
+      })
+      .finally(() => (trying = false));
+  }, everyMs);
+  timer.unref();
+  return () => clearInterval(timer);
 }
 
 /**
@@ -137,9 +176,11 @@ async function checkAtStart(db: DataSource, name: string): Promise<string | null
  * a database read-only for maintenance); the next start stores it, and commands meanwhile have
  * nothing to compare.
  */
-function notStored(error: unknown): void {
+function notStored(error: unknown): 'no-table' | 'not-stored' {
   if (!(error instanceof QueryFailedError)) throw error;
-  if (!missingTable(error)) new Logger('SettingChecks').warn(`the settings' checks cannot be stored (${error.message}): commands run with other settings than this process's are not refused`);
+  if (missingTable(error)) return 'no-table';
+  new Logger('SettingChecks').warn(`the settings' checks cannot be stored (${error.message}): commands run with other settings than this process's are not refused`);
+  return 'not-stored';
 }
 
 /** The start could not read a setting's stored check: it does not serve without knowing it (see checkAtStart). */

@@ -131,7 +131,10 @@ export class HealthController {
           .attempt(async () => {
             let pending: boolean;
             try {
-              pending = await this.dataSource.showMigrations();
+              // Without the migrations' table, all are pending: asked of TypeORM, the probe made the
+              // table itself (DDL from a replica told not to migrate), and a role that may not
+              // create tables was reported as one that may not read them.
+              pending = !(await this.migrationsTableExists()) || (await this.dataSource.showMigrations());
             } catch (error) {
               // The migrations table readable by the owner but not by this role: say so, not "migrations failed".
               if ((error as { code?: unknown }).code === '42501') throw new Error('permission denied', { cause: error });
@@ -141,6 +144,19 @@ export class HealthController {
           })
           .withTimeout(CHECK_TIMEOUT_MS),
     ]);
+  }
+
+  /**
+   * Whether the migrations' table exists, asked of the catalogue: on PostgreSQL by name in the
+   * service's schema (to_regclass needs no grant on the table, as information_schema would).
+   */
+  private async migrationsTableExists(): Promise<boolean> {
+    const { type, schema } = this.dataSource.options as { type: string; schema?: string };
+    if (type === 'postgres') {
+      const [row] = await this.dataSource.query<{ present: boolean }[]>(`SELECT to_regclass(format('%I.%I', $1::text, 'migrations')) IS NOT NULL AS present`, [schema ?? 'public']);
+      return row?.present === true;
+    }
+    return (await this.dataSource.query<unknown[]>(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'migrations'`)).length > 0;
   }
 
   private async redisCheck(redis: Redis) {

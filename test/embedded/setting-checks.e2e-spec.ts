@@ -151,6 +151,46 @@ describe('commands that issue or seal keys and secrets, run with another API_KEY
   });
 });
 
+describe('a replica started before the migrations (MIGRATIONS_RUN=false on a database they have not reached)', () => {
+  // Keys from the setting: the database has no ring to keep them in yet.
+  const pem = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+  const before = (dataDir: string) => ({ DATA_DIR: dataDir, SEED_DEMO: 'false', LOG_LEVEL: 'info', API_KEY_HASH_KEY: SERVICE_KEY, JWT_SIGNING_KEYS: pem, MIGRATIONS_RUN: 'false' });
+
+  it('stores the check once the migrations have run, so that a command of another value is refused from then on', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'results-setting-checks-'));
+    const settings = before(dataDir);
+    const service = await startService(settings);
+    try {
+      const migrated = await cli(['migrations', 'run'], settings);
+      expect(migrated.code).toBe(0);
+      // Tried every 5 s: stored at the first try that finds the table.
+      await service.waitForOutput(/the settings' checks are stored, now that the migrations have made their table/, 60_000);
+      await cliJson(['clients', 'add', '--id', '1001', '--name', 'Acme'], settings);
+      const refused = await cli(['credentials', 'add', '--clients', '1001', '--scopes', 'visits/standard.read'], { ...settings, API_KEY_HASH_KEY: OTHER_KEY });
+      expect([refused.code, refused.stdout]).toEqual([1, '']);
+      expect(refused.stderr).toMatch(REFUSED);
+      expect(await cliJson<unknown[]>(['credentials', 'list'], settings)).toEqual([]);
+    } finally {
+      await service.stop();
+    }
+  });
+
+  it('stops, exit 78 after its drain, when the check another process stored meanwhile is of another value', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'results-setting-checks-'));
+    const service = await startService(before(dataDir));
+    // The table and another value's check at once, as a replica of another value that ran the migrations would leave them.
+    const db = new Database(join(dataDir, 'results.sqlite'));
+    db.transaction(() => {
+      db.exec('CREATE TABLE "setting_checks" ("name" varchar(50) PRIMARY KEY NOT NULL, "value" varchar(100) NOT NULL)');
+      db.prepare("INSERT INTO setting_checks (name, value) VALUES ('API_KEY_HASH_KEY', 'hmac-sha256$' || ?)").run('0'.repeat(64));
+    })();
+    db.close();
+    await service.waitForOutput(/API_KEY_HASH_KEY is not the value the database's API keys, client secrets and webhook secrets were stored under/, 60_000);
+    expect(await service.stop()).toBe(78);
+    expect(service.output()).toMatch(/stopped \d+\.\d s after a differing API_KEY_HASH_KEY/);
+  });
+});
+
 describe('commands that write visits, run with another RESULTS_TIMEZONE than the service', () => {
   it("are refused before they write, naming both zones; the dates served stay in the service's zone", async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'results-setting-checks-'));
