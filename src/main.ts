@@ -5,6 +5,7 @@ import { NestFactory } from '@nestjs/core';
 import { DataSource } from 'typeorm';
 import { AppModule } from './app.module.js';
 import { KeyringService } from './auth/keyring.service.js';
+import { VerifiedTokens } from './auth/verified-tokens.js';
 import { BodyPool } from './common/body-pool.js';
 import { letGoOfCompressionBuffers } from './common/compression.js';
 import { environmentFailure } from './common/environment-failure.js';
@@ -68,11 +69,13 @@ async function bootstrap(): Promise<void> {
   // back when the process goes quiet (see IdleCollector).
   const idleCollections = app.get(MetricsService).idleCollections;
   const pageBodies = app.get(BodyPool);
+  const verifiedTokens = app.get(VerifiedTokens);
   const idleCollector =
     config.IDLE_GC_SECONDS > 0
       ? startIdleCollector(config.IDLE_GC_SECONDS, {
           collected: () => idleCollections.inc(),
-          letGo: () => pageBodies.letGo() + letGoOfCompressionBuffers(),
+          // Verified tokens past their time are dropped too (heap, not buffers: nothing to count).
+          letGo: () => (verifiedTokens.purgeStale(), pageBodies.letGo() + letGoOfCompressionBuffers()),
         })
       : null;
   const logger = new Logger('Shutdown');

@@ -24,6 +24,19 @@ describe('VerifiedTokens', () => {
     expect(off.claimsOf('a.b.c')).toBeUndefined();
   });
 
+  it('drops the tokens past their time when asked, and keeps the others', async () => {
+    const cache = tokens(30);
+    const claims = { client_id: 'svc_1', exp: inSeconds(3600) };
+    for (let i = 0; i < 50; i++) cache.remember(`short-${i}`, claims, performance.now() + 30);
+    cache.remember('long', claims);
+    await new Promise((r) => setTimeout(r, 80));
+    // Past their time, still held until read or dropped.
+    expect(cache.size).toBe(51);
+    cache.purgeStale();
+    expect(cache.size).toBe(1);
+    expect(cache.claimsOf('long')).toBe(claims);
+  });
+
   it('forgets a token when the signing keys it was verified with are to be read again, before the cache time is up', async () => {
     const cache = tokens(30);
     const claims = { client_id: 'svc_1', exp: inSeconds(3600) };
