@@ -122,6 +122,24 @@ describe('TokenService on a real keyring and credential store', () => {
     });
   });
 
+  it('holds Basic credentials to the lengths the form is held to, a malformed request that is no guess of the secret', async () => {
+    const target = await f.addCredential();
+    const viaBasic = (id: string, secret: string) => tokens.issue({ apiKey: target.apiKey, authorization: basic(id, secret), form: { grant_type: 'client_credentials' } });
+    expect(await refusal(viaBasic(target.clientId, 'x'.repeat(201)))).toMatchObject({
+      error: 'invalid_request',
+      status: 400,
+      description: "The Basic credentials' client_secret must be at most 200 characters.",
+    });
+    expect(await refusal(viaBasic('c'.repeat(101), 'x'))).toMatchObject({
+      error: 'invalid_request',
+      status: 400,
+      description: "The Basic credentials' client_id must be at most 100 characters.",
+    });
+    // Not counted towards the lockout: the client's own secret still gets its token after more such requests than the lockout takes.
+    for (let i = 0; i < 12; i++) await refusal(viaBasic(target.clientId, `${i}`.padEnd(300, 'x')));
+    expect((await viaBasic(target.clientId, target.clientSecret)).token_type).toBe('Bearer');
+  });
+
   it('checks the API key before the secret: a key of another client is refused whatever the secret', async () => {
     const target = await f.addCredential();
     const apiKeyRealm = { 'WWW-Authenticate': 'ApiKey realm="svc-results-api", header="svc-api-key"' };

@@ -89,10 +89,18 @@ function formValue(form: Record<string, unknown>, name: string): string | undefi
   return value;
 }
 
-/** The client credentials of a Basic header; one left empty is absent, as in the form (RFC 6749 §3.1). */
+/**
+ * The client credentials of a Basic header; one left empty is absent, as in the form (RFC 6749
+ * §3.1), and one longer than the form takes is refused as it is there: a malformed request,
+ * not a guess of the secret (a secret of 300 characters was counted towards the lockout).
+ */
 function parseBasic(header: string): { clientId?: string; secret?: string } {
   const credentials = decodeBasic(header);
   if (!credentials) throw new OAuthException('invalid_client', 'The Basic credentials are malformed.', 401, BASIC_CHALLENGE);
+  for (const [name, value] of [['client_id', credentials.clientId], ['client_secret', credentials.secret]] as const) {
+    const max = TOKEN_FORM_MAX_LENGTH[name];
+    if (value.length > max) throw new OAuthException('invalid_request', `The Basic credentials' ${name} must be at most ${max} characters.`);
+  }
   return { clientId: credentials.clientId || undefined, secret: credentials.secret || undefined };
 }
 
