@@ -82,7 +82,10 @@ async function bootstrap(): Promise<void> {
   // No table for the checks yet (started before the migrations Job): stored once it is there;
   // a check another replica stored meanwhile under another API_KEY_HASH_KEY stops this one as
   // a start would (exit 78), after the usual drain.
-  const differs = (error: Error): void => (new Logger('SettingChecks').error(error.message), void stop('a differing API_KEY_HASH_KEY', 78).catch(() => process.exit(78)));
+  const differs = (error: Error): void => {
+    new Logger('SettingChecks').error(error.message);
+    stop('a differing API_KEY_HASH_KEY', 78).catch(() => process.exit(78));
+  };
   const stopStoringChecks = settingChecks === 'no-table' ? storeSettingChecksLater(app.get(DataSource), config, differs) : () => undefined;
 
   // SIGTERM (a rolling update) or SIGINT: fail readiness, stop accepting connections, let

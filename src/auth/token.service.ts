@@ -82,11 +82,14 @@ function formValue(form: Record<string, unknown>, name: string): string | undefi
   }
   // RFC 6749 §3.1: a parameter sent without a value is treated as omitted.
   if (value === '') return undefined;
-  const max = (TOKEN_FORM_MAX_LENGTH as Record<string, number | undefined>)[name];
-  if (max !== undefined && value.length > max) {
-    throw new OAuthException('invalid_request', `The parameter '${name}' must be at most ${max} characters.`);
-  }
+  if (name in TOKEN_FORM_MAX_LENGTH) withinLimit(name as keyof typeof TOKEN_FORM_MAX_LENGTH, value, `The parameter '${name}'`);
   return value;
+}
+
+/** Refuses a value longer than the form takes for its field (`what` names it in the message): a malformed request, no guess of the secret. */
+function withinLimit(name: keyof typeof TOKEN_FORM_MAX_LENGTH, value: string, what: string): void {
+  const max = TOKEN_FORM_MAX_LENGTH[name];
+  if (value.length > max) throw new OAuthException('invalid_request', `${what} must be at most ${max} characters.`);
 }
 
 /**
@@ -97,10 +100,8 @@ function formValue(form: Record<string, unknown>, name: string): string | undefi
 function parseBasic(header: string): { clientId?: string; secret?: string } {
   const credentials = decodeBasic(header);
   if (!credentials) throw new OAuthException('invalid_client', 'The Basic credentials are malformed.', 401, BASIC_CHALLENGE);
-  for (const [name, value] of [['client_id', credentials.clientId], ['client_secret', credentials.secret]] as const) {
-    const max = TOKEN_FORM_MAX_LENGTH[name];
-    if (value.length > max) throw new OAuthException('invalid_request', `The Basic credentials' ${name} must be at most ${max} characters.`);
-  }
+  withinLimit('client_id', credentials.clientId, "The Basic credentials' client_id");
+  withinLimit('client_secret', credentials.secret, "The Basic credentials' client_secret");
   return { clientId: credentials.clientId || undefined, secret: credentials.secret || undefined };
 }
 

@@ -100,14 +100,15 @@ export type SettingChecksOutcome = 'stored' | 'no-table' | 'not-stored';
  */
 export async function establishSettingChecks(db: DataSource, config: AppConfig): Promise<SettingChecksOutcome> {
   const stored = await checkAtStart(db, SETTING);
-  let outcome: SettingChecksOutcome = 'stored';
+  // Why none is kept, when none is: the insert's failure.
+  let unkept: Exclude<SettingChecksOutcome, 'stored'> = 'not-stored';
   try {
     if (stored === null) {
       // Replicas starting together store one value: the first insert wins, the others read it.
       await db.createQueryBuilder().insert().into(SettingCheck).values({ name: SETTING, value: keyCheckValue(config.API_KEY_HASH_KEY) }).orIgnore().execute();
     }
   } catch (error) {
-    outcome = notStored(error);
+    unkept = notStored(error);
   }
   const kept = stored ?? (await checkAtStart(db, SETTING));
   if (kept !== null && !matches(kept, config.API_KEY_HASH_KEY)) {
@@ -122,7 +123,7 @@ export async function establishSettingChecks(db: DataSource, config: AppConfig):
   } catch (error) {
     notStored(error);
   }
-  return kept === null ? (outcome === 'stored' ? 'not-stored' : outcome) : 'stored';
+  return kept === null ? unkept : 'stored';
 }
 
 /**

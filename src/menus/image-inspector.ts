@@ -171,7 +171,8 @@ const SAMPLE_BYTES: Readonly<Record<string, number>> = { uchar: 1, char: 1, usho
  * 5 MiB), a client is told to come back (503, Retry-After) rather than kept waiting minutes
  * behind the others. Credentials take turns, and one holds at most half of it: a credential
  * sending 40-megapixel PNGs of one colour (39 KB each, a second of decoding) from 16
- * connections kept another's 16 KB JPEG waiting 8 to 10 s when they ran in the order they came. An image weighs its bytes, or its decoding's work when that weighs more
+ * connections kept another's 16 KB JPEG waiting 8 to 10 s when they ran in the order they
+ * came. An image weighs its bytes, or its decoding's work when that weighs more
  * (DECODED_SAMPLES_PER_BYTE): a PNG of 40 megapixels in one colour is some 100 KB, and takes
  * a second to decode, as long as a JPEG of 5 MiB.
  */
