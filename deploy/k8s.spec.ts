@@ -289,6 +289,11 @@ describe('the Kubernetes manifests (kubectl kustomize deploy/k8s)', () => {
     for (const name of SECRET_SETTINGS) {
       expect(env.get(name)).toEqual({ name, valueFrom: { secretKeyRef: { name: SECRETS, key: name } } });
     }
+    // Set in the Secret only while PAGE_TOKEN_KEY is being changed: pods start without it.
+    expect(env.get('PAGE_TOKEN_ACCEPTED_KEYS')).toEqual({
+      name: 'PAGE_TOKEN_ACCEPTED_KEYS',
+      valueFrom: { secretKeyRef: { name: SECRETS, key: 'PAGE_TOKEN_ACCEPTED_KEYS', optional: true } },
+    });
   });
 
   it('mounts the signing keys read-only from their Secret and points JWT_SIGNING_KEYS_FILE at the file', () => {

@@ -1,5 +1,6 @@
 import { createHmac } from 'node:crypto';
-import { PAGE_TOKEN_PATTERN, PageTokens } from './page-token.js';
+import { loadConfig } from '../config/app-config.js';
+import { derivedPageTokenKey, PAGE_TOKEN_PATTERN, PageTokens } from './page-token.js';
 
 const KEY = 'a page-token key of the tests';
 
@@ -80,5 +81,39 @@ describe('PageTokens', () => {
     for (const payload of [null, 7, 'menus:1001', { s: 'menus:1001', p: 5 }, { s: 7, p: [1] }]) {
       expect([payload, tokens.open(signedToken(KEY, payload))]).toEqual([payload, undefined]);
     }
+  });
+
+  describe('with keys whose tokens are opened too (PAGE_TOKEN_ACCEPTED_KEYS)', () => {
+    const OTHER = 'the key of another step';
+
+    it('seals under its own key, and opens tokens sealed or signed under an accepted one', () => {
+      const changing = new PageTokens(OTHER, [KEY]);
+      const ofBefore = tokens.encode('menus:1001', [5]);
+      expect(changing.open(ofBefore)).toEqual({ scope: 'menus:1001', position: [5] });
+      expect(changing.open(signedToken(KEY, { s: 'menus:1001', p: [6] }))).toEqual({ scope: 'menus:1001', position: [6] });
+      const sealed = changing.encode('menus:1001', [7]);
+      // Under OTHER: a replica that does not accept it refuses it, one that does opens it.
+      expect(tokens.open(sealed)).toBeUndefined();
+      expect(new PageTokens(KEY, [OTHER]).open(sealed)).toEqual({ scope: 'menus:1001', position: [7] });
+      expect(new PageTokens(OTHER).open(sealed)).toEqual({ scope: 'menus:1001', position: [7] });
+    });
+
+    it('refuses what none of its keys sealed, and an accepted key edited', () => {
+      const changing = new PageTokens(OTHER, [KEY, KEY, OTHER]);
+      expect(changing.open(new PageTokens('a third key of some length').encode('menus:1001', [5]))).toBeUndefined();
+      expect(changing.open(signedToken('a third key of some length', { s: 'menus:1001', p: [5] }))).toBeUndefined();
+      const token = changing.encode('menus:1001', [5]);
+      expect(changing.open(`${token.slice(0, -2)}${token.endsWith('A') ? 'BA' : 'AA'}`)).toBeUndefined();
+    });
+
+    it('takes them from the configuration, each without the spaces around it', () => {
+      const config = loadConfig({ PAGE_TOKEN_KEY: OTHER, PAGE_TOKEN_ACCEPTED_KEYS: ` ${KEY} ,another accepted key ` });
+      expect(config.pageTokenAcceptedKeys).toEqual([KEY, 'another accepted key']);
+      expect(PageTokens.fromConfig(config).open(tokens.encode('menus:1001', [5]))).toEqual({ scope: 'menus:1001', position: [5] });
+      // A deployment without PAGE_TOKEN_KEY seals under the key derived from API_KEY_HASH_KEY: the one to accept when setting one.
+      const derived = PageTokens.fromConfig(loadConfig({ API_KEY_HASH_KEY: 'an api-key hash key' }));
+      const setting = PageTokens.fromConfig(loadConfig({ API_KEY_HASH_KEY: 'an api-key hash key', PAGE_TOKEN_KEY: OTHER, PAGE_TOKEN_ACCEPTED_KEYS: derivedPageTokenKey('an api-key hash key') }));
+      expect(setting.open(derived.encode('menus:1001', [8]))).toEqual({ scope: 'menus:1001', position: [8] });
+    });
   });
 });

@@ -61,27 +61,33 @@ function padded(scope: string, position: (string | number)[]): string {
  * still taken, since partners store change-feed tokens for as long as they sync.
  */
 export class PageTokens {
-  private readonly sealKey: Buffer;
+  /** The key tokens are sealed under, then those whose tokens are opened too: no two alike. */
+  private readonly keys: { key: string; sealKey: Buffer }[];
 
-  constructor(private readonly key: string) {
-    this.sealKey = createHmac('sha256', key).update('page-token-seal').digest();
+  /**
+   * `key` seals; tokens sealed (or signed) under any of `accepted` are opened as well, so a
+   * key can be changed replica by replica without a partner's token being refused (see
+   * PAGE_TOKEN_ACCEPTED_KEYS).
+   */
+  constructor(key: string, accepted: readonly string[] = []) {
+    this.keys = [...new Set([key, ...accepted])].map((each) => ({ key: each, sealKey: createHmac('sha256', each).update('page-token-seal').digest() }));
   }
 
-  /** Tokens under PAGE_TOKEN_KEY, or else a key derived from API_KEY_HASH_KEY. */
+  /** Tokens under PAGE_TOKEN_KEY, or else a key derived from API_KEY_HASH_KEY; and opened under PAGE_TOKEN_ACCEPTED_KEYS too. */
   static fromConfig(config: AppConfig): PageTokens {
-    return new PageTokens(config.PAGE_TOKEN_KEY ?? createHmac('sha256', config.API_KEY_HASH_KEY).update('page-tokens').digest('hex'));
+    return new PageTokens(config.PAGE_TOKEN_KEY ?? derivedPageTokenKey(config.API_KEY_HASH_KEY), config.pageTokenAcceptedKeys);
   }
 
   encode(scope: string, position: (string | number)[]): string {
     const iv = randomBytes(IV_BYTES);
-    const cipher = createCipheriv('aes-256-gcm', this.sealKey, iv);
+    const cipher = createCipheriv('aes-256-gcm', this.keys[0].sealKey, iv);
     const sealed = Buffer.concat([Buffer.of(SEALED), iv, cipher.update(padded(scope, position), 'utf8'), cipher.final()]);
     return `${sealed.toString('base64url')}.${cipher.getAuthTag().toString('base64url')}`;
   }
 
   /**
    * The query a token is bound to and the position it holds; undefined when it is no token
-   * this service issued under its key (edited, truncated, made up, or of another key).
+   * this service issued under one of its keys (edited, truncated, made up, or of another key).
    */
   open(token: string): OpenedToken | undefined {
     if (token.length > PAGE_TOKEN_MAX_LENGTH || !TOKEN_SHAPE.test(token)) return undefined;
@@ -90,7 +96,11 @@ export class PageTokens {
     // Node's base64 decoding passes over characters it does not know, and bits past the last
     // byte: only the text this service wrote for these bytes is its token.
     if (body.toString('base64url') !== first) return undefined;
-    const text = body[0] === SEALED ? this.unseal(body, second) : this.verified(first, second);
+    let text: string | undefined;
+    for (const { key, sealKey } of this.keys) {
+      text = body[0] === SEALED ? unseal(sealKey, body, second) : verified(key, first, second);
+      if (text !== undefined) break;
+    }
     let payload: Payload;
     try {
       payload = JSON.parse(text ?? '') as Payload;
@@ -100,25 +110,30 @@ export class PageTokens {
     if (payload === null || typeof payload !== 'object' || typeof payload.s !== 'string' || !Array.isArray(payload.p)) return undefined;
     return { scope: payload.s, position: payload.p as (string | number)[] };
   }
+}
 
-  /** A sealed token's JSON, or undefined when it was not sealed under this key. */
-  private unseal(body: Buffer, tag: string): string | undefined {
-    const authTag = Buffer.from(tag, 'base64url');
-    if (body.length <= 1 + IV_BYTES || authTag.length !== TAG_BYTES || authTag.toString('base64url') !== tag) return undefined;
-    try {
-      const decipher = createDecipheriv('aes-256-gcm', this.sealKey, body.subarray(1, 1 + IV_BYTES));
-      decipher.setAuthTag(authTag);
-      return Buffer.concat([decipher.update(body.subarray(1 + IV_BYTES)), decipher.final()]).toString('utf8');
-    } catch {
-      return undefined;
-    }
-  }
+/** The page token key of a deployment that sets no PAGE_TOKEN_KEY: README, "Key rotation and backup", gives its command. */
+export function derivedPageTokenKey(apiKeyHashKey: string): string {
+  return createHmac('sha256', apiKeyHashKey).update('page-tokens').digest('hex');
+}
 
-  /** A signed (earlier) token's JSON, or undefined when its signature is not this key's. */
-  private verified(body: string, signature: string): string | undefined {
-    const expected = Buffer.from(createHmac('sha256', this.key).update(body).digest('base64url'));
-    const given = Buffer.from(signature);
-    if (expected.length !== given.length || !timingSafeEqual(expected, given)) return undefined;
-    return Buffer.from(body, 'base64url').toString('utf8');
+/** A sealed token's JSON, or undefined when it was not sealed under this key. */
+function unseal(sealKey: Buffer, body: Buffer, tag: string): string | undefined {
+  const authTag = Buffer.from(tag, 'base64url');
+  if (body.length <= 1 + IV_BYTES || authTag.length !== TAG_BYTES || authTag.toString('base64url') !== tag) return undefined;
+  try {
+    const decipher = createDecipheriv('aes-256-gcm', sealKey, body.subarray(1, 1 + IV_BYTES));
+    decipher.setAuthTag(authTag);
+    return Buffer.concat([decipher.update(body.subarray(1 + IV_BYTES)), decipher.final()]).toString('utf8');
+  } catch {
+    return undefined;
   }
+}
+
+/** A signed (earlier) token's JSON, or undefined when its signature is not this key's. */
+function verified(key: string, body: string, signature: string): string | undefined {
+  const expected = Buffer.from(createHmac('sha256', key).update(body).digest('base64url'));
+  const given = Buffer.from(signature);
+  if (expected.length !== given.length || !timingSafeEqual(expected, given)) return undefined;
+  return Buffer.from(body, 'base64url').toString('utf8');
 }

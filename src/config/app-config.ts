@@ -152,6 +152,15 @@ export class AppConfig {
   @TextSetting('a string of at least 16 characters', /^.{16,}$/)
   PAGE_TOKEN_KEY?: string;
 
+  /**
+   * Keys whose page tokens are opened too (comma-separated), besides PAGE_TOKEN_KEY's: for
+   * changing that key replica by replica, with no partner's token refused (README, "Key
+   * rotation and backup").
+   */
+  @IsOptional()
+  @TextSetting('strings of at least 16 characters each, separated by commas', /^\s*[^,\s][^,]{14,}[^,\s]\s*(,\s*[^,\s][^,]{14,}[^,\s]\s*)*$/)
+  PAGE_TOKEN_ACCEPTED_KEYS?: string;
+
   /** Where dish images are kept: in the database (works for any number of replicas) or in a folder. */
   @OneOfSetting(['database', 'filesystem'], 'database or filesystem')
   IMAGE_STORAGE: 'database' | 'filesystem' = 'database';
@@ -312,6 +321,11 @@ export class AppConfig {
   @BooleanSetting()
   WEBHOOKS_ALLOW_HTTP_LOOPBACK = false;
 
+  /** PAGE_TOKEN_ACCEPTED_KEYS, each without the spaces around it. */
+  get pageTokenAcceptedKeys(): string[] {
+    return this.PAGE_TOKEN_ACCEPTED_KEYS?.split(',').map((key) => key.trim()) ?? [];
+  }
+
   get usesPostgres(): boolean {
     return this.DATABASE_URL !== undefined;
   }
@@ -340,7 +354,7 @@ export class ConfigError extends Error {
 const SETTINGS: readonly string[] = Object.keys(new AppConfig());
 
 /** Settings whose values never appear in a message: keys, however short or mistyped. */
-const SECRETS = new Set(['JWT_SIGNING_KEYS', 'API_KEY_HASH_KEY', 'PAGE_TOKEN_KEY']);
+const SECRETS = new Set(['JWT_SIGNING_KEYS', 'API_KEY_HASH_KEY', 'PAGE_TOKEN_KEY', 'PAGE_TOKEN_ACCEPTED_KEYS']);
 
 /** URL settings: a value may hold a password, in its userinfo or wherever a typo put it. */
 const URLS = new Set(['DATABASE_URL', 'DATABASE_DIRECT_URL', 'REDIS_URL', 'PUBLIC_BASE_URL']);
