@@ -1,4 +1,4 @@
-import { PreconditionFailedException, type INestApplication } from '@nestjs/common';
+import { NotFoundException, PreconditionFailedException, type INestApplication } from '@nestjs/common';
 import { DocumentBuilder, SwaggerModule, type OpenAPIObject } from '@nestjs/swagger';
 import type { NextFunction, Request, Response } from 'express';
 import { apiKeyChallenge, basicChallenge, bearerChallenge } from './auth/challenges.js';
@@ -6,7 +6,7 @@ import { SCOPE_DESCRIPTIONS } from './auth/scopes.js';
 import { API_KEY_SCHEME, OAUTH_SCHEME } from './common/openapi-names.js';
 import { countOf, dayCount } from './common/clock.js';
 import { ifMatchFailure, preconditionMembers } from './common/conditional-get.js';
-import { dropRangeOfWeakIfRange } from './common/if-range.js';
+import { dropRangeOfUncertainIfRange } from './common/if-range.js';
 import { ownRequestId } from './common/shared-answer.js';
 import { AppConfig } from './config/app-config.js';
 import { imageTooLargeMessage } from './menus/image-inspector.js';
@@ -290,6 +290,31 @@ export function withoutEmptySegments(path: string): string {
 /** What ifMatchFailure needs to know of the tags under /docs: that they are weak. */
 const WEAK_TAG = 'W/"docs"';
 
+/**
+ * What /docs serves: Swagger UI's page and the files it links, and the contract. The folder
+ * the file server is given is swagger-ui-dist's whole package, which holds its package.json,
+ * README, source maps, a demo page and an initializer that loads the Petstore example: none of
+ * this service's, and each a 404 as any path no endpoint has.
+ */
+const DOCS_FILES = new Set([
+  '/',
+  '/index.html',
+  '/openapi.json',
+  '/openapi.yaml',
+  '/swagger-ui-init.js',
+  '/swagger-ui.css',
+  '/swagger-ui-bundle.js',
+  '/swagger-ui-standalone-preset.js',
+  '/favicon-32x32.png',
+  '/favicon-16x16.png',
+]);
+
+/** Whether a path under /docs (without it) is one of DOCS_FILES once its empty and `.` segments are left out. */
+export function isDocsFile(path: string): boolean {
+  const kept = path.split('/').filter((segment) => segment !== '' && segment !== '.');
+  return DOCS_FILES.has(`/${kept.join('/')}${kept.length > 0 && path.endsWith('/') ? '/' : ''}`);
+}
+
 /** Swagger UI at /docs, the contract at /docs/openapi.json. */
 export function setupSwagger(app: INestApplication, config: AppConfig): void {
   // Swagger UI's page links its files relative to itself, and tells /docs from /docs/ by the
@@ -301,6 +326,11 @@ export function setupSwagger(app: INestApplication, config: AppConfig): void {
     // X-Request-Id echoed to the first, and a contract a deployment had changed. no-cache: a cache
     // may keep them, but asks each time (the files' ETags still answer 304). A problem sets its own.
     res.setHeader('Cache-Control', 'no-cache');
+    if ((req.method === 'GET' || req.method === 'HEAD') && !isDocsFile(req.path)) {
+      // Said as the service says any path no endpoint has (ProblemFilter), without the query.
+      next(new NotFoundException(`Cannot ${req.method} ${req.baseUrl}${req.path}`));
+      return;
+    }
     if (req.path === '/index.html' && (req.method === 'GET' || req.method === 'HEAD')) {
       res.redirect(301, './');
       return;
@@ -331,9 +361,13 @@ export function setupSwagger(app: INestApplication, config: AppConfig): void {
         delete req.headers['if-none-match'];
         delete req.headers['if-modified-since'];
       }
+      // A request's `no-cache` asks the caches on the way to revalidate, which a conditional
+      // request is; those servers answered it in full instead of a 304 (RFC 9110 §13.2.1: an
+      // origin evaluates the preconditions). It means nothing else to an origin.
+      delete req.headers['cache-control'];
     }
-    // The file server answers ranges; an If-Range naming its weak tag must get the whole file.
-    dropRangeOfWeakIfRange(req);
+    // The file server answers ranges; an If-Range it would hold by a weaker test than RFC 9110's must get the whole file.
+    dropRangeOfUncertainIfRange(req);
     next();
   });
   // The contract is built when first asked for (Swagger UI's page, /docs/openapi.json), not by

@@ -143,9 +143,29 @@ describe(`health and errors (${process.env.TEST_DATABASE})`, () => {
     const css = await request(t.http).get('/docs/swagger-ui.css');
     const again = await request(t.http).get('/docs/swagger-ui.css').set('If-None-Match', css.headers.etag);
     expect([again.status, again.headers['cache-control'], again.headers.etag]).toEqual([304, 'no-cache', css.headers.etag]);
+    // A cache that revalidates because its client said no-cache still gets its 304.
+    for (const path of ['/docs/swagger-ui.css', '/docs/swagger-ui-bundle.js']) {
+      const tag = (await request(t.http).get(path)).headers.etag;
+      const revalidated = await request(t.http).get(path).set('If-None-Match', tag).set('Cache-Control', 'no-cache');
+      expect([path, revalidated.status, revalidated.headers.etag]).toEqual([path, 304, tag]);
+    }
     // A problem under /docs is still no-store.
     const missing = await request(t.http).get('/docs/nothing.js');
     expect([missing.status, missing.headers['cache-control']]).toEqual([404, 'no-store']);
+  });
+
+  it('serves under /docs only the page, the files it links and the contract, not the rest of the package they come from', async () => {
+    for (const path of ['/docs/swagger-ui-bundle.js', '/docs/swagger-ui-standalone-preset.js', '/docs/favicon-32x32.png', '/docs/favicon-16x16.png']) {
+      expect([path, (await request(t.http).get(path)).status]).toEqual([path, 200]);
+    }
+    const files = ['package.json', 'README.md', 'LICENSE', 'NOTICE', 'index.js', 'index.css', 'swagger-initializer.js', 'swagger-ui-bundle.js.map', 'oauth2-redirect.html', 'absolute-path.js', 'swagger-ui.js'];
+    for (const path of [...files.map((file) => `/docs/${file}`), '/docs/x/..', '/docs/SWAGGER-UI.CSS', '/docs/swagger-ui.css/', '/docs/swagger-ui-init.js/', '/docs//package.json', '/docs//x//swagger-ui.css', '/docs/package.json?x=1']) {
+      for (const method of ['get', 'head'] as const) {
+        const res = await request(t.http)[method](path);
+        expect([path, method, res.status, res.headers['content-type'], res.headers['cache-control']]).toEqual([path, method, 404, 'application/problem+json; charset=utf-8', 'no-store']);
+        if (method === 'get') expect(JSON.parse(res.text).detail).toBe(`No endpoint has the path ${path.split('?')[0]}.`);
+      }
+    }
   });
 
   it('takes If-Match under /docs by strong comparison, which its weak tags never pass, and an If-None-Match that is no list of tags as naming none', async () => {
@@ -196,7 +216,6 @@ describe(`health and errors (${process.env.TEST_DATABASE})`, () => {
       ['/docs//', '../', '/docs/'],
       ['/docs///?x=1', '../../', '/docs/'],
       ['/docs//index.html', '../index.html', '/docs/index.html'],
-      ['/docs//x//swagger-ui.css', '../../../x/swagger-ui.css', '/docs/x/swagger-ui.css'],
       ['/docs/.//swagger-ui.css', '../swagger-ui.css', '/docs/swagger-ui.css'],
     ]) {
       const moved = await request(t.http).get(path);

@@ -237,6 +237,17 @@ describe(`compressed responses (${process.env.TEST_DATABASE})`, () => {
       expect((await get('/docs/swagger-ui-bundle.js', { Range: 'bytes=0-99' })).status).toBe(206);
     });
 
+    it('send a Swagger UI file whole when If-Range names a date, which the file server held for any date at or after the file\'s', async () => {
+      const plain = await get('/docs/swagger-ui-bundle.js');
+      const modified = Date.parse(plain.headers['last-modified']!);
+      expect(Number.isNaN(modified)).toBe(false);
+      for (const at of [modified + 1000, modified, modified + 86_400_000]) {
+        const res = await get('/docs/swagger-ui-bundle.js', { Range: 'bytes=0-99', 'If-Range': new Date(at).toUTCString() });
+        expect([at - modified, res.status, res.headers['content-range']]).toEqual([at - modified, 200, undefined]);
+        expect(res.body.equals(plain.body)).toBe(true);
+      }
+    });
+
     it('send nothing compressed to a client that accepts neither br nor gzip', async () => {
       for (const accept of ['identity', 'deflate', 'br;q=0, gzip;q=0', 'identity;q=0']) {
         const res = await authed('/branches?SvcClientId=1001', { 'Accept-Encoding': accept });
