@@ -291,6 +291,8 @@ describe(`POST /connect/token (${process.env.TEST_DATABASE})`, () => {
       .set('Content-Encoding', 'zstd')
       .send(new URLSearchParams(creds()).toString());
     expectOAuthError(zstd, 415, 'invalid_request', "The request body's Content-Encoding is not one the service reads: send it as it is, or as gzip, deflate or br.");
+    // ... and Accept-Encoding names those it reads (RFC 9110 §15.5.16).
+    expect(zstd.headers['accept-encoding']).toBe('gzip, deflate, br');
   });
 
   it('refuses a form whose escapes mean no text, naming the field, before any credential is looked at', async () => {

@@ -171,7 +171,8 @@ function render(exception: unknown): RenderedError {
     }
     // A form whose escapes mean no text says which field holds them (see verifyFormEscapes).
     if (type === FORM_ESCAPES_TYPE) return { status: 400, detail: BAD_REQUEST_DETAIL, errors: [String((exception as { message?: unknown }).message)], headers: {} };
-    if (type === 'encoding.unsupported') return { status: 415, detail: UNSUPPORTED_CODING, headers: {} };
+    // RFC 9110 §15.5.16: a 415 for a content coding says in Accept-Encoding which ones are read.
+    if (type === 'encoding.unsupported') return { status: 415, detail: UNSUPPORTED_CODING, headers: { 'Accept-Encoding': 'gzip, deflate, br' } };
     // The JSON parser's own failure (JSON.parse's SyntaxError): said as such, not as any malformed body.
     if (type === 'entity.parse.failed' && exception instanceof SyntaxError) {
       return { status: 400, detail: BAD_REQUEST_DETAIL, errors: ['The request body is not valid JSON.'], headers: {} };

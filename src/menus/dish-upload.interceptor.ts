@@ -71,7 +71,9 @@ export class DishUploadInterceptor implements NestInterceptor {
       // bytes. An empty field names no coding (RFC 9110 §5.6.1), as the token form takes it.
       const coding = request.headers['content-encoding'];
       if (coding !== undefined && !['', 'identity'].includes(coding.trim().toLowerCase())) {
-        throw new ProblemException(415, `The upload's Content-Encoding '${coding.slice(0, 50)}' is not read: send the multipart body as it is, with no Content-Encoding.`);
+        throw new ProblemException(415, `The upload's Content-Encoding '${coding.slice(0, 50)}' is not read: send the multipart body as it is, with no Content-Encoding.`, {
+          headers: { 'Accept-Encoding': 'identity' },
+        });
       }
       const declared = Number(request.headers['content-length']);
       if (Number.isFinite(declared) && declared > this.maxForm) {
