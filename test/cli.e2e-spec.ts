@@ -758,14 +758,43 @@ describe(`operator CLI (${process.env.TEST_DATABASE})`, () => {
       await cliJson(['clients', 'add', '--id', '7', '--name', 'Seven'], other.env);
       await cliJson(['brands', 'add', '--client', '7', '--id', '21', '--name', 'Taken'], other.env);
       const refused = await cli(['demo'], { ...other.env, DEMO_DAYS: '7' });
-      expect([refused.code, refused.stderr]).toEqual([
-        1,
-        'error: brand 21 belongs to client 7, not 1002: the demo data set needs a database without it (nothing was written)\n',
-      ]);
+      const refusal = "error: the demo data set needs a database without data of its ids that is not the demo's (nothing was written): ";
+      expect([refused.code, refused.stderr]).toEqual([1, `${refusal}brand 21 belongs to client 7, not 1002\n`]);
       expect(await cliJson<{ id: number }[]>(['clients', 'list'], other.env)).toEqual([expect.objectContaining({ id: 7 })]);
+      // An operator's own client of a demo id, with a menu and a branch of the demo's ids: each
+      // said, and none of it renamed (the importers refused them only when they came to them).
+      await cliJson(['clients', 'add', '--id', '1001', '--name', 'Mine'], other.env);
+      const menus = join(other.config.DATA_DIR, 'menus.json');
+      writeFileSync(menus, JSON.stringify([{ id: 101, name: 'My own menu', startDate: '2026-11-01', endDate: null, dishes: [] }, { id: 201, name: 'Other', startDate: '2026-11-01', endDate: null, dishes: [] }]));
+      await cliJson(['menus', 'import', '--client', '1001', menus], other.env);
+      const branches = join(other.config.DATA_DIR, 'branches.json');
+      writeFileSync(branches, JSON.stringify([{ id: 'BR-1002-0001', name: 'Seven Dials', branchCode: 'SD-1' }]));
+      await cliJson(['branches', 'import', '--client', '7', branches], other.env);
+      const again = await cli(['demo'], { ...other.env, DEMO_DAYS: '7' });
+      expect([again.code, again.stderr]).toEqual([
+        1,
+        `${refusal}client 1001 is "Mine" here, not the demo's "Acme Dining Group"; brand 21 belongs to client 7, not 1002; branch 'BR-1002-0001' belongs to client 7, not 1002; menu 201 belongs to client 1001, not 1002\n`,
+      ]);
+      expect((await cliJson<{ id: number; name: string }[]>(['clients', 'list'], other.env)).map((c) => [c.id, c.name])).toEqual([[7, 'Seven'], [1001, 'Mine']]);
+      const otherDb = await new DataSource(dataSourceOptions(other.config)).initialize();
+      try {
+        expect(await otherDb.query('SELECT id, name FROM menus ORDER BY id')).toEqual([{ id: 101, name: 'My own menu' }, { id: 201, name: 'Other' }]);
+        expect(Number((await otherDb.query<{ n: string }[]>('SELECT COUNT(*) AS n FROM visits'))[0].n)).toBe(0);
+      } finally {
+        await otherDb.destroy();
+      }
     } finally {
       await other.drop();
     }
+    // Loaded again on other days (zones 26 hours apart, so their dates differ): each visit
+    // keeps its id and its client, and the days since are added (ids counted from the first
+    // visit made moved them to others, refused part way).
+    const visits = await count('visits');
+    for (const zone of ['Etc/GMT-14', 'Etc/GMT+12']) {
+      const loaded = await cli(['--json', 'demo'], { ...demoEnv, RESULTS_TIMEZONE: zone });
+      expect([zone, loaded.code, loaded.stderr]).toEqual([zone, 0, '']);
+    }
+    expect(await count('visits')).toBeGreaterThanOrEqual(visits);
     // The demo loaded above: its credentials, then loaded again: the earlier ones are disabled, the file has the new ones.
     const first = JSON.parse(readFileSync(join(config.DATA_DIR, 'demo-credentials.json'), 'utf8')) as { credentials: { clientId: string }[] };
     await cliJson(['demo'], demoEnv);

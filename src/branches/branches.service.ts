@@ -35,6 +35,11 @@ export class BranchesService {
     private readonly clients: ClientsService,
   ) {}
 
+  /** The client of each of these branch ids that a branch has here. */
+  async clientsOf(ids: string[]): Promise<Map<string, number>> {
+    return new Map((await this.repo.findByIds(ids)).map((branch) => [branch.id, branch.clientId]));
+  }
+
   /** Sets what follows the branches each import writes (the visits feature, which this one cannot depend on), as ClientsService.followRenames. */
   followBranchWrites(follow: FollowBranchBrands): void {
     this.followBrands = follow;

@@ -68,7 +68,22 @@ describe('the demo visits generator', () => {
     const first = visits({ today: '2026-07-01', days: 7 });
     expect(visits({ today: '2026-07-01', days: 7 })).toEqual(first);
     expect(visits({ today: '2026-07-01', days: 7, seed: 1 })).not.toEqual(first);
-    expect(first.map((v) => v.visitId)).toEqual(first.map((_, i) => 700_000_001 + i));
+    const ids = first.map((v) => v.visitId);
+    expect(new Set(ids).size).toBe(ids.length);
+    expect(ids).toEqual([...ids].sort((a, b) => a - b));
+  });
+
+  it("gives a visit the id of its day, branch and place in the day, made on any day: a demo loaded again another day keeps each id its client's", () => {
+    const earlier = visits({ today: '2026-07-01', days: 7 });
+    const later = visits({ today: '2026-07-04', days: 7 });
+    const branchOf = new Map(earlier.map((v) => [v.visitId, [v.clientId, (v as unknown as { branchId: string }).branchId]]));
+    const shared = later.filter((v) => branchOf.has(v.visitId));
+    expect(shared.length).toBeGreaterThan(50);
+    for (const v of shared) expect([v.visitId, v.clientId, (v as unknown as { branchId: string }).branchId]).toEqual([v.visitId, ...branchOf.get(v.visitId)!]);
+    // Each day's ids come after the day before's, whichever day the demo is made on.
+    const firstOf = (all: Visit[], day: string): number => Math.min(...all.filter((v) => v.visitDateTime.startsWith(day)).map((v) => v.visitId));
+    expect(firstOf(later, '2026-06-28')).toBe(firstOf(earlier, '2026-06-28'));
+    expect(firstOf(earlier, '2026-06-25')).toBeLessThan(firstOf(earlier, '2026-06-26'));
   });
 
   it('covers the days before today only, modified before today began', () => {
@@ -114,6 +129,6 @@ describe('the demo visits generator', () => {
     ]);
     const bench = visits({ today: '2024-06-01', days: 28 });
     expect(bench).toHaveLength(1463);
-    expect(bench[0]).toMatchObject({ visitId: 700_000_001, visitDateTime: '2024-05-04T14:20:00', completedAt: '2024-05-04T15:21:32Z' });
+    expect(bench[0]).toMatchObject({ visitId: 700_014_881, visitDateTime: '2024-05-04T14:20:00', completedAt: '2024-05-04T15:21:32Z' });
   });
 });

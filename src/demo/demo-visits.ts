@@ -22,7 +22,19 @@ import { clamp, createRandom, round, type Random } from './random.js';
 type VisitType = 'MV' | 'OF' | 'TA';
 
 const MINUTE = 60_000;
+const DAY = 86_400_000;
 const FIRST_VISIT_ID = 700_000_001;
+/**
+ * The day whose first branch's first visit is FIRST_VISIT_ID. A visit's id is its day's (counted
+ * from this one), its branch's and its place among the branch's visits of the day: the same
+ * visit has the same id whichever day the demo is made on, so a demo loaded again another day
+ * writes each day's visits under the ids they had (and their branch's client), and adds the
+ * new days; ids counted from the first visit made moved a day's visits to other ids, each
+ * another client's visit then (refused, part of the demo written).
+ */
+const FIRST_VISIT_DAY = '2024-01-01';
+/** Visits a branch has on a day, at most. */
+const BRANCH_DAY_SLOTS = 3;
 const DEFAULT_SEED = 20_241_001;
 /** The zone of the default RESULTS_TIMEZONE. */
 const DEFAULT_ZONE = 'Europe/London';
@@ -91,17 +103,18 @@ export function* eachDemoVisit(options: DemoVisitsOptions): Generator<Record<str
   const random = createRandom(options.seed ?? DEFAULT_SEED);
   const branches = branchProfiles(random);
   const context: VisitContext = { random, guests: new GuestBook(random), todayMs: midnightOf(today), zone };
-  let nextId = FIRST_VISIT_ID;
+  const stride = branches.length * BRANCH_DAY_SLOTS;
 
   for (let offset = days; offset >= 1; offset--) {
     const dayMs = midnightOf(addDays(today, -offset));
     const weekday = new Date(dayMs).getUTCDay();
-    for (const branch of branches) {
-      const expected = clamp(DAILY_VISITS * (WEEKDAY_FACTORS[weekday] ?? 1) * branch.traffic, 0, 3);
+    const dayFirstId = FIRST_VISIT_ID + Math.round((dayMs - midnightOf(FIRST_VISIT_DAY)) / DAY) * stride;
+    for (const [index, branch] of branches.entries()) {
+      const expected = clamp(DAILY_VISITS * (WEEKDAY_FACTORS[weekday] ?? 1) * branch.traffic, 0, BRANCH_DAY_SLOTS);
       let count = 0;
-      for (let slot = 0; slot < 3; slot++) if (random.chance(expected / 3)) count++;
+      for (let slot = 0; slot < BRANCH_DAY_SLOTS; slot++) if (random.chance(expected / BRANCH_DAY_SLOTS)) count++;
       const starts = Array.from({ length: count }, () => visitStart(random)).sort((a, b) => a - b);
-      for (const start of starts) yield buildVisit(context, nextId++, branch, dayMs + start * MINUTE);
+      for (const [slot, start] of starts.entries()) yield buildVisit(context, dayFirstId + index * BRANCH_DAY_SLOTS + slot, branch, dayMs + start * MINUTE);
     }
   }
 }

@@ -20,6 +20,7 @@ import { oneProcessAtATime } from '../database/migration-tools.js';
 import { MenusImportService } from '../menus/menus-import.service.js';
 import { VisitsImportService } from '../visits/visits-import.service.js';
 import { DemoReviews, demoClients, demoMenus, eachDemoVisit } from './demo-data.js';
+import { demoConflicts } from './demo-conflicts.js';
 import { writeDemoImage } from './demo-images.js';
 
 export const DEMO_CREDENTIALS_FILE = 'demo-credentials.json';
@@ -96,18 +97,27 @@ export class DemoService {
   private async loadHere(): Promise<DemoSummary> {
     // The credentials file goes there at the end: a folder that cannot be made fails the load before anything is written.
     await mkdir(this.config.DATA_DIR, { recursive: true });
-    // Refused before anything is written: a brand id of the demo's that another client holds here.
-    for (const client of demoClients()) {
-      for (const brand of client.brands) {
-        const held = await this.clients.findBrand(brand.id);
-        if (held && held.clientId !== client.id) {
-          throw new OperatorError(`brand ${brand.id} belongs to client ${held.clientId}, not ${client.id}: the demo data set needs a database without it (nothing was written)`);
-        }
-      }
-    }
     const today = localDate(this.config.RESULTS_TIMEZONE);
     const work = await mkdtemp(join(tmpdir(), 'results-demo-'));
     try {
+      // Every file first, then what the database holds of another's, then the writes: a load
+      // refused part way left the demo's names on an operator's own client and menus.
+      // Written as they are made: a year of visits is more than the heap holds at once.
+      const visitsFile = join(work, 'visits.ndjson');
+      const reviews = new DemoReviews();
+      const visitClients = new Map<number, number>();
+      await writeJsonLines(visitsFile, eachDemoVisit({ today, days: this.config.DEMO_DAYS, zone: this.config.RESULTS_TIMEZONE }), (visit) => {
+        reviews.see(visit);
+        visitClients.set(visit.visitId as number, visit.clientId as number);
+      });
+      const allMenus = demoMenus(today);
+      const conflicts = await demoConflicts({ clients: this.clients, branches: this.branches, menus: this.menus, visits: this.visits }, allMenus, visitClients);
+      if (conflicts.length > 0) {
+        const shown = conflicts.slice(0, 5).join('; ');
+        const more = conflicts.length > 5 ? `; and ${conflicts.length - 5} more` : '';
+        throw new OperatorError(`the demo data set needs a database without data of its ids that is not the demo's (nothing was written): ${shown}${more}`);
+      }
+
       let branches = 0;
       for (const client of demoClients()) {
         await this.clients.addClient(client.id, client.name);
@@ -116,10 +126,6 @@ export class DemoService {
         await writeFile(file, JSON.stringify(client.branches));
         branches += check(await this.branches.importFile(client.id, file));
       }
-      // Written as they are made: a year of visits is more than the heap holds at once.
-      const visitsFile = join(work, 'visits.ndjson');
-      const reviews = new DemoReviews();
-      await writeJsonLines(visitsFile, eachDemoVisit({ today, days: this.config.DEMO_DAYS, zone: this.config.RESULTS_TIMEZONE }), (visit) => reviews.see(visit));
       const visits = check(await this.visits.importFile(visitsFile));
       // Then the reviews of the latest mystery visits, re-scored: the change feed shows them last.
       const reviewsFile = join(work, 'reviews.ndjson');
@@ -127,7 +133,6 @@ export class DemoService {
       check(await this.visits.importFile(reviewsFile));
 
       let menus = 0;
-      const allMenus = demoMenus(today);
       for (const clientId of [...new Set(allMenus.map((m) => m.clientId))]) {
         const own = allMenus.filter((m) => m.clientId === clientId);
         for (const menu of own) {

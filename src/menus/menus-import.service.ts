@@ -33,6 +33,16 @@ export class MenusImportService {
     @Inject(IMAGE_STORAGE) private readonly storage: ImageStorage,
   ) {}
 
+  /** The client of each of these menu ids that a menu has here. */
+  async clientsOf(ids: number[]): Promise<Map<number, number>> {
+    const found = new Map<number, number>();
+    for (const id of ids) {
+      const menu = await this.repo.findMenu(id);
+      if (menu) found.set(id, menu.clientId);
+    }
+    return found;
+  }
+
   /** `force`: write images into a folder that holds none of the database's image files (see refuseAnotherFolder). */
   async importFile(clientId: number, path: string, { force = false }: { force?: boolean } = {}): Promise<ImportReport> {
     await this.clients.requireClient(clientId);

@@ -28,6 +28,15 @@ export class VisitsImportService implements OnModuleInit {
     private readonly visitTypes: VisitTypeCatalogue,
   ) {}
 
+  /** The client of each of these visit ids that a visit has here, read 500 at a time (an import's batch). */
+  async clientsOf(ids: number[]): Promise<Map<number, number>> {
+    const found = new Map<number, number>();
+    for (let at = 0; at < ids.length; at += 500) {
+      for (const [id, visit] of await this.visits.findStored(ids.slice(at, at + 500))) found.set(id, visit.clientId);
+    }
+    return found;
+  }
+
   /** The visits follow what the clients' and branches' writes change of them: a rename, a branch moved to another brand. */
   onModuleInit(): void {
     this.clients.followRenames((tx, renamed) => this.followRename(tx, renamed));
