@@ -730,80 +730,98 @@ describe(`operator CLI (${process.env.TEST_DATABASE})`, () => {
     });
   });
 
-  /** The demo data set with a week of visits (DEMO_DAYS; 90 by default, which test/embedded/start loads). */
-  const demoEnv = { ...env, DEMO_DAYS: '7' };
+  describe('the demo data set', () => {
+    /**
+     * A database of its own, with a week of visits (DEMO_DAYS; 90 by default, which
+     * test/embedded/start loads): this file's clients 1001 and 1002 have names of their own,
+     * which the demo is not loaded over.
+     */
+    const demo = isolatedConfig({ DEMO_DAYS: '7' });
+    const demoEnv = demo.env;
+    let demoDb: DataSource;
+    beforeAll(async () => {
+      await cliJson(['migrations', 'run'], demoEnv);
+      demoDb = await new DataSource(dataSourceOptions(demo.config)).initialize();
+    });
+    afterAll(async () => {
+      await demoDb.destroy();
+      await demo.drop();
+    });
+    const demoCount = async (table: string): Promise<number> =>
+      Number((await demoDb.query<{ n: string | number }[]>(`SELECT COUNT(*) AS n FROM ${table}`))[0]?.n);
 
-  it('loads the demo data set and writes its credentials', async () => {
-    const visitsBefore = await count('visits');
-    const summary = await cliJson<{ clients: number; branches: number; visits: number; menus: number; credentialsFile: string }>(['demo'], demoEnv);
-    expect(summary.clients).toBe(2);
-    expect(summary.branches).toBeGreaterThanOrEqual(35);
-    // About 50 a day, each written once.
-    expect(summary.visits).toBeGreaterThan(7 * 30);
-    expect(summary.visits).toBeLessThan(7 * 80);
-    expect(await count('visits')).toBe(visitsBefore + summary.visits);
-    expect(summary.menus).toBe(3);
-    expect(summary.credentialsFile).toBe(join(config.DATA_DIR, 'demo-credentials.json'));
-    const types = await db.query<{ visit_type: string }[]>('SELECT DISTINCT visit_type FROM visits ORDER BY visit_type');
-    expect(types.map((t) => t.visit_type)).toEqual(['MV', 'OF', 'TA']);
-    const nullable = await db.query<{ n: string | number }[]>('SELECT COUNT(*) AS n FROM visits WHERE recommend_score IS NULL');
-    expect(Number(nullable[0]?.n)).toBeGreaterThan(0);
-    // Hundreds of visits and dozens of images: seconds on an idle machine, many times that on a busy one.
-  }, 300_000);
+    it('loads the demo data set and writes its credentials', async () => {
+      const visitsBefore = await demoCount('visits');
+      const summary = await cliJson<{ clients: number; branches: number; visits: number; menus: number; credentialsFile: string }>(['demo'], demoEnv);
+      expect(summary.clients).toBe(2);
+      expect(summary.branches).toBeGreaterThanOrEqual(35);
+      // About 50 a day, each written once.
+      expect(summary.visits).toBeGreaterThan(7 * 30);
+      expect(summary.visits).toBeLessThan(7 * 80);
+      expect(await demoCount('visits')).toBe(visitsBefore + summary.visits);
+      expect(summary.menus).toBe(3);
+      expect(summary.credentialsFile).toBe(join(demo.config.DATA_DIR, 'demo-credentials.json'));
+      const types = await demoDb.query<{ visit_type: string }[]>('SELECT DISTINCT visit_type FROM visits ORDER BY visit_type');
+      expect(types.map((t) => t.visit_type)).toEqual(['MV', 'OF', 'TA']);
+      const nullable = await demoDb.query<{ n: string | number }[]>('SELECT COUNT(*) AS n FROM visits WHERE recommend_score IS NULL');
+      expect(Number(nullable[0]?.n)).toBeGreaterThan(0);
+      // Hundreds of visits and dozens of images: seconds on an idle machine, many times that on a busy one.
+    }, 300_000);
 
-  it('refuses the demo data set before writing anything when a brand id of it belongs to another client, and disables the demo credentials it replaces', async () => {
-    const other = isolatedConfig();
-    try {
-      await cliJson(['migrations', 'run'], other.env);
-      await cliJson(['clients', 'add', '--id', '7', '--name', 'Seven'], other.env);
-      await cliJson(['brands', 'add', '--client', '7', '--id', '21', '--name', 'Taken'], other.env);
-      const refused = await cli(['demo'], { ...other.env, DEMO_DAYS: '7' });
-      const refusal = "error: the demo data set needs a database without data of its ids that is not the demo's (nothing was written): ";
-      expect([refused.code, refused.stderr]).toEqual([1, `${refusal}brand 21 belongs to client 7, not 1002\n`]);
-      expect(await cliJson<{ id: number }[]>(['clients', 'list'], other.env)).toEqual([expect.objectContaining({ id: 7 })]);
-      // An operator's own client of a demo id, with a menu and a branch of the demo's ids: each
-      // said, and none of it renamed (the importers refused them only when they came to them).
-      await cliJson(['clients', 'add', '--id', '1001', '--name', 'Mine'], other.env);
-      const menus = join(other.config.DATA_DIR, 'menus.json');
-      writeFileSync(menus, JSON.stringify([{ id: 101, name: 'My own menu', startDate: '2026-11-01', endDate: null, dishes: [] }, { id: 201, name: 'Other', startDate: '2026-11-01', endDate: null, dishes: [] }]));
-      await cliJson(['menus', 'import', '--client', '1001', menus], other.env);
-      const branches = join(other.config.DATA_DIR, 'branches.json');
-      writeFileSync(branches, JSON.stringify([{ id: 'BR-1002-0001', name: 'Seven Dials', branchCode: 'SD-1' }]));
-      await cliJson(['branches', 'import', '--client', '7', branches], other.env);
-      const again = await cli(['demo'], { ...other.env, DEMO_DAYS: '7' });
-      expect([again.code, again.stderr]).toEqual([
-        1,
-        `${refusal}client 1001 is "Mine" here, not the demo's "Acme Dining Group"; brand 21 belongs to client 7, not 1002; branch 'BR-1002-0001' belongs to client 7, not 1002; menu 201 belongs to client 1001, not 1002\n`,
-      ]);
-      expect((await cliJson<{ id: number; name: string }[]>(['clients', 'list'], other.env)).map((c) => [c.id, c.name])).toEqual([[7, 'Seven'], [1001, 'Mine']]);
-      const otherDb = await new DataSource(dataSourceOptions(other.config)).initialize();
+    it('refuses the demo data set before writing anything when a brand id of it belongs to another client, and disables the demo credentials it replaces', async () => {
+      const other = isolatedConfig();
       try {
-        expect(await otherDb.query('SELECT id, name FROM menus ORDER BY id')).toEqual([{ id: 101, name: 'My own menu' }, { id: 201, name: 'Other' }]);
-        expect(Number((await otherDb.query<{ n: string }[]>('SELECT COUNT(*) AS n FROM visits'))[0].n)).toBe(0);
+        await cliJson(['migrations', 'run'], other.env);
+        await cliJson(['clients', 'add', '--id', '7', '--name', 'Seven'], other.env);
+        await cliJson(['brands', 'add', '--client', '7', '--id', '21', '--name', 'Taken'], other.env);
+        const refused = await cli(['demo'], { ...other.env, DEMO_DAYS: '7' });
+        const refusal = "error: the demo data set needs a database without data of its ids that is not the demo's (nothing was written): ";
+        expect([refused.code, refused.stderr]).toEqual([1, `${refusal}brand 21 belongs to client 7, not 1002\n`]);
+        expect(await cliJson<{ id: number }[]>(['clients', 'list'], other.env)).toEqual([expect.objectContaining({ id: 7 })]);
+        // An operator's own client of a demo id, with a menu and a branch of the demo's ids: each
+        // said, and none of it renamed (the importers refused them only when they came to them).
+        await cliJson(['clients', 'add', '--id', '1001', '--name', 'Mine'], other.env);
+        const menus = join(other.config.DATA_DIR, 'menus.json');
+        writeFileSync(menus, JSON.stringify([{ id: 101, name: 'My own menu', startDate: '2026-11-01', endDate: null, dishes: [] }, { id: 201, name: 'Other', startDate: '2026-11-01', endDate: null, dishes: [] }]));
+        await cliJson(['menus', 'import', '--client', '1001', menus], other.env);
+        const branches = join(other.config.DATA_DIR, 'branches.json');
+        writeFileSync(branches, JSON.stringify([{ id: 'BR-1002-0001', name: 'Seven Dials', branchCode: 'SD-1' }]));
+        await cliJson(['branches', 'import', '--client', '7', branches], other.env);
+        const again = await cli(['demo'], { ...other.env, DEMO_DAYS: '7' });
+        expect([again.code, again.stderr]).toEqual([
+          1,
+          `${refusal}client 1001 is "Mine" here, not the demo's "Acme Dining Group"; brand 21 belongs to client 7, not 1002; branch 'BR-1002-0001' belongs to client 7, not 1002; menu 201 belongs to client 1001, not 1002\n`,
+        ]);
+        expect((await cliJson<{ id: number; name: string }[]>(['clients', 'list'], other.env)).map((c) => [c.id, c.name])).toEqual([[7, 'Seven'], [1001, 'Mine']]);
+        const otherDb = await new DataSource(dataSourceOptions(other.config)).initialize();
+        try {
+          expect(await otherDb.query('SELECT id, name FROM menus ORDER BY id')).toEqual([{ id: 101, name: 'My own menu' }, { id: 201, name: 'Other' }]);
+          expect(Number((await otherDb.query<{ n: string }[]>('SELECT COUNT(*) AS n FROM visits'))[0].n)).toBe(0);
+        } finally {
+          await otherDb.destroy();
+        }
       } finally {
-        await otherDb.destroy();
+        await other.drop();
       }
-    } finally {
-      await other.drop();
-    }
-    // Loaded again on other days (zones 26 hours apart, so their dates differ): each visit
-    // keeps its id and its client, and the days since are added (ids counted from the first
-    // visit made moved them to others, refused part way).
-    const visits = await count('visits');
-    for (const zone of ['Etc/GMT-14', 'Etc/GMT+12']) {
-      const loaded = await cli(['--json', 'demo'], { ...demoEnv, RESULTS_TIMEZONE: zone });
-      expect([zone, loaded.code, loaded.stderr]).toEqual([zone, 0, '']);
-    }
-    expect(await count('visits')).toBeGreaterThanOrEqual(visits);
-    // The demo loaded above: its credentials, then loaded again: the earlier ones are disabled, the file has the new ones.
-    const first = JSON.parse(readFileSync(join(config.DATA_DIR, 'demo-credentials.json'), 'utf8')) as { credentials: { clientId: string }[] };
-    await cliJson(['demo'], demoEnv);
-    const second = JSON.parse(readFileSync(join(config.DATA_DIR, 'demo-credentials.json'), 'utf8')) as { credentials: { clientId: string }[] };
-    const listed = await cliJson<{ clientId: string; disabled: boolean }[]>(['credentials', 'list'], env);
-    const state = (id: string) => listed.find((c) => c.clientId === id)?.disabled;
-    expect(first.credentials.map((c) => state(c.clientId))).toEqual([true, true]);
-    expect(second.credentials.map((c) => state(c.clientId))).toEqual([false, false]);
-  }, 300_000);
+      // Loaded again on other days (zones 26 hours apart, so their dates differ): each visit
+      // keeps its id and its client, and the days since are added (ids counted from the first
+      // visit made moved them to others, refused part way).
+      const visits = await demoCount('visits');
+      for (const zone of ['Etc/GMT-14', 'Etc/GMT+12']) {
+        const loaded = await cli(['--json', 'demo'], { ...demoEnv, RESULTS_TIMEZONE: zone });
+        expect([zone, loaded.code, loaded.stderr]).toEqual([zone, 0, '']);
+      }
+      expect(await demoCount('visits')).toBeGreaterThanOrEqual(visits);
+      // The demo loaded above: its credentials, then loaded again: the earlier ones are disabled, the file has the new ones.
+      const first = JSON.parse(readFileSync(join(demo.config.DATA_DIR, 'demo-credentials.json'), 'utf8')) as { credentials: { clientId: string }[] };
+      await cliJson(['demo'], demoEnv);
+      const second = JSON.parse(readFileSync(join(demo.config.DATA_DIR, 'demo-credentials.json'), 'utf8')) as { credentials: { clientId: string }[] };
+      const listed = await cliJson<{ clientId: string; disabled: boolean }[]>(['credentials', 'list'], demoEnv);
+      const state = (id: string) => listed.find((c) => c.clientId === id)?.disabled;
+      expect(first.credentials.map((c) => state(c.clientId))).toEqual([true, true]);
+      expect(second.credentials.map((c) => state(c.clientId))).toEqual([false, false]);
+    }, 300_000);
+  });
 
   it('revokes a key given whole, as an operator holding a leaked key has it, matched by its hash', async () => {
     const issued = await cliJson<{ clientId: string; apiKey: string }>(['credentials', 'add', '--clients', '1001', '--scopes', 'branches/standard.read'], env);
