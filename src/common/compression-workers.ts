@@ -51,7 +51,12 @@ parentPort.on('message', (job) => {
   }
   // The jobs' buffers (zlib's output chunks) once they are a few megabytes: V8 would wait for
   // 64 MB of them, kept by this thread's malloc arena.
-  if (collect && process.memoryUsage().arrayBuffers > shared.byteLength + ${GARBAGE_BYTES}) collect();
+  // The figures come from /proc, which cannot be opened while every descriptor is taken (EMFILE): then no collection this time.
+  let buffers = 0;
+  try {
+    buffers = process.memoryUsage().arrayBuffers;
+  } catch {}
+  if (collect && buffers > shared.byteLength + ${GARBAGE_BYTES}) collect();
 });
 `;
 

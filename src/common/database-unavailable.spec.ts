@@ -58,7 +58,7 @@ describe('unavailableCause (what the 503 says)', () => {
   });
 
   it('names storage that cannot be used: read-only, failing, or a file of the images refused', () => {
-    for (const code of ['SQLITE_READONLY', 'SQLITE_READONLY_DBMOVED', 'SQLITE_IOERR', 'SQLITE_IOERR_WRITE', 'SQLITE_IOERR_FSYNC', 'SQLITE_CANTOPEN', 'EROFS', 'EIO', '58030']) {
+    for (const code of ['SQLITE_READONLY', 'SQLITE_READONLY_DBMOVED', 'SQLITE_IOERR', 'SQLITE_IOERR_WRITE', 'SQLITE_IOERR_FSYNC', 'SQLITE_CANTOPEN', 'SQLITE_CORRUPT', 'SQLITE_CORRUPT_INDEX', 'SQLITE_NOTADB', 'EROFS', 'EIO', '58030']) {
       expect([code, unavailableCause(error({ code }))]).toEqual([code, 'storage']);
     }
     expect(unavailableCause(error({ driverError: error({ code: 'SQLITE_IOERR_WRITE' }) }))).toBe('storage');
@@ -68,5 +68,12 @@ describe('unavailableCause (what the 503 says)', () => {
     expect(unavailableCause(error({ code: 'EACCES' }))).toBeUndefined();
     expect(unavailableCause(error({ code: 'SQLITE_CONSTRAINT_UNIQUE' }))).toBeUndefined();
     expect(unavailableCause(error({ code: 'SQLITE_IOERRX' }))).toBeUndefined();
+  });
+
+  it('names descriptors all taken, the process\'s or the system\'s, wherever the file was', () => {
+    expect(unavailableCause(error({ code: 'EMFILE', path: '/data/images/x' }))).toBe('descriptors');
+    expect(unavailableCause(error({ code: 'EMFILE' }))).toBe('descriptors');
+    expect(unavailableCause(error({ code: 'ENFILE' }))).toBe('descriptors');
+    expect(unavailableCause(error({ driverError: error({ code: 'EMFILE' }) }))).toBe('descriptors');
   });
 });

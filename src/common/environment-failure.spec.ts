@@ -38,6 +38,15 @@ describe('environmentFailure', () => {
     );
     expect(environmentFailure(failure('unable to open database file', { code: 'SQLITE_CANTOPEN' }))).toBe('the database cannot be used: unable to open database file');
     expect(environmentFailure(failure('UNIQUE constraint failed: clients.id', { code: 'SQLITE_CONSTRAINT_PRIMARYKEY' }))).toBeUndefined();
+    // A damaged file, and every file descriptor taken.
+    for (const [code, message] of [['SQLITE_CORRUPT', 'database disk image is malformed'], ['SQLITE_NOTADB', 'file is not a database'], ['SQLITE_CORRUPT_INDEX', 'database disk image is malformed']]) {
+      expect(environmentFailure(failure(message, { code }))).toBe(
+        `the embedded database file (results.sqlite in DATA_DIR) is damaged (${message}): restore it from a backup (README, "Key rotation and backup")`,
+      );
+    }
+    expect(environmentFailure(failure("EMFILE: too many open files, open '/data/x'", { code: 'EMFILE', path: '/data/x' }))).toBe(
+      "no file descriptor left (the process's limit: ulimit -n, a container's nofile): EMFILE: too many open files, open '/data/x'",
+    );
     expect(environmentFailure(new TypeError('x is not a function'))).toBeUndefined();
     expect(environmentFailure('text')).toBeUndefined();
   });

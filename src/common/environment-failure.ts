@@ -22,6 +22,9 @@ const CERTIFICATE_CODES = new Set([
 /** SQLite's codes (and extended codes) for a database file it cannot open or write: its file's or folder's permissions, a read-only file system. */
 const SQLITE_FILE_CODES = /^SQLITE_(READONLY|CANTOPEN|PERM|IOERR)(_|$)/;
 
+/** SQLite's codes for a database file whose bytes are not a database's, or not all of one. */
+const SQLITE_DAMAGED = /^SQLITE_(CORRUPT|NOTADB)(_|$)/;
+
 /** File system errors of a folder or file the configuration names. */
 const PATH_CODES = new Set(['EEXIST', 'ENOTDIR', 'EACCES', 'EPERM', 'EROFS', 'ENOENT', 'EISDIR']);
 
@@ -35,7 +38,12 @@ export function environmentFailure(error: unknown): string | undefined {
   if (!e || typeof e !== 'object' || typeof e.message !== 'string') return undefined;
   const cause = unavailableCause(error);
   if (cause === 'disk-full') return `no room left on the disk: ${e.message}`;
+  if (cause === 'descriptors') return `no file descriptor left (the process's limit: ulimit -n, a container's nofile): ${e.message}`;
   const code = String(e.code ?? e.driverError?.code);
+  // Only the embedded database says these: its file, not a setting or the network.
+  if (SQLITE_DAMAGED.test(code)) {
+    return `the embedded database file (results.sqlite in DATA_DIR) is damaged (${e.message}): restore it from a backup (README, "Key rotation and backup")`;
+  }
   // PgBouncer's refusal of the parameters node-postgres starts each session with (the settings of postgresConnection, statement_timeout).
   if (/^unsupported (options )?startup parameter/.test(e.message)) {
     return (

@@ -112,7 +112,16 @@ export function startIdleCollector(
   const collect = fullCollection();
   const collector = new IdleCollector(
     {
-      bufferBytes: () => process.memoryUsage().arrayBuffers,
+      bufferBytes: () => {
+        try {
+          return process.memoryUsage().arrayBuffers;
+        } catch {
+          // The process's figures are read from /proc, which cannot be opened while every file
+          // descriptor is taken (EMFILE, a flood of connections): thrown in this timer, that
+          // stopped the process. No collection this time; the next check reads them again.
+          return 0;
+        }
+      },
       busyShare: () => {
         const now = performance.eventLoopUtilization();
         const share = performance.eventLoopUtilization(now, last).utilization;

@@ -43,6 +43,11 @@ class FailingController {
     });
   }
 
+  @Get('no-descriptors')
+  noDescriptors(): never {
+    throw raised({ code: 'EMFILE', syscall: 'open', path: '/data/images/x', message: "EMFILE: too many open files, open '/data/images/x'" });
+  }
+
   @Get('database-away')
   databaseAway(): never {
     throw raised({ code: 'ECONNREFUSED', message: 'connect ECONNREFUSED 127.0.0.1:5432' });
@@ -84,6 +89,17 @@ describe('ProblemFilter: what a 503 and a 4xx say, and what a 4xx logs', () => {
       title: 'Service Unavailable',
       status: 503,
       detail: "The service's storage cannot be used now; nothing was changed. Retry after the time in Retry-After.",
+      instance: expect.stringMatching(/^urn:svc:api:results:error:[0-9a-f-]{36}$/),
+    });
+  });
+
+  it('no file descriptor left (a flood of connections): cannot open more files now, retry in seconds, nothing internal', async () => {
+    const res = await request(app.getHttpServer()).get('/no-descriptors');
+    expect([res.status, res.headers['retry-after']]).toEqual([503, '5']);
+    expect(JSON.parse(res.text)).toEqual({
+      title: 'Service Unavailable',
+      status: 503,
+      detail: 'The service cannot open more files now; nothing was changed. Retry after the time in Retry-After.',
       instance: expect.stringMatching(/^urn:svc:api:results:error:[0-9a-f-]{36}$/),
     });
   });

@@ -51,12 +51,20 @@ const DISK_FULL = ['53100', 'SQLITE_FULL', 'ENOSPC'];
 
 /**
  * Errors of storage that cannot be used now: a file system gone read-only, a disk failing (I/O
- * errors, PostgreSQL's 58030), the database file no longer writable; on a file of the images'
+ * errors, PostgreSQL's 58030), the database file no longer writable, or damaged (SQLite's
+ * "database disk image is malformed", a file that is no database); on a file of the images'
  * folder also permissions taken away. An operator's to mend, as a full disk is: nothing of the
  * request was written.
  */
-const STORAGE_FAULT = /^(SQLITE_(READONLY|IOERR|CANTOPEN|PERM)(_[A-Z_]+)?|EROFS|EIO|58030)$/;
+const STORAGE_FAULT = /^(SQLITE_(READONLY|IOERR|CANTOPEN|PERM|CORRUPT|NOTADB)(_[A-Z_]+)?|EROFS|EIO|58030)$/;
 const FILE_REFUSED = ['EACCES', 'EPERM'];
+
+/**
+ * Errors meaning the process may open no more files: its descriptors (EMFILE: `ulimit -n`, a
+ * container's nofile) or the system's (ENFILE) all taken, by a flood of connections say. Gone
+ * once they are given back: not a fault of the request.
+ */
+const NO_DESCRIPTORS = ['EMFILE', 'ENFILE'];
 
 /**
  * Why an error is a 503 with Retry-After rather than a fault of this request (a 500): the
@@ -72,7 +80,9 @@ export function unavailableCause(error: unknown): UnavailableCause | undefined {
   const code = typeof e.code === 'string' ? e.code : '';
   const message = typeof e.message === 'string' ? e.message : '';
   if (DISK_FULL.includes(code)) return 'disk-full';
-  if (STORAGE_FAULT.test(code) || (FILE_REFUSED.includes(code) && typeof e.path === 'string')) return 'storage';
+  if (NO_DESCRIPTORS.includes(code)) return 'descriptors';
+  // ImageFolderMissing: the images' folder gone while the service runs (an unmounted volume).
+  if (STORAGE_FAULT.test(code) || (FILE_REFUSED.includes(code) && typeof e.path === 'string') || e.name === 'ImageFolderMissing') return 'storage';
   // TypeORM's query runner, released when its connection failed, refuses the transaction's next statement.
   if (e.name === 'QueryRunnerAlreadyReleasedError' || e.name === 'QueryRunnerProviderAlreadyReleasedError') return 'database';
   const unreachable =
@@ -108,7 +118,7 @@ export function unavailableCause(error: unknown): UnavailableCause | undefined {
 }
 
 /** What made the service unavailable for a request (see unavailableCause). */
-export type UnavailableCause = 'database' | 'disk-full' | 'storage';
+export type UnavailableCause = 'database' | 'disk-full' | 'storage' | 'descriptors';
 
 /** Whether an error is a 503 (see unavailableCause). */
 export function isDatabaseUnavailable(error: unknown): boolean {
@@ -127,6 +137,11 @@ const UNAVAILABLE: Record<UnavailableCause, RenderedError> = {
     status: 503,
     detail: "The service's storage cannot be used now; nothing was changed. Retry after the time in Retry-After.",
     headers: { 'Retry-After': '60' },
+  },
+  descriptors: {
+    status: 503,
+    detail: 'The service cannot open more files now; nothing was changed. Retry after the time in Retry-After.',
+    headers: { 'Retry-After': '5' },
   },
 };
 
@@ -244,7 +259,8 @@ export class ProblemFilter implements ExceptionFilter {
       // What made it unavailable in one line: the stack of a refused connection says nothing more.
       // Storage that fails (read-only, I/O errors) is an error: no wait mends it.
       const cause = exception instanceof Error ? exception.message : String(exception);
-      const level = unavailableCause(exception) === 'storage' ? 'error' : 'warn';
+      // So are descriptors all taken: their limit (nofile) is the operator's to raise.
+      const level = ['storage', 'descriptors'].includes(unavailableCause(exception) ?? '') ? 'error' : 'warn';
       this.logger[level]({ instance, requestId, method: request.method, url: loggableUrl(request.originalUrl), cause }, detail);
     } else if (status >= 500) {
       this.logger.error({ err: exception, instance, requestId, method: request.method, url: loggableUrl(request.originalUrl) }, 'request failed');

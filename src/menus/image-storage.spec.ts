@@ -3,7 +3,8 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError, loadConfig } from '../config/app-config.js';
-import { DamagedImageFile, FileImageStorage, imageStorageFor, prepareImageFolder } from './image-storage.js';
+import { unavailableCause } from '../common/problem.filter.js';
+import { DamagedImageFile, FileImageStorage, ImageFolderMissing, imageStorageFor, prepareImageFolder } from './image-storage.js';
 
 describe('FileImageStorage', () => {
   const id = '0b7f3c2e-58a1-4c55-9d0e-3f1f8b6a2c11';
@@ -24,6 +25,18 @@ describe('FileImageStorage', () => {
     writeFileSync(join(dir, id, 'x'), '');
     await expect(new FileImageStorage(dir).put(id, image)).rejects.toThrow();
     expect(readdirSync(dir)).toEqual([id]);
+  });
+
+  it('writes nothing where its folder has gone (a volume no longer mounted), rather than make it again', async () => {
+    const dir = join(mkdtempSync(join(tmpdir(), 'images-')), 'images');
+    mkdirSync(dir);
+    const storage = new FileImageStorage(dir);
+    rmSync(dir, { recursive: true });
+    const refused = await storage.put(id, image).then(() => null, (error: unknown) => error);
+    expect(refused).toBeInstanceOf(ImageFolderMissing);
+    expect(refused).toMatchObject({ code: 'ENOENT', path: dir, message: expect.stringContaining(`The image folder ${dir} is not there`) });
+    expect(unavailableCause(refused)).toBe('storage');
+    expect(existsSync(dir)).toBe(false);
   });
 });
 

@@ -1,5 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { lstat, mkdir, readdir, readFile, rm, unlink, writeFile } from 'node:fs/promises';
+import { lstat, readdir, readFile, rm, unlink, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { writeDurably } from '../common/durable-file.js';
 import { usableFolder, type AppConfig } from '../config/app-config.js';
@@ -27,6 +27,21 @@ export class DamagedImageFile extends Error {
   ) {
     super(`The image file ${file} ${why}: restore it from a backup, or upload the dish's image again.`);
     this.name = 'DamagedImageFile';
+  }
+}
+
+/**
+ * The images' folder is not there while the service runs: removed, or a volume no longer
+ * mounted. Nothing is written then (a 503 whose log line says so): made again on a write, the
+ * folder took the new images on the container's own disk, beside none of the others, which
+ * all answered 500.
+ */
+export class ImageFolderMissing extends Error {
+  readonly code = 'ENOENT';
+
+  constructor(readonly path: string) {
+    super(`The image folder ${path} is not there (removed, or its volume not mounted): nothing was written; mount or restore it (it was made at start).`);
+    this.name = 'ImageFolderMissing';
   }
 }
 
@@ -144,7 +159,8 @@ export class FileImageStorage implements ImageStorage {
   }
 
   async put(id: string, image: PreparedImage): Promise<StoredBytes> {
-    await mkdir(this.dir, { recursive: true });
+    const folder = await lstat(this.dir).catch(() => null);
+    if (!folder?.isDirectory()) throw new ImageFolderMissing(this.dir);
     // On disk before the row that names it commits (both databases sync their commits): a
     // power loss after the answer must not leave the row naming an empty or missing file. A
     // write that fails (a full disk) leaves no part of the image to hold the room: no row will

@@ -1,4 +1,4 @@
-import { chmodSync, chownSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, mkdtempSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -38,6 +38,27 @@ describe('a start whose settings name what cannot be used stops with exit 78 and
     await expect(startService({ DATA_DIR: dataDir, SEED_DEMO: 'false' }, root ? { user: { uid: 65534, gid: 65534 } } : {})).rejects.toThrow(
       new RegExp(`^service exited with 78:\nInvalid configuration:\n {2}- DATA_DIR: cannot write ${escaped(database)}: EACCES: [^\n]*\n$`),
     );
+  });
+
+  it('stops with exit 69 and one line naming the file when the embedded database file is damaged, rather than a stack', async () => {
+    for (const [what, damage] of [
+      ['its header overwritten', (file: string) => writeFileSync(file, Buffer.alloc(100, 7), { flag: 'r+' })],
+      ['cut to half', (file: string) => truncateSync(file, Math.floor(statSync(file).size / 2 / 4096) * 4096)],
+    ] as const) {
+      const dataDir = mkdtempSync(join(tmpdir(), 'results-refusals-'));
+      expect(await cli(['migrations', 'run'], { DATA_DIR: dataDir, LOG_LEVEL: 'silent' })).toMatchObject({ code: 0 });
+      damage(join(dataDir, 'results.sqlite'));
+      const refused = await startService({ DATA_DIR: dataDir, SEED_DEMO: 'false' }).then(
+        () => 'started',
+        (error: Error) => error.message,
+      );
+      expect([what, refused]).toEqual([
+        what,
+        expect.stringMatching(
+          /^service exited with 69:\nresults-service cannot start: the embedded database file \(results\.sqlite in DATA_DIR\) is damaged \((file is not a database|database disk image is malformed)\): restore it from a backup \(README, "Key rotation and backup"\)\n$/,
+        ),
+      ]);
+    }
   });
 
   it('stops when the folder of IMAGE_STORAGE=filesystem cannot be made, rather than be ready and fail every upload', async () => {
