@@ -66,6 +66,8 @@ export class ClientDataVersions implements OnApplicationShutdown {
   private deaf = false;
   /** The echo the listening connection waits for (see hears), with what to do when it comes, or when the connection is lost first. */
   private echo: { payload: string; heard: () => void; abandoned: (error: Error) => void } | null = null;
+  /** A check of the listening connection under way (see verify). */
+  private verifying = false;
 
   constructor(
     @InjectDataSource() private readonly db: DataSource,
@@ -268,7 +270,17 @@ export class ClientDataVersions implements OnApplicationShutdown {
    * restore until they expire.
    */
   async verify(client: pg.Client | null = this.client): Promise<void> {
-    if (!client) return;
+    // One at a time: a check slow to answer (5 s) and its echo (5 s more) may outlast the timer's 10 s.
+    if (!client || this.verifying) return;
+    this.verifying = true;
+    try {
+      await this.verifyNow(client);
+    } finally {
+      this.verifying = false;
+    }
+  }
+
+  private async verifyNow(client: pg.Client): Promise<void> {
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, fail) => {
       timer = setTimeout(() => fail(new Error(`no answer within ${CHECK_TIMEOUT_MS} ms`)), CHECK_TIMEOUT_MS);
@@ -278,8 +290,19 @@ export class ClientDataVersions implements OnApplicationShutdown {
       if (client === this.client) this.sawClientsTable(rows[0]?.t ?? null);
     } catch (error) {
       this.lost(client, error as Error);
+      return;
     } finally {
       clearTimeout(timer);
+    }
+    if (client !== this.client) return;
+    // And whether announcements still reach it: a pooler in transaction mode may give the
+    // listening client back the session of its LISTEN for a while (a quiet pool), so that the
+    // echo at the start arrived, then lend that session to another client: without another
+    // echo, versions were kept, and pages served, up to KEPT_MS old with nothing said.
+    try {
+      await this.hears(client);
+    } catch (error) {
+      this.lost(client, error as Error);
     }
   }
 

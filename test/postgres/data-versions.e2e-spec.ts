@@ -105,6 +105,25 @@ describe('client data versions on PostgreSQL', () => {
     const expected = await stored();
     expect(await eventually(() => versions.current(1001), (v) => v === expected, 30_000, 10)).toBe(expected);
   });
+  it('finds out at its check that announcements no longer reach a connection that still answers (a pooler lent the session of its LISTEN), and reads per request', async () => {
+    expect(await listening()).toBe(true);
+    await versions.current(1001);
+    // What a pooler in transaction mode does to a LISTEN once it lends its session to another
+    // client: the connection answers on, the announcements go elsewhere.
+    await (versions as unknown as { client: pg.Client }).client.query('UNLISTEN *');
+    await versions.verify();
+    expect(versions.isListening).toBe(false);
+    await bump();
+    const query = jest.spyOn(db, 'query');
+    expect(await versions.current(1001)).toBe(await stored());
+    expect(versionReads(query)).toHaveLength(1);
+    query.mockRestore();
+    // Listening again on a connection of its own, which hears.
+    expect(await listening()).toBe(true);
+    await versions.verify();
+    expect(versions.isListening).toBe(true);
+  });
+
   it('forgets kept versions when its check finds the clients table missing or made again, as a restore leaves it (no announcement comes)', async () => {
     expect(await listening()).toBe(true);
     const kept = (await versions.current(1001))!;
