@@ -33,6 +33,15 @@ describe('client data versions on PostgreSQL', () => {
   const versionReads = (query: { mock: { calls: unknown[][] } }): unknown[][] =>
     query.mock.calls.filter(([sql]) => typeof sql === 'string' && sql.startsWith('SELECT change_seq AS v FROM clients'));
 
+  /** A change by another writer while this replica does not listen: no announcement reaches it, and its next read of the version is a query. */
+  async function changedAndReadPerRequest(): Promise<void> {
+    await bump();
+    const query = jest.spyOn(db, 'query');
+    expect(await versions.current(1001)).toBe(await stored());
+    expect(versionReads(query)).toHaveLength(1);
+    query.mockRestore();
+  }
+
   beforeAll(async () => {
     ({ t, visits } = await startVisitsApp());
     versions = t.app.get(ClientDataVersions);
@@ -93,12 +102,7 @@ describe('client data versions on PostgreSQL', () => {
     ]);
     expect(ended.rowCount).toBe(1);
     expect(await eventually(() => Promise.resolve(versions.isListening), (v) => !v, 30_000, 5)).toBe(false);
-    // Changed while nobody listens: no announcement reaches this replica, the read does.
-    await bump();
-    const query = jest.spyOn(db, 'query');
-    expect(await versions.current(1001)).toBe(await stored());
-    expect(versionReads(query)).toHaveLength(1);
-    query.mockRestore();
+    await changedAndReadPerRequest();
     expect(await listening()).toBe(true);
     await versions.current(1001);
     await bump();
@@ -113,11 +117,7 @@ describe('client data versions on PostgreSQL', () => {
     await (versions as unknown as { client: pg.Client }).client.query('UNLISTEN *');
     await versions.verify();
     expect(versions.isListening).toBe(false);
-    await bump();
-    const query = jest.spyOn(db, 'query');
-    expect(await versions.current(1001)).toBe(await stored());
-    expect(versionReads(query)).toHaveLength(1);
-    query.mockRestore();
+    await changedAndReadPerRequest();
     // Listening again on a connection of its own, which hears.
     expect(await listening()).toBe(true);
     await versions.verify();
