@@ -14,7 +14,7 @@ import { drainConnections, openConnections } from './common/idle-connections.js'
 import { startIdleCollector } from './common/idle-collector.js';
 import { listen } from './common/listen.js';
 import { AppConfig, BUILT_IN_API_KEY_HASH_KEY, ConfigError, loadConfig } from './config/app-config.js';
-import { emptyDatabaseFile, emptyDatabaseWarning, prepareDataDir } from './database/data-source-options.js';
+import { prepareDataDir } from './database/data-source-options.js';
 import { prepareSchema, SchemaMissingError } from './database/migration-tools.js';
 import { DemoService } from './demo/demo.service.js';
 import { LifecycleService } from './health/lifecycle.service.js';
@@ -25,23 +25,13 @@ import { MetricsService } from './metrics/metrics.service.js';
 import { setupApp } from './setup-app.js';
 import { WebhookDispatcher } from './webhooks/webhook-dispatcher.js';
 
-/**
- * The folders the settings name, before the application opens or writes anything in them; the
- * embedded database's file when it was there but empty (see emptyDatabaseFile), to warn of.
- */
-function prepareFolders(config: AppConfig): string | null {
-  const emptyDatabase = emptyDatabaseFile(config);
-  prepareDataDir(config);
-  prepareImageFolder(config);
-  return emptyDatabase;
-}
-
 async function bootstrap(): Promise<void> {
   let config: AppConfig;
-  let emptyDatabase: string | null;
   try {
     config = loadConfig();
-    emptyDatabase = prepareFolders(config);
+    // The folders the settings name, before the application opens or writes anything in them.
+    prepareDataDir(config);
+    prepareImageFolder(config);
   } catch (error) {
     if (error instanceof ConfigError) {
       process.stderr.write(`${error.message}\n`);
@@ -56,7 +46,6 @@ async function bootstrap(): Promise<void> {
   // what was logged until then stays buffered, so that such a start ends in the one line.
   const app = await NestFactory.create(AppModule.forRoot(config), { bufferLogs: true, autoFlushLogs: false, abortOnError: false });
   setupApp(app);
-  if (emptyDatabase !== null) new Logger('Database').warn(emptyDatabaseWarning(emptyDatabase));
   if (config.SEED_DEMO) await app.get(DemoService).seedIfEmpty();
   // Not app.listen(): it logs a port it cannot have as an error line of its own, before the
   // start's one line (below) says so.

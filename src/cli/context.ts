@@ -10,7 +10,7 @@ import { inFileOrder, type ImportReport } from '../common/import-report.js';
 import { assertKeyCheck, assertZoneCheck } from '../database/setting-checks.js';
 import { OperatorError } from '../common/operator-error.js';
 import { loadConfig, type AppConfig } from '../config/app-config.js';
-import { emptyDatabaseFile, emptyDatabaseWarning, prepareDataDir, SQLITE_FILE } from '../database/data-source-options.js';
+import { prepareDataDir, SQLITE_FILE } from '../database/data-source-options.js';
 import { openDataSource, prepareSchema } from '../database/migration-tools.js';
 import { ID_MAX } from '../common/query-fields.js';
 import { prepareImageFolder } from '../menus/image-storage.js';
@@ -129,7 +129,6 @@ export class CliContext {
     if ((await prepareSchema(config)) === 'made') this.noteNewSchema(config.DATABASE_SCHEMA);
     // The folders the settings name, checked as the service checks them at start (before the application, which would log a stack).
     const made = this.newDatabase(config);
-    this.noteEmptyDatabase(config);
     prepareDataDir(config);
     prepareImageFolder(config);
     // What the context created so far, to close it when the start itself fails (the context is not returned then).
@@ -167,12 +166,6 @@ export class CliContext {
     return sqlite && !existsSync(sqlite) ? sqlite : null;
   }
 
-  /** Said before the database is opened: SQLite takes an empty file for a new database (see emptyDatabaseFile). */
-  private noteEmptyDatabase(config: AppConfig): void {
-    const empty = emptyDatabaseFile(config);
-    if (empty !== null) this.io.stderr.write(`warning: ${emptyDatabaseWarning(empty)}\n`);
-  }
-
   /** Said once the database was made, since a wrong DATA_DIR is the likelier cause. */
   private noteNewDatabase(sqlite: string | null): void {
     if (sqlite) this.io.stderr.write(`note: there was no database at ${sqlite}; a new, empty one was made (is DATA_DIR right?)\n`);
@@ -182,7 +175,6 @@ export class CliContext {
   async withDataSource<T>(use: (db: DataSource) => Promise<T>, options: { noteNewDatabase?: boolean } = {}): Promise<T> {
     const config = this.config();
     const made = (options.noteNewDatabase ?? true) ? this.newDatabase(config) : null;
-    this.noteEmptyDatabase(config);
     prepareDataDir(config);
     const db = await openDataSource(config);
     this.noteNewDatabase(made);

@@ -1,6 +1,6 @@
-import { accessSync, closeSync, constants, openSync, statSync } from 'node:fs';
+import { accessSync, closeSync, constants, openSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import type { DataSourceOptions } from 'typeorm';
 import { ConfigError, usableFolder, type AppConfig } from '../config/app-config.js';
 import { ENTITIES } from './entities.js';
@@ -20,25 +20,6 @@ export function prepareDataDir(config: AppConfig): string | null {
   const dir = usableFolder('DATA_DIR', config.DATA_DIR);
   openable(join(dir, SQLITE_FILE));
   return dir;
-}
-
-/**
- * The embedded database's file when it is there but empty (0 bytes, and no write-ahead log
- * beside it holding anything), before anything opens it: SQLite takes such a file for a new
- * database, and the start went on to migrate and seed it without a word, where a file cut to
- * nothing (a disk fault, a copy that failed, `: > results.sqlite`) had held every partner's
- * data. Null with PostgreSQL, for no file, and for a file that holds anything.
- */
-export function emptyDatabaseFile(config: AppConfig): string | null {
-  if (config.DATABASE_URL) return null;
-  const file = join(resolve(config.DATA_DIR), SQLITE_FILE);
-  const size = (path: string): number | undefined => statSync(path, { throwIfNoEntry: false })?.size;
-  return size(file) === 0 && !size(`${file}-wal`) ? file : null;
-}
-
-/** What the service and the CLI say of an empty database file (see emptyDatabaseFile). */
-export function emptyDatabaseWarning(file: string): string {
-  return `${file} was there but empty (0 bytes): it is used as a new, empty database; if it held data, stop, and restore it from a backup (README, "Key rotation and backup")`;
 }
 
 const requireHere = createRequire(import.meta.url);

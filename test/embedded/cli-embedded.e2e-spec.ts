@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MAX_LINE_BYTES } from '../../src/common/record-file.js';
@@ -27,21 +27,6 @@ describe('operator CLI on the embedded database', () => {
       stderr: `note: there was no database at ${join(elsewhere, 'results.sqlite')}; a new, empty one was made (is DATA_DIR right?)\n`,
     });
     expect(await cli(['clients', 'list'], embedded(elsewhere))).toEqual({ code: 0, stdout: '(no clients)\n', stderr: '' });
-  });
-
-  it('warns of a database file that is there but empty (a file cut to nothing), which SQLite takes for a new database', async () => {
-    const emptied = join(base, 'emptied');
-    mkdirSync(emptied);
-    const file = join(emptied, 'results.sqlite');
-    writeFileSync(file, '');
-    const warning = `warning: ${file} was there but empty (0 bytes): it is used as a new, empty database; if it held data, stop, and restore it from a backup (README, "Key rotation and backup")\n`;
-    expect(await cli(['clients', 'list'], embedded(emptied))).toEqual({ code: 0, stdout: '(no clients)\n', stderr: warning });
-    // Once it holds a database, nothing is said.
-    expect(await cli(['clients', 'list'], embedded(emptied))).toEqual({ code: 0, stdout: '(no clients)\n', stderr: '' });
-    const again = join(base, 'emptied-again');
-    mkdirSync(again);
-    writeFileSync(join(again, 'results.sqlite'), '');
-    expect(await cli(['migrations', 'run'], embedded(again))).toMatchObject({ code: 0, stderr: warning.replaceAll(file, join(again, 'results.sqlite')) });
   });
 
   it('checks migrations without making the database or its folder; the first run makes it without a word', async () => {

@@ -180,19 +180,3 @@ describe('a start whose database is out of reach', () => {
     }
   });
 });
-
-describe('a start on an embedded database file that is there but empty', () => {
-  it('warns that it is used as a new database, naming it, and serves', async () => {
-    const dataDir = mkdtempSync(join(tmpdir(), 'results-refusals-'));
-    const file = join(dataDir, 'results.sqlite');
-    writeFileSync(file, '');
-    const service = await startService({ DATA_DIR: dataDir, SEED_DEMO: 'false' });
-    const warning = `${file} was there but empty (0 bytes): it is used as a new, empty database; if it held data, stop, and restore it from a backup (README, "Key rotation and backup")`;
-    const lines = service.output().split('\n').filter((line) => line.includes('was there but empty'));
-    expect(lines.map((line) => JSON.parse(line) as { level: number; context: string; msg: string }).map(({ level, context, msg }) => ({ level, context, msg }))).toEqual([
-      { level: 40, context: 'Database', msg: warning },
-    ]);
-    expect((await fetch(`${service.url}/health/ready`)).status).toBe(200);
-    expect(await service.stop()).toBe(0);
-  });
-});
