@@ -100,7 +100,8 @@ export function* eachDemoVisit(options: DemoVisitsOptions): Generator<Record<str
   const { today, days, zone = DEFAULT_ZONE } = options;
   requireCalendarDate(today);
   if (!Number.isSafeInteger(days) || days < 0) throw new Error(`days must be a non-negative integer: ${days}`);
-  const random = createRandom(options.seed ?? DEFAULT_SEED);
+  const seed = options.seed ?? DEFAULT_SEED;
+  const random = createRandom(seed);
   const branches = branchProfiles(random);
   const context: VisitContext = { random, guests: new GuestBook(random), todayMs: midnightOf(today), zone };
   const stride = branches.length * BRANCH_DAY_SLOTS;
@@ -108,12 +109,17 @@ export function* eachDemoVisit(options: DemoVisitsOptions): Generator<Record<str
   for (let offset = days; offset >= 1; offset--) {
     const dayMs = midnightOf(addDays(today, -offset));
     const weekday = new Date(dayMs).getUTCDay();
-    const dayFirstId = FIRST_VISIT_ID + Math.round((dayMs - midnightOf(FIRST_VISIT_DAY)) / DAY) * stride;
+    const day = Math.round((dayMs - midnightOf(FIRST_VISIT_DAY)) / DAY);
+    const dayFirstId = FIRST_VISIT_ID + day * stride;
     for (const [index, branch] of branches.entries()) {
+      // How many visits a branch has on a day, and when, from that day's and branch's own
+      // draws: the same whichever day the demo is made on, so a demo loaded again writes each
+      // of them again under its id, and none of an earlier load is left beside them.
+      const slots = createRandom((seed ^ Math.imul(day + 1, 0x9e3779b1) ^ Math.imul(index + 1, 0x85ebca6b)) >>> 0);
       const expected = clamp(DAILY_VISITS * (WEEKDAY_FACTORS[weekday] ?? 1) * branch.traffic, 0, BRANCH_DAY_SLOTS);
       let count = 0;
-      for (let slot = 0; slot < BRANCH_DAY_SLOTS; slot++) if (random.chance(expected / BRANCH_DAY_SLOTS)) count++;
-      const starts = Array.from({ length: count }, () => visitStart(random)).sort((a, b) => a - b);
+      for (let slot = 0; slot < BRANCH_DAY_SLOTS; slot++) if (slots.chance(expected / BRANCH_DAY_SLOTS)) count++;
+      const starts = Array.from({ length: count }, () => visitStart(slots)).sort((a, b) => a - b);
       for (const [slot, start] of starts.entries()) yield buildVisit(context, dayFirstId + index * BRANCH_DAY_SLOTS + slot, branch, dayMs + start * MINUTE);
     }
   }
