@@ -221,10 +221,19 @@ describe('loadConfig', () => {
       'JWT_SIGNING_KEYS=[hidden]: expected one or more PKCS#8 PEM private keys',
       'PAGE_TOKEN_KEY=[hidden]: expected a string of at least 16 characters',
     ]);
-    for (const value of ['a key of sixteen+,short', 'a key of sixteen+,', ',a key of sixteen+', 'a key of sixteen+,,a key of sixteen+', 'short']) {
-      expect(problemsOf({ PAGE_TOKEN_ACCEPTED_KEYS: value })).toEqual(['PAGE_TOKEN_ACCEPTED_KEYS=[hidden]: expected strings of at least 16 characters each, separated by commas']);
+    for (const value of ['a key of sixteen+,short', 'a key of sixteen+,', ',a key of sixteen+', 'a key of sixteen+,,a key of sixteen+', 'a key of sixteen+\n\na key of sixteen+', 'a key of sixteen+\nshort', 'short']) {
+      expect(problemsOf({ PAGE_TOKEN_ACCEPTED_KEYS: value })).toEqual([
+        'PAGE_TOKEN_ACCEPTED_KEYS=[hidden]: expected strings of at least 16 characters each, separated by commas or line breaks',
+      ]);
     }
     expect(loadConfig({ PAGE_TOKEN_ACCEPTED_KEYS: 'a key of sixteen+ , with spaces inside it' }).pageTokenAcceptedKeys).toEqual(['a key of sixteen+', 'with spaces inside it']);
+    // A Secret's file of one key a line (a last line break is dropped with the value's spaces).
+    expect(loadConfig({ PAGE_TOKEN_ACCEPTED_KEYS: 'a key of sixteen+\r\nanother key of 16+\na third key of 16+, and a fourth one \n' }).pageTokenAcceptedKeys).toEqual([
+      'a key of sixteen+',
+      'another key of 16+',
+      'a third key of 16+',
+      'and a fourth one',
+    ]);
     for (const value of ['redis://:hunter2pw@host', 'redis:/:hunter2pw', 'redis//:hunter2pw@host', 'http://u:hunter2pw@host']) {
       expect(problemsOf({ REDIS_URL: `x${value}` })).toEqual(['REDIS_URL=[hidden]: expected a redis:// or rediss:// URL']);
       expect(problemsOf({ DATABASE_URL: value })).toEqual(['DATABASE_URL=[hidden]: expected a postgres:// or postgresql:// URL']);

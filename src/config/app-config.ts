@@ -22,6 +22,13 @@ function isIanaTimeZone(zone: string): boolean {
  */
 export const BUILT_IN_API_KEY_HASH_KEY = 'results-service-default-api-key-hash-key';
 
+/** What separates the keys of PAGE_TOKEN_ACCEPTED_KEYS: a comma, or a line break. */
+const ACCEPTED_KEYS_SEPARATOR = /,|\r?\n/;
+/** A key of PAGE_TOKEN_ACCEPTED_KEYS: at least 16 characters, spaces or tabs around it dropped. */
+const ACCEPTED_KEY = '[ \\t]*[^,\\s][^,\\r\\n]{14,}[^,\\s][ \\t]*';
+/** PAGE_TOKEN_ACCEPTED_KEYS: keys separated by commas or line breaks, none empty. */
+const ACCEPTED_KEYS = new RegExp(`^${ACCEPTED_KEY}((,|\\r?\\n)${ACCEPTED_KEY})*$`);
+
 /**
  * Every setting the service reads from its environment. Validated once at boot
  * (see {@link loadConfig}); no code outside src/config reads `process.env`.
@@ -153,12 +160,12 @@ export class AppConfig {
   PAGE_TOKEN_KEY?: string;
 
   /**
-   * Keys whose page tokens are opened too (comma-separated), besides PAGE_TOKEN_KEY's: for
-   * changing that key replica by replica, with no partner's token refused (README, "Key
-   * rotation and backup").
+   * Keys whose page tokens are opened too (separated by commas or line breaks, as a Secret's
+   * file of one key a line gives them), besides PAGE_TOKEN_KEY's: for changing that key
+   * replica by replica, with no partner's token refused (README, "Key rotation and backup").
    */
   @IsOptional()
-  @TextSetting('strings of at least 16 characters each, separated by commas', /^\s*[^,\s][^,]{14,}[^,\s]\s*(,\s*[^,\s][^,]{14,}[^,\s]\s*)*$/)
+  @TextSetting('strings of at least 16 characters each, separated by commas or line breaks', ACCEPTED_KEYS)
   PAGE_TOKEN_ACCEPTED_KEYS?: string;
 
   /** Where dish images are kept: in the database (works for any number of replicas) or in a folder. */
@@ -323,7 +330,7 @@ export class AppConfig {
 
   /** PAGE_TOKEN_ACCEPTED_KEYS, each without the spaces around it. */
   get pageTokenAcceptedKeys(): string[] {
-    return this.PAGE_TOKEN_ACCEPTED_KEYS?.split(',').map((key) => key.trim()) ?? [];
+    return this.PAGE_TOKEN_ACCEPTED_KEYS?.split(ACCEPTED_KEYS_SEPARATOR).map((key) => key.trim()) ?? [];
   }
 
   get usesPostgres(): boolean {
