@@ -38,6 +38,21 @@ describe('FileImageStorage', () => {
     expect(unavailableCause(refused)).toBe('storage');
     expect(existsSync(dir)).toBe(false);
   });
+
+  it("says the folder gone, not the image's file missing, when an image is read from a folder that has gone", async () => {
+    const dir = join(mkdtempSync(join(tmpdir(), 'images-')), 'images');
+    mkdirSync(dir);
+    const storage = new FileImageStorage(dir);
+    const stored = await storage.put(id, image);
+    const other = await storage.put('1b7f3c2e-58a1-4c55-9d0e-3f1f8b6a2c12', image);
+    rmSync(join(dir, other.storageKey!));
+    // One file missing from the folder: that image's.
+    await expect(storage.read(other)).rejects.toBeInstanceOf(DamagedImageFile);
+    rmSync(dir, { recursive: true });
+    const refused = await storage.read(stored).then(() => null, (error: unknown) => error);
+    expect(refused).toBeInstanceOf(ImageFolderMissing);
+    expect(unavailableCause(refused)).toBe('storage');
+  });
 });
 
 describe('FileImageStorage.read', () => {

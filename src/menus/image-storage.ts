@@ -32,15 +32,15 @@ export class DamagedImageFile extends Error {
 
 /**
  * The images' folder is not there while the service runs: removed, or a volume no longer
- * mounted. Nothing is written then (a 503 whose log line says so): made again on a write, the
- * folder took the new images on the container's own disk, beside none of the others, which
- * all answered 500.
+ * mounted. Nothing is written or read then (a 503 whose log line says so): made again on a
+ * write, the folder took the new images on the container's own disk, beside none of the
+ * others, which all answered 500.
  */
 export class ImageFolderMissing extends Error {
   readonly code = 'ENOENT';
 
   constructor(readonly path: string) {
-    super(`The image folder ${path} is not there (removed, or its volume not mounted): nothing was written; mount or restore it (it was made at start).`);
+    super(`The image folder ${path} is not there (removed, or its volume not mounted): nothing was written or read; mount or restore it (it was made at start).`);
     this.name = 'ImageFolderMissing';
   }
 }
@@ -159,8 +159,7 @@ export class FileImageStorage implements ImageStorage {
   }
 
   async put(id: string, image: PreparedImage): Promise<StoredBytes> {
-    const folder = await lstat(this.dir).catch(() => null);
-    if (!folder?.isDirectory()) throw new ImageFolderMissing(this.dir);
+    if (!(await this.folderThere())) throw new ImageFolderMissing(this.dir);
     // On disk before the row that names it commits (both databases sync their commits): a
     // power loss after the answer must not leave the row naming an empty or missing file. A
     // write that fails (a full disk) leaves no part of the image to hold the room: no row will
@@ -187,8 +186,11 @@ export class FileImageStorage implements ImageStorage {
     try {
       data = await readFile(file);
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') throw new DamagedImageFile(file, true, 'is missing');
-      throw error;
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+      // The whole folder gone (a volume no longer mounted) is the storage's fault, a 503 as a
+      // write is; one file missing from it is that image's.
+      if (!(await this.folderThere())) throw new ImageFolderMissing(this.dir);
+      throw new DamagedImageFile(file, true, 'is missing');
     }
     if (stored.bytes !== undefined && data.length !== stored.bytes) {
       throw new DamagedImageFile(file, false, `holds ${data.length} bytes where ${stored.bytes} were stored`);
@@ -201,6 +203,11 @@ export class FileImageStorage implements ImageStorage {
 
   async discard(stored: StoredBytes): Promise<void> {
     if (stored.storageKey) await removeFile(this.fileOf(stored));
+  }
+
+  /** Whether the images' folder is there, a folder (made at start; see ImageFolderMissing). */
+  private async folderThere(): Promise<boolean> {
+    return (await lstat(this.dir).catch(() => null))?.isDirectory() ?? false;
   }
 
   /** The path of an image's file, its key checked to be one (never a path of its own). */
