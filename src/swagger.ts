@@ -281,10 +281,14 @@ export function buildOpenApi(app: INestApplication, config: AppConfig): OpenAPIO
  * the segments kept.
  */
 export function withoutEmptySegments(path: string): string {
-  const real = (segment: string): boolean => segment !== '' && segment !== '.';
   const folders = path.slice(1, path.lastIndexOf('/') + 1).split('/').slice(0, -1);
   const ups = folders.filter((segment) => segment !== '.').length;
-  return `${'../'.repeat(ups)}${path.split('/').filter(real).join('/')}`;
+  return `${'../'.repeat(ups)}${keptSegments(path).join('/')}`;
+}
+
+/** The segments of a path but the empty ones and `.`, which name no file. */
+function keptSegments(path: string): string[] {
+  return path.split('/').filter((segment) => segment !== '' && segment !== '.');
 }
 
 /** What ifMatchFailure needs to know of the tags under /docs: that they are weak. */
@@ -311,8 +315,9 @@ const DOCS_FILES = new Set([
 
 /** Whether a path under /docs (without it) is one of DOCS_FILES once its empty and `.` segments are left out. */
 export function isDocsFile(path: string): boolean {
-  const kept = path.split('/').filter((segment) => segment !== '' && segment !== '.');
-  return DOCS_FILES.has(`/${kept.join('/')}${kept.length > 0 && path.endsWith('/') ? '/' : ''}`);
+  const kept = keptSegments(path);
+  // A file's name with a slash after it names no file (only the page, `/`, ends in one).
+  return !(kept.length > 0 && path.endsWith('/')) && DOCS_FILES.has(`/${kept.join('/')}`);
 }
 
 /** Swagger UI at /docs, the contract at /docs/openapi.json. */
